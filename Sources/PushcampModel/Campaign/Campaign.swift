@@ -1,0 +1,120 @@
+import Yams
+
+/// A campaign file as written: what to send, to whom, how fast. Paths are as written in the file
+/// (relative to the project root); the planner's loader resolves and compiles them.
+public struct Campaign {
+    public var id: String
+    public var description: String?
+    public var app: String
+    public var variables: [(name: String, value: AttributeValue)]
+    public var audience: AudienceSpec
+    public var message: MessageSpec
+    public var schedule: ScheduleSpec?
+    public var throttle: ThrottleSpec
+    /// The file this campaign was read from, as printed in diagnostics.
+    public var path: String
+    /// Where the `app:` key is, for problems with the app it names.
+    public var appLocation: SourceLocation
+}
+
+/// Where recipients come from.
+public struct SourceSpec {
+    public enum Kind {
+        case csv(path: String, delimiter: UInt8)
+        case jsonLines(path: String)
+        case sqlite(path: String, query: String)
+        /// Rows written in the campaign: each is a token or a mapping with a token and attributes.
+        case inline([InlineRow])
+    }
+
+    public var kind: Kind
+    /// The column (or JSON key) holding the device token.
+    public var tokenColumn: String
+    public var location: SourceLocation
+
+    /// The file the source reads, if it reads one.
+    public var path: String? {
+        switch kind {
+        case .csv(let path, _), .jsonLines(let path), .sqlite(let path, _): return path
+        case .inline: return nil
+        }
+    }
+}
+
+public struct InlineRow: Sendable, Hashable {
+    public var values: [(name: String, value: AttributeValue)]
+    public var line: Int
+
+    public static func == (lhs: InlineRow, rhs: InlineRow) -> Bool {
+        lhs.line == rhs.line && lhs.values.map(\.name) == rhs.values.map(\.name)
+            && lhs.values.map(\.value) == rhs.values.map(\.value)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(line)
+        hasher.combine(values.map(\.name))
+    }
+}
+
+public struct AudienceSpec {
+    public var source: SourceSpec
+    public var filter: FilterExpression?
+    /// The filter as written, for reports.
+    public var filterText: String?
+    public var filterLocation: SourceLocation?
+    public var exclude: [SourceSpec]
+}
+
+/// A payload template or a string table: a file to read, or a structure written in the campaign.
+public enum TemplateSource {
+    case file(path: String, location: SourceLocation)
+    case inline(Node, path: String)
+}
+
+public enum ExpirationSpec: Hashable, Sendable {
+    /// `apns-expiration: 0`: deliver now or never.
+    case immediately
+    /// A span after the send starts, turned into an absolute time once the send time is known.
+    case after(TimeSpan)
+    case at(Timestamp)
+}
+
+public struct LocaleSpec: Hashable, Sendable {
+    /// The attribute holding each recipient's locale (`fr-CA`, `pt_BR`…), or nil for one locale for all.
+    public var attribute: String?
+    public var defaultLocale: String
+}
+
+public struct VariantSpec {
+    public var name: String
+    public var weight: Int
+    public var payload: TemplateSource?
+    public var strings: TemplateSource?
+    public var variables: [(name: String, value: AttributeValue)]
+    public var location: SourceLocation
+}
+
+public struct MessageSpec {
+    public var pushType: PushType
+    public var priority: Int?
+    public var expiration: ExpirationSpec?
+    public var collapseID: String?
+    public var collapseIDLocation: SourceLocation?
+    public var topic: String?
+    public var topicLocation: SourceLocation?
+    public var payload: TemplateSource?
+    public var strings: TemplateSource?
+    public var locale: LocaleSpec?
+    public var variants: [VariantSpec]
+    public var holdout: Share
+    public var location: SourceLocation
+}
+
+public struct ScheduleSpec: Hashable, Sendable {
+    public var at: Timestamp
+}
+
+public struct ThrottleSpec: Hashable, Sendable {
+    public var rate: Rate?
+    public var connections: Int?
+}

@@ -1,0 +1,361 @@
+import Yams
+
+/// Reads a campaign file into a `Campaign`, reporting every problem of the file at once.
+public enum CampaignReader {
+    static let topKeys = ["campaign", "description", "app", "variables", "audience", "message", "schedule", "throttle"]
+    static let audienceKeys = ["source", "where", "exclude"]
+    static let messageKeys = [
+        "push_type", "priority", "expiration", "collapse_id", "topic", "payload", "strings", "locale", "variants",
+        "holdout",
+    ]
+    static let variantKeys = ["name", "weight", "payload", "strings", "variables"]
+
+    /// The campaign, or nil when the file has errors; diagnostics hold every problem found.
+    public static func read(_ document: YAMLDocument) -> (Campaign?, [Diagnostic]) {
+        let reader = YAMLReader(path: document.path)
+        guard let root = document.root else {
+            reader.error("the campaign file is empty; it needs at least 'campaign', 'app', 'audience' and 'message'", at: SourceLocation(path: document.path, line: 1, column: 1))
+            return (nil, reader.diagnostics)
+        }
+        guard let top = reader.mapping(root, in: "campaign file", allowed: topKeys, required: ["campaign", "app", "audience", "message"]) else {
+            return (nil, reader.diagnostics)
+        }
+        let id = top["campaign"].flatMap { readID($0, reader) }
+        let description = top["description"].flatMap { reader.scalar($0, "description") }
+        let app = top["app"].flatMap { reader.string($0, "app") }
+        let variables = top["variables"].map { readVariables($0, "variables", reader) } ?? []
+        let audience = top["audience"].flatMap { readAudience($0, reader) }
+        let message = top["message"].flatMap { readMessage($0, reader) }
+        let schedule = top["schedule"].flatMap { readSchedule($0, reader) }
+        let throttle = top["throttle"].map { readThrottle($0, reader) } ?? ThrottleSpec()
+
+        guard !reader.diagnostics.hasErrors, let id, let app, let audience, let message else {
+            return (nil, reader.diagnostics)
+        }
+        let campaign = Campaign(
+            id: id,
+            description: description,
+            app: app,
+            variables: variables,
+            audience: audience,
+            message: message,
+            schedule: schedule,
+            throttle: throttle,
+            path: document.path,
+            appLocation: reader.location(top["app"])
+        )
+        return (campaign, reader.diagnostics)
+    }
+
+    static func readID(_ node: Node, _ reader: YAMLReader) -> String? {
+        guard let id = reader.string(node, "campaign") else { return nil }
+        let allowed = id.utf8.allSatisfy { byte in
+            (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F || byte == 0x2E
+        }
+        guard allowed, id.utf8.count <= 64, let first = id.utf8.first, first != 0x2D, first != 0x2E else {
+            reader.error("campaign id '\(id)' must be 1 to 64 lowercase letters, digits, '-', '_' or '.', starting with a letter or digit (it keys the journal, so keep it stable)", at: node)
+            return nil
+        }
+        return id
+    }
+
+    // MARK: Audience
+
+    static func readAudience(_ node: Node, _ reader: YAMLReader) -> AudienceSpec? {
+        guard let map = reader.mapping(node, in: "audience", allowed: audienceKeys, required: ["source"]) else {
+            return nil
+        }
+        let source = map["source"].flatMap { readSource($0, "audience.source", reader) }
+        var filter: FilterExpression?
+        var filterText: String?
+        var filterLocation: SourceLocation?
+        if let whereNode = map["where"], let text = reader.string(whereNode, "where") {
+            filterText = text
+            filterLocation = reader.location(whereNode)
+            switch FilterParser.parse(text) {
+            case .success(let expression): filter = expression
+            case .failure(let error):
+                reader.error("invalid filter: \(error.message)", at: column(of: whereNode, offset: error.offset, reader))
+            }
+        }
+        var exclude: [SourceSpec] = []
+        if let excludeNode = map["exclude"] {
+            let items: [Node]
+            if case .sequence = excludeNode {
+                items = reader.sequence(excludeNode, "audience.exclude") ?? []
+            } else {
+                items = [excludeNode]
+            }
+            for (index, item) in items.enumerated() {
+                if let spec = readSource(item, "audience.exclude[\(index)]", reader) { exclude.append(spec) }
+            }
+        }
+        guard let source else { return nil }
+        return AudienceSpec(source: source, filter: filter, filterText: filterText, filterLocation: filterLocation, exclude: exclude)
+    }
+
+    /// Where character `offset` of a one-line scalar is in the file.
+    static func column(of node: Node, offset: Int, _ reader: YAMLReader) -> SourceLocation {
+        var location = reader.location(node)
+        if let column = location.column, case .scalar(let scalar) = node {
+            let quoted = scalar.style == .singleQuoted || scalar.style == .doubleQuoted
+            location.column = column + offset + (quoted ? 1 : 0)
+        }
+        return location
+    }
+
+    static func readSource(_ node: Node, _ context: String, _ reader: YAMLReader) -> SourceSpec? {
+        let kinds = ["csv", "jsonl", "sqlite", "inline"]
+        guard let map = reader.mapping(node, in: context, allowed: kinds + ["query", "token_column", "delimiter"]) else {
+            return nil
+        }
+        let present = map.entries.map(\.key).filter { kinds.contains($0) }
+        guard present.count == 1, let kindKey = present.first, let value = map[kindKey] else {
+            let found = present.isEmpty ? "none" : present.joined(separator: " and ")
+            reader.error("'\(context)' needs exactly one of csv, jsonl, sqlite or inline (found \(found))", at: node)
+            return nil
+        }
+        let tokenColumn = map["token_column"].flatMap { reader.string($0, "\(context).token_column") } ?? "token"
+        if kindKey != "sqlite", let query = map["query"] {
+            reader.error("'query' belongs to a sqlite source, not \(kindKey)", at: map.keyNode("query") ?? query)
+        }
+        if kindKey != "csv", let delimiter = map["delimiter"] {
+            reader.error("'delimiter' belongs to a csv source, not \(kindKey)", at: map.keyNode("delimiter") ?? delimiter)
+        }
+        let kind: SourceSpec.Kind
+        switch kindKey {
+        case "csv":
+            guard let path = reader.string(value, "\(context).csv") else { return nil }
+            var delimiter: UInt8 = 0x2C
+            if let node = map["delimiter"], let text = reader.scalar(node, "\(context).delimiter") {
+                let allowed: [String: UInt8] = [",": 0x2C, ";": 0x3B, "\t": 0x09, "\\t": 0x09, "|": 0x7C, "tab": 0x09]
+                if let byte = allowed[text] {
+                    delimiter = byte
+                } else {
+                    reader.error("delimiter must be one of , ; | or tab, found '\(text)'", at: node)
+                }
+            }
+            kind = .csv(path: path, delimiter: delimiter)
+        case "jsonl":
+            guard let path = reader.string(value, "\(context).jsonl") else { return nil }
+            kind = .jsonLines(path: path)
+        case "sqlite":
+            guard let path = reader.string(value, "\(context).sqlite") else { return nil }
+            guard let queryNode = map["query"] else {
+                reader.error("a sqlite source needs 'query', like query: \"SELECT token, locale FROM devices\"", at: node)
+                return nil
+            }
+            guard let query = reader.string(queryNode, "\(context).query") else { return nil }
+            kind = .sqlite(path: path, query: query)
+        default:
+            guard let rows = readInline(value, "\(context).inline", tokenColumn: tokenColumn, reader) else { return nil }
+            kind = .inline(rows)
+        }
+        return SourceSpec(kind: kind, tokenColumn: tokenColumn, location: reader.location(node))
+    }
+
+    static func readInline(_ node: Node, _ context: String, tokenColumn: String, _ reader: YAMLReader) -> [InlineRow]? {
+        guard let items = reader.sequence(node, context) else { return nil }
+        var rows: [InlineRow] = []
+        for (index, item) in items.enumerated() {
+            let line = item.mark?.line ?? 0
+            if case .scalar = item {
+                guard let token = reader.string(item, "\(context)[\(index)]") else { continue }
+                rows.append(InlineRow(values: [(tokenColumn, .string(token))], line: line))
+                continue
+            }
+            guard let pairs = reader.freeMapping(item, in: "\(context)[\(index)]") else { continue }
+            guard pairs.contains(where: { $0.key == tokenColumn }) else {
+                reader.error("'\(context)[\(index)]' has no '\(tokenColumn)'", at: item)
+                continue
+            }
+            let values = pairs.compactMap { pair in
+                attributeValue(pair.value, "\(context)[\(index)].\(pair.key)", reader).map { (pair.key, $0) }
+            }
+            rows.append(InlineRow(values: values, line: line))
+        }
+        return rows
+    }
+
+    // MARK: Message
+
+    static func readMessage(_ node: Node, _ reader: YAMLReader) -> MessageSpec? {
+        guard let map = reader.mapping(node, in: "message", allowed: messageKeys) else { return nil }
+        var pushType = PushType.alert
+        if let typeNode = map["push_type"], let text = reader.string(typeNode, "push_type") {
+            if let type = PushType(rawValue: text) {
+                pushType = type
+            } else {
+                let names = PushType.allCases.map(\.rawValue)
+                reader.error("unknown push_type '\(text)'\(Suggestion.didYouMean(text, in: names)) (APNs knows: \(names.joined(separator: ", ")))", at: typeNode)
+            }
+        }
+        var priority: Int?
+        if let priorityNode = map["priority"], let value = reader.int(priorityNode, "priority", in: 1...10) {
+            if [1, 5, 10].contains(value) {
+                priority = value
+            } else {
+                reader.error("priority must be 10 (immediate), 5 (power-aware) or 1 (lowest), found \(value)", at: priorityNode)
+            }
+        }
+        let expiration = map["expiration"].flatMap { readExpiration($0, reader) }
+        var collapseID: String?
+        if let collapseNode = map["collapse_id"], let text = reader.string(collapseNode, "collapse_id") {
+            collapseID = text
+        }
+        let topic = map["topic"].flatMap { reader.string($0, "topic") }
+        let payload = map["payload"].flatMap { templateSource($0, "payload", reader) }
+        let strings = map["strings"].flatMap { templateSource($0, "strings", reader) }
+        let locale = map["locale"].flatMap { readLocale($0, reader) }
+        var variants: [VariantSpec] = []
+        if let variantsNode = map["variants"], let items = reader.sequence(variantsNode, "variants") {
+            for (index, item) in items.enumerated() {
+                if let variant = readVariant(item, index, reader) {
+                    if variants.contains(where: { $0.name == variant.name }) {
+                        reader.error("variant name '\(variant.name)' is used twice", at: item)
+                    }
+                    variants.append(variant)
+                }
+            }
+            if items.isEmpty { reader.error("'variants' is empty; remove it or list at least one variant", at: variantsNode) }
+        }
+        let holdout = map["holdout"].flatMap { reader.parsed($0, "holdout", Share.parse) } ?? Share(basisPoints: 0)
+        if let holdoutNode = map["holdout"], holdout.basisPoints == 10_000 {
+            reader.error("a 100% holdout sends nothing", at: holdoutNode)
+        }
+        if payload == nil, map["payload"] == nil, !variants.isEmpty, variants.contains(where: { $0.payload == nil }) {
+            let missing = variants.filter { $0.payload == nil }.map(\.name).joined(separator: ", ")
+            reader.error("'message' has no payload, and variant \(missing) names none either", at: node)
+        } else if map["payload"] == nil, variants.isEmpty {
+            reader.error("'message' is missing required key 'payload'", at: node)
+        }
+        return MessageSpec(
+            pushType: pushType,
+            priority: priority,
+            expiration: expiration,
+            collapseID: collapseID,
+            collapseIDLocation: map["collapse_id"].map { reader.location($0) },
+            topic: topic,
+            topicLocation: map["topic"].map { reader.location($0) },
+            payload: payload,
+            strings: strings,
+            locale: locale,
+            variants: variants,
+            holdout: holdout,
+            location: reader.location(node)
+        )
+    }
+
+    static func readExpiration(_ node: Node, _ reader: YAMLReader) -> ExpirationSpec? {
+        guard let text = reader.scalar(node, "expiration") else { return nil }
+        if text == "0" || text == "now" { return .immediately }
+        if text.contains("-"), case .success(let timestamp) = Timestamp.parse(text) { return .at(timestamp) }
+        switch TimeSpan.parse(text) {
+        case .success(let span): return .after(span)
+        case .failure:
+            reader.error("expiration '\(text)' must be a duration after the send (24h), an absolute time (2027-03-21T09:00:00Z) or 0 (deliver now or never)", at: node)
+            return nil
+        }
+    }
+
+    static func readLocale(_ node: Node, _ reader: YAMLReader) -> LocaleSpec? {
+        if case .scalar = node {
+            return reader.string(node, "locale").map { LocaleSpec(attribute: nil, defaultLocale: $0) }
+        }
+        guard let map = reader.mapping(node, in: "locale", allowed: ["from", "default"], required: ["default"]) else {
+            return nil
+        }
+        let attribute = map["from"].flatMap { reader.string($0, "locale.from") }
+        guard let defaultLocale = map["default"].flatMap({ reader.string($0, "locale.default") }) else { return nil }
+        return LocaleSpec(attribute: attribute, defaultLocale: defaultLocale)
+    }
+
+    static func readVariant(_ node: Node, _ index: Int, _ reader: YAMLReader) -> VariantSpec? {
+        let context = "variants[\(index)]"
+        guard let map = reader.mapping(node, in: context, allowed: variantKeys, required: ["name", "weight"]) else {
+            return nil
+        }
+        guard let name = map["name"].flatMap({ reader.string($0, "\(context).name") }),
+            let weight = map["weight"].flatMap({ reader.int($0, "\(context).weight", in: 0...1_000_000) })
+        else { return nil }
+        return VariantSpec(
+            name: name,
+            weight: weight,
+            payload: map["payload"].flatMap { templateSource($0, "\(context).payload", reader) },
+            strings: map["strings"].flatMap { templateSource($0, "\(context).strings", reader) },
+            variables: map["variables"].map { readVariables($0, "\(context).variables", reader) } ?? [],
+            location: reader.location(node)
+        )
+    }
+
+    static func templateSource(_ node: Node, _ what: String, _ reader: YAMLReader) -> TemplateSource? {
+        switch node {
+        case .mapping: return .inline(node, path: reader.path)
+        case .scalar:
+            return reader.string(node, what).map { .file(path: $0, location: reader.location(node)) }
+        default:
+            reader.error("'\(what)' must be a file path or a mapping written in place, found \(reader.describe(node))", at: node)
+            return nil
+        }
+    }
+
+    // MARK: Schedule and throttle
+
+    static func readSchedule(_ node: Node, _ reader: YAMLReader) -> ScheduleSpec? {
+        guard let map = reader.mapping(node, in: "schedule", allowed: ["at"], required: ["at"]) else { return nil }
+        return map["at"].flatMap { reader.parsed($0, "schedule.at", Timestamp.parse) }.map { ScheduleSpec(at: $0) }
+    }
+
+    public static func readThrottle(_ node: Node, _ reader: YAMLReader) -> ThrottleSpec {
+        guard let map = reader.mapping(node, in: "throttle", allowed: ["rate", "connections"]) else {
+            return ThrottleSpec()
+        }
+        return ThrottleSpec(
+            rate: map["rate"].flatMap { reader.parsed($0, "throttle.rate", Rate.parse) },
+            connections: map["connections"].flatMap { reader.int($0, "throttle.connections", in: 1...64) }
+        )
+    }
+
+    // MARK: Values
+
+    static func readVariables(_ node: Node, _ context: String, _ reader: YAMLReader) -> [(name: String, value: AttributeValue)] {
+        guard let pairs = reader.freeMapping(node, in: context) else { return [] }
+        return pairs.compactMap { pair in
+            attributeValue(pair.value, "\(context).\(pair.key)", reader).map { (pair.key, $0) }
+        }
+    }
+
+    /// A YAML value as an attribute: scalars by their YAML type, lists and mappings kept as such.
+    public static func attributeValue(_ node: Node, _ what: String, _ reader: YAMLReader) -> AttributeValue? {
+        switch node {
+        case .scalar(let scalar):
+            if reader.isNull(node) {
+                reader.error("'\(what)' has no value", at: node)
+                return nil
+            }
+            guard scalar.style == .plain else { return .string(scalar.string) }
+            if let integer = Int64(scalar.string) { return .integer(integer) }
+            if let bool = node.bool, ["true", "false", "True", "False", "TRUE", "FALSE"].contains(scalar.string) {
+                return .bool(bool)
+            }
+            if scalar.string.contains("."), let number = Double(scalar.string), number.isFinite { return .number(number) }
+            return .string(scalar.string)
+        case .sequence(let items):
+            let values = items.enumerated().compactMap { attributeValue($0.element, "\(what)[\($0.offset)]", reader) }
+            return .list(values)
+        case .mapping:
+            guard let pairs = reader.freeMapping(node, in: what) else { return nil }
+            var keys: [String] = []
+            var values: [AttributeValue] = []
+            for pair in pairs {
+                guard let value = attributeValue(pair.value, "\(what).\(pair.key)", reader) else { continue }
+                keys.append(pair.key)
+                values.append(value)
+            }
+            return .object(AttributeObject(keys: keys, values: values))
+        case .alias:
+            reader.error("'\(what)': YAML aliases are not supported here", at: node)
+            return nil
+        }
+    }
+}

@@ -1,0 +1,115 @@
+import Yams
+
+/// Reads `pushcamp.yaml`, reporting every problem of the file at once.
+public enum ProjectReader {
+    static let topKeys = ["apps", "journal", "defaults"]
+    static let appKeys = [
+        "topic", "team_id", "key_id", "key_file", "certificate", "certificate_password", "environment", "endpoint",
+        "ca_file",
+    ]
+
+    public static func read(_ document: YAMLDocument) -> (Project?, [Diagnostic]) {
+        let reader = YAMLReader(path: document.path)
+        guard let root = document.root else {
+            reader.error("pushcamp.yaml is empty; it needs 'apps'", at: SourceLocation(path: document.path, line: 1, column: 1))
+            return (nil, reader.diagnostics)
+        }
+        guard let top = reader.mapping(root, in: "pushcamp.yaml", allowed: topKeys, required: ["apps"]) else {
+            return (nil, reader.diagnostics)
+        }
+        var apps: [String: AppConfig] = [:]
+        var appNames: [String] = []
+        if let appsNode = top["apps"], let entries = reader.freeMapping(appsNode, in: "apps") {
+            if entries.isEmpty { reader.error("'apps' lists no app", at: appsNode) }
+            for entry in entries {
+                if let app = readApp(entry.key, entry.value, reader) {
+                    apps[entry.key] = app
+                    appNames.append(entry.key)
+                }
+            }
+        }
+        var journalPath = Project.defaultJournalPath
+        if let journalNode = top["journal"],
+            let map = reader.mapping(journalNode, in: "journal", allowed: ["path"]),
+            let path = map["path"].flatMap({ reader.string($0, "journal.path") })
+        {
+            journalPath = path
+        }
+        var defaults = Project.Defaults(throttle: ThrottleSpec(), expiration: nil)
+        if let defaultsNode = top["defaults"],
+            let map = reader.mapping(defaultsNode, in: "defaults", allowed: ["throttle", "expiration"])
+        {
+            if let throttle = map["throttle"] { defaults.throttle = CampaignReader.readThrottle(throttle, reader) }
+            if let expiration = map["expiration"] { defaults.expiration = CampaignReader.readExpiration(expiration, reader) }
+        }
+        guard !reader.diagnostics.hasErrors else { return (nil, reader.diagnostics) }
+        return (Project(apps: apps, appNames: appNames, journalPath: journalPath, defaults: defaults, path: document.path), reader.diagnostics)
+    }
+
+    static func readApp(_ name: String, _ node: Node, _ reader: YAMLReader) -> AppConfig? {
+        let context = "apps.\(name)"
+        guard let map = reader.mapping(node, in: context, allowed: appKeys, required: ["topic"]) else { return nil }
+        let topic = map["topic"].flatMap { reader.string($0, "\(context).topic") }
+        func config(_ key: String) -> ConfigString? {
+            map[key].flatMap { reader.parsed($0, "\(context).\(key)", ConfigString.parse) }
+        }
+        func appleID(_ key: String) -> String? {
+            guard let node = map[key], let text = reader.string(node, "\(context).\(key)") else { return nil }
+            guard text.count == 10, text.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) else {
+                reader.error("'\(key)' must be Apple's 10-character id (uppercase letters and digits), found '\(text)'", at: node)
+                return nil
+            }
+            return text
+        }
+        let credentials: AppConfig.Credentials?
+        switch (map["key_file"], map["certificate"]) {
+        case (.some, .some):
+            reader.error("'\(context)' names both key_file and certificate; use one way to authenticate", at: node)
+            credentials = nil
+        case (.some, .none):
+            let teamID = appleID("team_id")
+            let keyID = appleID("key_id")
+            if map["team_id"] == nil { reader.error("'\(context)' uses key_file and so needs team_id", at: node) }
+            if map["key_id"] == nil { reader.error("'\(context)' uses key_file and so needs key_id", at: node) }
+            if let teamID, let keyID, let keyFile = config("key_file") {
+                credentials = .token(teamID: teamID, keyID: keyID, keyFile: keyFile)
+            } else {
+                credentials = nil
+            }
+        case (.none, .some):
+            if let file = config("certificate") {
+                credentials = .certificate(file: file, password: config("certificate_password"))
+            } else {
+                credentials = nil
+            }
+        case (.none, .none):
+            reader.error("'\(context)' needs key_file (with team_id and key_id) or certificate to authenticate to APNs", at: node)
+            credentials = nil
+        }
+        var environment = APNsEnvironment.production
+        if let environmentNode = map["environment"], let text = reader.string(environmentNode, "\(context).environment") {
+            if let value = APNsEnvironment(rawValue: text) {
+                environment = value
+            } else {
+                reader.error("environment must be production or sandbox, found '\(text)'\(Suggestion.didYouMean(text, in: ["production", "sandbox"]))", at: environmentNode)
+            }
+        }
+        var endpoint: String?
+        if let endpointNode = map["endpoint"], let text = reader.string(endpointNode, "\(context).endpoint") {
+            if text.hasPrefix("https://") {
+                endpoint = text
+            } else {
+                reader.error("endpoint must be an https:// URL (APNs speaks HTTP/2 over TLS only), found '\(text)'", at: endpointNode)
+            }
+        }
+        guard let topic, let credentials else { return nil }
+        return AppConfig(
+            name: name,
+            topic: topic,
+            credentials: credentials,
+            environment: environment,
+            endpoint: endpoint,
+            caFile: config("ca_file")
+        )
+    }
+}

@@ -1,0 +1,120 @@
+import PushcampModel
+import Yams
+
+/// A payload written as a JSON or YAML structure whose string leaves are Mustache templates.
+/// Rendering fills the leaves and encodes JSON, so every payload is valid JSON whatever the data holds.
+/// Parts without templates are encoded once, when the template is compiled.
+public struct PayloadTemplate: Sendable {
+    indirect enum Element: Sendable {
+        /// Encoded JSON that does not depend on the recipient.
+        case constant([UInt8])
+        /// Keys are encoded with their quotes and the colon.
+        case object([(key: [UInt8], value: Element)])
+        case array([Element])
+        case leaf(MustacheTemplate)
+    }
+
+    /// A templated leaf and where it is written, for static checks.
+    public struct Leaf: Sendable {
+        public var template: MustacheTemplate
+        /// The key path to the leaf, such as `aps.alert.title`.
+        public var keyPath: String
+        let node: NodeLocation
+
+        /// Where character `offset` of the template is in its file.
+        public func location(offset: Int) -> SourceLocation { node.location(offset: offset) }
+    }
+
+    let root: Element
+    /// Every templated leaf, in file order.
+    public let leaves: [Leaf]
+    /// The constant structure, for pre-flight checks: key paths and the constant values at them.
+    public let shape: PayloadShape
+    public let path: String
+
+    /// Renders the payload for one recipient, appending JSON to `writer`.
+    public func render(into writer: inout JSONWriter, context: inout RenderContext) throws(RenderError) {
+        try Self.render(root, into: &writer, context: &context)
+    }
+
+    static func render(_ element: Element, into writer: inout JSONWriter, context: inout RenderContext) throws(RenderError) {
+        switch element {
+        case .constant(let bytes):
+            writer.bytes.append(contentsOf: bytes)
+        case .leaf(let template):
+            try template.renderLeaf(into: &writer, context: &context)
+        case .object(let members):
+            writer.bytes.append(0x7B)
+            for (index, member) in members.enumerated() {
+                if index > 0 { writer.bytes.append(0x2C) }
+                writer.bytes.append(contentsOf: member.key)
+                try render(member.value, into: &writer, context: &context)
+            }
+            writer.bytes.append(0x7D)
+        case .array(let items):
+            writer.bytes.append(0x5B)
+            for (index, item) in items.enumerated() {
+                if index > 0 { writer.bytes.append(0x2C) }
+                try render(item, into: &writer, context: &context)
+            }
+            writer.bytes.append(0x5D)
+        }
+    }
+}
+
+/// A node's place in a file, kept without the (non-Sendable) node itself.
+struct NodeLocation: Sendable {
+    var path: String
+    var line: Int?
+    var column: Int?
+    /// Offsets map to columns only in one-line scalars.
+    var columnsFollowText: Bool
+    var quoteWidth: Int
+    var text: String
+
+    init(_ node: Node, path: String) {
+        self.path = path
+        self.line = node.mark?.line
+        self.column = node.mark?.column
+        if case .scalar(let scalar) = node {
+            columnsFollowText = [.plain, .singleQuoted, .doubleQuoted].contains(scalar.style)
+            quoteWidth = scalar.style == .plain ? 0 : 1
+            text = scalar.string
+        } else {
+            columnsFollowText = false
+            quoteWidth = 0
+            text = ""
+        }
+    }
+
+    func location(offset: Int) -> SourceLocation {
+        guard let column, columnsFollowText, !text.unicodeScalars.prefix(offset).contains("\n") else {
+            return SourceLocation(path: path, line: line, column: column)
+        }
+        return SourceLocation(path: path, line: line, column: column + quoteWidth + offset)
+    }
+}
+
+/// The constant facts of a payload that pre-flight rules read: which keys exist, and their values
+/// where those do not depend on the recipient.
+public struct PayloadShape: Sendable, Hashable {
+    public enum Value: Sendable, Hashable {
+        case constant(AttributeValue?)
+        case templated
+        case structure
+    }
+
+    /// Every key path (`aps`, `aps.alert`, `aps.alert.title`…) with its value.
+    public var values: [String: Value]
+
+    public func has(_ keyPath: String) -> Bool { values[keyPath] != nil }
+
+    public func value(_ keyPath: String) -> Value? { values[keyPath] }
+
+    /// Keys directly under `keyPath`.
+    public func keys(under keyPath: String) -> [String] {
+        let prefix = keyPath.isEmpty ? "" : keyPath + "."
+        return values.keys.filter { $0.hasPrefix(prefix) && !$0.dropFirst(prefix.count).contains(".") }
+            .map { String($0.dropFirst(prefix.count)) }.sorted()
+    }
+}
