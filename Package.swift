@@ -52,7 +52,7 @@ let package = Package(
         .executableTarget(
             name: "pushcamp",
             dependencies: [
-                "PushcampPlanner",
+                "PushcampPlanner", "PushcampModel", "PushcampAudience",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict

@@ -38,27 +38,35 @@ public struct MustacheTemplate: Sendable, Hashable {
         return nil
     }
 
-    /// Root names the template reads (first part of each dotted name), in order of appearance, with the
-    /// offset of their first use; names inside sections that may come from the section's value are included.
-    public var referencedNames: [(name: String, offset: Int, inSection: Bool)] {
-        var result: [(name: String, offset: Int, inSection: Bool)] = []
-        func visit(_ parts: [Part], depth: Int) {
+    /// A name the template reads: the first part of a dotted name, where it is used, whether it is a
+    /// section's name, and whether it sits inside a section (where it may come from the section's value).
+    public struct Reference: Sendable, Hashable {
+        public var name: String
+        public var offset: Int
+        public var isSection: Bool
+        public var isNested: Bool
+    }
+
+    /// The names the template reads, first use of each, in order of appearance.
+    public var references: [Reference] {
+        var result: [Reference] = []
+        func visit(_ parts: [Part], nested: Bool) {
             for part in parts {
                 switch part {
                 case .variable(let name):
                     if let first = name.parts.first, !result.contains(where: { $0.name == first }) {
-                        result.append((first, name.offset, depth > 0))
+                        result.append(Reference(name: first, offset: name.offset, isSection: false, isNested: nested))
                     }
                 case .section(let name, let inner, _):
                     if let first = name.parts.first, !result.contains(where: { $0.name == first }) {
-                        result.append((first, name.offset, true))
+                        result.append(Reference(name: first, offset: name.offset, isSection: true, isNested: nested))
                     }
-                    visit(inner, depth: depth + 1)
+                    visit(inner, nested: true)
                 case .text, .localized: break
                 }
             }
         }
-        visit(parts, depth: 0)
+        visit(parts, nested: false)
         return result
     }
 

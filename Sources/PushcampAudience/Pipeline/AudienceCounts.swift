@@ -1,0 +1,31 @@
+import PushcampModel
+
+/// What happened to the rows of an audience on their way to the planner.
+public struct AudienceCounts: Sendable, Hashable {
+    /// Rows read from the source.
+    public var read = 0
+    /// Rows whose token is not a device token, by problem.
+    public var invalid: [DeviceToken.Problem: Int] = [:]
+    /// The first invalid rows, located, for the report.
+    public var invalidExamples: [InvalidRow] = []
+    /// Rows whose token appeared on an earlier row (the first row wins).
+    public var duplicates = 0
+    /// Rows the `where:` filter left out.
+    public var filteredOut = 0
+    /// Rows whose token is in an exclusion source.
+    public var excluded = 0
+    /// Rows handed on to the planner.
+    public var passed = 0
+
+    public var invalidTotal: Int { invalid.values.reduce(0, +) }
+
+    public static let exampleLimit = 5
+
+    public struct InvalidRow: Sendable, Hashable {
+        public var location: SourceLocation
+        public var token: String
+        public var problem: DeviceToken.Problem
+    }
+
+    public init() {}
+}

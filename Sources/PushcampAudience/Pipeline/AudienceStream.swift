@@ -1,0 +1,85 @@
+import PushcampModel
+
+/// The audience as the planner sees it: a source's rows with tokens checked and normalized,
+/// duplicates dropped (the first row of a token wins), the `where:` filter applied and exclusion
+/// sources removed, in that order, each step counted.
+///
+/// Memory stays flat as the audience grows: duplicates are found in two passes over the source, the
+/// first filling a fixed-size Bloom filter with token hashes and noting the hashes it saw twice, the
+/// second checking only those candidates exactly. Exclusion sources are held as a set of tokens, so
+/// their memory grows with the exclusion lists (not with the audience).
+public struct AudienceStream: Sendable {
+    public let source: any AudienceSource
+    public let filter: FilterExpression?
+    public let exclusions: [any AudienceSource]
+
+    public init(source: any AudienceSource, filter: FilterExpression?, exclusions: [any AudienceSource]) {
+        self.source = source
+        self.filter = filter
+        self.exclusions = exclusions
+    }
+
+    /// Streams the recipients to `body` and returns the counts.
+    @discardableResult
+    public func forEachRecipient(_ body: (Recipient) throws -> Void) throws -> AudienceCounts {
+        let excluded = try loadExclusions()
+        let candidates = try duplicateCandidates()
+        var seenCandidates: Set<String> = []
+        var counts = AudienceCounts()
+        try source.forEachRow(tokensOnly: false) { row in
+            counts.read += 1
+            let token: String
+            switch DeviceToken.normalize(row.token ?? "") {
+            case .success(let normalized): token = normalized
+            case .failure(let problem):
+                counts.invalid[problem, default: 0] += 1
+                if counts.invalidExamples.count < AudienceCounts.exampleLimit {
+                    let location = SourceLocation(path: source.name, line: row.row)
+                    counts.invalidExamples.append(.init(location: location, token: row.token ?? "", problem: problem))
+                }
+                return
+            }
+            if !candidates.isEmpty, candidates.contains(StableHash.hash(token)) {
+                guard seenCandidates.insert(token).inserted else {
+                    counts.duplicates += 1
+                    return
+                }
+            }
+            if let filter, !filter.matches(row.attributes) {
+                counts.filteredOut += 1
+                return
+            }
+            if excluded.contains(token) {
+                counts.excluded += 1
+                return
+            }
+            counts.passed += 1
+            try body(Recipient(token: token, attributes: row.attributes, row: row.row))
+        }
+        return counts
+    }
+
+    /// Hashes seen more than once in a first, token-only pass (true duplicates and rare false maybes).
+    func duplicateCandidates() throws -> Set<UInt64> {
+        var bloom = BloomFilter()
+        var candidates: Set<UInt64> = []
+        try source.forEachRow(tokensOnly: true) { row in
+            guard let raw = row.token, case .success(let token) = DeviceToken.normalize(raw) else { return }
+            let hash = StableHash.hash(token)
+            if bloom.insert(hash) { candidates.insert(hash) }
+        }
+        return candidates
+    }
+
+    func loadExclusions() throws -> Set<String> {
+        var tokens: Set<String> = []
+        for exclusion in exclusions {
+            try exclusion.forEachRow(tokensOnly: true) { row in
+                if let raw = row.token, case .success(let token) = DeviceToken.normalize(raw) {
+                    tokens.insert(token)
+                }
+            }
+        }
+        return tokens
+    }
+}

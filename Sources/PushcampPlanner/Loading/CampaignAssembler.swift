@@ -1,0 +1,266 @@
+import Crypto
+import Foundation
+import PushcampAudience
+import PushcampModel
+import PushcampTemplates
+import Yams
+
+/// Resolves a parsed campaign against its project: the app, the templates of each variant, the audience
+/// sources; then checks names used by filters and templates against what the audience provides.
+struct CampaignAssembler {
+    let campaign: Campaign
+    let project: Project
+    let paths: ProjectPaths
+    let document: YAMLDocument
+    var diagnostics: [Diagnostic] = []
+    /// Files whose bytes make up the revision, in a fixed order.
+    var revisionFiles: [URL] = []
+
+    init(campaign: Campaign, project: Project, paths: ProjectPaths, document: YAMLDocument) {
+        self.campaign = campaign
+        self.project = project
+        self.paths = paths
+        self.document = document
+    }
+
+    mutating func assemble() -> LoadedCampaign? {
+        let app = resolveApp()
+        let message = campaign.message
+        let pushType = message.pushType
+        let priority = message.priority ?? pushType.defaultPriority
+        let source = makeSource(campaign.audience.source)
+        let exclusions = campaign.audience.exclude.compactMap { makeSource($0) }
+        let variants = compileVariants()
+        let collapseID = compileCollapseID()
+
+        let columns = source.flatMap { knownColumns($0) }
+        if let columns { checkNames(columns: columns, variants: variants) }
+
+        guard let app, let source, let variants, !diagnostics.hasErrors else { return nil }
+        let throttle = campaign.throttle
+        let rate = throttle.rate ?? project.defaults.throttle.rate
+        let loaded = LoadedCampaign(
+            id: campaign.id,
+            description: campaign.description,
+            path: campaign.path,
+            app: app,
+            pushType: pushType,
+            priority: priority,
+            expiration: message.expiration ?? project.defaults.expiration,
+            collapseID: collapseID,
+            collapseIDLocation: message.collapseIDLocation,
+            topic: message.topic ?? pushType.topic(forBundleTopic: app.topic),
+            topicLocation: message.topicLocation,
+            variants: variants,
+            hasVariants: !message.variants.isEmpty,
+            holdout: message.holdout,
+            locale: message.locale,
+            audience: AudienceStream(source: source, filter: campaign.audience.filter, exclusions: exclusions),
+            filterText: campaign.audience.filterText,
+            rate: rate ?? Project.defaultRate,
+            rateIsDefault: rate == nil,
+            connections: throttle.connections ?? project.defaults.throttle.connections ?? Project.defaultConnections,
+            scheduledAt: campaign.schedule?.at,
+            revision: revision(),
+            messageLocation: message.location
+        )
+        return loaded
+    }
+
+    // MARK: App
+
+    mutating func resolveApp() -> AppConfig? {
+        if let app = project.apps[campaign.app] { return app }
+        let hint = Suggestion.didYouMean(campaign.app, in: project.appNames)
+        let known = project.appNames.isEmpty ? "" : " (apps: \(project.appNames.joined(separator: ", ")))"
+        diagnostics.append(.error("no app '\(campaign.app)' in \(paths.projectFileDisplay)\(hint.isEmpty ? known : hint)", at: campaign.appLocation))
+        return nil
+    }
+
+    // MARK: Audience
+
+    mutating func makeSource(_ spec: SourceSpec) -> (any AudienceSource)? {
+        switch spec.kind {
+        case .csv(let path, let delimiter):
+            revisionFiles.append(paths.url(path))
+            return CSVSource(path: paths.url(path).path, name: paths.display(path), tokenColumn: spec.tokenColumn, delimiter: delimiter, location: spec.location)
+        case .jsonLines(let path):
+            revisionFiles.append(paths.url(path))
+            return JSONLinesSource(path: paths.url(path).path, name: paths.display(path), tokenColumn: spec.tokenColumn, location: spec.location)
+        case .sqlite(let path, let query):
+            revisionFiles.append(paths.url(path))
+            return SQLiteSource(path: paths.url(path).path, name: paths.display(path), query: query, tokenColumn: spec.tokenColumn, location: spec.location)
+        case .inline(let rows):
+            if rows.isEmpty {
+                diagnostics.append(.error("the inline audience lists no recipient", at: spec.location))
+                return nil
+            }
+            return InlineSource(rows: rows, name: "\(campaign.path) (inline)", tokenColumn: spec.tokenColumn)
+        }
+    }
+
+    /// The source's columns, or nil when rows may differ; a source that cannot be opened is an error.
+    mutating func knownColumns(_ source: any AudienceSource) -> [String]? {
+        do {
+            return try source.columns()
+        } catch {
+            diagnostics.append(error.diagnostic)
+            return nil
+        }
+    }
+
+    // MARK: Templates
+
+    mutating func compileVariants() -> [LoadedCampaign.Variant]? {
+        let message = campaign.message
+        let defaultLocale = message.locale?.defaultLocale ?? "en"
+        let basePayload = message.payload.flatMap { compilePayload($0) }
+        let baseStrings = message.strings.flatMap { compileStrings($0, defaultLocale: defaultLocale) }
+        let baseVariables = campaign.variables
+        var variants: [LoadedCampaign.Variant] = []
+        if message.variants.isEmpty {
+            guard let basePayload else { return nil }
+            variants.append(
+                LoadedCampaign.Variant(name: "default", weight: 1, payload: basePayload, strings: baseStrings, variables: attributes(baseVariables), location: message.location)
+            )
+            return variants
+        }
+        if message.variants.allSatisfy({ $0.weight == 0 }) {
+            diagnostics.append(.error("every variant has weight 0, so nobody would be sent anything", at: message.location))
+        }
+        var failed = false
+        for spec in message.variants {
+            let payload = spec.payload.flatMap { compilePayload($0) } ?? basePayload
+            let strings = spec.strings.flatMap { compileStrings($0, defaultLocale: defaultLocale) } ?? baseStrings
+            guard let payload else {
+                failed = true
+                continue
+            }
+            var variables = baseVariables.filter { base in !spec.variables.contains { $0.name == base.name } }
+            variables += spec.variables
+            variants.append(LoadedCampaign.Variant(name: spec.name, weight: spec.weight, payload: payload, strings: strings, variables: attributes(variables), location: spec.location))
+        }
+        return failed ? nil : variants
+    }
+
+    func attributes(_ pairs: [(name: String, value: AttributeValue)]) -> Attributes {
+        Attributes(schema: AttributeSchema(names: pairs.map(\.name)), values: pairs.map(\.value))
+    }
+
+    mutating func loadNode(_ source: TemplateSource, what: String) -> (Node, String)? {
+        switch source {
+        case .inline(let node, let path):
+            return (node, path)
+        case .file(let path, let location):
+            let url = paths.url(path)
+            guard FileManager.default.fileExists(atPath: url.path) else {
+                diagnostics.append(.error("\(what) file '\(paths.display(path))' does not exist", at: location))
+                return nil
+            }
+            revisionFiles.append(url)
+            let (document, problems) = YAMLDocument.load(url, displayPath: paths.display(path))
+            diagnostics += problems
+            guard let document else { return nil }
+            guard let root = document.root else {
+                diagnostics.append(.error("\(what) file is empty", at: SourceLocation(path: paths.display(path), line: 1, column: 1)))
+                return nil
+            }
+            return (root, paths.display(path))
+        }
+    }
+
+    mutating func compilePayload(_ source: TemplateSource) -> PayloadTemplate? {
+        guard let (node, path) = loadNode(source, what: "payload") else { return nil }
+        let (payload, problems) = PayloadTemplate.compile(node, path: path)
+        diagnostics += problems
+        return payload
+    }
+
+    mutating func compileStrings(_ source: TemplateSource, defaultLocale: String) -> LocalizedStrings? {
+        guard let (node, path) = loadNode(source, what: "strings") else { return nil }
+        let (strings, problems) = LocalizedStrings.compile(node, path: path, defaultLocale: defaultLocale)
+        diagnostics += problems
+        return strings
+    }
+
+    mutating func compileCollapseID() -> MustacheTemplate? {
+        guard let text = campaign.message.collapseID else { return nil }
+        let at = campaign.message.collapseIDLocation
+        do throws(MustacheTemplate.ParseError) {
+            let template = try MustacheTemplate(text)
+            if template.isConstant, text.utf8.count > 64 {
+                diagnostics.append(.error("collapse_id is \(text.utf8.count) bytes; APNs takes at most 64", at: at))
+            }
+            return template
+        } catch {
+            diagnostics.append(.error("collapse_id: \(error.message)", at: at))
+            return nil
+        }
+    }
+
+    // MARK: Names
+
+    /// Checks filter attributes and template variables against the audience's columns and the
+    /// campaign's variables; only possible when the source knows its columns (CSV, SQLite).
+    mutating func checkNames(columns: [String], variants: [LoadedCampaign.Variant]?) {
+        if let filter = campaign.audience.filter, let location = campaign.audience.filterLocation {
+            for name in filter.attributeNames where !columns.contains(String(name.split(separator: ".").first ?? "")) {
+                diagnostics.append(.error("the filter uses '\(name)', which is not a column of the audience\(Suggestion.didYouMean(name, in: columns)) (columns: \(columns.joined(separator: ", ")))", at: location))
+            }
+        }
+        guard let variants else { return }
+        var reported: Set<String> = []
+        for variant in variants {
+            let known = Set(columns).union(variant.variables.schema.names)
+            var templates: [(MustacheTemplate, (Int) -> SourceLocation)] = variant.payload.leaves.map { leaf in
+                (leaf.template, { leaf.location(offset: $0) })
+            }
+            if let strings = variant.strings {
+                templates += strings.entries.map { entry in (entry.template, { entry.location.location(offset: $0) }) }
+            }
+            for (template, locate) in templates {
+                for reference in template.references where !reference.isNested && !known.contains(reference.name) {
+                    let location = locate(reference.offset)
+                    guard reported.insert("\(location)\(reference.name)").inserted else { continue }
+                    let hint = Suggestion.didYouMean(reference.name, in: known)
+                    if reference.isSection {
+                        diagnostics.append(.warning("section '\(reference.name)' is not an audience column or a variable, so it is always false\(hint)", at: location))
+                    } else {
+                        diagnostics.append(.error("'\(reference.name)' is not an audience column or a campaign variable\(hint)", at: location))
+                    }
+                }
+                for (key, offset) in template.localizedKeys {
+                    let location = locate(offset)
+                    guard reported.insert("\(location)>\(key)").inserted else { continue }
+                    if let strings = variant.strings {
+                        if !strings.hasKey(key) {
+                            diagnostics.append(.error("no localized string '\(key)'\(Suggestion.didYouMean(key, in: strings.keyLocations.keys.sorted()))", at: location))
+                        }
+                    } else {
+                        diagnostics.append(.error("'{{> \(key)}}' includes a localized string, but the campaign has no 'strings'", at: location))
+                    }
+                }
+            }
+        }
+    }
+
+    // MARK: Revision
+
+    /// SHA-256 over the campaign file, then each template and audience file, in order; the first 16
+    /// hex digits name the revision.
+    func revision() -> String {
+        var hasher = SHA256()
+        hasher.update(data: Array("pushcamp-revision-1\n".utf8))
+        hasher.update(data: document.bytes)
+        for url in revisionFiles {
+            hasher.update(data: Array("\n\(url.lastPathComponent)\n".utf8))
+            guard let handle = try? FileHandle(forReadingFrom: url) else { continue }
+            defer { try? handle.close() }
+            while let chunk = try? handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+                hasher.update(data: chunk)
+            }
+        }
+        let digest = hasher.finalize()
+        return digest.prefix(8).map { String(format: "%02x", $0) }.joined()
+    }
+}

@@ -1,0 +1,43 @@
+import Foundation
+import PushcampAudience
+import PushcampModel
+import PushcampTemplates
+import Yams
+
+/// Stage one of the pipeline: `campaign file → LoadedCampaign`. Reads the campaign and its project,
+/// compiles templates and opens audience sources, and checks what can be checked without reading the
+/// audience's rows; every problem is a located diagnostic.
+public struct CampaignLoader: Sendable {
+    public var workingDirectory: URL
+
+    public init(workingDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)) {
+        self.workingDirectory = workingDirectory
+    }
+
+    public struct Result: Sendable {
+        public var campaign: LoadedCampaign?
+        public var diagnostics: [Diagnostic]
+    }
+
+    public func load(_ path: String) -> Result {
+        let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : workingDirectory.appendingPathComponent(path)
+        let display = ProjectPaths.display(url, workingDirectory: workingDirectory)
+        let (document, parseDiagnostics) = YAMLDocument.load(url, displayPath: display)
+        guard let document else { return Result(campaign: nil, diagnostics: parseDiagnostics) }
+        let (campaign, campaignDiagnostics) = CampaignReader.read(document)
+
+        guard let paths = ProjectPaths.locate(campaign: url, workingDirectory: workingDirectory) else {
+            let missing = Diagnostic.error("no \(ProjectPaths.projectFileName) found in \(ProjectPaths.display(url.deletingLastPathComponent(), workingDirectory: workingDirectory)) or any directory above it; campaigns need one to name their apps (see docs/campaign-format.md)", at: SourceLocation(path: display))
+            return Result(campaign: nil, diagnostics: campaignDiagnostics + [missing])
+        }
+        let (projectDocument, projectParse) = YAMLDocument.load(paths.projectFile, displayPath: paths.projectFileDisplay)
+        var diagnostics = campaignDiagnostics + projectParse
+        let (project, projectDiagnostics) = projectDocument.map(ProjectReader.read) ?? (nil, [])
+        diagnostics += projectDiagnostics
+        guard let campaign, let project else { return Result(campaign: nil, diagnostics: diagnostics) }
+
+        var assembler = CampaignAssembler(campaign: campaign, project: project, paths: paths, document: document)
+        let loaded = assembler.assemble()
+        return Result(campaign: loaded, diagnostics: (diagnostics + assembler.diagnostics).sortedByLocation())
+    }
+}

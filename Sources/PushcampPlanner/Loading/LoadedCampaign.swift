@@ -1,0 +1,43 @@
+import PushcampAudience
+import PushcampModel
+import PushcampTemplates
+
+/// A campaign with everything it refers to resolved and compiled: the app from `pushcamp.yaml`, the
+/// payload templates and strings of each variant, the audience sources. This is what the planner expands.
+public struct LoadedCampaign: Sendable {
+    public struct Variant: Sendable {
+        public var name: String
+        public var weight: Int
+        public var payload: PayloadTemplate
+        public var strings: LocalizedStrings?
+        public var variables: Attributes
+        public var location: SourceLocation
+    }
+
+    public var id: String
+    public var description: String?
+    public var path: String
+    public var app: AppConfig
+    public var pushType: PushType
+    public var priority: Int
+    public var expiration: ExpirationSpec?
+    public var collapseID: MustacheTemplate?
+    public var collapseIDLocation: SourceLocation?
+    public var topic: String
+    public var topicLocation: SourceLocation?
+    /// Variants in file order; a campaign without `variants:` has one, named `default`.
+    public var variants: [Variant]
+    /// Whether the campaign declared variants (reports show a per-variant breakdown only then).
+    public var hasVariants: Bool
+    public var holdout: Share
+    public var locale: LocaleSpec?
+    public var audience: AudienceStream
+    public var filterText: String?
+    public var rate: Rate
+    public var rateIsDefault: Bool
+    public var connections: Int
+    public var scheduledAt: Timestamp?
+    /// A hash of the campaign file, its templates and its audience inputs: a changed file is a new revision.
+    public var revision: String
+    public var messageLocation: SourceLocation
+}

@@ -1,0 +1,56 @@
+import Foundation
+import PushcampModel
+
+/// Where a campaign's project is, and how to print paths inside it: paths in campaign files are
+/// relative to the directory of `pushcamp.yaml`; diagnostics print them relative to the working
+/// directory when they are under it, so they can be clicked in a terminal or an editor.
+public struct ProjectPaths: Sendable {
+    /// The directory holding `pushcamp.yaml`.
+    public let root: URL
+    /// The root as printed (`.` when it is the working directory).
+    public let displayRoot: String
+
+    public static let projectFileName = "pushcamp.yaml"
+
+    /// Finds the nearest `pushcamp.yaml` at or above the campaign file's directory.
+    public static func locate(campaign: URL, workingDirectory: URL) -> ProjectPaths? {
+        var directory = campaign.deletingLastPathComponent().standardizedFileURL
+        while true {
+            let candidate = directory.appendingPathComponent(projectFileName)
+            if FileManager.default.fileExists(atPath: candidate.path) {
+                return ProjectPaths(root: directory, displayRoot: display(directory, workingDirectory: workingDirectory))
+            }
+            let parent = directory.deletingLastPathComponent()
+            if parent.path == directory.path { return nil }
+            directory = parent
+        }
+    }
+
+    public init(root: URL, displayRoot: String) {
+        self.root = root.standardizedFileURL
+        self.displayRoot = displayRoot
+    }
+
+    /// The absolute file for a path written in a project file.
+    public func url(_ path: String) -> URL {
+        path.hasPrefix("/") ? URL(fileURLWithPath: path) : root.appendingPathComponent(path).standardizedFileURL
+    }
+
+    /// A path written in a project file, as printed in diagnostics and reports.
+    public func display(_ path: String) -> String {
+        if path.hasPrefix("/") || displayRoot == "." { return path }
+        return displayRoot.hasSuffix("/") ? displayRoot + path : displayRoot + "/" + path
+    }
+
+    public var projectFile: URL { root.appendingPathComponent(Self.projectFileName) }
+    public var projectFileDisplay: String { display(Self.projectFileName) }
+
+    /// `url` relative to the working directory when it is inside it, else absolute.
+    public static func display(_ url: URL, workingDirectory: URL) -> String {
+        let path = url.standardizedFileURL.path
+        let base = workingDirectory.standardizedFileURL.path
+        if path == base { return "." }
+        let prefix = base.hasSuffix("/") ? base : base + "/"
+        return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
+    }
+}

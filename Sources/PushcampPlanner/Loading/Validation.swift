@@ -1,0 +1,99 @@
+import Foundation
+import PushcampModel
+
+/// `validate`: everything that can be checked without reading the audience's rows. The campaign and
+/// project files, templates and strings, the audience's files and columns, and the pre-flight rules
+/// that depend only on the campaign.
+public struct Validation: Sendable {
+    public var loader: CampaignLoader
+
+    public init(loader: CampaignLoader = CampaignLoader()) {
+        self.loader = loader
+    }
+
+    public struct FileResult: Sendable {
+        public var path: String
+        public var diagnostics: [Diagnostic]
+        public var isValid: Bool { !diagnostics.hasErrors }
+    }
+
+    public func check(_ path: String) -> FileResult {
+        let result = loader.load(path)
+        var diagnostics = result.diagnostics
+        if let campaign = result.campaign {
+            var seen: Set<String> = []
+            for variant in campaign.variants {
+                for issue in StaticRules.check(campaign, variant: variant) where seen.insert(issue.message).inserted {
+                    diagnostics.append(.error(issue.message, at: issue.location))
+                }
+            }
+            if let locale = campaign.locale, locale.attribute != nil, campaign.variants.allSatisfy({ $0.strings == nil }) {
+                diagnostics.append(.warning("'locale' reads each recipient's locale but the campaign has no 'strings' to localize", at: campaign.messageLocation))
+            }
+        }
+        return FileResult(path: path, diagnostics: diagnostics.sortedByLocation())
+    }
+}
+
+/// How diagnostics are printed.
+public enum DiagnosticFormat: String, CaseIterable, Sendable {
+    case text
+    case json
+    case github
+
+    public func render(_ results: [Validation.FileResult]) -> String {
+        switch self {
+        case .text:
+            var out = results.flatMap(\.diagnostics).map(\.description).joined(separator: "\n")
+            if !out.isEmpty { out += "\n" }
+            let invalid = results.filter { !$0.isValid }.count
+            let errors = results.flatMap(\.diagnostics).filter { $0.severity == .error }.count
+            let warnings = results.flatMap(\.diagnostics).count - errors
+            let noun = results.count == 1 ? "campaign" : "campaigns"
+            if invalid == 0 {
+                out += "\(results.count) \(noun) valid"
+            } else {
+                out += "\(invalid) of \(results.count) \(noun) invalid: \(errors) error\(errors == 1 ? "" : "s")"
+            }
+            if warnings > 0 { out += ", \(warnings) warning\(warnings == 1 ? "" : "s")" }
+            return out + "\n"
+        case .json:
+            let files = results.map { result -> JSONValue in
+                .object([
+                    ("path", .string(result.path)), ("valid", .bool(result.isValid)),
+                    ("diagnostics", .array(result.diagnostics.map(Self.json))),
+                ])
+            }
+            return JSONValue.object([("valid", .bool(results.allSatisfy(\.isValid))), ("files", .array(files))]).text + "\n"
+        case .github:
+            return results.flatMap(\.diagnostics).map(Self.annotation).map { $0 + "\n" }.joined()
+        }
+    }
+
+    static func json(_ diagnostic: Diagnostic) -> JSONValue {
+        .object([
+            ("severity", .string(diagnostic.severity.rawValue)), ("path", .optional(diagnostic.location?.path)),
+            ("line", diagnostic.location?.line.map { .integer($0) } ?? .null),
+            ("column", diagnostic.location?.column.map { .integer($0) } ?? .null), ("message", .string(diagnostic.message)),
+        ])
+    }
+
+    /// A GitHub Actions workflow command: `::error file=…,line=…,col=…::message`.
+    static func annotation(_ diagnostic: Diagnostic) -> String {
+        func escapeData(_ text: String) -> String {
+            text.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "\r", with: "%0D")
+                .replacingOccurrences(of: "\n", with: "%0A")
+        }
+        func escapeProperty(_ text: String) -> String {
+            escapeData(text).replacingOccurrences(of: ":", with: "%3A").replacingOccurrences(of: ",", with: "%2C")
+        }
+        var properties: [String] = []
+        if let location = diagnostic.location {
+            properties.append("file=\(escapeProperty(location.path))")
+            if let line = location.line { properties.append("line=\(line)") }
+            if let column = location.column { properties.append("col=\(column)") }
+        }
+        let head = "::\(diagnostic.severity.rawValue)" + (properties.isEmpty ? "" : " " + properties.joined(separator: ","))
+        return head + "::" + escapeData(diagnostic.message)
+    }
+}

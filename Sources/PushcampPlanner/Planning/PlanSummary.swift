@@ -1,0 +1,84 @@
+import PushcampAudience
+import PushcampModel
+
+/// Everything `plan` reports: where the audience went, what will be sent, what would be refused.
+public struct PlanSummary: Sendable {
+    public var campaign: String
+    public var description: String?
+    public var revision: String
+    public var app: String
+    public var pushType: PushType
+    public var priority: Int
+    public var topic: String
+    public var expiration: ExpirationSpec?
+    public var collapseID: String?
+    public var filter: String?
+    public var source: String
+    public var audience: AudienceCounts
+    public var heldOut = 0
+    public var holdout: Share
+    /// Pushes that passed every pre-flight check and would be sent.
+    public var planned = 0
+    /// Pushes refused by at least one pre-flight check.
+    public var failed = 0
+    /// Planned pushes per variant, in the campaign's order (empty when the campaign has no variants).
+    public var variants: [(name: String, weight: Int, planned: Int)] = []
+    /// Planned pushes per locale, most first (empty when the campaign is not localized).
+    public var locales: [(locale: String, planned: Int)] = []
+    public var payloadSizes = SizeStatistics()
+    public var failures: [PreflightReason: FailureStat] = [:]
+    public var samples: [PlannedPush] = []
+    public var rate: Rate
+    public var rateIsDefault: Bool
+    public var connections: Int
+    public var sendTime: Timestamp?
+    public var sendTimeSource: String?
+
+    public struct FailureStat: Sendable, Hashable {
+        public var count = 0
+        public var examples: [Example] = []
+
+        public struct Example: Sendable, Hashable {
+            public var location: SourceLocation
+            public var token: String
+            public var detail: String
+        }
+    }
+
+    public static let failureExampleLimit = 3
+
+    /// Seconds the send would take at the campaign's rate.
+    public var estimatedSeconds: Double { Double(planned) / rate.perSecond }
+}
+
+/// Payload sizes, exactly: a histogram by byte count, so the median of ten million payloads needs no
+/// list of ten million numbers.
+public struct SizeStatistics: Sendable, Hashable {
+    static let limit = 65_536
+    var counts: [Int32] = []
+    public private(set) var total = 0
+    public private(set) var minimum = Int.max
+    public private(set) var maximum = 0
+
+    public init() {}
+
+    public mutating func record(_ size: Int) {
+        if counts.isEmpty { counts = [Int32](repeating: 0, count: Self.limit + 1) }
+        counts[min(size, Self.limit)] += 1
+        total += 1
+        minimum = min(minimum, size)
+        maximum = max(maximum, size)
+    }
+
+    /// The lower median: the size at position (n - 1) / 2 in sorted order.
+    public var median: Int {
+        guard total > 0 else { return 0 }
+        let target = (total - 1) / 2
+        var seen = 0
+        for (size, count) in counts.enumerated() {
+            seen += Int(count)
+            if seen > target { return size }
+        }
+        return maximum
+    }
+}

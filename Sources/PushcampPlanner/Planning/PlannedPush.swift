@@ -1,0 +1,74 @@
+import PushcampModel
+
+/// One APNs request, fully decided: the device, every header, the exact body.
+public struct PlannedPush: Sendable, Hashable {
+    public var token: String
+    public var apnsID: APNsID
+    public var variant: String
+    /// The locale whose strings the recipient gets (after fallback), when the campaign is localized.
+    public var locale: String?
+    public var pushType: PushType
+    public var priority: Int
+    public var topic: String
+    /// nil: no `apns-expiration` header (APNs then applies its own default).
+    public var expiration: PlannedExpiration?
+    public var collapseID: String?
+    public var payload: [UInt8]
+    /// The recipient's row in its source.
+    public var row: Int
+
+    /// `apns-expiration` once the send time is known.
+    public func expirationHeader(sendTime: Timestamp) -> Int64? {
+        switch expiration {
+        case nil: return nil
+        case .immediately: return 0
+        case .at(let timestamp): return timestamp.secondsSince1970
+        case .afterSend(let span): return (sendTime + span).secondsSince1970
+        }
+    }
+}
+
+/// `apns-expiration` as planned: absolute when the send time is known to the plan, else relative to it.
+public enum PlannedExpiration: Sendable, Hashable {
+    case immediately
+    case at(Timestamp)
+    case afterSend(TimeSpan)
+}
+
+/// An `apns-id`: a UUID, printed in the canonical lowercase 8-4-4-4-12 form APNs asks for.
+public struct APNsID: Sendable, Hashable, CustomStringConvertible {
+    public var bytes: (UInt64, UInt64)
+
+    public init(bytes: [UInt8]) {
+        precondition(bytes.count >= 16)
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        for index in 0..<8 { high = high << 8 | UInt64(bytes[index]) }
+        for index in 8..<16 { low = low << 8 | UInt64(bytes[index]) }
+        self.bytes = (high, low)
+    }
+
+    public var byteArray: [UInt8] {
+        (0..<8).map { UInt8(truncatingIfNeeded: bytes.0 >> (56 - 8 * UInt64($0))) }
+            + (0..<8).map { UInt8(truncatingIfNeeded: bytes.1 >> (56 - 8 * UInt64($0))) }
+    }
+
+    public var description: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(36)
+        for (index, byte) in byteArray.enumerated() {
+            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(0x2D) }
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    public static func == (lhs: APNsID, rhs: APNsID) -> Bool { lhs.bytes == rhs.bytes }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(bytes.0)
+        hasher.combine(bytes.1)
+    }
+}

@@ -1,0 +1,226 @@
+import PushcampAudience
+import PushcampModel
+import PushcampTemplates
+
+/// Stage two of the pipeline: `LoadedCampaign → stream of PlannedPush + PlanSummary`.
+///
+/// Deterministic and streaming: a recipient's holdout and variant come from a stable hash of the
+/// campaign id and the token, its `apns-id` is a UUIDv5 of the campaign, revision and token, and
+/// recipients are handed on one at a time in audience order.
+///
+/// Bucketing: `h = StableHash.hash(token, prefixedBy: campaignID)`. The recipient is held out when
+/// `(h & 0xFFFFFFFF) % 10000 < holdout in basis points`; otherwise its variant is the one whose
+/// cumulative weight range holds `(h >> 32) % totalWeight`, in the campaign's order.
+public struct Planner: Sendable {
+    public var campaign: LoadedCampaign
+    /// When the send starts, if known: turns relative expirations into absolute ones.
+    public var sendTime: Timestamp?
+    public var sendTimeSource: String?
+    public var sampleLimit: Int
+
+    public init(campaign: LoadedCampaign, sendTime: Timestamp? = nil, sendTimeSource: String? = nil, sampleLimit: Int = 3) {
+        self.campaign = campaign
+        self.sendTime = sendTime ?? campaign.scheduledAt
+        self.sendTimeSource = sendTime != nil ? sendTimeSource : (campaign.scheduledAt != nil ? "schedule.at" : nil)
+        self.sampleLimit = sampleLimit
+    }
+
+    /// Expands the campaign, calling `body` with each push that passes pre-flight, and summarizes.
+    public func run(_ body: (PlannedPush) throws -> Void = { _ in }) throws -> PlanSummary {
+        var state = PlanState(campaign: campaign, sendTime: sendTime, sampleLimit: sampleLimit)
+        let counts = try campaign.audience.forEachRecipient { recipient in
+            if let push = state.plan(recipient) { try body(push) }
+        }
+        return state.summary(audience: counts, sendTimeSource: sendTimeSource)
+    }
+}
+
+/// The mutable side of a planning run: caches, counters and samples.
+struct PlanState {
+    let campaign: LoadedCampaign
+    let sendTime: Timestamp?
+    let sampleLimit: Int
+    let runNamespace: [UInt8]
+    let totalWeight: UInt64
+    let staticIssues: [[StaticRules.Issue]]
+    let expiration: PlannedExpiration?
+    let localeAttribute: String?
+    let defaultLocale: String
+
+    var writer = JSONWriter(capacity: 4096)
+    /// Resolved string tables per variant and raw locale value; bounded.
+    var localeCache: [[String?: (locale: String, strings: [String: MustacheTemplate])]]
+    var variantCounts: [Int]
+    var localeCounts: [String: Int] = [:]
+    var heldOut = 0
+    var planned = 0
+    var failed = 0
+    var sizes = SizeStatistics()
+    var failures: [PreflightReason: PlanSummary.FailureStat] = [:]
+    /// The first pushes of each variant, for samples.
+    var sampleCandidates: [[PlannedPush]]
+
+    init(campaign: LoadedCampaign, sendTime: Timestamp?, sampleLimit: Int) {
+        self.campaign = campaign
+        self.sendTime = sendTime
+        self.sampleLimit = sampleLimit
+        runNamespace = UUIDv5.runNamespace(campaign: campaign.id, revision: campaign.revision)
+        totalWeight = UInt64(campaign.variants.reduce(0) { $0 + $1.weight })
+        staticIssues = campaign.variants.map { StaticRules.check(campaign, variant: $0) }
+        switch campaign.expiration {
+        case nil: expiration = nil
+        case .immediately?: expiration = .immediately
+        case .at(let timestamp)?: expiration = .at(timestamp)
+        case .after(let span)?: expiration = sendTime.map { .at($0 + span) } ?? .afterSend(span)
+        }
+        localeAttribute = campaign.locale?.attribute
+        defaultLocale = campaign.locale?.defaultLocale ?? "en"
+        localeCache = Array(repeating: [:], count: campaign.variants.count)
+        variantCounts = Array(repeating: 0, count: campaign.variants.count)
+        sampleCandidates = Array(repeating: [], count: campaign.variants.count)
+    }
+
+    mutating func plan(_ recipient: Recipient) -> PlannedPush? {
+        let hash = StableHash.hash(recipient.token, prefixedBy: campaign.id)
+        if (hash & 0xFFFF_FFFF) % 10_000 < UInt64(campaign.holdout.basisPoints) {
+            heldOut += 1
+            return nil
+        }
+        let variantIndex = chooseVariant(hash >> 32)
+        let variant = campaign.variants[variantIndex]
+
+        var localeName: String?
+        var strings: [String: MustacheTemplate] = [:]
+        if let table = variant.strings {
+            let raw = localeAttribute.flatMap { recipient.attributes[$0]?.text }
+            if let cached = localeCache[variantIndex][raw] {
+                (localeName, strings) = cached
+            } else {
+                let resolved = table.resolve(raw)
+                if localeCache[variantIndex].count < 4096 { localeCache[variantIndex][raw] = resolved }
+                (localeName, strings) = resolved
+            }
+        }
+
+        var context = RenderContext(attributes: recipient.attributes, variables: variant.variables, strings: strings)
+        writer.bytes.removeAll(keepingCapacity: true)
+        var problems: [(PreflightReason, String)] = staticIssues[variantIndex].map { ($0.reason, $0.message) }
+        do throws(RenderError) {
+            try variant.payload.render(into: &writer, context: &context)
+        } catch {
+            problems.append((Self.reason(for: error), "\(error)"))
+        }
+        var collapseID: String?
+        if let template = campaign.collapseID {
+            do throws(RenderError) {
+                let text = try template.renderText(context: &context)
+                if text.utf8.count > 64 {
+                    problems.append((.collapseIDTooLong, "apns-collapse-id is \(text.utf8.count) bytes; APNs takes at most 64"))
+                }
+                collapseID = text
+            } catch {
+                problems.append((Self.reason(for: error), "collapse_id: \(error)"))
+            }
+        }
+        let rendered = problems.allSatisfy { $0.0 != .missingVariable && $0.0 != .missingString }
+        if rendered {
+            let size = writer.bytes.count
+            sizes.record(size)
+            if size > campaign.pushType.payloadLimit {
+                problems.append((.payloadTooLarge, "payload is \(size) bytes; APNs takes at most \(campaign.pushType.payloadLimit) for \(campaign.pushType.rawValue)"))
+            }
+        }
+        guard problems.isEmpty else {
+            failed += 1
+            let location = SourceLocation(path: campaign.audience.source.name, line: recipient.row)
+            var seen: Set<PreflightReason> = []
+            for (reason, detail) in problems where seen.insert(reason).inserted {
+                failures[reason, default: PlanSummary.FailureStat()].count += 1
+                if failures[reason]!.examples.count < PlanSummary.failureExampleLimit {
+                    failures[reason]!.examples.append(.init(location: location, token: recipient.token, detail: detail))
+                }
+            }
+            return nil
+        }
+
+        let push = PlannedPush(
+            token: recipient.token,
+            apnsID: UUIDv5.make(namespace: runNamespace, name: recipient.token),
+            variant: variant.name,
+            locale: localeName,
+            pushType: campaign.pushType,
+            priority: campaign.priority,
+            topic: campaign.topic,
+            expiration: expiration,
+            collapseID: collapseID,
+            payload: writer.bytes,
+            row: recipient.row
+        )
+        planned += 1
+        variantCounts[variantIndex] += 1
+        if let localeName { localeCounts[localeName, default: 0] += 1 }
+        if sampleCandidates[variantIndex].count < sampleLimit { sampleCandidates[variantIndex].append(push) }
+        return push
+    }
+
+    func chooseVariant(_ value: UInt64) -> Int {
+        guard campaign.variants.count > 1, totalWeight > 0 else { return 0 }
+        var point = value % totalWeight
+        for (index, variant) in campaign.variants.enumerated() {
+            let weight = UInt64(variant.weight)
+            if point < weight { return index }
+            point -= weight
+        }
+        return campaign.variants.count - 1
+    }
+
+    static func reason(for error: RenderError) -> PreflightReason {
+        switch error {
+        case .missingVariable: return .missingVariable
+        case .missingString, .tooDeep: return .missingString
+        }
+    }
+
+    func summary(audience: AudienceCounts, sendTimeSource: String?) -> PlanSummary {
+        var summary = PlanSummary(
+            campaign: campaign.id,
+            description: campaign.description,
+            revision: campaign.revision,
+            app: campaign.app.name,
+            pushType: campaign.pushType,
+            priority: campaign.priority,
+            topic: campaign.topic,
+            expiration: campaign.expiration,
+            collapseID: campaign.collapseID?.text,
+            filter: campaign.filterText,
+            source: campaign.audience.source.name,
+            audience: audience,
+            holdout: campaign.holdout,
+            rate: campaign.rate,
+            rateIsDefault: campaign.rateIsDefault,
+            connections: campaign.connections,
+            sendTime: sendTime,
+            sendTimeSource: sendTimeSource
+        )
+        summary.heldOut = heldOut
+        summary.planned = planned
+        summary.failed = failed
+        if campaign.hasVariants {
+            summary.variants = campaign.variants.enumerated().map { ($0.element.name, $0.element.weight, variantCounts[$0.offset]) }
+        }
+        summary.locales = localeCounts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map { ($0.key, $0.value) }
+        summary.payloadSizes = sizes
+        summary.failures = failures
+        // Samples: round-robin over variants, first pushes first, so every variant is shown.
+        var samples: [PlannedPush] = []
+        var round = 0
+        while samples.count < sampleLimit, sampleCandidates.contains(where: { $0.count > round }) {
+            for candidates in sampleCandidates where candidates.count > round && samples.count < sampleLimit {
+                samples.append(candidates[round])
+            }
+            round += 1
+        }
+        summary.samples = samples
+        return summary
+    }
+}

@@ -1,0 +1,36 @@
+/// Why a push would be refused, found before anything is sent. Raw values are stable identifiers for
+/// JSON output and scripts.
+public enum PreflightReason: String, Sendable, Hashable, CaseIterable, Comparable {
+    case payloadTooLarge = "payload-too-large"
+    case collapseIDTooLong = "collapse-id-too-long"
+    case contentAvailableAtPriority10 = "content-available-at-priority-10"
+    case backgroundNeedsPriority5 = "background-needs-priority-5"
+    case backgroundNeedsContentAvailable = "background-needs-content-available"
+    case backgroundWithAlert = "background-with-alert"
+    case alertNeedsAlertSoundOrBadge = "alert-needs-alert-sound-or-badge"
+    case liveActivityFields = "liveactivity-needs-event-and-timestamp"
+    case topicMismatch = "topic-mismatch"
+    case missingVariable = "missing-variable"
+    case missingString = "missing-string"
+
+    /// What the reason means and what to do about it.
+    public var summary: String {
+        switch self {
+        case .payloadTooLarge: return "payload larger than APNs accepts (4096 bytes, 5120 for VoIP)"
+        case .collapseIDTooLong: return "apns-collapse-id longer than 64 bytes"
+        case .contentAvailableAtPriority10:
+            return "priority 10 with a content-available-only payload (APNs: an error; use priority 5)"
+        case .backgroundNeedsPriority5: return "background pushes must be sent at priority 5"
+        case .backgroundNeedsContentAvailable: return "background pushes need aps.content-available: 1"
+        case .backgroundWithAlert:
+            return "background push with alert, sound or badge (send it as push_type alert instead)"
+        case .alertNeedsAlertSoundOrBadge: return "alert pushes need aps.alert, aps.sound or aps.badge"
+        case .liveActivityFields: return "Live Activity pushes need aps.event and aps.timestamp"
+        case .topicMismatch: return "apns-topic does not fit the push type"
+        case .missingVariable: return "a template names a variable the recipient does not have"
+        case .missingString: return "no localized string for the recipient's locale or the default"
+        }
+    }
+
+    public static func < (lhs: PreflightReason, rhs: PreflightReason) -> Bool { lhs.rawValue < rhs.rawValue }
+}

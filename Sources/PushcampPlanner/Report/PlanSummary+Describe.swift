@@ -1,0 +1,69 @@
+import PushcampAudience
+import PushcampModel
+
+/// Shared wording for the plan's text, Markdown and JSON forms.
+extension PlanSummary {
+    /// Recipients that reached pre-flight: planned plus refused.
+    public var considered: Int { planned + failed }
+
+    public var expirationText: String {
+        switch expiration {
+        case nil: return "none (APNs default)"
+        case .immediately?: return "0 (deliver now or never)"
+        case .at(let timestamp)?: return "\(timestamp)"
+        case .after(let span)?:
+            if let sendTime { return "\(sendTime + span) (\(span) after send)" }
+            return "\(span) after send"
+        }
+    }
+
+    public var sendTimeText: String {
+        guard let sendTime else { return "when sent (pass --at to pin expirations)" }
+        return "\(sendTime)" + (sendTimeSource.map { " (\($0))" } ?? "")
+    }
+
+    public var rateText: String {
+        "\(rate.text)\(rateIsDefault ? " (default)" : "") over \(connections) connection\(connections == 1 ? "" : "s")"
+    }
+
+    public var durationText: String { Self.duration(estimatedSeconds) }
+
+    public var invalidText: String {
+        audience.invalid.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue): \($0.value)" }
+            .joined(separator: ", ")
+    }
+
+    public var sortedFailures: [(reason: PreflightReason, stat: FailureStat)] {
+        failures.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+
+    /// Headers of a planned push, in the order they are sent.
+    public func headers(of push: PlannedPush) -> [(String, String)] {
+        var headers: [(String, String)] = [
+            (":path", "/3/device/\(push.token)"),
+            ("apns-id", push.apnsID.description),
+            ("apns-push-type", push.pushType.rawValue),
+            ("apns-priority", String(push.priority)),
+            ("apns-topic", push.topic),
+        ]
+        switch push.expiration {
+        case nil: break
+        case .immediately?: headers.append(("apns-expiration", "0"))
+        case .at(let timestamp)?: headers.append(("apns-expiration", "\(timestamp.secondsSince1970) (\(timestamp))"))
+        case .afterSend(let span)?: headers.append(("apns-expiration", "send time + \(span.seconds) (\(span))"))
+        }
+        if let collapseID = push.collapseID { headers.append(("apns-collapse-id", collapseID)) }
+        return headers
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        let total = Int(seconds.rounded(.up))
+        if total < 60 { return "\(total)s" }
+        if total < 3600 { return "\(total / 60)m \(total % 60)s" }
+        return "\(total / 3600)h \(total % 3600 / 60)m"
+    }
+
+    static func shortToken(_ token: String) -> String {
+        token.count > 16 ? "\(token.prefix(8))…\(token.suffix(4))" : token
+    }
+}

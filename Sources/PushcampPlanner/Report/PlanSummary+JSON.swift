@@ -1,0 +1,75 @@
+import PushcampAudience
+import PushcampModel
+
+extension PlanSummary {
+    /// The plan as JSON for scripts and dashboards; keys and their order are stable
+    /// (see docs/plan-json.md).
+    public func json() -> String {
+        let invalidByProblem = audience.invalid.sorted { $0.key.rawValue < $1.key.rawValue }
+            .map { ($0.key.rawValue, JSONValue.integer($0.value)) }
+        let invalidExamples = audience.invalidExamples.map { example -> JSONValue in
+            .object([
+                ("location", .string(example.location.description)), ("token", .string(example.token)),
+                ("problem", .string(example.problem.rawValue)),
+            ])
+        }
+        let audienceJSON: JSONValue = .object([
+            ("source", .string(source)), ("filter", .optional(filter)), ("read", .integer(audience.read)),
+            ("invalid_tokens", .integer(audience.invalidTotal)), ("invalid_by_problem", .object(invalidByProblem)),
+            ("invalid_examples", .array(invalidExamples)), ("duplicates", .integer(audience.duplicates)),
+            ("filtered_out", .integer(audience.filteredOut)), ("excluded", .integer(audience.excluded)),
+            ("held_out", .integer(heldOut)), ("holdout_percent", .number(Double(holdout.basisPoints) / 100)),
+        ])
+        let failuresJSON = sortedFailures.map { reason, stat -> JSONValue in
+            .object([
+                ("reason", .string(reason.rawValue)), ("summary", .string(reason.summary)), ("count", .integer(stat.count)),
+                (
+                    "examples",
+                    .array(stat.examples.map { example in
+                        .object([
+                            ("location", .string(example.location.description)), ("token", .string(example.token)),
+                            ("detail", .string(example.detail)),
+                        ])
+                    })
+                ),
+            ])
+        }
+        let samplesJSON = samples.map { push -> JSONValue in
+            .object([
+                ("token", .string(push.token)), ("row", .integer(push.row)), ("variant", .string(push.variant)),
+                ("locale", .optional(push.locale)),
+                ("headers", .object(headers(of: push).map { ($0.0, JSONValue.string($0.1)) })),
+                ("payload", .encoded(push.payload)),
+            ])
+        }
+        let document: JSONValue = .object([
+            ("campaign", .string(campaign)), ("description", .optional(description)), ("revision", .string(revision)),
+            ("app", .string(app)), ("push_type", .string(pushType.rawValue)), ("priority", .integer(priority)),
+            ("topic", .string(topic)), ("expiration", .string(expirationText)), ("collapse_id", .optional(collapseID)),
+            ("send_time", .optional(sendTime?.description)), ("audience", audienceJSON), ("planned", .integer(planned)),
+            ("refused", .integer(failed)),
+            (
+                "variants",
+                .array(variants.map { .object([("name", .string($0.name)), ("weight", .integer($0.weight)), ("planned", .integer($0.planned))]) })
+            ),
+            ("locales", .array(locales.map { .object([("locale", .string($0.locale)), ("planned", .integer($0.planned))]) })),
+            (
+                "payload_bytes",
+                .object([
+                    ("min", .integer(payloadSizes.total > 0 ? payloadSizes.minimum : 0)), ("median", .integer(payloadSizes.median)),
+                    ("max", .integer(payloadSizes.maximum)), ("limit", .integer(pushType.payloadLimit)),
+                ])
+            ),
+            ("preflight_failures", .array(failuresJSON)), ("samples", .array(samplesJSON)),
+            (
+                "throttle",
+                .object([
+                    ("rate", .string(rate.text)), ("rate_per_second", .number(rate.perSecond)), ("default", .bool(rateIsDefault)),
+                    ("connections", .integer(connections)),
+                ])
+            ),
+            ("estimated_seconds", .number((estimatedSeconds * 10).rounded(.up) / 10)),
+        ])
+        return document.text + "\n"
+    }
+}

@@ -1,0 +1,79 @@
+import PushcampAudience
+import PushcampModel
+
+extension PlanSummary {
+    /// The plan for a terminal.
+    public func text() -> String {
+        var out = "Plan for \(campaign) (revision \(revision))\n"
+        if let description { out += "  \(description)\n" }
+        out += "  app \(app) · push type \(pushType.rawValue) · priority \(priority) · topic \(topic)\n"
+        out += "  expiration \(expirationText)"
+        if let collapseID { out += " · collapse id \(collapseID)" }
+        out += "\n  send time \(sendTimeText)\n\n"
+
+        out += "Audience (\(source))\n"
+        var rows: [(String, Int, String)] = [("read", audience.read, "")]
+        rows.append(("invalid tokens", audience.invalidTotal, invalidText))
+        rows.append(("duplicates", audience.duplicates, "first row of a token wins"))
+        rows.append(("filtered out", audience.filteredOut, filter.map { "where: \($0)" } ?? ""))
+        rows.append(("excluded", audience.excluded, ""))
+        rows.append(("held out", heldOut, "holdout \(holdout)"))
+        rows.append(("planned", planned, ""))
+        rows.append(("refused", failed, failed > 0 ? "by pre-flight checks, see below" : ""))
+        for (label, count, note) in rows {
+            out += "  " + pad(label, 16) + pad(String(count), 10, right: true) + (note.isEmpty ? "" : "   \(note)") + "\n"
+        }
+
+        if !variants.isEmpty {
+            out += "\nVariants\n"
+            for variant in variants {
+                out += "  " + pad(variant.name, 16) + pad(String(variant.planned), 10, right: true) + "   weight \(variant.weight)\n"
+            }
+        }
+        if !locales.isEmpty {
+            out += "\nLocales\n"
+            for locale in locales {
+                out += "  " + pad(locale.locale, 16) + pad(String(locale.planned), 10, right: true) + "\n"
+            }
+        }
+        if payloadSizes.total > 0 {
+            out += "\nPayload size: min \(payloadSizes.minimum) · median \(payloadSizes.median) · max \(payloadSizes.maximum) bytes (limit \(pushType.payloadLimit))\n"
+        }
+        if !failures.isEmpty {
+            out += "\nPre-flight failures\n"
+            for (reason, stat) in sortedFailures {
+                out += "  \(reason.rawValue): \(stat.count) — \(reason.summary)\n"
+                for example in stat.examples {
+                    out += "    \(example.location): token \(Self.shortToken(example.token)): \(example.detail)\n"
+                }
+            }
+        }
+        if !audience.invalidExamples.isEmpty {
+            out += "\nInvalid tokens (first \(audience.invalidExamples.count))\n"
+            for example in audience.invalidExamples {
+                out += "  \(example.location): '\(Self.shortToken(example.token))': \(example.problem.explanation)\n"
+            }
+        }
+        if !samples.isEmpty {
+            out += "\nSamples\n"
+            for (index, push) in samples.enumerated() {
+                var title = "  #\(index + 1) \(push.token)"
+                if !variants.isEmpty { title += " · variant \(push.variant)" }
+                if let locale = push.locale { title += " · locale \(locale)" }
+                out += title + " · row \(push.row)\n"
+                for (name, value) in headers(of: push) { out += "     \(name): \(value)\n" }
+                out += "     body (\(push.payload.count) bytes): \(String(decoding: push.payload, as: UTF8.self))\n"
+            }
+        }
+        out += "\nEstimate: \(planned) push\(planned == 1 ? "" : "es") at \(rateText) ≈ \(durationText)"
+        if let sendTime {
+            out += " (\(sendTime) to \(Timestamp(secondsSince1970: sendTime.secondsSince1970 + Int64(estimatedSeconds.rounded(.up)))))"
+        }
+        return out + "\n"
+    }
+
+    func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
+        let padding = String(repeating: " ", count: max(0, width - text.count))
+        return right ? padding + text : text + padding
+    }
+}

@@ -1,0 +1,87 @@
+import PushcampAudience
+import ArgumentParser
+import PushcampModel
+import PushcampPlanner
+
+struct Plan: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show exactly what a campaign would send, without sending anything.",
+        discussion: """
+            Streams the whole audience through the campaign: token checks, de-duplication, the
+            where: filter, exclusions, holdout and A/B buckets, locale fallback, rendering, and the
+            pre-flight checks APNs would otherwise fail (payload size, collapse id length, priority
+            and push-type rules, missing template variables). Prints counts, payload sizes, every
+            failure by reason with its first examples, rendered samples and the duration at the
+            campaign's throttle. The same files give the same output, byte for byte.
+
+            Exit status: 0 when every push passes; 1 when the campaign, a template or the audience
+            is invalid or nobody would be sent anything; 3 when some pushes would be refused.
+
+            Examples:
+              pushcamp plan campaigns/spring-sale.yaml
+              pushcamp plan --format markdown campaigns/spring-sale.yaml > plan.md
+              pushcamp plan --at 2027-03-20T09:00:00Z --samples 5 campaigns/spring-sale.yaml
+            """
+    )
+
+    @Argument(help: "The campaign file.")
+    var file: String
+
+    @Option(help: "Output: text, json, or markdown (for pasting into a pull request).")
+    var format: PlanFormat = .text
+
+    @Option(help: "How many rendered pushes to show.")
+    var samples: Int = 3
+
+    @Option(
+        help: ArgumentHelp(
+            "The send time (ISO 8601 with a zone), to show absolute expirations.",
+            discussion: "Defaults to the campaign's schedule.at; without either, expirations are shown relative to the send.",
+            valueName: "time"
+        )
+    )
+    var at: String?
+
+    func validate() throws {
+        if samples < 0 { throw ValidationError("--samples must be 0 or more") }
+        if let at, case .failure(let error) = Timestamp.parse(at) { throw ValidationError("--at: \(error.message)") }
+    }
+
+    func run() throws {
+        let loaded = CampaignLoader().load(file)
+        let warnings = loaded.diagnostics.filter { $0.severity == .warning }
+        for diagnostic in loaded.diagnostics where diagnostic.severity == .error || warnings.contains(diagnostic) {
+            printError(diagnostic.description)
+        }
+        guard let campaign = loaded.campaign else { throw ExitCode(1) }
+        let sendTime = at.flatMap { try? Timestamp.parse($0).get() }
+        let planner = Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "--at", sampleLimit: samples)
+        let summary: PlanSummary
+        do {
+            summary = try planner.run()
+        } catch let error as AudienceError {
+            printError(error.diagnostic.description)
+            throw ExitCode(1)
+        }
+        switch format {
+        case .text: print(summary.text(), terminator: "")
+        case .json: print(summary.json(), terminator: "")
+        case .markdown: print(summary.markdown(), terminator: "")
+        }
+        if summary.audience.read == 0 {
+            printError("\(summary.source): error: the audience has no recipients")
+            throw ExitCode(1)
+        }
+        if summary.planned == 0 && summary.failed == 0 {
+            printError("\(campaign.path): error: nobody would be sent anything: all \(summary.audience.read) rows were invalid, duplicates, filtered out, excluded or held out")
+            throw ExitCode(1)
+        }
+        if summary.failed > 0 { throw ExitCode(3) }
+    }
+}
+
+enum PlanFormat: String, CaseIterable, ExpressibleByArgument {
+    case text
+    case json
+    case markdown
+}
