@@ -57,6 +57,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .target(name: "PushcampTestSupport", path: "Tests/PushcampTestSupport", swiftSettings: strict),
         .testTarget(name: "PushcampModelTests", dependencies: ["PushcampModel"], swiftSettings: strict),
         .testTarget(
             name: "PushcampTemplatesTests",
@@ -65,14 +66,17 @@ let package = Package(
         ),
         .testTarget(
             name: "PushcampAudienceTests",
-            dependencies: ["PushcampAudience", "PushcampModel", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "PushcampAudience", "PushcampModel", "PushcampTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "PushcampPlannerTests",
-            dependencies: ["PushcampPlanner", "PushcampModel", "PushcampTemplates", "PushcampAudience"],
+            dependencies: ["PushcampPlanner", "PushcampModel", "PushcampTemplates", "PushcampAudience", "PushcampTestSupport"],
             swiftSettings: strict
         ),
-        .testTarget(name: "PushcampCLITests", dependencies: ["pushcamp"], swiftSettings: strict),
+        .testTarget(name: "PushcampCLITests", dependencies: ["pushcamp", "PushcampTestSupport"], swiftSettings: strict),
     ]
 )

@@ -5,6 +5,11 @@ extension MustacheTemplate {
     public struct ParseError: Error, Sendable, Hashable {
         public var message: String
         public var offset: Int
+
+        public init(message: String, offset: Int) {
+            self.message = message
+            self.offset = offset
+        }
     }
 
     public init(_ text: String) throws(ParseError) {
