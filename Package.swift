@@ -74,9 +74,15 @@ let package = Package(
         ),
         .testTarget(
             name: "PushcampPlannerTests",
-            dependencies: ["PushcampPlanner", "PushcampModel", "PushcampTemplates", "PushcampAudience", "PushcampTestSupport"],
+            dependencies: [
+                "PushcampPlanner", "PushcampModel", "PushcampTemplates", "PushcampAudience", "PushcampTestSupport",
+            ],
             swiftSettings: strict
         ),
-        .testTarget(name: "PushcampCLITests", dependencies: ["pushcamp", "PushcampTestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "PushcampCLITests",
+            dependencies: ["pushcamp", "PushcampTestSupport"],
+            swiftSettings: strict
+        ),
     ]
 )

@@ -1,5 +1,5 @@
-import PushcampAudience
 import ArgumentParser
+import PushcampAudience
 import PushcampModel
 import PushcampPlanner
 
@@ -36,7 +36,8 @@ struct Plan: ParsableCommand {
     @Option(
         help: ArgumentHelp(
             "The send time (ISO 8601 with a zone), to show absolute expirations.",
-            discussion: "Defaults to the campaign's schedule.at; without either, expirations are shown relative to the send.",
+            discussion:
+                "Defaults to the campaign's schedule.at; without either, expirations are shown relative to the send.",
             valueName: "time"
         )
     )
@@ -73,7 +74,9 @@ struct Plan: ParsableCommand {
             throw ExitCode(1)
         }
         if summary.planned == 0 && summary.failed == 0 {
-            printError("\(campaign.path): error: nobody would be sent anything: all \(summary.audience.read) rows were invalid, duplicates, filtered out, excluded or held out")
+            printError(
+                "\(campaign.path): error: nobody would be sent anything: all \(summary.audience.read) rows were invalid, duplicates, filtered out, excluded or held out"
+            )
             throw ExitCode(1)
         }
         if summary.failed > 0 { throw ExitCode(3) }

@@ -50,7 +50,11 @@ struct AudienceStreamTests {
         for index in 0..<20_000 { lines.append(TemporaryProject.token(index)) }
         for index in stride(from: 0, to: 20_000, by: 10) { lines.append(TemporaryProject.token(index)) }
         let path = try project.write("a.csv", lines.joined(separator: "\n"))
-        let stream = AudienceStream(source: CSVSource(path: path, name: "a.csv", location: SourceLocation(path: "c.yaml")), filter: nil, exclusions: [])
+        let stream = AudienceStream(
+            source: CSVSource(path: path, name: "a.csv", location: SourceLocation(path: "c.yaml")),
+            filter: nil,
+            exclusions: []
+        )
         var seen: Set<String> = []
         let counts = try stream.forEachRecipient { #expect(seen.insert($0.token).inserted) }
         #expect(counts.duplicates == 2000)

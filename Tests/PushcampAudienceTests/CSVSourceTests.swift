@@ -9,7 +9,12 @@ struct CSVSourceTests {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }
         let path = try project.write("a.csv", bytes: bytes ?? Array(text.utf8))
-        let source = CSVSource(path: path, name: "a.csv", tokenColumn: tokenColumn, location: SourceLocation(path: "c.yaml", line: 4, column: 3))
+        let source = CSVSource(
+            path: path,
+            name: "a.csv",
+            tokenColumn: tokenColumn,
+            location: SourceLocation(path: "c.yaml", line: 4, column: 3)
+        )
         var rows: [SourceRow] = []
         try source.forEachRow(tokensOnly: false) { rows.append($0) }
         return rows
@@ -45,20 +50,42 @@ struct CSVSourceTests {
     }
 
     @Test func raggedRowsStopWithTheirLine() {
-        #expect(failure("token,name\nt1,a\nt2,b,extra\n") == "a.csv:3: error: row has 3 fields but the header has 2; check quoting and delimiters on this line")
-        #expect(failure("token,name\nt1\n") == "a.csv:2: error: row has 1 field but the header has 2; check quoting and delimiters on this line")
+        #expect(
+            failure("token,name\nt1,a\nt2,b,extra\n")
+                == "a.csv:3: error: row has 3 fields but the header has 2; check quoting and delimiters on this line"
+        )
+        #expect(
+            failure("token,name\nt1\n")
+                == "a.csv:2: error: row has 1 field but the header has 2; check quoting and delimiters on this line"
+        )
     }
 
     @Test func unclosedQuotesInvalidUTF8AndHeaders() {
-        #expect(failure("token,name\nt1,\"open\nt2,b\n") == "a.csv:2: error: a quoted field opened on this line is never closed")
-        #expect(failure("", bytes: Array("token,name\nt1,ok\nt2,".utf8) + [0xC3, 0x28] + [0x0A]) == "a.csv:3: error: field is not valid UTF-8 (save the file as UTF-8)")
-        #expect(failure("tokn,name\nt1,a\n") == "a.csv:1: error: the header has no 'token' column; did you mean 'tokn'? (columns: tokn, name; set token_column to use another)")
+        #expect(
+            failure("token,name\nt1,\"open\nt2,b\n")
+                == "a.csv:2: error: a quoted field opened on this line is never closed"
+        )
+        #expect(
+            failure("", bytes: Array("token,name\nt1,ok\nt2,".utf8) + [0xC3, 0x28] + [0x0A])
+                == "a.csv:3: error: field is not valid UTF-8 (save the file as UTF-8)"
+        )
+        #expect(
+            failure("tokn,name\nt1,a\n")
+                == "a.csv:1: error: the header has no 'token' column; did you mean 'tokn'? (columns: tokn, name; set token_column to use another)"
+        )
         #expect(failure("token,name,name\n") == "a.csv:1: error: the header names column 'name' twice")
-        #expect(failure("") == "c.yaml:4:3: error: audience file 'a.csv' is empty; it needs a header row naming a 'token' column")
+        #expect(
+            failure("")
+                == "c.yaml:4:3: error: audience file 'a.csv' is empty; it needs a header row naming a 'token' column"
+        )
     }
 
     @Test func missingFile() {
-        let source = CSVSource(path: "/nonexistent/a.csv", name: "audiences/a.csv", location: SourceLocation(path: "c.yaml", line: 4, column: 3))
+        let source = CSVSource(
+            path: "/nonexistent/a.csv",
+            name: "audiences/a.csv",
+            location: SourceLocation(path: "c.yaml", line: 4, column: 3)
+        )
         #expect(throws: AudienceError.self) { try source.columns() }
         do {
             _ = try source.columns()
@@ -71,7 +98,13 @@ struct CSVSourceTests {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }
         let path = try project.write("a.csv", "device;lang\nt1;fr\n")
-        let source = CSVSource(path: path, name: "a.csv", tokenColumn: "device", delimiter: 0x3B, location: SourceLocation(path: "c.yaml"))
+        let source = CSVSource(
+            path: path,
+            name: "a.csv",
+            tokenColumn: "device",
+            delimiter: 0x3B,
+            location: SourceLocation(path: "c.yaml")
+        )
         #expect(try source.columns() == ["device", "lang"])
         var tokens: [String?] = []
         try source.forEachRow(tokensOnly: true) { tokens.append($0.token) }

@@ -10,7 +10,10 @@ struct OtherSourcesTests {
     @Test func jsonLines() throws {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }
-        let path = try project.write("a.jsonl", "{\"token\": \"t1\", \"n\": 3, \"beta\": true}\n\n{\"token\": \"t2\", \"tags\": [\"a\"], \"gone\": null}\n")
+        let path = try project.write(
+            "a.jsonl",
+            "{\"token\": \"t1\", \"n\": 3, \"beta\": true}\n\n{\"token\": \"t2\", \"tags\": [\"a\"], \"gone\": null}\n"
+        )
         let source = JSONLinesSource(path: path, name: "a.jsonl", location: SourceLocation(path: "c.yaml"))
         var rows: [SourceRow] = []
         try source.forEachRow(tokensOnly: false) { rows.append($0) }
@@ -52,7 +55,12 @@ struct OtherSourcesTests {
             try db.execute(sql: "CREATE TABLE devices (push BLOB, locale TEXT, n INTEGER, score REAL)")
             try db.execute(sql: "INSERT INTO devices VALUES (x'00ff10', 'fr', 2, 1.5), (x'abcd', NULL, NULL, NULL)")
         }
-        let source = SQLiteSource(path: path, name: "a.sqlite", query: "SELECT push AS token, locale, n, score FROM devices ORDER BY rowid", location: SourceLocation(path: "c.yaml", line: 5, column: 5))
+        let source = SQLiteSource(
+            path: path,
+            name: "a.sqlite",
+            query: "SELECT push AS token, locale, n, score FROM devices ORDER BY rowid",
+            location: SourceLocation(path: "c.yaml", line: 5, column: 5)
+        )
         #expect(try source.columns() == ["token", "locale", "n", "score"])
         var rows: [SourceRow] = []
         try source.forEachRow(tokensOnly: false) { rows.append($0) }
@@ -61,19 +69,32 @@ struct OtherSourcesTests {
         #expect(rows[0].attributes["score"] == .number(1.5))
         #expect(rows[1].attributes["locale"] == nil)
 
-        let broken = SQLiteSource(path: path, name: "a.sqlite", query: "SELECT push FROM devicez", location: SourceLocation(path: "c.yaml", line: 5, column: 5))
+        let broken = SQLiteSource(
+            path: path,
+            name: "a.sqlite",
+            query: "SELECT push FROM devicez",
+            location: SourceLocation(path: "c.yaml", line: 5, column: 5)
+        )
         do {
             _ = try broken.columns()
             Issue.record("a broken query was accepted")
         } catch {
             #expect(error.description == "c.yaml:5:5: error: query on 'a.sqlite' fails: no such table: devicez")
         }
-        let noToken = SQLiteSource(path: path, name: "a.sqlite", query: "SELECT push FROM devices", location: SourceLocation(path: "c.yaml", line: 5, column: 5))
+        let noToken = SQLiteSource(
+            path: path,
+            name: "a.sqlite",
+            query: "SELECT push FROM devices",
+            location: SourceLocation(path: "c.yaml", line: 5, column: 5)
+        )
         do {
             _ = try noToken.columns()
             Issue.record("a query without a token column was accepted")
         } catch {
-            #expect(error.description == "c.yaml:5:5: error: the query returns no 'token' column (columns: push; name it with AS token or set token_column)")
+            #expect(
+                error.description
+                    == "c.yaml:5:5: error: the query returns no 'token' column (columns: push; name it with AS token or set token_column)"
+            )
         }
     }
 }

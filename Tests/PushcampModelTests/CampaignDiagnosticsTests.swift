@@ -50,7 +50,8 @@ struct CampaignDiagnosticsTests {
                 "campaigns/c.yaml:12:12: error: 'holdout': '5' is not a percentage; write it like 5% or 2.5%",
                 "campaigns/c.yaml:13:19: error: 'throttle.rate': '2000/hr' has an unknown unit; write a rate like 2000/s, 90000/min or 1000000/h",
                 "campaigns/c.yaml:13:41: error: 'throttle.connections' must be between 1 and 64, found 0",
-            ])
+            ]
+        )
     }
 
     @Test func missingRequiredKeysAndWrongTypes() {
@@ -64,7 +65,8 @@ struct CampaignDiagnosticsTests {
                 "campaigns/c.yaml:1:1: error: 'campaign file' is missing required key 'app'",
                 "campaigns/c.yaml:2:11: error: 'audience' must be a mapping, found 'audiences/a.csv'",
                 "campaigns/c.yaml:3:10: error: 'message' must be a mapping, found a list",
-            ])
+            ]
+        )
     }
 
     @Test func malformedYAMLIsLocated() {
@@ -82,7 +84,11 @@ struct CampaignDiagnosticsTests {
 
     @Test func sourceNeedsExactlyOneKind() {
         let yaml = Self.valid.replacingOccurrences("{ csv: audiences/a.csv }", "{ csv: a.csv, jsonl: b.jsonl }")
-        #expect(diagnostics(yaml) == ["campaigns/c.yaml:4:11: error: 'audience.source' needs exactly one of csv, jsonl, sqlite or inline (found csv and jsonl)"])
+        #expect(
+            diagnostics(yaml) == [
+                "campaigns/c.yaml:4:11: error: 'audience.source' needs exactly one of csv, jsonl, sqlite or inline (found csv and jsonl)"
+            ]
+        )
     }
 
     @Test func variantsNeedNamesWeightsAndAPayload() {
@@ -99,7 +105,8 @@ struct CampaignDiagnosticsTests {
             diagnostics(yaml) == [
                 "campaigns/c.yaml:5:3: error: 'message' has no payload, and variant a names none either",
                 "campaigns/c.yaml:7:7: error: variant name 'a' is used twice",
-            ])
+            ]
+        )
     }
 }
 

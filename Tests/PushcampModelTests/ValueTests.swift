@@ -60,7 +60,10 @@ struct ValueTests {
             Issue.record("resolved without ENV_NAME")
             return
         }
-        #expect(error.message == "environment variable ENV_NAME is not set (needed by '${env:KEYS}/shop-${env:ENV_NAME}.p8')")
+        #expect(
+            error.message
+                == "environment variable ENV_NAME is not set (needed by '${env:KEYS}/shop-${env:ENV_NAME}.p8')"
+        )
         #expect((try? ConfigString.parse("${KEYS}").get()) == nil)
         #expect((try? ConfigString.parse("${env:KEYS").get()) == nil)
     }

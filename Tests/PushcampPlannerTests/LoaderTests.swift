@@ -7,7 +7,9 @@ import Testing
 @Suite("Loading and validating campaigns")
 struct LoaderTests {
     func diagnostics(_ project: TemporaryProject) -> [String] {
-        Validation(loader: CampaignLoader(workingDirectory: project.root)).check("campaigns/c.yaml").diagnostics.map(\.description)
+        Validation(loader: CampaignLoader(workingDirectory: project.root)).check("campaigns/c.yaml").diagnostics.map(
+            \.description
+        )
     }
 
     @Test func namesAreCheckedAgainstTheAudiencesColumnsAndVariables() throws {
@@ -21,7 +23,10 @@ struct LoaderTests {
             message:
               payload: templates/p.yaml
             """
-        let project = try makeProject(campaign: campaign, payload: "aps:\n  alert: \"{{nme}} {{discount}} {{#vip}}VIP{{/vip}} {{> title}}\"\n")
+        let project = try makeProject(
+            campaign: campaign,
+            payload: "aps:\n  alert: \"{{nme}} {{discount}} {{#vip}}VIP{{/vip}} {{> title}}\"\n"
+        )
         defer { project.remove() }
         #expect(
             diagnostics(project) == [
@@ -30,7 +35,8 @@ struct LoaderTests {
                 "templates/p.yaml:2:11: error: 'nme' is not an audience column or a campaign variable; did you mean 'name'?",
                 "templates/p.yaml:2:32: warning: section 'vip' is not an audience column or a variable, so it is always false",
                 "templates/p.yaml:2:52: error: '{{> title}}' includes a localized string, but the campaign has no 'strings'",
-            ])
+            ]
+        )
     }
 
     @Test func missingFilesAndProject() throws {
@@ -42,12 +48,16 @@ struct LoaderTests {
             diagnostics(project) == [
                 "campaigns/c.yaml:3:21: error: audience file 'audiences/missing.csv' does not exist",
                 "campaigns/c.yaml:5:12: error: payload file 'templates/missing.yaml' does not exist",
-            ])
+            ]
+        )
         let orphan = try TemporaryProject(projectFile: nil)
         defer { orphan.remove() }
         try orphan.write("campaigns/c.yaml", basicCampaign)
         let result = Validation(loader: CampaignLoader(workingDirectory: orphan.root)).check("campaigns/c.yaml")
-        #expect(result.diagnostics.last?.message.hasPrefix("no pushcamp.yaml found in campaigns or any directory above it") == true)
+        #expect(
+            result.diagnostics.last?.message.hasPrefix("no pushcamp.yaml found in campaigns or any directory above it")
+                == true
+        )
         let nothing = Validation(loader: CampaignLoader(workingDirectory: orphan.root)).check("campaigns/none.yaml")
         #expect(nothing.diagnostics.map(\.description) == ["campaigns/none.yaml: error: no such file"])
     }
@@ -55,7 +65,9 @@ struct LoaderTests {
     @Test func projectFileProblemsAreReported() throws {
         let project = try makeProject(campaign: basicCampaign)
         defer { project.remove() }
-        try project.write("pushcamp.yaml", """
+        try project.write(
+            "pushcamp.yaml",
+            """
             apps:
               shop:
                 topic: com.example.shop
@@ -64,7 +76,8 @@ struct LoaderTests {
                 environment: prod
                 endpoint: http://localhost
             journal: { path: .pushcamp/j.sqlite, mode: wal }
-            """)
+            """
+        )
         #expect(
             diagnostics(project) == [
                 "pushcamp.yaml:3:5: error: 'apps.shop' uses key_file and so needs key_id",
@@ -72,7 +85,8 @@ struct LoaderTests {
                 "pushcamp.yaml:6:18: error: environment must be production or sandbox, found 'prod'",
                 "pushcamp.yaml:7:15: error: endpoint must be an https:// URL (APNs speaks HTTP/2 over TLS only), found 'http://localhost'",
                 "pushcamp.yaml:8:38: error: unknown key 'mode' in 'journal' (expected one of: path)",
-            ])
+            ]
+        )
     }
 
     @Test func staticPreflightRulesAreValidationErrors() throws {
@@ -84,6 +98,7 @@ struct LoaderTests {
                 "campaigns/c.yaml:5:3: error: variant 'a': the payload has only content-available and the priority is 10; APNs rejects that, use priority 5",
                 "campaigns/c.yaml:5:3: error: push_type background must be sent at priority 5, not 10",
                 "campaigns/c.yaml:5:3: error: variant 'b': the payload has only content-available and the priority is 10; APNs rejects that, use priority 5",
-            ])
+            ]
+        )
     }
 }

@@ -13,9 +13,12 @@ func makeProject(
 ) throws -> TemporaryProject {
     let project = try TemporaryProject()
     let locales = ["fr-CA", "fr", "en-US", "de", "pt_BR"]
-    try project.write("audiences/a.csv", TemporaryProject.csv(count: rows, columns: ["name", "locale", "tier"]) { index in
-        ["Name\(index)", locales[index % locales.count], index % 2 == 0 ? "gold" : "silver"]
-    })
+    try project.write(
+        "audiences/a.csv",
+        TemporaryProject.csv(count: rows, columns: ["name", "locale", "tier"]) { index in
+            ["Name\(index)", locales[index % locales.count], index % 2 == 0 ? "gold" : "silver"]
+        }
+    )
     try project.write("templates/p.yaml", payload)
     if let strings { try project.write("templates/s.yaml", strings) }
     try project.write("campaigns/c.yaml", campaign)
@@ -82,9 +85,14 @@ struct PlannerTests {
     }
 
     @Test func uuidVersion5MatchesTheRFC() {
-        let dns: [UInt8] = [0x6B, 0xA7, 0xB8, 0x10, 0x9D, 0xAD, 0x11, 0xD1, 0x80, 0xB4, 0x00, 0xC0, 0x4F, 0xD4, 0x30, 0xC8]
+        let dns: [UInt8] = [
+            0x6B, 0xA7, 0xB8, 0x10, 0x9D, 0xAD, 0x11, 0xD1, 0x80, 0xB4, 0x00, 0xC0, 0x4F, 0xD4, 0x30, 0xC8,
+        ]
         #expect(UUIDv5.make(namespace: dns, name: "python.org").description == "886313e1-3b8a-5372-9b90-0c9aee199e5d")
-        #expect(APNsID(bytes: UUIDv5.make(namespace: dns, name: Array("python.org".utf8))).description == "886313e1-3b8a-5372-9b90-0c9aee199e5d")
+        #expect(
+            APNsID(bytes: UUIDv5.make(namespace: dns, name: Array("python.org".utf8))).description
+                == "886313e1-3b8a-5372-9b90-0c9aee199e5d"
+        )
     }
 
     @Test func localesFallBackAndAreCounted() throws {
@@ -101,7 +109,8 @@ struct PlannerTests {
             rows: 10,
             campaign: campaign,
             payload: "aps: { alert: { title: \"{{> title}}\", body: \"{{> body}}\" } }",
-            strings: "en: { title: Hello, body: \"Hi {{name}}\" }\nfr: { title: Bonjour, body: \"Salut {{name}}\" }\nfr-CA: { title: Allô }"
+            strings:
+                "en: { title: Hello, body: \"Hi {{name}}\" }\nfr: { title: Bonjour, body: \"Salut {{name}}\" }\nfr-CA: { title: Allô }"
         )
         defer { project.remove() }
         var bodies: [String: String] = [:]
@@ -114,7 +123,13 @@ struct PlannerTests {
     }
 
     @Test func expirationsAreAbsoluteOnceTheSendTimeIsKnown() throws {
-        let project = try makeProject(rows: 1, campaign: basicCampaign.replacingOccurrences(of: "  holdout: 10%", with: "  holdout: 0%\n  expiration: 1h30m"))
+        let project = try makeProject(
+            rows: 1,
+            campaign: basicCampaign.replacingOccurrences(
+                of: "  holdout: 10%",
+                with: "  holdout: 0%\n  expiration: 1h30m"
+            )
+        )
         defer { project.remove() }
         let at = try Timestamp.parse("2027-01-01T00:00:00Z").get()
         var push: PlannedPush?

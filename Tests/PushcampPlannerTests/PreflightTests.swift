@@ -24,9 +24,15 @@ struct PreflightTests {
         ("push_type: alert", "aps: { alert: Hi }", [PreflightReason]()),
         ("push_type: alert", "aps: { sound: default }", []),
         ("push_type: alert", "aps: { thread-id: x }", [.alertNeedsAlertSoundOrBadge]),
-        ("push_type: alert\npriority: 10", "aps: { content-available: 1 }", [.alertNeedsAlertSoundOrBadge, .contentAvailableAtPriority10]),
+        (
+            "push_type: alert\npriority: 10", "aps: { content-available: 1 }",
+            [.alertNeedsAlertSoundOrBadge, .contentAvailableAtPriority10]
+        ),
         ("push_type: background", "aps: { content-available: 1 }", []),
-        ("push_type: background\npriority: 10", "aps: { content-available: 1 }", [.backgroundNeedsPriority5, .contentAvailableAtPriority10]),
+        (
+            "push_type: background\npriority: 10", "aps: { content-available: 1 }",
+            [.backgroundNeedsPriority5, .contentAvailableAtPriority10]
+        ),
         ("push_type: background", "aps: { content-available: 1, badge: 3 }", [.backgroundWithAlert]),
         ("push_type: background", "data: { x: 1 }", [.backgroundNeedsContentAvailable]),
         ("push_type: liveactivity", "aps: { event: update, timestamp: 1 }", []),
@@ -47,7 +53,10 @@ struct PreflightTests {
         // Rows 0..9 have names Name0..Name9: two sizes straddle the 4096-byte limit.
         let summary = try plan("push_type: alert", payload: "aps: { alert: \"\(big){{name}}\" }", rows: 12)
         #expect(summary.failures[.payloadTooLarge]?.count == 2)
-        #expect(summary.failures[.payloadTooLarge]?.examples.first?.detail == "payload is 4097 bytes; APNs takes at most 4096 for alert")
+        #expect(
+            summary.failures[.payloadTooLarge]?.examples.first?.detail
+                == "payload is 4097 bytes; APNs takes at most 4096 for alert"
+        )
         #expect(summary.failures[.payloadTooLarge]?.examples.first?.location.description == "audiences/a.csv:12")
         #expect(summary.planned == 10)
         #expect(summary.payloadSizes.maximum == 4097)
@@ -56,17 +65,27 @@ struct PreflightTests {
     }
 
     @Test func collapseIDsOver64BytesAreRefused() throws {
-        let summary = try plan("collapse_id: \"offer-{{name}}-\(String(repeating: "z", count: 52))\"", payload: "aps: { alert: Hi }", rows: 11)
+        let summary = try plan(
+            "collapse_id: \"offer-{{name}}-\(String(repeating: "z", count: 52))\"",
+            payload: "aps: { alert: Hi }",
+            rows: 11
+        )
         #expect(summary.failures[.collapseIDTooLong]?.count == 1)
         #expect(summary.planned == 10)
     }
 
     @Test func missingVariablesAreCountedWithTheirRow() throws {
-        let summary = try plan("push_type: alert", payload: "aps: { alert: \"{{#tier}}{{name}}{{/tier}}\" }\nx: \"{{name}}\"")
+        let summary = try plan(
+            "push_type: alert",
+            payload: "aps: { alert: \"{{#tier}}{{name}}{{/tier}}\" }\nx: \"{{name}}\""
+        )
         #expect(summary.failures.isEmpty)
         let project = try makeProject(rows: 3, campaign: basicCampaign)
         defer { project.remove() }
-        try project.write("audiences/a.csv", "token,name\n\(TemporaryProject.token(1)),Ann\n\(TemporaryProject.token(2)),\n")
+        try project.write(
+            "audiences/a.csv",
+            "token,name\n\(TemporaryProject.token(1)),Ann\n\(TemporaryProject.token(2)),\n"
+        )
         let missing = try Planner(campaign: try load(project)).run()
         #expect(missing.failures[.missingVariable]?.count == 1)
         #expect(missing.failures[.missingVariable]?.examples.first?.detail == "missing variable 'name'")

@@ -19,7 +19,8 @@ struct PayloadTemplateTests {
     }
 
     @Test func rendersValidJSONWhateverTheDataHolds() throws {
-        let (payload, diagnostics) = try compile("""
+        let (payload, diagnostics) = try compile(
+            """
             aps:
               alert: { title: "Hi {{name}}", body: "{{name}} said \\"{{quote}}\\"" }
               badge: "{{count}}"
@@ -27,10 +28,16 @@ struct PayloadTemplateTests {
             ids: [1, "{{id}}"]
             flag: true
             none: null
-            """)
+            """
+        )
         #expect(diagnostics.isEmpty)
         let hostile = "\"}\n\t\\ ünï 💥 \u{01}"
-        let json = try render(try #require(payload), Attributes(["name": .string(hostile), "quote": .string("</script>"), "count": .integer(4), "id": .string("x")]))
+        let json = try render(
+            try #require(payload),
+            Attributes([
+                "name": .string(hostile), "quote": .string("</script>"), "count": .integer(4), "id": .string("x"),
+            ])
+        )
         let parsed = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
         let aps = try #require(parsed?["aps"] as? [String: Any])
         let alert = try #require(aps["alert"] as? [String: String])
@@ -52,12 +59,19 @@ struct PayloadTemplateTests {
     @Test func problemsAreLocatedInTheTemplateFile() throws {
         let (payload, diagnostics) = try compile("aps:\n  alert: \"Hi {{name\"\n  list: [1, 2]\n")
         #expect(payload == nil)
-        #expect(diagnostics.first?.description == "templates/p.yaml:2:14: error: template: tag '{{' is never closed with '}}'")
+        #expect(
+            diagnostics.first?.description
+                == "templates/p.yaml:2:14: error: template: tag '{{' is never closed with '}}'"
+        )
     }
 
     @Test func aPayloadIsADictionary() throws {
         let (_, diagnostics) = try compile("- a\n- b")
-        #expect(diagnostics.map(\.description) == ["templates/p.yaml:1:1: error: a payload must be a dictionary (APNs takes a JSON object), like {aps: {alert: …}}"])
+        #expect(
+            diagnostics.map(\.description) == [
+                "templates/p.yaml:1:1: error: a payload must be a dictionary (APNs takes a JSON object), like {aps: {alert: …}}"
+            ]
+        )
     }
 }
 
@@ -94,12 +108,18 @@ struct LocalizedStringsTests {
     }
 
     @Test func chain() {
-        #expect(LocalizedStrings.chain(for: "zh-Hant-TW", defaultLocale: "en") == ["zh-hant-tw", "zh-hant", "zh", "en"])
+        #expect(
+            LocalizedStrings.chain(for: "zh-Hant-TW", defaultLocale: "en") == ["zh-hant-tw", "zh-hant", "zh", "en"]
+        )
     }
 
     @Test func theDefaultLocaleMustHaveStrings() throws {
         let node = try #require(try Yams.compose(yaml: "fr: { title: Soldes }"))
         let (_, diagnostics) = LocalizedStrings.compile(node, path: "s.yaml", defaultLocale: "en")
-        #expect(diagnostics.map(\.description) == ["s.yaml:1:1: error: the default locale 'en' has no strings (tables: fr); every key needs a default to fall back to"])
+        #expect(
+            diagnostics.map(\.description) == [
+                "s.yaml:1:1: error: the default locale 'en' has no strings (tables: fr); every key needs a default to fall back to"
+            ]
+        )
     }
 }

@@ -12,7 +12,13 @@ public struct CSVSource: AudienceSource {
     /// Where the campaign names this source, for problems with the file as a whole.
     public let location: SourceLocation
 
-    public init(path: String, name: String, tokenColumn: String = "token", delimiter: UInt8 = 0x2C, location: SourceLocation) {
+    public init(
+        path: String,
+        name: String,
+        tokenColumn: String = "token",
+        delimiter: UInt8 = 0x2C,
+        location: SourceLocation
+    ) {
         self.path = path
         self.name = name
         self.tokenColumn = tokenColumn
@@ -23,7 +29,10 @@ public struct CSVSource: AudienceSource {
     public func columns() throws(AudienceError) -> [String]? {
         var header: [String]?
         do {
-            try scan(tokensOnly: true, stopAfterHeader: true) { names in header = names } body: { _ in }
+            try scan(tokensOnly: true, stopAfterHeader: true) { names in
+                header = names
+            } body: { _ in
+            }
         } catch let error as AudienceError {
             throw error
         } catch {
@@ -140,7 +149,14 @@ public struct CSVSource: AudienceSource {
         while true {
             if reader.start >= reader.end, try !reader.fill(displayName: name) { break }
             let scanned = reader.buffer.withUnsafeBufferPointer { bytes in
-                Self.scanRecord(bytes, start: reader.start, end: reader.end, atEOF: reader.atEOF, delimiter: delimiter, fields: &fields)
+                Self.scanRecord(
+                    bytes,
+                    start: reader.start,
+                    end: reader.end,
+                    atEOF: reader.atEOF,
+                    delimiter: delimiter,
+                    fields: &fields
+                )
             }
             let next: Int
             let lines: Int
@@ -176,7 +192,10 @@ public struct CSVSource: AudienceSource {
                 continue
             }
             guard fields.count == columnCount else {
-                throw AudienceError("row has \(fields.count) field\(fields.count == 1 ? "" : "s") but the header has \(columnCount); check quoting and delimiters on this line", at: at(recordLine))
+                throw AudienceError(
+                    "row has \(fields.count) field\(fields.count == 1 ? "" : "s") but the header has \(columnCount); check quoting and delimiters on this line",
+                    at: at(recordLine)
+                )
             }
             var values = [AttributeValue?](repeating: nil, count: tokensOnly ? 0 : columnCount)
             var token: String?
@@ -192,7 +211,10 @@ public struct CSVSource: AudienceSource {
             try body(SourceRow(token: token, attributes: attributes, row: recordLine))
         }
         if schema == nil {
-            throw AudienceError("audience file '\(name)' is empty; it needs a header row naming a '\(tokenColumn)' column", at: location)
+            throw AudienceError(
+                "audience file '\(name)' is empty; it needs a header row naming a '\(tokenColumn)' column",
+                at: location
+            )
         }
     }
 
@@ -213,10 +235,15 @@ public struct CSVSource: AudienceSource {
         var seen: Set<String> = []
         for name in names {
             if name.isEmpty { throw AudienceError("the header has an empty column name", at: at(line)) }
-            if !seen.insert(name).inserted { throw AudienceError("the header names column '\(name)' twice", at: at(line)) }
+            if !seen.insert(name).inserted {
+                throw AudienceError("the header names column '\(name)' twice", at: at(line))
+            }
         }
         guard names.contains(tokenColumn) else {
-            throw AudienceError("the header has no '\(tokenColumn)' column\(Suggestion.didYouMean(tokenColumn, in: names)) (columns: \(names.joined(separator: ", ")); set token_column to use another)", at: at(line))
+            throw AudienceError(
+                "the header has no '\(tokenColumn)' column\(Suggestion.didYouMean(tokenColumn, in: names)) (columns: \(names.joined(separator: ", ")); set token_column to use another)",
+                at: at(line)
+            )
         }
     }
 }

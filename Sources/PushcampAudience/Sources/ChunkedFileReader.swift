@@ -1,9 +1,10 @@
+import PushcampModel
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import PushcampModel
 
 /// Reads a file in large chunks into a buffer the parsers scan in place; bytes before `start` have
 /// been consumed. Memory stays at one chunk plus the longest record.
@@ -51,7 +52,10 @@ struct ChunkedFileReader: ~Copyable {
             read(descriptor, pointer.baseAddress! + end, pointer.count - end)
         }
         if count < 0 {
-            throw AudienceError("cannot read '\(displayName)': \(String(cString: strerror(errno)))", at: SourceLocation(path: displayName))
+            throw AudienceError(
+                "cannot read '\(displayName)': \(String(cString: strerror(errno)))",
+                at: SourceLocation(path: displayName)
+            )
         }
         if count == 0 {
             atEOF = true

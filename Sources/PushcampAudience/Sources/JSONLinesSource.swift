@@ -43,10 +43,16 @@ public struct JSONLinesSource: AudienceSource {
             do throws(JSONParser.ParseError) {
                 value = try JSONParser.parse(bytes)
             } catch {
-                throw AudienceError("invalid JSON: \(error.message)", at: SourceLocation(path: name, line: line, column: error.offset + 1))
+                throw AudienceError(
+                    "invalid JSON: \(error.message)",
+                    at: SourceLocation(path: name, line: line, column: error.offset + 1)
+                )
             }
             guard case .object(let object) = value else {
-                throw AudienceError("each line must be a JSON object like {\"\(tokenColumn)\": \"…\"}", at: SourceLocation(path: name, line: line, column: 1))
+                throw AudienceError(
+                    "each line must be a JSON object like {\"\(tokenColumn)\": \"…\"}",
+                    at: SourceLocation(path: name, line: line, column: 1)
+                )
             }
             var token: String?
             switch object[tokenColumn] {

@@ -78,7 +78,10 @@ public struct SQLiteSource: AudienceSource {
 
     func check(_ names: [String]) throws(AudienceError) {
         guard names.contains(tokenColumn) else {
-            throw AudienceError("the query returns no '\(tokenColumn)' column\(Suggestion.didYouMean(tokenColumn, in: names)) (columns: \(names.joined(separator: ", ")); name it with AS \(tokenColumn) or set token_column)", at: location)
+            throw AudienceError(
+                "the query returns no '\(tokenColumn)' column\(Suggestion.didYouMean(tokenColumn, in: names)) (columns: \(names.joined(separator: ", ")); name it with AS \(tokenColumn) or set token_column)",
+                at: location
+            )
         }
     }
 

@@ -14,10 +14,20 @@ public enum CampaignReader {
     public static func read(_ document: YAMLDocument) -> (Campaign?, [Diagnostic]) {
         let reader = YAMLReader(path: document.path)
         guard let root = document.root else {
-            reader.error("the campaign file is empty; it needs at least 'campaign', 'app', 'audience' and 'message'", at: SourceLocation(path: document.path, line: 1, column: 1))
+            reader.error(
+                "the campaign file is empty; it needs at least 'campaign', 'app', 'audience' and 'message'",
+                at: SourceLocation(path: document.path, line: 1, column: 1)
+            )
             return (nil, reader.diagnostics)
         }
-        guard let top = reader.mapping(root, in: "campaign file", allowed: topKeys, required: ["campaign", "app", "audience", "message"]) else {
+        guard
+            let top = reader.mapping(
+                root,
+                in: "campaign file",
+                allowed: topKeys,
+                required: ["campaign", "app", "audience", "message"]
+            )
+        else {
             return (nil, reader.diagnostics)
         }
         let id = top["campaign"].flatMap { readID($0, reader) }
@@ -53,7 +63,10 @@ public enum CampaignReader {
             (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F || byte == 0x2E
         }
         guard allowed, id.utf8.count <= 64, let first = id.utf8.first, first != 0x2D, first != 0x2E else {
-            reader.error("campaign id '\(id)' must be 1 to 64 lowercase letters, digits, '-', '_' or '.', starting with a letter or digit (it keys the journal, so keep it stable)", at: node)
+            reader.error(
+                "campaign id '\(id)' must be 1 to 64 lowercase letters, digits, '-', '_' or '.', starting with a letter or digit (it keys the journal, so keep it stable)",
+                at: node
+            )
             return nil
         }
         return id
@@ -75,7 +88,10 @@ public enum CampaignReader {
             switch FilterParser.parse(text) {
             case .success(let expression): filter = expression
             case .failure(let error):
-                reader.error("invalid filter: \(error.message)", at: column(of: whereNode, offset: error.offset, reader))
+                reader.error(
+                    "invalid filter: \(error.message)",
+                    at: column(of: whereNode, offset: error.offset, reader)
+                )
             }
         }
         var exclude: [SourceSpec] = []
@@ -91,7 +107,13 @@ public enum CampaignReader {
             }
         }
         guard let source else { return nil }
-        return AudienceSpec(source: source, filter: filter, filterText: filterText, filterLocation: filterLocation, exclude: exclude)
+        return AudienceSpec(
+            source: source,
+            filter: filter,
+            filterText: filterText,
+            filterLocation: filterLocation,
+            exclude: exclude
+        )
     }
 
     /// Where character `offset` of a one-line scalar is in the file.
@@ -106,7 +128,8 @@ public enum CampaignReader {
 
     static func readSource(_ node: Node, _ context: String, _ reader: YAMLReader) -> SourceSpec? {
         let kinds = ["csv", "jsonl", "sqlite", "inline"]
-        guard let map = reader.mapping(node, in: context, allowed: kinds + ["query", "token_column", "delimiter"]) else {
+        guard let map = reader.mapping(node, in: context, allowed: kinds + ["query", "token_column", "delimiter"])
+        else {
             return nil
         }
         let present = map.entries.map(\.key).filter { kinds.contains($0) }
@@ -120,7 +143,10 @@ public enum CampaignReader {
             reader.error("'query' belongs to a sqlite source, not \(kindKey)", at: map.keyNode("query") ?? query)
         }
         if kindKey != "csv", let delimiter = map["delimiter"] {
-            reader.error("'delimiter' belongs to a csv source, not \(kindKey)", at: map.keyNode("delimiter") ?? delimiter)
+            reader.error(
+                "'delimiter' belongs to a csv source, not \(kindKey)",
+                at: map.keyNode("delimiter") ?? delimiter
+            )
         }
         let kind: SourceSpec.Kind
         switch kindKey {
@@ -142,13 +168,18 @@ public enum CampaignReader {
         case "sqlite":
             guard let path = reader.string(value, "\(context).sqlite") else { return nil }
             guard let queryNode = map["query"] else {
-                reader.error("a sqlite source needs 'query', like query: \"SELECT token, locale FROM devices\"", at: node)
+                reader.error(
+                    "a sqlite source needs 'query', like query: \"SELECT token, locale FROM devices\"",
+                    at: node
+                )
                 return nil
             }
             guard let query = reader.string(queryNode, "\(context).query") else { return nil }
             kind = .sqlite(path: path, query: query)
         default:
-            guard let rows = readInline(value, "\(context).inline", tokenColumn: tokenColumn, reader) else { return nil }
+            guard let rows = readInline(value, "\(context).inline", tokenColumn: tokenColumn, reader) else {
+                return nil
+            }
             kind = .inline(rows)
         }
         return SourceSpec(kind: kind, tokenColumn: tokenColumn, location: reader.location(node))
@@ -187,7 +218,10 @@ public enum CampaignReader {
                 pushType = type
             } else {
                 let names = PushType.allCases.map(\.rawValue)
-                reader.error("unknown push_type '\(text)'\(Suggestion.didYouMean(text, in: names)) (APNs knows: \(names.joined(separator: ", ")))", at: typeNode)
+                reader.error(
+                    "unknown push_type '\(text)'\(Suggestion.didYouMean(text, in: names)) (APNs knows: \(names.joined(separator: ", ")))",
+                    at: typeNode
+                )
             }
         }
         var priority: Int?
@@ -195,7 +229,10 @@ public enum CampaignReader {
             if [1, 5, 10].contains(value) {
                 priority = value
             } else {
-                reader.error("priority must be 10 (immediate), 5 (power-aware) or 1 (lowest), found \(value)", at: priorityNode)
+                reader.error(
+                    "priority must be 10 (immediate), 5 (power-aware) or 1 (lowest), found \(value)",
+                    at: priorityNode
+                )
             }
         }
         let expiration = map["expiration"].flatMap { readExpiration($0, reader) }
@@ -217,7 +254,9 @@ public enum CampaignReader {
                     variants.append(variant)
                 }
             }
-            if items.isEmpty { reader.error("'variants' is empty; remove it or list at least one variant", at: variantsNode) }
+            if items.isEmpty {
+                reader.error("'variants' is empty; remove it or list at least one variant", at: variantsNode)
+            }
         }
         let holdout = map["holdout"].flatMap { reader.parsed($0, "holdout", Share.parse) } ?? Share(basisPoints: 0)
         if let holdoutNode = map["holdout"], holdout.basisPoints == 10_000 {
@@ -253,7 +292,10 @@ public enum CampaignReader {
         switch TimeSpan.parse(text) {
         case .success(let span): return .after(span)
         case .failure:
-            reader.error("expiration '\(text)' must be a duration after the send (24h), an absolute time (2027-03-21T09:00:00Z) or 0 (deliver now or never)", at: node)
+            reader.error(
+                "expiration '\(text)' must be a duration after the send (24h), an absolute time (2027-03-21T09:00:00Z) or 0 (deliver now or never)",
+                at: node
+            )
             return nil
         }
     }
@@ -294,7 +336,10 @@ public enum CampaignReader {
         case .scalar:
             return reader.string(node, what).map { .file(path: $0, location: reader.location(node)) }
         default:
-            reader.error("'\(what)' must be a file path or a mapping written in place, found \(reader.describe(node))", at: node)
+            reader.error(
+                "'\(what)' must be a file path or a mapping written in place, found \(reader.describe(node))",
+                at: node
+            )
             return nil
         }
     }
@@ -318,7 +363,11 @@ public enum CampaignReader {
 
     // MARK: Values
 
-    static func readVariables(_ node: Node, _ context: String, _ reader: YAMLReader) -> [(name: String, value: AttributeValue)] {
+    static func readVariables(
+        _ node: Node,
+        _ context: String,
+        _ reader: YAMLReader
+    ) -> [(name: String, value: AttributeValue)] {
         guard let pairs = reader.freeMapping(node, in: context) else { return [] }
         return pairs.compactMap { pair in
             attributeValue(pair.value, "\(context).\(pair.key)", reader).map { (pair.key, $0) }
@@ -338,7 +387,9 @@ public enum CampaignReader {
             if let bool = node.bool, ["true", "false", "True", "False", "TRUE", "FALSE"].contains(scalar.string) {
                 return .bool(bool)
             }
-            if scalar.string.contains("."), let number = Double(scalar.string), number.isFinite { return .number(number) }
+            if scalar.string.contains("."), let number = Double(scalar.string), number.isFinite {
+                return .number(number)
+            }
             return .string(scalar.string)
         case .sequence(let items):
             let values = items.enumerated().compactMap { attributeValue($0.element, "\(what)[\($0.offset)]", reader) }

@@ -23,7 +23,11 @@ public struct FilterParser {
             parser.tokens = try tokenize(Array(text))
             let expression = try parser.parseOr()
             guard parser.current == .end else {
-                throw ParseError(message: "unexpected \(parser.describeCurrent) after a complete condition; join conditions with && or ||", offset: parser.currentOffset)
+                throw ParseError(
+                    message:
+                        "unexpected \(parser.describeCurrent) after a complete condition; join conditions with && or ||",
+                    offset: parser.currentOffset
+                )
             }
             return .success(expression)
         } catch let error as ParseError {
@@ -81,7 +85,10 @@ public struct FilterParser {
             advance()
             let inner = try parseOr()
             guard current == .symbol(")") else {
-                throw ParseError(message: "'(' at offset \(open + 1) is never closed; expected ')' but found \(describeCurrent)", offset: currentOffset)
+                throw ParseError(
+                    message: "'(' at offset \(open + 1) is never closed; expected ')' but found \(describeCurrent)",
+                    offset: currentOffset
+                )
             }
             advance()
             return inner
@@ -126,7 +133,10 @@ public struct FilterParser {
 
     mutating func parseList() throws(ParseError) -> [FilterLiteral] {
         guard current == .symbol("[") else {
-            throw ParseError(message: "expected a list like ['FR', 'BE'] after 'in' but found \(describeCurrent)", offset: currentOffset)
+            throw ParseError(
+                message: "expected a list like ['FR', 'BE'] after 'in' but found \(describeCurrent)",
+                offset: currentOffset
+            )
         }
         advance()
         var items: [FilterLiteral] = []
@@ -135,7 +145,10 @@ public struct FilterParser {
             if current == .symbol(",") {
                 advance()
             } else if current != .symbol("]") {
-                throw ParseError(message: "expected ',' or ']' in a list but found \(describeCurrent)", offset: currentOffset)
+                throw ParseError(
+                    message: "expected ',' or ']' in a list but found \(describeCurrent)",
+                    offset: currentOffset
+                )
             }
         }
         advance()
@@ -151,9 +164,15 @@ public struct FilterParser {
         case .identifier("false"): return .bool(false)
         case .identifier("null"): return .null
         case .identifier(let name):
-            throw ParseError(message: "expected a value after '\(what)' but found attribute '\(name)'; quote text like '\(name)'", offset: currentOffset)
+            throw ParseError(
+                message: "expected a value after '\(what)' but found attribute '\(name)'; quote text like '\(name)'",
+                offset: currentOffset
+            )
         default:
-            throw ParseError(message: "expected a value after '\(what)' but found \(describeCurrent)", offset: currentOffset)
+            throw ParseError(
+                message: "expected a value after '\(what)' but found \(describeCurrent)",
+                offset: currentOffset
+            )
         }
     }
 
@@ -179,7 +198,9 @@ public struct FilterParser {
                 tokens.append((.identifier(name), start))
                 continue
             }
-            if character.isNumber || (character == "-" && index + 1 < characters.count && characters[index + 1].isNumber) {
+            if character.isNumber
+                || (character == "-" && index + 1 < characters.count && characters[index + 1].isNumber)
+            {
                 var text = String(character)
                 index += 1
                 while index < characters.count, characters[index].isNumber || characters[index] == "." {
@@ -221,7 +242,10 @@ public struct FilterParser {
                 continue
             }
             if character == "&" || character == "|" {
-                throw ParseError(message: "'\(character)' alone is not an operator; write '\(character)\(character)'", offset: start)
+                throw ParseError(
+                    message: "'\(character)' alone is not an operator; write '\(character)\(character)'",
+                    offset: start
+                )
             }
             throw ParseError(message: "unexpected character '\(character)'", offset: start)
         }

@@ -27,7 +27,9 @@ public struct JSONParser {
     func error(_ message: String) -> ParseError { ParseError(message: message, offset: index) }
 
     mutating func skipSpace() {
-        while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x09 || bytes[index] == 0x0A || bytes[index] == 0x0D {
+        while index < bytes.count,
+            bytes[index] == 0x20 || bytes[index] == 0x09 || bytes[index] == 0x0A || bytes[index] == 0x0D
+        {
             index += 1
         }
     }
@@ -38,9 +40,15 @@ public struct JSONParser {
         case 0x7B: return try parseObject()
         case 0x5B: return try parseArray()
         case 0x22: return .string(try parseString())
-        case 0x74: try literal("true"); return .bool(true)
-        case 0x66: try literal("false"); return .bool(false)
-        case 0x6E: try literal("null"); return nil
+        case 0x74:
+            try literal("true")
+            return .bool(true)
+        case 0x66:
+            try literal("false")
+            return .bool(false)
+        case 0x6E:
+            try literal("null")
+            return nil
         case 0x2D, 0x30...0x39: return try parseNumber()
         default: throw error("unexpected character '\(Unicode.Scalar(bytes[index]))'")
         }
@@ -128,7 +136,9 @@ public struct JSONParser {
             default:
                 break
             }
-            if index < bytes.count, !(0x30...0x39).contains(bytes[index]), ![0x2E, 0x65, 0x45, 0x2B, 0x2D].contains(bytes[index]) {
+            if index < bytes.count, !(0x30...0x39).contains(bytes[index]),
+                ![0x2E, 0x65, 0x45, 0x2B, 0x2D].contains(bytes[index])
+            {
                 break
             }
         }

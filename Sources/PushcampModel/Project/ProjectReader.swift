@@ -11,7 +11,10 @@ public enum ProjectReader {
     public static func read(_ document: YAMLDocument) -> (Project?, [Diagnostic]) {
         let reader = YAMLReader(path: document.path)
         guard let root = document.root else {
-            reader.error("pushcamp.yaml is empty; it needs 'apps'", at: SourceLocation(path: document.path, line: 1, column: 1))
+            reader.error(
+                "pushcamp.yaml is empty; it needs 'apps'",
+                at: SourceLocation(path: document.path, line: 1, column: 1)
+            )
             return (nil, reader.diagnostics)
         }
         guard let top = reader.mapping(root, in: "pushcamp.yaml", allowed: topKeys, required: ["apps"]) else {
@@ -40,10 +43,15 @@ public enum ProjectReader {
             let map = reader.mapping(defaultsNode, in: "defaults", allowed: ["throttle", "expiration"])
         {
             if let throttle = map["throttle"] { defaults.throttle = CampaignReader.readThrottle(throttle, reader) }
-            if let expiration = map["expiration"] { defaults.expiration = CampaignReader.readExpiration(expiration, reader) }
+            if let expiration = map["expiration"] {
+                defaults.expiration = CampaignReader.readExpiration(expiration, reader)
+            }
         }
         guard !reader.diagnostics.hasErrors else { return (nil, reader.diagnostics) }
-        return (Project(apps: apps, appNames: appNames, journalPath: journalPath, defaults: defaults, path: document.path), reader.diagnostics)
+        return (
+            Project(apps: apps, appNames: appNames, journalPath: journalPath, defaults: defaults, path: document.path),
+            reader.diagnostics
+        )
     }
 
     static func readApp(_ name: String, _ node: Node, _ reader: YAMLReader) -> AppConfig? {
@@ -56,7 +64,10 @@ public enum ProjectReader {
         func appleID(_ key: String) -> String? {
             guard let node = map[key], let text = reader.string(node, "\(context).\(key)") else { return nil }
             guard text.count == 10, text.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) else {
-                reader.error("'\(key)' must be Apple's 10-character id (uppercase letters and digits), found '\(text)'", at: node)
+                reader.error(
+                    "'\(key)' must be Apple's 10-character id (uppercase letters and digits), found '\(text)'",
+                    at: node
+                )
                 return nil
             }
             return text
@@ -83,15 +94,22 @@ public enum ProjectReader {
                 credentials = nil
             }
         case (.none, .none):
-            reader.error("'\(context)' needs key_file (with team_id and key_id) or certificate to authenticate to APNs", at: node)
+            reader.error(
+                "'\(context)' needs key_file (with team_id and key_id) or certificate to authenticate to APNs",
+                at: node
+            )
             credentials = nil
         }
         var environment = APNsEnvironment.production
-        if let environmentNode = map["environment"], let text = reader.string(environmentNode, "\(context).environment") {
+        if let environmentNode = map["environment"], let text = reader.string(environmentNode, "\(context).environment")
+        {
             if let value = APNsEnvironment(rawValue: text) {
                 environment = value
             } else {
-                reader.error("environment must be production or sandbox, found '\(text)'\(Suggestion.didYouMean(text, in: ["production", "sandbox"]))", at: environmentNode)
+                reader.error(
+                    "environment must be production or sandbox, found '\(text)'\(Suggestion.didYouMean(text, in: ["production", "sandbox"]))",
+                    at: environmentNode
+                )
             }
         }
         var endpoint: String?
@@ -99,7 +117,10 @@ public enum ProjectReader {
             if text.hasPrefix("https://") {
                 endpoint = text
             } else {
-                reader.error("endpoint must be an https:// URL (APNs speaks HTTP/2 over TLS only), found '\(text)'", at: endpointNode)
+                reader.error(
+                    "endpoint must be an https:// URL (APNs speaks HTTP/2 over TLS only), found '\(text)'",
+                    at: endpointNode
+                )
             }
         }
         guard let topic, let credentials else { return nil }

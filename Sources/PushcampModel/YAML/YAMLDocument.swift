@@ -24,7 +24,9 @@ public struct YAMLDocument {
     public static func parse(_ bytes: [UInt8], path: String) -> (YAMLDocument?, [Diagnostic]) {
         guard let text = String(validating: bytes, as: UTF8.self) else {
             let (line, column) = FileBytes.firstInvalidUTF8(in: bytes)
-            return (nil, [.error("file is not valid UTF-8", at: SourceLocation(path: path, line: line, column: column))])
+            return (
+                nil, [.error("file is not valid UTF-8", at: SourceLocation(path: path, line: line, column: column))]
+            )
         }
         do {
             let root = try Yams.compose(yaml: text)

@@ -73,7 +73,12 @@ struct CampaignAssembler {
         if let app = project.apps[campaign.app] { return app }
         let hint = Suggestion.didYouMean(campaign.app, in: project.appNames)
         let known = project.appNames.isEmpty ? "" : " (apps: \(project.appNames.joined(separator: ", ")))"
-        diagnostics.append(.error("no app '\(campaign.app)' in \(paths.projectFileDisplay)\(hint.isEmpty ? known : hint)", at: campaign.appLocation))
+        diagnostics.append(
+            .error(
+                "no app '\(campaign.app)' in \(paths.projectFileDisplay)\(hint.isEmpty ? known : hint)",
+                at: campaign.appLocation
+            )
+        )
         return nil
     }
 
@@ -83,13 +88,30 @@ struct CampaignAssembler {
         switch spec.kind {
         case .csv(let path, let delimiter):
             revisionFiles.append(paths.url(path))
-            return CSVSource(path: paths.url(path).path, name: paths.display(path), tokenColumn: spec.tokenColumn, delimiter: delimiter, location: spec.location)
+            return CSVSource(
+                path: paths.url(path).path,
+                name: paths.display(path),
+                tokenColumn: spec.tokenColumn,
+                delimiter: delimiter,
+                location: spec.location
+            )
         case .jsonLines(let path):
             revisionFiles.append(paths.url(path))
-            return JSONLinesSource(path: paths.url(path).path, name: paths.display(path), tokenColumn: spec.tokenColumn, location: spec.location)
+            return JSONLinesSource(
+                path: paths.url(path).path,
+                name: paths.display(path),
+                tokenColumn: spec.tokenColumn,
+                location: spec.location
+            )
         case .sqlite(let path, let query):
             revisionFiles.append(paths.url(path))
-            return SQLiteSource(path: paths.url(path).path, name: paths.display(path), query: query, tokenColumn: spec.tokenColumn, location: spec.location)
+            return SQLiteSource(
+                path: paths.url(path).path,
+                name: paths.display(path),
+                query: query,
+                tokenColumn: spec.tokenColumn,
+                location: spec.location
+            )
         case .inline(let rows):
             if rows.isEmpty {
                 diagnostics.append(.error("the inline audience lists no recipient", at: spec.location))
@@ -121,12 +143,21 @@ struct CampaignAssembler {
         if message.variants.isEmpty {
             guard let basePayload else { return nil }
             variants.append(
-                LoadedCampaign.Variant(name: "default", weight: 1, payload: basePayload, strings: baseStrings, variables: attributes(baseVariables), location: message.location)
+                LoadedCampaign.Variant(
+                    name: "default",
+                    weight: 1,
+                    payload: basePayload,
+                    strings: baseStrings,
+                    variables: attributes(baseVariables),
+                    location: message.location
+                )
             )
             return variants
         }
         if message.variants.allSatisfy({ $0.weight == 0 }) {
-            diagnostics.append(.error("every variant has weight 0, so nobody would be sent anything", at: message.location))
+            diagnostics.append(
+                .error("every variant has weight 0, so nobody would be sent anything", at: message.location)
+            )
         }
         var failed = false
         for spec in message.variants {
@@ -138,7 +169,16 @@ struct CampaignAssembler {
             }
             var variables = baseVariables.filter { base in !spec.variables.contains { $0.name == base.name } }
             variables += spec.variables
-            variants.append(LoadedCampaign.Variant(name: spec.name, weight: spec.weight, payload: payload, strings: strings, variables: attributes(variables), location: spec.location))
+            variants.append(
+                LoadedCampaign.Variant(
+                    name: spec.name,
+                    weight: spec.weight,
+                    payload: payload,
+                    strings: strings,
+                    variables: attributes(variables),
+                    location: spec.location
+                )
+            )
         }
         return failed ? nil : variants
     }
@@ -162,7 +202,9 @@ struct CampaignAssembler {
             diagnostics += problems
             guard let document else { return nil }
             guard let root = document.root else {
-                diagnostics.append(.error("\(what) file is empty", at: SourceLocation(path: paths.display(path), line: 1, column: 1)))
+                diagnostics.append(
+                    .error("\(what) file is empty", at: SourceLocation(path: paths.display(path), line: 1, column: 1))
+                )
                 return nil
             }
             return (root, paths.display(path))
@@ -205,7 +247,12 @@ struct CampaignAssembler {
     mutating func checkNames(columns: [String], variants: [LoadedCampaign.Variant]?) {
         if let filter = campaign.audience.filter, let location = campaign.audience.filterLocation {
             for name in filter.attributeNames where !columns.contains(String(name.split(separator: ".").first ?? "")) {
-                diagnostics.append(.error("the filter uses '\(name)', which is not a column of the audience\(Suggestion.didYouMean(name, in: columns)) (columns: \(columns.joined(separator: ", ")))", at: location))
+                diagnostics.append(
+                    .error(
+                        "the filter uses '\(name)', which is not a column of the audience\(Suggestion.didYouMean(name, in: columns)) (columns: \(columns.joined(separator: ", ")))",
+                        at: location
+                    )
+                )
             }
         }
         guard let variants else { return }
@@ -224,9 +271,19 @@ struct CampaignAssembler {
                     guard reported.insert("\(location)\(reference.name)").inserted else { continue }
                     let hint = Suggestion.didYouMean(reference.name, in: known)
                     if reference.isSection {
-                        diagnostics.append(.warning("section '\(reference.name)' is not an audience column or a variable, so it is always false\(hint)", at: location))
+                        diagnostics.append(
+                            .warning(
+                                "section '\(reference.name)' is not an audience column or a variable, so it is always false\(hint)",
+                                at: location
+                            )
+                        )
                     } else {
-                        diagnostics.append(.error("'\(reference.name)' is not an audience column or a campaign variable\(hint)", at: location))
+                        diagnostics.append(
+                            .error(
+                                "'\(reference.name)' is not an audience column or a campaign variable\(hint)",
+                                at: location
+                            )
+                        )
                     }
                 }
                 for (key, offset) in template.localizedKeys {
@@ -234,10 +291,20 @@ struct CampaignAssembler {
                     guard reported.insert("\(location)>\(key)").inserted else { continue }
                     if let strings = variant.strings {
                         if !strings.hasKey(key) {
-                            diagnostics.append(.error("no localized string '\(key)'\(Suggestion.didYouMean(key, in: strings.keyLocations.keys.sorted()))", at: location))
+                            diagnostics.append(
+                                .error(
+                                    "no localized string '\(key)'\(Suggestion.didYouMean(key, in: strings.keyLocations.keys.sorted()))",
+                                    at: location
+                                )
+                            )
                         }
                     } else {
-                        diagnostics.append(.error("'{{> \(key)}}' includes a localized string, but the campaign has no 'strings'", at: location))
+                        diagnostics.append(
+                            .error(
+                                "'{{> \(key)}}' includes a localized string, but the campaign has no 'strings'",
+                                at: location
+                            )
+                        )
                     }
                 }
             }

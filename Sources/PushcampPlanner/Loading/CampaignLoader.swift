@@ -27,10 +27,16 @@ public struct CampaignLoader: Sendable {
         let (campaign, campaignDiagnostics) = CampaignReader.read(document)
 
         guard let paths = ProjectPaths.locate(campaign: url, workingDirectory: workingDirectory) else {
-            let missing = Diagnostic.error("no \(ProjectPaths.projectFileName) found in \(ProjectPaths.display(url.deletingLastPathComponent(), workingDirectory: workingDirectory)) or any directory above it; campaigns need one to name their apps (see docs/campaign-format.md)", at: SourceLocation(path: display))
+            let missing = Diagnostic.error(
+                "no \(ProjectPaths.projectFileName) found in \(ProjectPaths.display(url.deletingLastPathComponent(), workingDirectory: workingDirectory)) or any directory above it; campaigns need one to name their apps (see docs/campaign-format.md)",
+                at: SourceLocation(path: display)
+            )
             return Result(campaign: nil, diagnostics: campaignDiagnostics + [missing])
         }
-        let (projectDocument, projectParse) = YAMLDocument.load(paths.projectFile, displayPath: paths.projectFileDisplay)
+        let (projectDocument, projectParse) = YAMLDocument.load(
+            paths.projectFile,
+            displayPath: paths.projectFileDisplay
+        )
         var diagnostics = campaignDiagnostics + projectParse
         let (project, projectDiagnostics) = projectDocument.map(ProjectReader.read) ?? (nil, [])
         diagnostics += projectDiagnostics

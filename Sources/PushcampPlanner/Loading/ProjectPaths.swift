@@ -18,7 +18,10 @@ public struct ProjectPaths: Sendable {
         while true {
             let candidate = directory.appendingPathComponent(projectFileName)
             if FileManager.default.fileExists(atPath: candidate.path) {
-                return ProjectPaths(root: directory, displayRoot: display(directory, workingDirectory: workingDirectory))
+                return ProjectPaths(
+                    root: directory,
+                    displayRoot: display(directory, workingDirectory: workingDirectory)
+                )
             }
             let parent = directory.deletingLastPathComponent()
             if parent.path == directory.path { return nil }

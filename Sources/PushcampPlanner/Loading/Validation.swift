@@ -27,8 +27,15 @@ public struct Validation: Sendable {
                     diagnostics.append(.error(issue.message, at: issue.location))
                 }
             }
-            if let locale = campaign.locale, locale.attribute != nil, campaign.variants.allSatisfy({ $0.strings == nil }) {
-                diagnostics.append(.warning("'locale' reads each recipient's locale but the campaign has no 'strings' to localize", at: campaign.messageLocation))
+            if let locale = campaign.locale, locale.attribute != nil,
+                campaign.variants.allSatisfy({ $0.strings == nil })
+            {
+                diagnostics.append(
+                    .warning(
+                        "'locale' reads each recipient's locale but the campaign has no 'strings' to localize",
+                        at: campaign.messageLocation
+                    )
+                )
             }
         }
         return FileResult(path: path, diagnostics: diagnostics.sortedByLocation())
@@ -64,7 +71,8 @@ public enum DiagnosticFormat: String, CaseIterable, Sendable {
                     ("diagnostics", .array(result.diagnostics.map(Self.json))),
                 ])
             }
-            return JSONValue.object([("valid", .bool(results.allSatisfy(\.isValid))), ("files", .array(files))]).text + "\n"
+            return JSONValue.object([("valid", .bool(results.allSatisfy(\.isValid))), ("files", .array(files))]).text
+                + "\n"
         case .github:
             return results.flatMap(\.diagnostics).map(Self.annotation).map { $0 + "\n" }.joined()
         }
@@ -74,7 +82,8 @@ public enum DiagnosticFormat: String, CaseIterable, Sendable {
         .object([
             ("severity", .string(diagnostic.severity.rawValue)), ("path", .optional(diagnostic.location?.path)),
             ("line", diagnostic.location?.line.map { .integer($0) } ?? .null),
-            ("column", diagnostic.location?.column.map { .integer($0) } ?? .null), ("message", .string(diagnostic.message)),
+            ("column", diagnostic.location?.column.map { .integer($0) } ?? .null),
+            ("message", .string(diagnostic.message)),
         ])
     }
 
@@ -93,7 +102,8 @@ public enum DiagnosticFormat: String, CaseIterable, Sendable {
             if let line = location.line { properties.append("line=\(line)") }
             if let column = location.column { properties.append("col=\(column)") }
         }
-        let head = "::\(diagnostic.severity.rawValue)" + (properties.isEmpty ? "" : " " + properties.joined(separator: ","))
+        let head =
+            "::\(diagnostic.severity.rawValue)" + (properties.isEmpty ? "" : " " + properties.joined(separator: ","))
         return head + "::" + escapeData(diagnostic.message)
     }
 }

@@ -18,7 +18,12 @@ public struct Planner: Sendable {
     public var sendTimeSource: String?
     public var sampleLimit: Int
 
-    public init(campaign: LoadedCampaign, sendTime: Timestamp? = nil, sendTimeSource: String? = nil, sampleLimit: Int = 3) {
+    public init(
+        campaign: LoadedCampaign,
+        sendTime: Timestamp? = nil,
+        sendTimeSource: String? = nil,
+        sampleLimit: Int = 3
+    ) {
         self.campaign = campaign
         self.sendTime = sendTime ?? campaign.scheduledAt
         self.sendTimeSource = sendTime != nil ? sendTimeSource : (campaign.scheduledAt != nil ? "schedule.at" : nil)
@@ -115,7 +120,9 @@ struct PlanState {
             do throws(RenderError) {
                 let text = try template.renderText(context: &context)
                 if text.utf8.count > 64 {
-                    problems.append((.collapseIDTooLong, "apns-collapse-id is \(text.utf8.count) bytes; APNs takes at most 64"))
+                    problems.append(
+                        (.collapseIDTooLong, "apns-collapse-id is \(text.utf8.count) bytes; APNs takes at most 64")
+                    )
                 }
                 collapseID = text
             } catch {
@@ -127,7 +134,12 @@ struct PlanState {
             let size = writer.bytes.count
             sizes.record(size)
             if size > campaign.pushType.payloadLimit {
-                problems.append((.payloadTooLarge, "payload is \(size) bytes; APNs takes at most \(campaign.pushType.payloadLimit) for \(campaign.pushType.rawValue)"))
+                problems.append(
+                    (
+                        .payloadTooLarge,
+                        "payload is \(size) bytes; APNs takes at most \(campaign.pushType.payloadLimit) for \(campaign.pushType.rawValue)"
+                    )
+                )
             }
         }
         guard problems.isEmpty else {
@@ -206,9 +218,13 @@ struct PlanState {
         summary.planned = planned
         summary.failed = failed
         if campaign.hasVariants {
-            summary.variants = campaign.variants.enumerated().map { ($0.element.name, $0.element.weight, variantCounts[$0.offset]) }
+            summary.variants = campaign.variants.enumerated().map {
+                ($0.element.name, $0.element.weight, variantCounts[$0.offset])
+            }
         }
-        summary.locales = localeCounts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map { ($0.key, $0.value) }
+        summary.locales = localeCounts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map {
+            ($0.key, $0.value)
+        }
         summary.payloadSizes = sizes
         summary.failures = failures
         // Samples: round-robin over variants, first pushes first, so every variant is shown.

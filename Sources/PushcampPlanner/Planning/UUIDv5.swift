@@ -9,7 +9,10 @@ public enum UUIDv5 {
     ]
 
     /// Pushcamp's namespace: the version-5 UUID of the URL `https://pushcamp.dev/apns-id`.
-    public static let pushcampNamespace: [UInt8] = make(namespace: urlNamespace, name: Array("https://pushcamp.dev/apns-id".utf8))
+    public static let pushcampNamespace: [UInt8] = make(
+        namespace: urlNamespace,
+        name: Array("https://pushcamp.dev/apns-id".utf8)
+    )
 
     /// The namespace of one campaign revision: every `apns-id` of the run is derived from it.
     public static func runNamespace(campaign: String, revision: String) -> [UInt8] {

@@ -20,34 +20,87 @@ public enum StaticRules {
         let type = campaign.pushType
 
         if contentAvailable, !hasAlert, campaign.priority == 10 {
-            issues.append(Issue(reason: .contentAvailableAtPriority10, message: "variant '\(variant.name)': the payload has only content-available and the priority is 10; APNs rejects that, use priority 5", location: campaign.messageLocation))
+            issues.append(
+                Issue(
+                    reason: .contentAvailableAtPriority10,
+                    message:
+                        "variant '\(variant.name)': the payload has only content-available and the priority is 10; APNs rejects that, use priority 5",
+                    location: campaign.messageLocation
+                )
+            )
         }
         switch type {
         case .background:
             if campaign.priority != 5 {
-                issues.append(Issue(reason: .backgroundNeedsPriority5, message: "push_type background must be sent at priority 5, not \(campaign.priority)", location: campaign.messageLocation))
+                issues.append(
+                    Issue(
+                        reason: .backgroundNeedsPriority5,
+                        message: "push_type background must be sent at priority 5, not \(campaign.priority)",
+                        location: campaign.messageLocation
+                    )
+                )
             }
             if case .constant(let value)? = shape.value("aps.content-available"), value != .integer(1) {
-                issues.append(Issue(reason: .backgroundNeedsContentAvailable, message: "variant '\(variant.name)': aps.content-available must be 1 for a background push", location: at))
+                issues.append(
+                    Issue(
+                        reason: .backgroundNeedsContentAvailable,
+                        message: "variant '\(variant.name)': aps.content-available must be 1 for a background push",
+                        location: at
+                    )
+                )
             } else if !contentAvailable {
-                issues.append(Issue(reason: .backgroundNeedsContentAvailable, message: "variant '\(variant.name)': a background push needs aps.content-available: 1 in its payload", location: at))
+                issues.append(
+                    Issue(
+                        reason: .backgroundNeedsContentAvailable,
+                        message:
+                            "variant '\(variant.name)': a background push needs aps.content-available: 1 in its payload",
+                        location: at
+                    )
+                )
             }
             if hasAlert {
-                issues.append(Issue(reason: .backgroundWithAlert, message: "variant '\(variant.name)': a background push must not have aps.alert, aps.sound or aps.badge; send it as push_type alert", location: at))
+                issues.append(
+                    Issue(
+                        reason: .backgroundWithAlert,
+                        message:
+                            "variant '\(variant.name)': a background push must not have aps.alert, aps.sound or aps.badge; send it as push_type alert",
+                        location: at
+                    )
+                )
             }
         case .alert:
             if !hasAlert {
-                issues.append(Issue(reason: .alertNeedsAlertSoundOrBadge, message: "variant '\(variant.name)': an alert push needs aps.alert, aps.sound or aps.badge in its payload", location: at))
+                issues.append(
+                    Issue(
+                        reason: .alertNeedsAlertSoundOrBadge,
+                        message:
+                            "variant '\(variant.name)': an alert push needs aps.alert, aps.sound or aps.badge in its payload",
+                        location: at
+                    )
+                )
             }
         case .liveactivity:
             if !shape.has("aps.event") || !shape.has("aps.timestamp") {
-                issues.append(Issue(reason: .liveActivityFields, message: "variant '\(variant.name)': a Live Activity push needs aps.event (start, update or end) and aps.timestamp", location: at))
+                issues.append(
+                    Issue(
+                        reason: .liveActivityFields,
+                        message:
+                            "variant '\(variant.name)': a Live Activity push needs aps.event (start, update or end) and aps.timestamp",
+                        location: at
+                    )
+                )
             }
         default:
             break
         }
         if let problem = topicProblem(campaign.topic, type: type) {
-            issues.append(Issue(reason: .topicMismatch, message: problem, location: campaign.topicLocation ?? campaign.messageLocation))
+            issues.append(
+                Issue(
+                    reason: .topicMismatch,
+                    message: problem,
+                    location: campaign.topicLocation ?? campaign.messageLocation
+                )
+            )
         }
         return issues
     }
@@ -55,10 +108,12 @@ public enum StaticRules {
     /// The topic rule: push types with a suffix need it; the others must not carry another type's.
     static func topicProblem(_ topic: String, type: PushType) -> String? {
         if !type.topicSuffix.isEmpty {
-            return topic.hasSuffix(type.topicSuffix) ? nil : "push_type \(type.rawValue) needs a topic ending in '\(type.topicSuffix)', found '\(topic)'"
+            return topic.hasSuffix(type.topicSuffix)
+                ? nil : "push_type \(type.rawValue) needs a topic ending in '\(type.topicSuffix)', found '\(topic)'"
         }
         for other in PushType.allCases where !other.topicSuffix.isEmpty && topic.hasSuffix(other.topicSuffix) {
-            return "topic '\(topic)' is for push_type \(other.rawValue), but the campaign sends push_type \(type.rawValue)"
+            return
+                "topic '\(topic)' is for push_type \(other.rawValue), but the campaign sends push_type \(type.rawValue)"
         }
         return nil
     }

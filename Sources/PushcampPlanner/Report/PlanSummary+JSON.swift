@@ -22,15 +22,18 @@ extension PlanSummary {
         ])
         let failuresJSON = sortedFailures.map { reason, stat -> JSONValue in
             .object([
-                ("reason", .string(reason.rawValue)), ("summary", .string(reason.summary)), ("count", .integer(stat.count)),
+                ("reason", .string(reason.rawValue)), ("summary", .string(reason.summary)),
+                ("count", .integer(stat.count)),
                 (
                     "examples",
-                    .array(stat.examples.map { example in
-                        .object([
-                            ("location", .string(example.location.description)), ("token", .string(example.token)),
-                            ("detail", .string(example.detail)),
-                        ])
-                    })
+                    .array(
+                        stat.examples.map { example in
+                            .object([
+                                ("location", .string(example.location.description)), ("token", .string(example.token)),
+                                ("detail", .string(example.detail)),
+                            ])
+                        }
+                    )
                 ),
             ])
         }
@@ -50,13 +53,24 @@ extension PlanSummary {
             ("refused", .integer(failed)),
             (
                 "variants",
-                .array(variants.map { .object([("name", .string($0.name)), ("weight", .integer($0.weight)), ("planned", .integer($0.planned))]) })
+                .array(
+                    variants.map {
+                        .object([
+                            ("name", .string($0.name)), ("weight", .integer($0.weight)),
+                            ("planned", .integer($0.planned)),
+                        ])
+                    }
+                )
             ),
-            ("locales", .array(locales.map { .object([("locale", .string($0.locale)), ("planned", .integer($0.planned))]) })),
+            (
+                "locales",
+                .array(locales.map { .object([("locale", .string($0.locale)), ("planned", .integer($0.planned))]) })
+            ),
             (
                 "payload_bytes",
                 .object([
-                    ("min", .integer(payloadSizes.total > 0 ? payloadSizes.minimum : 0)), ("median", .integer(payloadSizes.median)),
+                    ("min", .integer(payloadSizes.total > 0 ? payloadSizes.minimum : 0)),
+                    ("median", .integer(payloadSizes.median)),
                     ("max", .integer(payloadSizes.maximum)), ("limit", .integer(pushType.payloadLimit)),
                 ])
             ),
@@ -64,7 +78,8 @@ extension PlanSummary {
             (
                 "throttle",
                 .object([
-                    ("rate", .string(rate.text)), ("rate_per_second", .number(rate.perSecond)), ("default", .bool(rateIsDefault)),
+                    ("rate", .string(rate.text)), ("rate_per_second", .number(rate.perSecond)),
+                    ("default", .bool(rateIsDefault)),
                     ("connections", .integer(connections)),
                 ])
             ),

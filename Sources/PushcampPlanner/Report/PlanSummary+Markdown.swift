@@ -8,7 +8,8 @@ extension PlanSummary {
         var out = "### Plan: `\(campaign)` (revision `\(revision)`)\n\n"
         if let description { out += "\(escape(description))\n\n" }
         out += "| | |\n|---|---|\n"
-        out += "| app | `\(app)` |\n| push type | `\(pushType.rawValue)` |\n| priority | \(priority) |\n| topic | `\(topic)` |\n"
+        out +=
+            "| app | `\(app)` |\n| push type | `\(pushType.rawValue)` |\n| priority | \(priority) |\n| topic | `\(topic)` |\n"
         out += "| expiration | \(escape(expirationText)) |\n"
         if let collapseID { out += "| collapse id | `\(collapseID)` |\n" }
         out += "| send time | \(escape(sendTimeText)) |\n"
@@ -35,7 +36,8 @@ extension PlanSummary {
             out += "\n"
         }
         if payloadSizes.total > 0 {
-            out += "Payload size: min \(payloadSizes.minimum), median \(payloadSizes.median), max \(payloadSizes.maximum) bytes (limit \(pushType.payloadLimit)).\n\n"
+            out +=
+                "Payload size: min \(payloadSizes.minimum), median \(payloadSizes.median), max \(payloadSizes.maximum) bytes (limit \(pushType.payloadLimit)).\n\n"
         }
         if failures.isEmpty {
             out += "No pre-flight failures.\n\n"

@@ -21,13 +21,16 @@ extension PlanSummary {
         rows.append(("planned", planned, ""))
         rows.append(("refused", failed, failed > 0 ? "by pre-flight checks, see below" : ""))
         for (label, count, note) in rows {
-            out += "  " + pad(label, 16) + pad(String(count), 10, right: true) + (note.isEmpty ? "" : "   \(note)") + "\n"
+            out +=
+                "  " + pad(label, 16) + pad(String(count), 10, right: true) + (note.isEmpty ? "" : "   \(note)") + "\n"
         }
 
         if !variants.isEmpty {
             out += "\nVariants\n"
             for variant in variants {
-                out += "  " + pad(variant.name, 16) + pad(String(variant.planned), 10, right: true) + "   weight \(variant.weight)\n"
+                out +=
+                    "  " + pad(variant.name, 16) + pad(String(variant.planned), 10, right: true)
+                    + "   weight \(variant.weight)\n"
             }
         }
         if !locales.isEmpty {
@@ -37,7 +40,8 @@ extension PlanSummary {
             }
         }
         if payloadSizes.total > 0 {
-            out += "\nPayload size: min \(payloadSizes.minimum) · median \(payloadSizes.median) · max \(payloadSizes.maximum) bytes (limit \(pushType.payloadLimit))\n"
+            out +=
+                "\nPayload size: min \(payloadSizes.minimum) · median \(payloadSizes.median) · max \(payloadSizes.maximum) bytes (limit \(pushType.payloadLimit))\n"
         }
         if !failures.isEmpty {
             out += "\nPre-flight failures\n"
@@ -67,7 +71,8 @@ extension PlanSummary {
         }
         out += "\nEstimate: \(planned) push\(planned == 1 ? "" : "es") at \(rateText) ≈ \(durationText)"
         if let sendTime {
-            out += " (\(sendTime) to \(Timestamp(secondsSince1970: sendTime.secondsSince1970 + Int64(estimatedSeconds.rounded(.up)))))"
+            out +=
+                " (\(sendTime) to \(Timestamp(secondsSince1970: sendTime.secondsSince1970 + Int64(estimatedSeconds.rounded(.up)))))"
         }
         return out + "\n"
     }

@@ -56,7 +56,11 @@ extension MustacheTemplate {
                 cursor += 1
             }
             guard let end else {
-                throw ParseError(message: "tag '\(triple ? "{{{" : "{{")' is never closed with '\(String(String.UnicodeScalarView(close)))'", offset: tagStart)
+                throw ParseError(
+                    message:
+                        "tag '\(triple ? "{{{" : "{{")' is never closed with '\(String(String.UnicodeScalarView(close)))'",
+                    offset: tagStart
+                )
             }
             var content = String(String.UnicodeScalarView(s[(index + (triple ? 3 : 2))..<end]))
             index = end + close.count
@@ -85,10 +89,16 @@ extension MustacheTemplate {
             case "/":
                 let name = try parseName(content, tagStart)
                 guard let closing else {
-                    throw ParseError(message: "'{{/\(content)}}' closes a section that was never opened", offset: tagStart)
+                    throw ParseError(
+                        message: "'{{/\(content)}}' closes a section that was never opened",
+                        offset: tagStart
+                    )
                 }
                 guard name.parts == closing.parts else {
-                    throw ParseError(message: "'{{/\(content)}}' does not match the open section '{{#\(closing.text)}}'", offset: tagStart)
+                    throw ParseError(
+                        message: "'{{/\(content)}}' does not match the open section '{{#\(closing.text)}}'",
+                        offset: tagStart
+                    )
                 }
                 flush()
                 return parts
@@ -101,7 +111,10 @@ extension MustacheTemplate {
             }
         }
         if let closing {
-            throw ParseError(message: "section '{{#\(closing.text)}}' is never closed with '{{/\(closing.text)}}'", offset: closing.offset)
+            throw ParseError(
+                message: "section '{{#\(closing.text)}}' is never closed with '{{/\(closing.text)}}'",
+                offset: closing.offset
+            )
         }
         flush()
         return parts
@@ -111,7 +124,10 @@ extension MustacheTemplate {
         if content == "." { return Name(parts: [], offset: offset) }
         guard !content.isEmpty else { throw ParseError(message: "empty tag '{{}}'", offset: offset) }
         guard isValidName(content) else {
-            throw ParseError(message: "'\(content)' is not a name; names are letters, digits, '_', '-' and '.' between parts", offset: offset)
+            throw ParseError(
+                message: "'\(content)' is not a name; names are letters, digits, '_', '-' and '.' between parts",
+                offset: offset
+            )
         }
         let parts = content.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         guard !parts.contains(where: \.isEmpty) else {
@@ -121,7 +137,10 @@ extension MustacheTemplate {
     }
 
     private static func isValidName(_ text: String) -> Bool {
-        !text.isEmpty && text.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" || $0 == "." }
+        !text.isEmpty
+            && text.unicodeScalars.allSatisfy {
+                $0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" || $0 == "."
+            }
     }
 
     private static func trim(_ text: String) -> String {

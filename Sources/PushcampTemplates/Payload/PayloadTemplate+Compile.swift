@@ -10,7 +10,10 @@ extension PayloadTemplate {
         var shape: [String: PayloadShape.Value] = [:]
         guard case .mapping = root else {
             let at = SourceLocation(path: path, line: root.mark?.line, column: root.mark?.column)
-            return (nil, [.error("a payload must be a dictionary (APNs takes a JSON object), like {aps: {alert: …}}", at: at)])
+            return (
+                nil,
+                [.error("a payload must be a dictionary (APNs takes a JSON object), like {aps: {alert: …}}", at: at)]
+            )
         }
 
         func compile(_ node: Node, keyPath: String) -> Element? {
@@ -39,7 +42,9 @@ extension PayloadTemplate {
                 return fold(.object(members))
             case .sequence(let sequence):
                 shape[keyPath] = .structure
-                let items = sequence.enumerated().compactMap { compile($0.element, keyPath: keyPath + "[\($0.offset)]") }
+                let items = sequence.enumerated().compactMap {
+                    compile($0.element, keyPath: keyPath + "[\($0.offset)]")
+                }
                 return fold(.array(items))
             case .scalar(let scalar):
                 if scalar.style == .plain, ["~", "null", "Null", "NULL", ""].contains(scalar.string) {
@@ -48,7 +53,8 @@ extension PayloadTemplate {
                 }
                 let reader = YAMLReader(path: path)
                 if scalar.style == .plain, let value = CampaignReader.attributeValue(node, keyPath, reader) {
-                    if case .string = value {} else {
+                    if case .string = value {
+                    } else {
                         shape[keyPath] = .constant(value)
                         var writer = JSONWriter()
                         writer.value(value)
@@ -82,7 +88,9 @@ extension PayloadTemplate {
 
         let element = compile(root, keyPath: "")
         guard let element, !diagnostics.hasErrors else { return (nil, diagnostics) }
-        return (PayloadTemplate(root: element, leaves: leaves, shape: PayloadShape(values: shape), path: path), diagnostics)
+        return (
+            PayloadTemplate(root: element, leaves: leaves, shape: PayloadShape(values: shape), path: path), diagnostics
+        )
     }
 
     /// Joins members that are all constant into one constant, so rendering copies bytes.

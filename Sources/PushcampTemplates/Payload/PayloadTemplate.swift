@@ -37,7 +37,11 @@ public struct PayloadTemplate: Sendable {
         try Self.render(root, into: &writer, context: &context)
     }
 
-    static func render(_ element: Element, into writer: inout JSONWriter, context: inout RenderContext) throws(RenderError) {
+    static func render(
+        _ element: Element,
+        into writer: inout JSONWriter,
+        context: inout RenderContext
+    ) throws(RenderError) {
         switch element {
         case .constant(let bytes):
             writer.bytes.append(contentsOf: bytes)

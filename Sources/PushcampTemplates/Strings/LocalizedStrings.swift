@@ -73,9 +73,14 @@ extension LocalizedStrings {
         var entries: [(locale: String, key: String, template: MustacheTemplate, location: NodeLocationBox)] = []
         guard let locales = reader.freeMapping(root, in: "strings") else { return (nil, reader.diagnostics) }
         for (locale, localeNode, tableNode) in locales {
-            let valid = !locale.isEmpty && locale.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
+            let valid =
+                !locale.isEmpty
+                && locale.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
             guard valid else {
-                reader.error("'\(locale)' is not a locale; write a language code with an optional region, like en, fr or pt-BR", at: localeNode)
+                reader.error(
+                    "'\(locale)' is not a locale; write a language code with an optional region, like en, fr or pt-BR",
+                    at: localeNode
+                )
                 continue
             }
             let normalized = normalize(locale)
@@ -100,10 +105,18 @@ extension LocalizedStrings {
         }
         if tables[normalize(defaultLocale)] == nil, !reader.diagnostics.hasErrors {
             let listed = tables.values.map(\.name).sorted().joined(separator: ", ")
-            reader.error("the default locale '\(defaultLocale)' has no strings (tables: \(listed.isEmpty ? "none" : listed)); every key needs a default to fall back to", at: root)
+            reader.error(
+                "the default locale '\(defaultLocale)' has no strings (tables: \(listed.isEmpty ? "none" : listed)); every key needs a default to fall back to",
+                at: root
+            )
         }
         guard !reader.diagnostics.hasErrors else { return (nil, reader.diagnostics) }
-        let strings = LocalizedStrings(tables: tables, defaultLocale: defaultLocale, keyLocations: keyLocations, entries: entries)
+        let strings = LocalizedStrings(
+            tables: tables,
+            defaultLocale: defaultLocale,
+            keyLocations: keyLocations,
+            entries: entries
+        )
         return (strings, reader.diagnostics)
     }
 

@@ -1,0 +1,201 @@
+import Foundation
+import PushcampTestSupport
+import Testing
+
+/// Runs the built `pushcamp` binary.
+struct CLI {
+    static let binary: URL = {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("pushcamp")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        return URL(fileURLWithPath: ".build/debug/pushcamp")
+    }()
+
+    struct Output {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    static func run(_ arguments: [String], in directory: URL) throws -> Output {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Output(
+            status: process.terminationStatus,
+            stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self)
+        )
+    }
+
+    /// The repository root, where the example campaigns are.
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+}
+
+@Suite("pushcamp command line")
+struct CLITests {
+    @Test func theExamplesAreValid() throws {
+        let output = try CLI.run(
+            [
+                "validate", "campaigns/spring-sale.yaml", "campaigns/catalog-refresh.yaml",
+                "campaigns/order-tracking.yaml",
+            ],
+            in: CLI.repository
+        )
+        #expect(output.stdout == "3 campaigns valid\n")
+        #expect(output.status == 0)
+    }
+
+    @Test func planIsTheSameByteForByte() throws {
+        for format in ["text", "json", "markdown"] {
+            let first = try CLI.run(
+                ["plan", "--format", format, "--samples", "4", "campaigns/spring-sale.yaml"],
+                in: CLI.repository
+            )
+            let second = try CLI.run(
+                ["plan", "--format", format, "--samples", "4", "campaigns/spring-sale.yaml"],
+                in: CLI.repository
+            )
+            #expect(first.status == 0)
+            #expect(first.stdout == second.stdout)
+            #expect(!first.stdout.isEmpty)
+        }
+        let json = try CLI.run(["plan", "--format", "json", "campaigns/spring-sale.yaml"], in: CLI.repository)
+        let plan = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        #expect(plan?["planned"] as? Int == 28)
+        #expect((plan?["audience"] as? [String: Any])?["duplicates"] as? Int == 1)
+    }
+
+    @Test func brokenCampaignsReadLikeCompilerErrors() throws {
+        let project = try TemporaryProject()
+        defer { project.remove() }
+        try project.write("audiences/a.csv", "token,name\n\(TemporaryProject.token(1)),Ann\n")
+        try project.write("templates/p.yaml", "aps: { alert: \"Hi {{nam}}\" }")
+        try project.write(
+            "campaigns/c.yaml",
+            """
+            campaign: broken
+            app: shop
+            audience:
+              source: { csv: audiences/a.csv }
+            message:
+              payload: templates/p.yaml
+              expiraton: 24h
+            """
+        )
+        let text = try CLI.run(["validate", "campaigns/c.yaml"], in: project.root)
+        #expect(text.status == 1)
+        #expect(
+            text.stdout == """
+                campaigns/c.yaml:7:3: error: unknown key 'expiraton' in 'message'; did you mean 'expiration'?
+                1 of 1 campaign invalid: 1 error
+
+                """
+        )
+        try project.write(
+            "campaigns/c.yaml",
+            "campaign: broken\napp: shop\naudience:\n  source: { csv: audiences/a.csv }\nmessage:\n  payload: templates/p.yaml\n"
+        )
+        let github = try CLI.run(["validate", "--format", "github", "campaigns/c.yaml"], in: project.root)
+        #expect(
+            github.stdout
+                == "::error file=templates/p.yaml,line=1,col=19::'nam' is not an audience column or a campaign variable; did you mean 'name'?\n"
+        )
+        #expect(github.status == 1)
+        let json = try CLI.run(["validate", "--format", "json", "campaigns/c.yaml"], in: project.root)
+        #expect(
+            json.stdout.hasPrefix(
+                #"{"valid":false,"files":[{"path":"campaigns/c.yaml","valid":false,"diagnostics":[{"severity":"error","path":"templates/p.yaml","line":1,"column":19,"#
+            )
+        )
+        let plan = try CLI.run(["plan", "campaigns/c.yaml"], in: project.root)
+        #expect(plan.status == 1)
+        #expect(plan.stdout.isEmpty)
+        #expect(
+            plan.stderr
+                == "templates/p.yaml:1:19: error: 'nam' is not an audience column or a campaign variable; did you mean 'name'?\n"
+        )
+    }
+
+    @Test(arguments: [
+        (
+            "audiences/a.csv", "token,name\nabc,1,2\n",
+            "audiences/a.csv:2: error: row has 3 fields but the header has 2; check quoting and delimiters on this line\n",
+            Int32(1)
+        ),
+        ("audiences/a.csv", "token,name\n", "audiences/a.csv: error: the audience has no recipients\n", 1),
+        (
+            "audiences/a.csv", "token,name\nnot-hex,Ann\n",
+            "campaigns/c.yaml: error: nobody would be sent anything: all 1 rows were invalid, duplicates, filtered out, excluded or held out\n",
+            1
+        ),
+        (
+            "templates/p.yaml", "aps: { alert: \"{{#x}}\" }",
+            "templates/p.yaml:1:16: error: template: section '{{#x}}' is never closed with '{{/x}}'\n", 1
+        ),
+        (
+            "templates/p.yaml", "aps: [",
+            "templates/p.yaml:2:1: error: invalid YAML: did not find expected node content (while parsing a flow node at line 2)\n",
+            1
+        ),
+    ])
+    func badInputsGetALocatedMessageAndANonZeroExit(
+        _ file: String,
+        _ content: String,
+        _ stderr: String,
+        _ status: Int32
+    ) throws {
+        let project = try TemporaryProject()
+        defer { project.remove() }
+        try project.write("audiences/a.csv", "token,name\n\(TemporaryProject.token(1)),Ann\n")
+        try project.write("templates/p.yaml", "aps: { alert: \"Hi {{name}}\" }")
+        try project.write(
+            "campaigns/c.yaml",
+            "campaign: c\napp: shop\naudience:\n  source: { csv: audiences/a.csv }\nmessage:\n  payload: templates/p.yaml\n"
+        )
+        try project.write(file, content)
+        let output = try CLI.run(["plan", "campaigns/c.yaml"], in: project.root)
+        #expect(output.stderr == stderr)
+        #expect(output.status == status)
+    }
+
+    @Test func refusedPushesExitWithThree() throws {
+        let project = try TemporaryProject()
+        defer { project.remove() }
+        try project.write(
+            "audiences/a.csv",
+            "token,name\n\(TemporaryProject.token(1)),Ann\n\(TemporaryProject.token(2)),\n"
+        )
+        try project.write("templates/p.yaml", "aps: { alert: \"Hi {{name}}\" }")
+        try project.write(
+            "campaigns/c.yaml",
+            "campaign: c\napp: shop\naudience:\n  source: { csv: audiences/a.csv }\nmessage:\n  payload: templates/p.yaml\n"
+        )
+        let output = try CLI.run(["plan", "campaigns/c.yaml"], in: project.root)
+        #expect(output.status == 3)
+        #expect(
+            output.stdout.contains(
+                "  missing-variable: 1 — a template names a variable the recipient does not have\n    audiences/a.csv:3: token "
+            )
+        )
+    }
+
+    @Test func helpTeaches() throws {
+        let output = try CLI.run(["plan", "--help"], in: CLI.repository)
+        #expect(output.stdout.contains("pushcamp plan --format markdown campaigns/spring-sale.yaml > plan.md"))
+        #expect(output.status == 0)
+    }
+}
