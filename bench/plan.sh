@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Plan benchmark: plans the localized spring-sale campaign over generated 1,000,000- and
+# 5,000,000-row CSV audiences in one run, printing recipients per second, peak RSS and the
+# 5M/1M RSS ratio. Targets (issue #2): 1M in <= 5 s, peak RSS <= 150 MB, 5M RSS within 10% of 1M.
+#
+#   bench/plan.sh            # both sizes
+#   bench/plan.sh 200000     # other sizes, for a quick look
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sizes=("$@")
+((${#sizes[@]})) || sizes=(1000000 5000000)
+
+command -v /usr/bin/time >/dev/null || { apt-get update -qq && apt-get install -y -qq time; }
+swift build -c release --product pushcamp >/dev/null
+binary=.build/release/pushcamp
+
+out=bench/out
+mkdir -p "$out"
+cp templates/spring-sale.yaml templates/spring-sale-b.yaml templates/spring-sale.strings.yaml "$out/"
+cat > "$out/pushcamp.yaml" <<'YAML'
+apps:
+  shop-ios:
+    topic: com.example.shop
+    team_id: ABCDE12345
+    key_id: KEY1234567
+    key_file: ${env:SHOP_APNS_KEY_FILE}
+YAML
+# The example campaign, reading the generated audience (no exclusions, no schedule).
+sed -e 's#audiences/customers.csv#audience.csv#; s#templates/##g; /exclude:/d; /do-not-disturb/d' \
+    -e '/^schedule:/,/^$/d' campaigns/spring-sale.yaml > "$out/campaign.yaml"
+
+printf '%-10s %8s %14s %12s %10s\n' rows seconds recipients/s "peak RSS" planned
+declare -A rss
+for size in "${sizes[@]}"; do
+    csv="$out/audience-$size.csv"
+    [[ -f "$csv" ]] || python3 bench/generate-audience.py "$size" "$csv"
+    ln -sf "audience-$size.csv" "$out/audience.csv"
+    /usr/bin/time -f '%e %M' -o "$out/time-$size.txt" "$binary" plan --samples 0 --format json "$out/campaign.yaml" > "$out/plan-$size.json"
+    read -r seconds kilobytes < "$out/time-$size.txt"
+    planned=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['planned'])" "$out/plan-$size.json")
+    rss[$size]=$kilobytes
+    printf '%-10s %8s %14.0f %9.1f MB %10s\n' "$size" "$seconds" "$(python3 -c "print($size / $seconds)")" \
+        "$(python3 -c "print($kilobytes / 1024)")" "$planned"
+done
+if ((${#sizes[@]} >= 2)); then
+    first=${sizes[0]}
+    last=${sizes[-1]}
+    printf 'peak RSS ratio %s/%s rows: %.3f\n' "$last" "$first" "$(python3 -c "print(${rss[$last]} / ${rss[$first]})")"
+fi
