@@ -43,12 +43,15 @@ public struct TimeSpan: Hashable, Sendable, Comparable, CustomStringConvertible 
         return .success(TimeSpan(seconds: total))
     }
 
-    /// The shortest exact spelling: `86400` seconds is `24h`, `5400` is `1h30m`.
+    /// An exact spelling: `86400` seconds is `24h`, `5400` is `1h30m`; days from two days up.
     public var description: String {
         if seconds == 0 { return "0s" }
         var rest = seconds
         var text = ""
-        for (unit, name) in [(Int64(86_400), "d"), (3600, "h"), (60, "m"), (1, "s")] where rest >= unit {
+        let units: [(Int64, String)] =
+            seconds >= 172_800
+            ? [(86_400, "d"), (3600, "h"), (60, "m"), (1, "s")] : [(3600, "h"), (60, "m"), (1, "s")]
+        for (unit, name) in units where rest >= unit {
             text += "\(rest / unit)\(name)"
             rest %= unit
         }

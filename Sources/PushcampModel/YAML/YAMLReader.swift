@@ -55,27 +55,16 @@ public final class YAMLReader {
         allowed: [String],
         required: [String] = []
     ) -> Mapping? {
-        guard case .mapping(let pairs) = node else {
-            error("'\(context)' must be a mapping, found \(describe(node))", at: node)
-            return nil
-        }
+        guard let pairs = freeMapping(node, in: context) else { return nil }
         var entries: [(key: String, keyNode: Node, value: Node)] = []
-        for (keyNode, value) in pairs {
-            guard let key = keyNode.scalar?.string else {
-                error("keys in '\(context)' must be plain strings", at: keyNode)
-                continue
-            }
-            if entries.contains(where: { $0.key == key }) {
-                error("duplicate key '\(key)' in '\(context)'", at: keyNode)
-                continue
-            }
-            if !allowed.contains(key) {
-                let hint = Suggestion.didYouMean(key, in: allowed)
+        for entry in pairs {
+            guard allowed.contains(entry.key) else {
+                let hint = Suggestion.didYouMean(entry.key, in: allowed)
                 let known = hint.isEmpty ? " (expected one of: \(allowed.joined(separator: ", ")))" : hint
-                error("unknown key '\(key)' in '\(context)'\(known)", at: keyNode)
+                error("unknown key '\(entry.key)' in '\(context)'\(known)", at: entry.keyNode)
                 continue
             }
-            entries.append((key, keyNode, value))
+            entries.append(entry)
         }
         for key in required where !entries.contains(where: { $0.key == key }) {
             error("'\(context)' is missing required key '\(key)'", at: node)
