@@ -102,3 +102,22 @@ struct LoaderTests {
         )
     }
 }
+
+@Suite("Exclusion sources")
+struct ExclusionValidationTests {
+    @Test func aBrokenExclusionListIsAValidationError() throws {
+        let campaign = basicCampaign.replacingOccurrences(
+            of: "audience: { source: { csv: audiences/a.csv } }",
+            with: "audience:\n  source: { csv: audiences/a.csv }\n  exclude: [ { csv: audiences/x.csv } ]"
+        )
+        let project = try makeProject(campaign: campaign)
+        defer { project.remove() }
+        try project.write("audiences/x.csv", "device\nabc\n")
+        let result = Validation(loader: CampaignLoader(workingDirectory: project.root)).check("campaigns/c.yaml")
+        #expect(
+            result.diagnostics.map(\.description) == [
+                "audiences/x.csv:1: error: the header has no 'token' column (columns: device; set token_column to use another)"
+            ]
+        )
+    }
+}

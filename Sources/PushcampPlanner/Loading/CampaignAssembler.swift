@@ -34,6 +34,7 @@ struct CampaignAssembler {
         let collapseID = compileCollapseID()
 
         let columns = source.flatMap { knownColumns($0) }
+        for exclusion in exclusions { _ = knownColumns(exclusion) }
         if let columns { checkNames(columns: columns, variants: variants) }
 
         guard let app, let source, let variants, !diagnostics.hasErrors else { return nil }
