@@ -7,14 +7,14 @@ struct Plan: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show exactly what a campaign would send, without sending anything.",
         discussion: """
-            Streams the whole audience through the campaign: token checks, de-duplication, the
-            where: filter, exclusions, holdout and A/B buckets, locale fallback, rendering, and the
-            pre-flight checks APNs would otherwise fail (payload size, collapse id length, priority
-            and push-type rules, missing template variables). Prints counts, payload sizes, every
-            failure by reason with its first examples, rendered samples and the duration at the
+            Streams the whole audience through the campaign: token checks, de-duplication, the \
+            where: filter, exclusions, holdout and A/B buckets, locale fallback, rendering, and the \
+            pre-flight checks APNs would otherwise fail (payload size, collapse id length, priority \
+            and push-type rules, missing template variables). Prints counts, payload sizes, every \
+            failure by reason with its first examples, rendered samples and the duration at the \
             campaign's throttle. The same files give the same output, byte for byte.
 
-            Exit status: 0 when every push passes; 1 when the campaign, a template or the audience
+            Exit status: 0 when every push passes; 1 when the campaign, a template or the audience \
             is invalid or nobody would be sent anything; 3 when some pushes would be refused.
 
             Examples:

@@ -5,10 +5,10 @@ struct Validate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check campaign files without reading their audience's rows.",
         discussion: """
-            Reads each campaign and the pushcamp.yaml above it, compiles its templates and strings,
-            opens its audience sources (CSV header, SQLite query columns) and checks filter and
-            template names against them, plus the pre-flight rules that depend only on the campaign
-            (push type, priority, topic, payload shape). Every problem is printed like a compiler
+            Reads each campaign and the pushcamp.yaml above it, compiles its templates and strings, \
+            opens its audience sources (CSV header, SQLite query columns) and checks filter and \
+            template names against them, plus the pre-flight rules that depend only on the campaign \
+            (push type, priority, topic, payload shape). Every problem is printed like a compiler \
             error: path:line:col: error: message.
 
             Examples:
