@@ -13,7 +13,7 @@ struct Validate: ParsableCommand {
 
             Examples:
               pushcamp validate campaigns/*.yaml
-              pushcamp validate --format github campaigns/*.yaml   # annotations in GitHub Actions
+              pushcamp validate --format github campaigns/*.yaml  # in GitHub Actions
             """
     )
 
