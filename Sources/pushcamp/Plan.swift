@@ -50,10 +50,7 @@ struct Plan: ParsableCommand {
 
     func run() throws {
         let loaded = CampaignLoader().load(file)
-        let warnings = loaded.diagnostics.filter { $0.severity == .warning }
-        for diagnostic in loaded.diagnostics where diagnostic.severity == .error || warnings.contains(diagnostic) {
-            printError(diagnostic.description)
-        }
+        for diagnostic in loaded.diagnostics { printError(diagnostic.description) }
         guard let campaign = loaded.campaign else { throw ExitCode(1) }
         let sendTime = at.flatMap { try? Timestamp.parse($0).get() }
         let planner = Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "--at", sampleLimit: samples)

@@ -31,14 +31,6 @@ public struct SourceSpec {
     /// The column (or JSON key) holding the device token.
     public var tokenColumn: String
     public var location: SourceLocation
-
-    /// The file the source reads, if it reads one.
-    public var path: String? {
-        switch kind {
-        case .csv(let path, _), .jsonLines(let path), .sqlite(let path, _): return path
-        case .inline: return nil
-        }
-    }
 }
 
 public struct InlineRow: Sendable, Hashable {

@@ -127,20 +127,14 @@ public struct JSONParser {
         let start = index
         var isInteger = true
         if bytes[index] == 0x2D { index += 1 }
-        while index < bytes.count {
+        // Digits, then any fraction or exponent characters; Double() judges the whole.
+        scan: while index < bytes.count {
             switch bytes[index] {
-            case 0x30...0x39: index += 1
-            case 0x2E, 0x65, 0x45, 0x2B, 0x2D:
-                isInteger = false
-                index += 1
-            default:
-                break
+            case 0x30...0x39: break
+            case 0x2E, 0x65, 0x45, 0x2B, 0x2D: isInteger = false
+            default: break scan
             }
-            if index < bytes.count, !(0x30...0x39).contains(bytes[index]),
-                ![0x2E, 0x65, 0x45, 0x2B, 0x2D].contains(bytes[index])
-            {
-                break
-            }
+            index += 1
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
         if isInteger, let integer = Int64(text) { return .integer(integer) }

@@ -44,8 +44,6 @@ public struct Attributes: Sendable, Hashable {
         guard let index = schema.indexes[name] else { return nil }
         return values[index]
     }
-
-    public func contains(_ name: String) -> Bool { self[name] != nil }
 }
 
 /// One row of an audience: a normalized device token, its attributes, and where it came from

@@ -119,11 +119,4 @@ extension LocalizedStrings {
         )
         return (strings, reader.diagnostics)
     }
-
-    /// Keys that a locale's table has but the default does not: those recipients would see a string
-    /// others cannot fall back to.
-    public func keysMissingFromDefault() -> [(locale: String, key: String)] {
-        let defaults = tables[Self.normalize(defaultLocale)]?.strings ?? [:]
-        return entries.filter { defaults[$0.key] == nil }.map { ($0.locale, $0.key) }
-    }
 }
