@@ -20,6 +20,11 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ],
     targets: [
         // Campaign and project files: schema, located diagnostics, durations, rates, filters.
@@ -49,10 +54,54 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // libnghttp2, found through pkg-config: the HTTP/2 codec of the APNs client.
+        .systemLibrary(
+            name: "CNghttp2",
+            pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"]), .brew(["nghttp2"])]
+        ),
+        // The APNs transport: a pool of HTTP/2 connections (NIO + NIOSSL, nghttp2 as codec), provider tokens.
+        // Knows requests and responses, never campaigns.
+        .target(
+            name: "PushcampAPNs",
+            dependencies: [
+                "CNghttp2",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        // An APNs stand-in on swift-nio-http2's server side, for rehearsals and tests.
+        .target(
+            name: "PushcampSimulator",
+            dependencies: [
+                "PushcampAPNs",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            swiftSettings: strict
+        ),
+        // Plan → outcomes: the executor (rate, retries, credential stops) and the send report.
+        .target(
+            name: "PushcampSend",
+            dependencies: ["PushcampPlanner", "PushcampModel", "PushcampAPNs"],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "pushcamp",
             dependencies: [
-                "PushcampPlanner", "PushcampModel", "PushcampAudience",
+                "PushcampPlanner", "PushcampModel", "PushcampAudience", "PushcampSend", "PushcampAPNs",
+                "PushcampSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict

@@ -1,0 +1,26 @@
+/// The transport's one error type: a code to branch on and a message for people.
+public struct APNsClientError: Error, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+        /// Key, certificate or token unusable or refused.
+        public static let credentials = Code("credentials")
+        /// TCP, TLS or ALPN failed.
+        public static let connect = Code("connect")
+        /// The peer broke HTTP/2.
+        public static let protocolError = Code("protocol")
+        /// The pool is shut down.
+        public static let shutdown = Code("shutdown")
+        public var description: String { name }
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}

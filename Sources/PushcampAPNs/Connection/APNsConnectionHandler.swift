@@ -1,0 +1,311 @@
+import CNghttp2
+import Foundation
+import NIOCore
+import NIOSSL
+import NIOTLS
+
+/// One APNs connection: sits behind NIOSSL and drives an `NGHTTP2Session` with the rules of
+/// `ConnectionStateMachine`.
+///
+/// Writes are batched: what nghttp2 produced goes out once per read batch, per wake-up and per timer
+/// tick, never once per request. Outcomes are handed to the pool's event stream once per read batch.
+final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// Fired into the pipeline to end the connection gracefully: finish open streams, then GOAWAY.
+    struct Drain: Sendable {}
+
+    struct Configuration: Sendable {
+        var id: Int
+        var authority: String
+        var queue: RequestQueue
+        var tokens: ProviderTokens?
+        var events: AsyncStream<TransportEvent>.Continuation
+        var requestTimeout: TimeAmount
+        var idleTimeout: TimeAmount
+        var pingTimeout: TimeAmount
+    }
+
+    private let configuration: Configuration
+    private let ready: EventLoopPromise<Void>
+    private var machine: ConnectionStateMachine
+    private var session: NGHTTP2Session?
+    private var context: ChannelHandlerContext?
+    private var timer: Scheduled<Void>?
+    private var wake: RequestQueue.Wake = {}
+    private var outcomes: [APNsOutcome] = []
+    private var requeue: [APNsRequest] = []
+    private var timedOut: Set<Int32> = []
+    private var closeReason: String?
+    private var reportedLimit = 0
+
+    init(configuration: Configuration, ready: EventLoopPromise<Void>) {
+        self.configuration = configuration
+        self.ready = ready
+        self.machine = ConnectionStateMachine(
+            authentication: configuration.tokens == nil ? .certificate : .providerToken,
+            now: .now(),
+            idleTimeout: configuration.idleTimeout,
+            pingTimeout: configuration.pingTimeout
+        )
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let eventLoop = context.eventLoop
+        wake = { eventLoop.execute { bound.value.service() } }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event {
+        case TLSUserEvent.handshakeCompleted(let negotiated):
+            guard negotiated == "h2" else {
+                fail("the server did not agree to HTTP/2 (ALPN answered \(negotiated ?? "nothing"))")
+                return
+            }
+            start(context: context)
+        case is Drain:
+            machine.drain()
+            configuration.queue.forget(connection: configuration.id)
+            closeReason = closeReason ?? "shut down"
+            service()
+        default:
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    private func start(context: ChannelHandlerContext) {
+        do {
+            session = try NGHTTP2Session(authority: configuration.authority)
+        } catch {
+            fail(error.message)
+            return
+        }
+        scheduleTick(on: context.eventLoop)
+        ready.succeed()
+        configuration.events.yield(.connected(connection: configuration.id))
+        service()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard let session else { return }
+        do {
+            try session.receive(unwrapInboundIn(data))
+        } catch {
+            fail(error.message)
+            return
+        }
+        handle(session.takeEvents())
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        service()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        timer?.cancel()
+        configuration.queue.forget(connection: configuration.id)
+        let now = NIODeadline.now()
+        for stream in session?.abandonStreams() ?? [] {
+            outcomes.append(
+                APNsOutcome(
+                    request: stream.request,
+                    result: .connectionLost,
+                    latency: now - stream.started,
+                    connection: configuration.id
+                )
+            )
+        }
+        deliver()
+        session = nil
+        ready.fail(APNsClientError(.connect, closeReason ?? "the connection closed during set-up"))
+        configuration.events.yield(
+            .disconnected(connection: configuration.id, reason: closeReason ?? "closed by the server")
+        )
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        fail("\(error)")
+    }
+
+    // MARK: the work
+
+    /// Takes what the stream budget allows, writes what nghttp2 has, hands over outcomes.
+    private func service() {
+        guard let session, let context else { return }
+        if machine.phase == .active {
+            let budget = machine.budget
+            if budget > 0 {
+                let now = NIODeadline.now()
+                let requests = configuration.queue.take(budget, connection: configuration.id, wake: wake)
+                let token = requests.isEmpty ? nil : configuration.tokens?.current()
+                for request in requests {
+                    do {
+                        _ = try session.submit(request, token: token, now: now)
+                        machine.streamOpened(now: now)
+                    } catch {
+                        requeue.append(request)
+                        fail(error.message)
+                        break
+                    }
+                }
+            }
+        }
+        if machine.finished, closeReason != nil {
+            session.goAway()
+        }
+        do {
+            if let bytes = try session.drainOutput(allocator: context.channel.allocator) {
+                context.writeAndFlush(wrapOutboundOut(bytes), promise: nil)
+            }
+        } catch {
+            fail(error.message)
+        }
+        handle(session.takeEvents())
+        deliver()
+        if machine.finished, closeReason != nil {
+            context.close(promise: nil)
+        }
+    }
+
+    private func handle(_ events: [NGHTTP2Session.Event]) {
+        guard !events.isEmpty else { return }
+        let now = NIODeadline.now()
+        for event in events {
+            switch event {
+            case .settings(let limit):
+                machine.settingsReceived(maxConcurrentStreams: limit)
+            case .goaway(let lastStreamID, let errorCode, let debugData):
+                machine.drain()
+                configuration.queue.forget(connection: configuration.id)
+                closeReason = Self.describeGoaway(lastStreamID: lastStreamID, errorCode: errorCode, debug: debugData)
+            case .pingAcknowledged:
+                machine.pingAcknowledged(now: now)
+            case .notSent(let stream):
+                machine.streamClosed(status: nil, reason: nil, now: now)
+                requeue.append(stream.request)
+            case .streamClosed(let stream, let errorCode):
+                closed(stream, errorCode: errorCode, now: now)
+            }
+        }
+        if machine.streamLimit != reportedLimit {
+            reportedLimit = machine.streamLimit
+            configuration.events.yield(.streamLimit(connection: configuration.id, limit: reportedLimit))
+        }
+    }
+
+    private func closed(_ stream: NGHTTP2Session.Stream, errorCode: UInt32, now: NIODeadline) {
+        let latency = now - stream.started
+        guard let status = stream.status else {
+            machine.streamClosed(status: nil, reason: nil, now: now)
+            if errorCode == NGHTTP2_REFUSED_STREAM.rawValue {
+                // Above GOAWAY's last stream id, or refused outright: never processed, so send it again.
+                requeue.append(stream.request)
+            } else {
+                let timedOut = errorCode == NGHTTP2_CANCEL.rawValue
+                outcomes.append(
+                    APNsOutcome(
+                        request: stream.request,
+                        result: timedOut ? .timedOut : .connectionLost,
+                        latency: latency,
+                        connection: configuration.id
+                    )
+                )
+            }
+            return
+        }
+        var reason: APNsReason?
+        var timestamp: Int64?
+        if status != 200 {
+            (reason, timestamp) = Self.parseError(stream.body)
+        }
+        machine.streamClosed(status: status, reason: reason, now: now)
+        if reason == .expiredProviderToken, let tokens = configuration.tokens {
+            switch tokens.expired(generation: stream.tokenGeneration) {
+            case .mint, .alreadyReplaced:
+                let minted = tokens.current().generation != stream.tokenGeneration
+                configuration.events.yield(.providerTokenRenewed(minted: minted))
+                var retry = stream.request
+                retry.attempt += 1
+                requeue.append(retry)
+                return
+            case .clockSkew:
+                break  // reported as is: the executor stops the run and names the clock.
+            }
+        }
+        outcomes.append(
+            APNsOutcome(
+                request: stream.request,
+                result: .response(status: status, reason: reason, timestamp: timestamp),
+                latency: latency,
+                connection: configuration.id
+            )
+        )
+    }
+
+    private func deliver() {
+        if !requeue.isEmpty {
+            configuration.queue.requeue(requeue)
+            configuration.events.yield(.requeued(count: requeue.count))
+            requeue.removeAll(keepingCapacity: true)
+        }
+        if !outcomes.isEmpty {
+            configuration.events.yield(.outcomes(outcomes))
+            outcomes.removeAll(keepingCapacity: true)
+        }
+    }
+
+    private func scheduleTick(on eventLoop: any EventLoop) {
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        timer = eventLoop.scheduleTask(in: .milliseconds(250)) {
+            bound.value.tick()
+        }
+    }
+
+    /// Deadlines, PING, idle checks; four times a second.
+    private func tick() {
+        guard let session, let context else { return }
+        let now = NIODeadline.now()
+        if !timedOut.isEmpty { timedOut = timedOut.filter { session.streams[$0] != nil } }
+        for (streamID, stream) in session.streams
+        where now - stream.started >= configuration.requestTimeout && !timedOut.contains(streamID) {
+            timedOut.insert(streamID)
+            session.reset(streamID: streamID)
+        }
+        switch machine.tick(now: now) {
+        case .none: break
+        case .ping: session.ping()
+        case .close(let reason):
+            fail(reason)
+            return
+        }
+        scheduleTick(on: context.eventLoop)
+        service()
+    }
+
+    private func fail(_ reason: String) {
+        closeReason = closeReason ?? reason
+        ready.fail(APNsClientError(.connect, reason))
+        context?.close(promise: nil)
+    }
+
+    // MARK: parsing
+
+    static func parseError(_ body: [UInt8]) -> (APNsReason?, Int64?) {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+            return (nil, nil)
+        }
+        let reason = (object["reason"] as? String).map(APNsReason.init)
+        let timestamp = (object["timestamp"] as? NSNumber)?.int64Value
+        return (reason, timestamp)
+    }
+
+    static func describeGoaway(lastStreamID: Int32, errorCode: UInt32, debug: [UInt8]) -> String {
+        let (reason, _) = parseError(debug)
+        let code = String(cString: nghttp2_http2_strerror(errorCode))
+        return "GOAWAY (\(code)\(reason.map { ", reason \($0)" } ?? ""), last stream \(lastStreamID))"
+    }
+}

@@ -1,0 +1,117 @@
+import NIOCore
+
+/// The rules of one APNs connection, without sockets: how many streams may be open, when to stop
+/// taking work, when to PING and when to give up on it.
+///
+/// - Streams: never more than the server's current `SETTINGS_MAX_CONCURRENT_STREAMS`; with provider
+///   tokens, one until a request was answered with anything but 403 (the token was accepted). Before the
+///   server's first SETTINGS frame, one.
+/// - Health: when a quarter or more of the last 64 answers were `BadDeviceToken` (APNs drops providers
+///   who send many), the connection uses a quarter of its budget until the next window looks better.
+/// - GOAWAY: no new streams; streams up to its last id finish, later ones come back as refused.
+/// - Idle: after `idleTimeout` without traffic a PING; no answer within `pingTimeout` closes it.
+public struct ConnectionStateMachine: Sendable {
+    public enum Authentication: Sendable { case providerToken, certificate }
+
+    public enum Phase: Equatable, Sendable {
+        case active
+        /// GOAWAY received or shutdown asked: finish open streams, open none.
+        case draining
+    }
+
+    public static let healthWindow = 64
+
+    public private(set) var phase = Phase.active
+    public private(set) var serverLimit: UInt32?
+    public private(set) var authenticated: Bool
+    public private(set) var openStreams = 0
+    /// The quarter-budget penalty for a burst of bad device tokens.
+    public private(set) var throttledForBadTokens = false
+    private var windowAnswers = 0
+    private var windowBadTokens = 0
+
+    public var idleTimeout: TimeAmount
+    public var pingTimeout: TimeAmount
+    private var lastActivity: NIODeadline
+    private var pingSentAt: NIODeadline?
+
+    public init(
+        authentication: Authentication,
+        now: NIODeadline,
+        idleTimeout: TimeAmount = .seconds(60),
+        pingTimeout: TimeAmount = .seconds(10)
+    ) {
+        self.authenticated = authentication == .certificate
+        self.lastActivity = now
+        self.idleTimeout = idleTimeout
+        self.pingTimeout = pingTimeout
+    }
+
+    /// How many streams this connection may hold open now.
+    public var streamLimit: Int {
+        guard let serverLimit else { return 1 }
+        guard authenticated else { return min(1, Int(serverLimit)) }
+        let limit = Int(min(serverLimit, UInt32(Int32.max)))
+        return throttledForBadTokens ? max(1, limit / 4) : limit
+    }
+
+    /// How many more streams may be opened now (0 while draining).
+    public var budget: Int {
+        phase == .active ? max(0, streamLimit - openStreams) : 0
+    }
+
+    /// Draining and nothing left in flight: the connection can close.
+    public var finished: Bool { phase == .draining && openStreams == 0 }
+
+    public mutating func settingsReceived(maxConcurrentStreams: UInt32) {
+        serverLimit = maxConcurrentStreams
+    }
+
+    public mutating func streamOpened(now: NIODeadline) {
+        openStreams += 1
+        lastActivity = now
+    }
+
+    /// A stream ended; `status` is nil when no response arrived (reset, refused, lost).
+    public mutating func streamClosed(status: Int?, reason: APNsReason?, now: NIODeadline) {
+        openStreams -= 1
+        lastActivity = now
+        guard let status else { return }
+        if status != 403 { authenticated = true }
+        windowAnswers += 1
+        if reason == .badDeviceToken { windowBadTokens += 1 }
+        if windowAnswers == Self.healthWindow {
+            throttledForBadTokens = windowBadTokens * 4 >= Self.healthWindow
+            windowAnswers = 0
+            windowBadTokens = 0
+        }
+    }
+
+    /// GOAWAY from the server, or our own decision to stop using the connection.
+    public mutating func drain() {
+        phase = .draining
+    }
+
+    public enum TickAction: Equatable, Sendable {
+        case none
+        case ping
+        case close(reason: String)
+    }
+
+    /// Called periodically: decides on PINGs for idle connections and closes dead ones.
+    public mutating func tick(now: NIODeadline) -> TickAction {
+        if let pingSentAt {
+            return now - pingSentAt >= pingTimeout ? .close(reason: "no answer to PING within \(pingTimeout)") : .none
+        }
+        if openStreams == 0, now - lastActivity >= idleTimeout {
+            pingSentAt = now
+            return .ping
+        }
+        return .none
+    }
+
+    public mutating func pingAcknowledged(now: NIODeadline) {
+        pingSentAt = nil
+        lastActivity = now
+    }
+}

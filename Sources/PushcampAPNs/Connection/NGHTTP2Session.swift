@@ -1,0 +1,302 @@
+import CNghttp2
+import NIOCore
+
+/// The one place where Pushcamp touches libnghttp2: a client session used as a pure codec.
+///
+/// nghttp2 never sees the socket. `receive` feeds it bytes read from TLS, `drainOutput` collects
+/// what it wants written (once per batch, by the caller), and its callbacks only record `Event`s,
+/// which the caller takes with `takeEvents()` after each call — so no callback ever re-enters
+/// Pushcamp's code while nghttp2 is on the stack.
+///
+/// Confinement: an instance belongs to one channel's event loop and is never shared; that is why it
+/// is not `Sendable`. The C callbacks find the instance through `user_data`, an unretained pointer
+/// that lives as long as the nghttp2 session, which `deinit` deletes first.
+final class NGHTTP2Session {
+    enum Event {
+        /// The server's SETTINGS arrived; its current `SETTINGS_MAX_CONCURRENT_STREAMS`.
+        case settings(maxConcurrentStreams: UInt32)
+        case goaway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8])
+        case pingAcknowledged
+        /// A request's stream ended: with a response (`status` set), reset, or refused.
+        case streamClosed(Stream, errorCode: UInt32)
+        /// nghttp2 gave up on a request before its HEADERS went out (e.g. after GOAWAY).
+        case notSent(Stream)
+    }
+
+    /// One request on the wire and what came back so far.
+    struct Stream {
+        var request: APNsRequest
+        var started: NIODeadline
+        /// The provider token's generation it went with (0: certificate auth).
+        var tokenGeneration: Int
+        var sent = 0
+        var status: Int?
+        var body: [UInt8] = []
+    }
+
+    /// Which of Apple's "index the first time only" headers this connection has sent already.
+    private struct IndexedOnce {
+        var apnsID = false
+        var expiration = false
+        var collapseID = false
+    }
+
+    private var session: OpaquePointer?
+    private(set) var streams: [Int32: Stream] = [:]
+    private var events: [Event] = []
+    private var indexedOnce = IndexedOnce()
+    private var scratch: [UInt8] = []
+    private var fields: [(name: Range<Int>, value: Range<Int>, flags: UInt8)] = []
+    private var nameValues: [nghttp2_nv] = []
+    private let authority: String
+
+    init(authority: String) throws(APNsClientError) {
+        self.authority = authority
+        var callbacks: OpaquePointer?
+        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else {
+            throw APNsClientError(.protocolError, "nghttp2: out of memory")
+        }
+        defer { nghttp2_session_callbacks_del(callbacks) }
+        nghttp2_session_callbacks_set_on_header_callback(callbacks, onHeader)
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, onDataChunk)
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onStreamClose)
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onFrame)
+        nghttp2_session_callbacks_set_on_frame_not_send_callback(callbacks, onFrameNotSent)
+        var created: OpaquePointer?
+        guard nghttp2_session_client_new(&created, callbacks, Unmanaged.passUnretained(self).toOpaque()) == 0 else {
+            throw APNsClientError(.protocolError, "nghttp2: cannot create a session")
+        }
+        session = created
+        // The client preface: no server push, our own limits left at nghttp2's defaults.
+        var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0)]
+        nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
+    }
+
+    deinit {
+        nghttp2_session_del(session)
+    }
+
+    func takeEvents() -> [Event] {
+        defer { events.removeAll(keepingCapacity: true) }
+        return events
+    }
+
+    /// Feeds bytes read from the connection; throws on a protocol error (the connection must close).
+    func receive(_ buffer: ByteBuffer) throws(APNsClientError) {
+        let result = buffer.withUnsafeReadableBytes { bytes in
+            nghttp2_session_mem_recv(session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+        }
+        if result < 0 {
+            throw APNsClientError(.protocolError, "HTTP/2: " + String(cString: nghttp2_strerror(Int32(result))))
+        }
+    }
+
+    /// Everything nghttp2 wants to send now, in one buffer (nil when it has nothing).
+    func drainOutput(allocator: ByteBufferAllocator) throws(APNsClientError) -> ByteBuffer? {
+        var output: ByteBuffer?
+        while true {
+            var data: UnsafePointer<UInt8>?
+            let count = nghttp2_session_mem_send(session, &data)
+            if count < 0 {
+                throw APNsClientError(.protocolError, "HTTP/2: " + String(cString: nghttp2_strerror(Int32(count))))
+            }
+            guard count > 0, let data else { return output }
+            if output == nil { output = allocator.buffer(capacity: max(Int(count), 16_384)) }
+            output!.writeBytes(UnsafeRawBufferPointer(start: data, count: Int(count)))
+        }
+    }
+
+    /// Queues a request's HEADERS and DATA; returns its stream id.
+    ///
+    /// HPACK follows Apple: `:path` and `authorization` as literals never indexed; `apns-id`,
+    /// `apns-expiration` and `apns-collapse-id` indexed the first time on this connection and not after;
+    /// everything else with incremental indexing (nghttp2's default).
+    func submit(
+        _ request: APNsRequest,
+        token: ProviderTokens.Current?,
+        now: NIODeadline
+    ) throws(APNsClientError)
+        -> Int32
+    {
+        let noIndex = UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
+        scratch.removeAll(keepingCapacity: true)
+        fields.removeAll(keepingCapacity: true)
+        add(":method", "POST")
+        add(":scheme", "https")
+        add(":authority", authority)
+        addPath(request.deviceToken, flags: noIndex)
+        if let token { add("authorization", token.bearer, flags: noIndex) }
+        add("apns-id", request.apnsID, flags: indexedOnce.apnsID ? noIndex : 0)
+        indexedOnce.apnsID = true
+        add("apns-topic", request.topic)
+        add("apns-push-type", request.pushType)
+        if let priority = request.priority { add("apns-priority", String(priority)) }
+        if let expiration = request.expiration {
+            add("apns-expiration", String(expiration), flags: indexedOnce.expiration ? noIndex : 0)
+            indexedOnce.expiration = true
+        }
+        if let collapseID = request.collapseID {
+            add("apns-collapse-id", collapseID, flags: indexedOnce.collapseID ? noIndex : 0)
+            indexedOnce.collapseID = true
+        }
+        add("content-length", String(request.payload.count))
+
+        let streamID = scratch.withUnsafeMutableBufferPointer { text -> Int32 in
+            nameValues.removeAll(keepingCapacity: true)
+            for field in fields {
+                nameValues.append(
+                    nghttp2_nv(
+                        name: text.baseAddress! + field.name.lowerBound,
+                        value: text.baseAddress! + field.value.lowerBound,
+                        namelen: field.name.count,
+                        valuelen: field.value.count,
+                        flags: field.flags
+                    )
+                )
+            }
+            var body = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: bodyReader)
+            return nameValues.withUnsafeBufferPointer { list in
+                nghttp2_submit_request(session, nil, list.baseAddress, list.count, &body, nil)
+            }
+        }
+        guard streamID > 0 else {
+            throw APNsClientError(.protocolError, "HTTP/2: " + String(cString: nghttp2_strerror(streamID)))
+        }
+        streams[streamID] = Stream(request: request, started: now, tokenGeneration: token?.generation ?? 0)
+        return streamID
+    }
+
+    func ping() {
+        nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+    }
+
+    func reset(streamID: Int32) {
+        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue)
+    }
+
+    /// Queues a GOAWAY (NO_ERROR): the polite end of a connection.
+    func goAway() {
+        nghttp2_session_terminate_session(session, NGHTTP2_NO_ERROR.rawValue)
+    }
+
+    /// Forgets every stream, handing back their requests (the connection is gone).
+    func abandonStreams() -> [Stream] {
+        defer { streams.removeAll() }
+        return Array(streams.values)
+    }
+
+    // MARK: header encoding
+
+    private func add(_ name: StaticString, _ value: String, flags: UInt8 = 0) {
+        let nameStart = scratch.count
+        name.withUTF8Buffer { scratch.append(contentsOf: $0) }
+        let valueStart = scratch.count
+        scratch.append(contentsOf: value.utf8)
+        fields.append((nameStart..<valueStart, valueStart..<scratch.count, flags))
+    }
+
+    private func addPath(_ token: String, flags: UInt8) {
+        let nameStart = scratch.count
+        scratch.append(contentsOf: ":path".utf8)
+        let valueStart = scratch.count
+        scratch.append(contentsOf: "/3/device/".utf8)
+        scratch.append(contentsOf: token.utf8)
+        fields.append((nameStart..<valueStart, valueStart..<scratch.count, flags))
+    }
+
+    // MARK: callbacks (recording only)
+
+    fileprivate func header(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        guard name.elementsEqual(":status".utf8) else { return }
+        var status = 0
+        for digit in value { status = status * 10 + Int(digit &- 0x30) }
+        streams[streamID]?.status = status
+    }
+
+    fileprivate func data(streamID: Int32, _ bytes: UnsafeBufferPointer<UInt8>) {
+        // Error bodies are a small JSON object; anything beyond 4 KiB is not worth keeping.
+        if let count = streams[streamID]?.body.count, count < 4096 {
+            streams[streamID]!.body.append(contentsOf: bytes.prefix(4096 - count))
+        }
+    }
+
+    fileprivate func closed(streamID: Int32, errorCode: UInt32) {
+        guard let stream = streams.removeValue(forKey: streamID) else { return }
+        events.append(.streamClosed(stream, errorCode: errorCode))
+    }
+
+    fileprivate func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
+        let header = frame.pointee.hd
+        switch Int(header.type) {
+        case Int(NGHTTP2_SETTINGS.rawValue) where header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0:
+            let limit = nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
+            events.append(.settings(maxConcurrentStreams: limit))
+        case Int(NGHTTP2_GOAWAY.rawValue):
+            let goaway = frame.pointee.goaway
+            let debug = goaway.opaque_data.map { Array(UnsafeBufferPointer(start: $0, count: goaway.opaque_data_len)) }
+            events.append(
+                .goaway(lastStreamID: goaway.last_stream_id, errorCode: goaway.error_code, debugData: debug ?? [])
+            )
+        case Int(NGHTTP2_PING.rawValue) where header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0:
+            events.append(.pingAcknowledged)
+        default:
+            break
+        }
+    }
+
+    fileprivate func frameNotSent(_ frame: UnsafePointer<nghttp2_frame>) {
+        guard Int(frame.pointee.hd.type) == Int(NGHTTP2_HEADERS.rawValue),
+            let stream = streams.removeValue(forKey: frame.pointee.hd.stream_id)
+        else { return }
+        events.append(.notSent(stream))
+    }
+
+    fileprivate func readBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int) -> (Int, Bool) {
+        guard let stream = streams[streamID] else { return (0, true) }
+        let count = min(length, stream.request.payload.count - stream.sent)
+        stream.request.payload.withUnsafeBufferPointer { payload in
+            buffer.update(from: payload.baseAddress! + stream.sent, count: count)
+        }
+        streams[streamID]!.sent += count
+        return (count, stream.sent + count == stream.request.payload.count)
+    }
+}
+
+private func owner(_ userData: UnsafeMutableRawPointer?) -> NGHTTP2Session {
+    Unmanaged<NGHTTP2Session>.fromOpaque(userData!).takeUnretainedValue()
+}
+
+private let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, userData in
+    owner(userData).header(
+        streamID: frame!.pointee.hd.stream_id,
+        name: UnsafeBufferPointer(start: name, count: nameLength),
+        value: UnsafeBufferPointer(start: value, count: valueLength)
+    )
+    return 0
+}
+
+private let onDataChunk: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, length, userData in
+    owner(userData).data(streamID: streamID, UnsafeBufferPointer(start: data, count: length))
+    return 0
+}
+
+private let onStreamClose: nghttp2_on_stream_close_callback = { _, streamID, errorCode, userData in
+    owner(userData).closed(streamID: streamID, errorCode: errorCode)
+    return 0
+}
+
+private let onFrame: nghttp2_on_frame_recv_callback = { _, frame, userData in
+    owner(userData).frameReceived(frame!)
+    return 0
+}
+
+private let onFrameNotSent: nghttp2_on_frame_not_send_callback = { _, frame, _, userData in
+    owner(userData).frameNotSent(frame!)
+    return 0
+}
+
+private let bodyReader: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
+    let (count, done) = owner(userData).readBody(streamID: streamID, into: buffer!, length: length)
+    if done { flags!.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
+    return count
+}

@@ -1,0 +1,84 @@
+import NIOCore
+import NIOSSL
+
+/// Where and how a pool connects.
+public struct APNsClientConfiguration: Sendable {
+    public enum Authentication: Sendable {
+        /// ES256 provider tokens, shared by every connection.
+        case providerToken(ProviderTokens)
+        /// A TLS client certificate: a PKCS#12 bundle, or a PEM file holding certificate and key.
+        case certificate(path: String, password: String?)
+    }
+
+    public var host: String
+    public var port: Int
+    public var authentication: Authentication
+    /// PEM file of CAs to trust instead of the system's (simulators, tests).
+    public var caFile: String?
+    public var connections: Int
+    public var requestTimeout: TimeAmount = .seconds(30)
+    public var idleTimeout: TimeAmount = .seconds(60)
+    public var pingTimeout: TimeAmount = .seconds(10)
+    public var connectTimeout: TimeAmount = .seconds(10)
+    /// Requests waiting for a stream, across the pool.
+    public var queueCapacity = 4096
+    public var reconnectBackoff = Backoff()
+
+    public init(host: String, port: Int, authentication: Authentication, caFile: String? = nil, connections: Int) {
+        self.host = host
+        self.port = port
+        self.authentication = authentication
+        self.caFile = caFile
+        self.connections = connections
+    }
+
+    /// `https://host[:port]` → host and port (443 when absent).
+    public static func parseEndpoint(_ text: String) -> (host: String, port: Int)? {
+        guard text.hasPrefix("https://") else { return nil }
+        var rest = Substring(text.dropFirst("https://".count))
+        if rest.hasSuffix("/") { rest = rest.dropLast() }
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { return nil }
+            let host = String(rest[rest.index(after: rest.startIndex)..<close])
+            let tail = rest[rest.index(after: close)...]
+            if tail.isEmpty { return (host, 443) }
+            guard tail.hasPrefix(":"), let port = Int(tail.dropFirst()), (1...65535).contains(port) else { return nil }
+            return (host, port)
+        }
+        let parts = rest.split(separator: ":", omittingEmptySubsequences: false)
+        guard !parts[0].isEmpty, parts.count <= 2 else { return nil }
+        if parts.count == 1 { return (String(parts[0]), 443) }
+        guard let port = Int(parts[1]), (1...65535).contains(port) else { return nil }
+        return (String(parts[0]), port)
+    }
+
+    func makeTLSContext() throws(APNsClientError) -> NIOSSLContext {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.applicationProtocols = ["h2"]
+        tls.minimumTLSVersion = .tlsv12
+        if let caFile {
+            tls.trustRoots = .file(caFile)
+        }
+        if case .certificate(let path, let password) = authentication {
+            do {
+                if path.hasSuffix(".p12") || path.hasSuffix(".pfx") {
+                    let bundle = try NIOSSLPKCS12Bundle(file: path, passphrase: Array((password ?? "").utf8))
+                    tls.certificateChain = bundle.certificateChain.map { .certificate($0) }
+                    tls.privateKey = .privateKey(bundle.privateKey)
+                } else {
+                    tls.certificateChain = try NIOSSLCertificate.fromPEMFile(path).map { .certificate($0) }
+                    tls.privateKey = .privateKey(
+                        try NIOSSLPrivateKey(file: path, format: .pem) { setter in setter((password ?? "").utf8) }
+                    )
+                }
+            } catch {
+                throw APNsClientError(.credentials, "cannot load the client certificate \(path): \(error)")
+            }
+        }
+        do {
+            return try NIOSSLContext(configuration: tls)
+        } catch {
+            throw APNsClientError(.credentials, "TLS set-up failed: \(error)")
+        }
+    }
+}

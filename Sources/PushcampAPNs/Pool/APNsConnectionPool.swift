@@ -1,0 +1,138 @@
+import NIOCore
+import NIOPosix
+import NIOSSL
+import Synchronization
+
+/// N long-lived HTTP/2 connections to one APNs endpoint, fed from one bounded queue.
+///
+/// Each connection takes as many requests as its stream budget allows; a connection that ends
+/// (GOAWAY, drop, PING timeout) is replaced after an exponential back-off with jitter, and the requests
+/// it never processed go to the others.
+public final class APNsConnectionPool: PushTransport {
+    public let events: AsyncStream<TransportEvent>
+    private let continuation: AsyncStream<TransportEvent>.Continuation
+    private let configuration: APNsClientConfiguration
+    private let group: any EventLoopGroup
+    private let tlsContext: NIOSSLContext
+    private let queue: RequestQueue
+    private let state = Mutex(State())
+
+    private struct State {
+        var stopping = false
+        var channels: [Int: any Channel] = [:]
+    }
+
+    public init(
+        configuration: APNsClientConfiguration,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) throws(APNsClientError) {
+        self.configuration = configuration
+        self.group = group
+        self.tlsContext = try configuration.makeTLSContext()
+        self.queue = RequestQueue(capacity: configuration.queueCapacity)
+        (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+    }
+
+    public func submit(_ requests: [APNsRequest]) async throws {
+        try await queue.enqueue(requests)
+    }
+
+    public func shutdown() {
+        let channels = state.withLock { state in
+            state.stopping = true
+            return Array(state.channels.values)
+        }
+        for channel in channels {
+            channel.pipeline.fireUserInboundEventTriggered(APNsConnectionHandler.Drain())
+        }
+    }
+
+    public func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            for slot in 0..<configuration.connections {
+                group.addTask { await self.maintain(slot: slot) }
+            }
+        }
+        let unsent = queue.close()
+        if !unsent.isEmpty { continuation.yield(.unsent(unsent)) }
+        continuation.finish()
+    }
+
+    private var stopping: Bool { state.withLock { $0.stopping } }
+
+    /// Keeps one connection slot filled until shutdown.
+    private func maintain(slot: Int) async {
+        var backoff = configuration.reconnectBackoff
+        while !stopping {
+            do {
+                let channel = try await connect(slot: slot)
+                backoff.reset()
+                let stopNow = state.withLock { state in
+                    state.channels[slot] = channel
+                    return state.stopping
+                }
+                if stopNow { channel.pipeline.fireUserInboundEventTriggered(APNsConnectionHandler.Drain()) }
+                try? await channel.closeFuture.get()
+                _ = state.withLock { $0.channels.removeValue(forKey: slot) }
+            } catch let error as APNsClientError {
+                continuation.yield(.connectFailed(connection: slot, error: error))
+            } catch {
+                continuation.yield(.connectFailed(connection: slot, error: APNsClientError(.connect, "\(error)")))
+            }
+            guard !stopping else { break }
+            var wait = backoff.next()
+            while wait > .zero, !stopping {
+                let step = min(wait, .milliseconds(50))
+                try? await Task.sleep(nanoseconds: UInt64(step.nanoseconds))
+                wait = wait - step
+            }
+        }
+    }
+
+    private func connect(slot: Int) async throws -> any Channel {
+        let host = configuration.host
+        let isAddress = (try? SocketAddress(ipAddress: host, port: 0)) != nil
+        let authority = configuration.port == 443 ? host : "\(host):\(configuration.port)"
+        let tokens: ProviderTokens?
+        if case .providerToken(let provider) = configuration.authentication { tokens = provider } else { tokens = nil }
+        let handlerConfiguration = APNsConnectionHandler.Configuration(
+            id: slot,
+            authority: authority,
+            queue: queue,
+            tokens: tokens,
+            events: continuation,
+            requestTimeout: configuration.requestTimeout,
+            idleTimeout: configuration.idleTimeout,
+            pingTimeout: configuration.pingTimeout
+        )
+        let tlsContext = self.tlsContext
+        let eventLoop = group.next()
+        let ready = eventLoop.makePromise(of: Void.self)
+        let bootstrap = ClientBootstrap(group: eventLoop)
+            .connectTimeout(configuration.connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let tls = try NIOSSLClientHandler(context: tlsContext, serverHostname: isAddress ? nil : host)
+                    try channel.pipeline.syncOperations.addHandler(tls)
+                    try channel.pipeline.syncOperations.addHandler(
+                        APNsConnectionHandler(configuration: handlerConfiguration, ready: ready)
+                    )
+                }
+            }
+        let channel: any Channel
+        do {
+            channel = try await bootstrap.connect(host: host, port: configuration.port).get()
+        } catch {
+            ready.fail(error)
+            throw APNsClientError(.connect, "cannot connect to \(authority): \(error)")
+        }
+        do {
+            try await ready.futureResult.get()
+        } catch {
+            channel.close(promise: nil)
+            throw APNsClientError(.connect, "\(authority): \(error)")
+        }
+        return channel
+    }
+}

@@ -1,0 +1,31 @@
+/// What a transport reports while it runs, in order.
+public enum TransportEvent: Sendable {
+    /// Answers (and losses), batched per read.
+    case outcomes([APNsOutcome])
+    /// A connection is up (TLS done, HTTP/2 agreed).
+    case connected(connection: Int)
+    /// A connection could not be made; the pool tries again after a back-off.
+    case connectFailed(connection: Int, error: APNsClientError)
+    /// A connection ended; `reason` says why (GOAWAY with its reason, closed by peer, PING timeout…).
+    case disconnected(connection: Int, reason: String)
+    /// The server's stream limit for a connection changed, as applied by Pushcamp.
+    case streamLimit(connection: Int, limit: Int)
+    /// Requests never processed (refused after GOAWAY) went back to the queue for another connection.
+    case requeued(count: Int)
+    /// APNs called the provider token expired; a new one was minted (or already was) and the request
+    /// went back to the queue.
+    case providerTokenRenewed(minted: Bool)
+    /// Requests still queued when the transport shut down: never sent.
+    case unsent([APNsRequest])
+}
+
+/// The seam between the executor and the network: a pool of connections to APNs, or an in-memory twin.
+public protocol PushTransport: Sendable {
+    var events: AsyncStream<TransportEvent> { get }
+    /// Keeps the transport going until `shutdown()` and every connection has ended; then finishes `events`.
+    func run() async
+    /// Hands requests over, suspending while the transport's bounded queue is full.
+    func submit(_ requests: [APNsRequest]) async throws
+    /// Stops taking requests; in-flight streams finish, queued ones are reported as `unsent`.
+    func shutdown()
+}

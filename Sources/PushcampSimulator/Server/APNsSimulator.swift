@@ -1,0 +1,80 @@
+import NIOCore
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import NIOTLS
+import Synchronization
+
+/// An APNs stand-in on loopback: HTTP/2 over TLS only (ALPN `h2`; anything else is refused).
+public final class APNsSimulator: Sendable {
+    public let configuration: SimulatorConfiguration
+    public let recorder = SimulatorRecorder()
+    private let channel = Mutex<(any Channel)?>(nil)
+    private let nextConnection = Atomic<Int>(0)
+
+    public init(configuration: SimulatorConfiguration) {
+        self.configuration = configuration
+    }
+
+    /// Starts listening; returns the port.
+    public func start(group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws -> Int {
+        var tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: [
+                .certificate(
+                    try NIOSSLCertificate(
+                        bytes: Array(configuration.credentials.serverCertificatePEM.utf8),
+                        format: .pem
+                    )
+                )
+            ],
+            privateKey: .privateKey(
+                try NIOSSLPrivateKey(bytes: Array(configuration.credentials.serverKeyPEM.utf8), format: .pem)
+            )
+        )
+        tls.applicationProtocols = ["h2"]
+        tls.minimumTLSVersion = .tlsv12
+        let context = try NIOSSLContext(configuration: tls)
+        let configuration = self.configuration
+        let recorder = self.recorder
+        let simulator = self
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                let id = simulator.nextConnection.wrappingAdd(1, ordering: .relaxed).oldValue
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+                    try channel.pipeline.syncOperations.addHandler(
+                        ApplicationProtocolNegotiationHandler { result, channel in
+                            guard case .negotiated("h2") = result else { return channel.close() }
+                            return channel.eventLoop.makeCompletedFuture {
+                                let http2 = NIOHTTP2Handler(
+                                    mode: .server,
+                                    initialSettings: [
+                                        HTTP2Setting(parameter: .maxConcurrentStreams, value: 1),
+                                        HTTP2Setting(parameter: .maxHeaderListSize, value: 8192),
+                                    ]
+                                )
+                                try channel.pipeline.syncOperations.addHandler(http2)
+                                try channel.pipeline.syncOperations.addHandler(
+                                    SimulatorConnectionHandler(id: id, configuration: configuration, recorder: recorder)
+                                )
+                            }
+                        }
+                    )
+                }
+            }
+        let server = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+        channel.withLock { $0 = server }
+        return server.localAddress?.port ?? configuration.port
+    }
+
+    public func stop() async {
+        let server = channel.withLock { channel in
+            defer { channel = nil }
+            return channel
+        }
+        try? await server?.close()
+    }
+}

@@ -1,0 +1,212 @@
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import PushcampAPNs
+
+/// One client connection of the simulator, at the HTTP/2 frame level (swift-nio-http2, no multiplexer).
+///
+/// Every connection starts at one stream (announced in the initial SETTINGS); the first request with an
+/// accepted provider token raises it to `maxConcurrentStreams` with a new SETTINGS frame.
+final class SimulatorConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    private struct Pending {
+        var headers: [(name: String, value: String)]
+        var body: [UInt8] = []
+    }
+
+    private let id: Int
+    private let configuration: SimulatorConfiguration
+    private let recorder: SimulatorRecorder
+    private var streams: [HTTP2StreamID: Pending] = [:]
+    private var open = 0
+    private var requests = 0
+    private var raised = false
+    private var goawaySent = false
+    /// Limits announced and not yet acknowledged, oldest first; the client is bound by `acknowledged`.
+    private var announced: [UInt32] = [1]
+    private var acknowledged: UInt32?
+
+    init(id: Int, configuration: SimulatorConfiguration, recorder: SimulatorRecorder) {
+        self.id = id
+        self.configuration = configuration
+        self.recorder = recorder
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        recorder.connectionOpened()
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.payload {
+        case .settings(.ack):
+            if !announced.isEmpty { acknowledged = announced.removeFirst() }
+        case .headers(let headers):
+            guard streams[frame.streamID] == nil else { return }  // trailers: none expected from APNs clients
+            open += 1
+            requests += 1
+            recorder.opened(streams: open, limit: acknowledged)
+            streams[frame.streamID] = Pending(headers: headers.headers.map { ($0.name, $0.value) })
+            if let dropAfter = configuration.dropAfter, requests == dropAfter {
+                recorder.dropped()
+                context.close(promise: nil)
+                return
+            }
+            if let goawayAfter = configuration.goawayAfter, requests == goawayAfter {
+                sendGoaway(context: context, lastStreamID: frame.streamID)
+            }
+            if let lower = configuration.lowerLimit, requests == lower.after {
+                announce(lower.to, context: context)
+            }
+            if headers.endStream { complete(frame.streamID, context: context) }
+        case .data(let data):
+            guard case .byteBuffer(let buffer) = data.data, streams[frame.streamID] != nil else { return }
+            streams[frame.streamID]!.body.append(contentsOf: buffer.readableBytesView)
+            if data.endStream { complete(frame.streamID, context: context) }
+        case .rstStream:
+            if streams.removeValue(forKey: frame.streamID) != nil { open -= 1 }
+        default:
+            break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        context.flush()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    private func announce(_ limit: UInt32, context: ChannelHandlerContext) {
+        announced.append(limit)
+        let settings = HTTP2Frame.FramePayload.settings(
+            .settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: Int(limit))])
+        )
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: settings)), promise: nil)
+    }
+
+    private func sendGoaway(context: ChannelHandlerContext, lastStreamID: HTTP2StreamID) {
+        goawaySent = true
+        recorder.goawaySent()
+        var debug = context.channel.allocator.buffer(capacity: 32)
+        debug.writeString(#"{"reason":"Shutdown"}"#)
+        let goaway = HTTP2Frame.FramePayload.goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: debug)
+        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: goaway)), promise: nil)
+    }
+
+    /// The request is whole: decide the answer, then send it (after the configured latency).
+    private func complete(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
+        guard let pending = streams[streamID] else { return }
+        let request = RequestRules.Request(headers: pending.headers, body: pending.body)
+        let (status, reason, timestamp) = decide(request)
+        if status != 403, !raised, configuration.verifier == nil || reason != .tooManyProviderTokenUpdates {
+            raised = true
+            announce(configuration.maxConcurrentStreams, context: context)
+        }
+        let token = request.deviceToken ?? ""
+        recorder.record(
+            SimulatorRecorder.Record(
+                token: token.lowercased(),
+                apnsID: request.value("apns-id"),
+                topic: request.value("apns-topic"),
+                pushType: request.value("apns-push-type"),
+                priority: request.value("apns-priority"),
+                expiration: request.value("apns-expiration"),
+                collapseID: request.value("apns-collapse-id"),
+                payloadSize: pending.body.count,
+                status: status,
+                reason: reason,
+                connection: id
+            )
+        )
+        let apnsID = request.value("apns-id") ?? "00000000-0000-4000-8000-000000000000"
+        if configuration.latency > .zero {
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            context.eventLoop.scheduleTask(in: configuration.latency) {
+                let (handler, context) = bound.value
+                handler.respond(
+                    streamID,
+                    status: status,
+                    reason: reason,
+                    timestamp: timestamp,
+                    apnsID: apnsID,
+                    context: context
+                )
+                context.flush()
+            }
+        } else {
+            respond(streamID, status: status, reason: reason, timestamp: timestamp, apnsID: apnsID, context: context)
+        }
+    }
+
+    private func decide(_ request: RequestRules.Request) -> (Int, APNsReason?, Int64?) {
+        if let reason = configuration.rules.check(request) { return (reason.status, reason, nil) }
+        if let verifier = configuration.verifier, let reason = verifier.check(request.value("authorization")) {
+            return (reason.status, reason, nil)
+        }
+        let token = request.deviceToken!.lowercased()
+        switch configuration.tokens[token] ?? .ok {
+        case .ok: break
+        case .unregistered(let timestamp): return (410, .unregistered, timestamp)
+        case .bad: return (400, .badDeviceToken, nil)
+        case .wrongTopic: return (400, .deviceTokenNotForTopic, nil)
+        case .flaky(let failures):
+            if recorder.attempt(token) < failures { return (503, .serviceUnavailable, nil) }
+        case .throttled(let times):
+            if recorder.attempt(token) < times { return (429, .tooManyRequests, nil) }
+        case .reason(let reason):
+            return (reason.status, reason, reason.status == 410 ? 1_700_000_000_000 : nil)
+        }
+        if configuration.errorRate > 0, Double.random(in: 0..<1) < configuration.errorRate {
+            return (500, .internalServerError, nil)
+        }
+        return (200, nil, nil)
+    }
+
+    private func respond(
+        _ streamID: HTTP2StreamID,
+        status: Int,
+        reason: APNsReason?,
+        timestamp: Int64?,
+        apnsID: String,
+        context: ChannelHandlerContext
+    ) {
+        guard streams.removeValue(forKey: streamID) != nil else { return }
+        open -= 1
+        var headers = HPACKHeaders([(":status", String(status)), ("apns-id", apnsID)])
+        if let reason {
+            headers.add(name: "content-type", value: "application/json")
+            var body = context.channel.allocator.buffer(capacity: 64)
+            body.writeString(#"{"reason":"\#(reason)""# + (timestamp.map { #","timestamp":\#($0)"# } ?? "") + "}")
+            context.write(
+                wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers)))),
+                promise: nil
+            )
+            context.write(
+                wrapOutboundOut(
+                    HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(body), endStream: true)))
+                ),
+                promise: nil
+            )
+        } else {
+            context.write(
+                wrapOutboundOut(
+                    HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers, endStream: true)))
+                ),
+                promise: nil
+            )
+        }
+        if goawaySent, open == 0 {
+            // After GOAWAY, the last answer closes the connection once it is written.
+            let channel = context.channel
+            context.writeAndFlush(
+                wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .ping(.init(), ack: false)))
+            )
+            .whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+}

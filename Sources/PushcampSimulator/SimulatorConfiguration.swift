@@ -1,0 +1,33 @@
+import NIOCore
+import PushcampAPNs
+
+/// What the simulator checks and what it does wrong on purpose.
+public struct SimulatorConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    /// 0 picks a free port.
+    public var port = 0
+    public var credentials: SimulatorCredentials
+    /// Provider-token checks; nil accepts requests without `authorization` (certificate-style).
+    public var verifier: ProviderTokenVerifier?
+    public var rules: RequestRules
+    /// Token → behaviour; unlisted tokens get 200.
+    public var tokens: [String: TokenBehaviour] = [:]
+    /// The stream limit announced after the first authenticated request (every connection starts at 1).
+    public var maxConcurrentStreams: UInt32 = 500
+    /// Sends GOAWAY after this many requests on a connection.
+    public var goawayAfter: Int?
+    /// Drops the TCP connection, streams in flight, after this many requests on a connection.
+    public var dropAfter: Int?
+    /// Lowers the stream limit to `to` after `after` requests on a connection, as APNs does under load.
+    public var lowerLimit: (after: Int, to: UInt32)?
+    /// Added before every answer.
+    public var latency: TimeAmount = .zero
+    /// Share of well-formed requests answered 500 InternalServerError.
+    public var errorRate: Double = 0
+
+    public init(credentials: SimulatorCredentials, verifier: ProviderTokenVerifier?, rules: RequestRules) {
+        self.credentials = credentials
+        self.verifier = verifier
+        self.rules = rules
+    }
+}

@@ -1,0 +1,70 @@
+import Crypto
+import Foundation
+import SwiftASN1
+import X509
+
+/// Throwaway credentials for a rehearsal: a signing key for provider tokens, and a CA with a
+/// `localhost`/`127.0.0.1` server certificate for TLS. Made on the spot, never reused.
+public struct SimulatorCredentials: Sendable {
+    /// The `.p8`-style provider-token key (PKCS#8 PEM); the simulator verifies with its public half.
+    public var signingKey: P256.Signing.PrivateKey
+    public var caCertificatePEM: String
+    public var serverCertificatePEM: String
+    public var serverKeyPEM: String
+
+    public static func generate(now: Date = Date()) throws -> SimulatorCredentials {
+        let caKey = P256.Signing.PrivateKey()
+        let caName = try DistinguishedName { CommonName("Pushcamp simulator CA") }
+        let ca = try Certificate(
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: .init(caKey.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600),
+            notValidAfter: now.addingTimeInterval(30 * 86400),
+            issuer: caName,
+            subject: caName,
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
+                Critical(KeyUsage(keyCertSign: true))
+            },
+            issuerPrivateKey: .init(caKey)
+        )
+        let serverKey = P256.Signing.PrivateKey()
+        let server = try Certificate(
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: .init(serverKey.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600),
+            notValidAfter: now.addingTimeInterval(30 * 86400),
+            issuer: caName,
+            subject: try DistinguishedName { CommonName("localhost") },
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(digitalSignature: true))
+                try ExtendedKeyUsage([.serverAuth])
+                SubjectAlternativeNames([
+                    .dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
+                ])
+            },
+            issuerPrivateKey: .init(caKey)
+        )
+        return SimulatorCredentials(
+            signingKey: P256.Signing.PrivateKey(),
+            caCertificatePEM: try ca.serializeAsPEM().pemString,
+            serverCertificatePEM: try server.serializeAsPEM().pemString,
+            serverKeyPEM: serverKey.pemRepresentation
+        )
+    }
+
+    /// Writes `ca.pem` (the CA a client trusts) and `key.p8` (the provider-token key) into `directory`.
+    public func write(to directory: String) throws -> (caFile: String, keyFile: String) {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let caFile = (directory as NSString).appendingPathComponent("ca.pem")
+        let keyFile = (directory as NSString).appendingPathComponent("key.p8")
+        try caCertificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
+        try signingKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        return (caFile, keyFile)
+    }
+}

@@ -1,0 +1,84 @@
+import PushcampAPNs
+import Synchronization
+
+/// Everything the simulator received and answered, for tests and for `pushcamp sim`'s summary.
+public final class SimulatorRecorder: Sendable {
+    public struct Record: Sendable {
+        public var token: String
+        public var apnsID: String?
+        public var topic: String?
+        public var pushType: String?
+        public var priority: String?
+        public var expiration: String?
+        public var collapseID: String?
+        public var payloadSize: Int
+        public var status: Int
+        public var reason: APNsReason?
+        public var connection: Int
+    }
+
+    private struct State {
+        var records: [Record] = []
+        var attempts: [String: Int] = [:]
+        var maxOpenStreams = 0
+        var limitViolations = 0
+        var connections = 0
+        var goaways = 0
+        var drops = 0
+    }
+
+    private let state = Mutex(State())
+    public init() {}
+
+    public var records: [Record] { state.withLock { $0.records } }
+    /// The most streams any connection had open at once.
+    public var maxOpenStreams: Int { state.withLock { $0.maxOpenStreams } }
+    /// Streams opened beyond the limit the client had acknowledged.
+    public var limitViolations: Int { state.withLock { $0.limitViolations } }
+    public var connections: Int { state.withLock { $0.connections } }
+    public var goaways: Int { state.withLock { $0.goaways } }
+    public var drops: Int { state.withLock { $0.drops } }
+
+    /// How many times each token was answered 200.
+    public func deliveries() -> [String: Int] {
+        state.withLock { state in
+            var counts: [String: Int] = [:]
+            for record in state.records where record.status == 200 { counts[record.token, default: 0] += 1 }
+            return counts
+        }
+    }
+
+    /// Counts by status and reason (`200`, `410 Unregistered` …).
+    public func summary() -> [String: Int] {
+        state.withLock { state in
+            var counts: [String: Int] = [:]
+            for record in state.records {
+                counts["\(record.status)" + (record.reason.map { " \($0)" } ?? ""), default: 0] += 1
+            }
+            return counts
+        }
+    }
+
+    func record(_ record: Record) {
+        state.withLock { $0.records.append(record) }
+    }
+
+    /// Counts a request to `token` and returns how many came before it.
+    func attempt(_ token: String) -> Int {
+        state.withLock { state in
+            defer { state.attempts[token, default: 0] += 1 }
+            return state.attempts[token, default: 0]
+        }
+    }
+
+    func opened(streams: Int, limit: UInt32?) {
+        state.withLock { state in
+            state.maxOpenStreams = max(state.maxOpenStreams, streams)
+            if let limit, streams > Int(limit) { state.limitViolations += 1 }
+        }
+    }
+
+    func connectionOpened() { state.withLock { $0.connections += 1 } }
+    func goawaySent() { state.withLock { $0.goaways += 1 } }
+    func dropped() { state.withLock { $0.drops += 1 } }
+}
