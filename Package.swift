@@ -94,7 +94,11 @@ let package = Package(
         // Plan → outcomes: the executor (rate, retries, credential stops) and the send report.
         .target(
             name: "PushcampSend",
-            dependencies: ["PushcampPlanner", "PushcampModel", "PushcampAPNs"],
+            dependencies: [
+                "PushcampPlanner", "PushcampModel", "PushcampAPNs", "PushcampSimulator",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strict
         ),
         .executableTarget(
@@ -102,6 +106,8 @@ let package = Package(
             dependencies: [
                 "PushcampPlanner", "PushcampModel", "PushcampAudience", "PushcampSend", "PushcampAPNs",
                 "PushcampSimulator",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict

@@ -1,18 +1,20 @@
 import ArgumentParser
 
 @main
-struct Pushcamp: ParsableCommand {
+struct Pushcamp: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushcamp",
         abstract: "Declarative push campaigns for Apple Push Notification service.",
         discussion: """
-            Campaigns are YAML files kept in git. Pushcamp checks them (validate) and shows exactly \
-            what a campaign would send, to whom, before anything is sent (plan).
+            Campaigns are YAML files kept in git. Pushcamp checks them (validate), shows exactly \
+            what a campaign would send, to whom, before anything is sent (plan), tries the whole \
+            send against a local APNs simulator (rehearse) and sends it to APNs (send).
 
-            Exit codes: 0 success; 1 invalid campaign, template or audience; 3 the plan has pushes \
-            that pre-flight checks refuse; 64 bad command-line usage.
+            Exit codes: 0 success; 1 invalid campaign, template or audience; 2 credentials refused \
+            or no connection; 3 the plan has pushes that pre-flight checks refuse; 4 some pushes \
+            failed or were not sent; 64 bad command-line usage; 130 interrupted.
             """,
         version: "0.1.0",
-        subcommands: [Validate.self, Plan.self]
+        subcommands: [Validate.self, Plan.self, Rehearse.self, Send.self, Sim.self]
     )
 }

@@ -306,6 +306,6 @@ final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     static func describeGoaway(lastStreamID: Int32, errorCode: UInt32, debug: [UInt8]) -> String {
         let (reason, _) = parseError(debug)
         let code = String(cString: nghttp2_http2_strerror(errorCode))
-        return "GOAWAY (\(code)\(reason.map { ", reason \($0)" } ?? ""), last stream \(lastStreamID))"
+        return "GOAWAY (\(code)\(reason.map { ", reason \($0)" } ?? ""))"
     }
 }

@@ -11,6 +11,7 @@ public struct Campaign {
     public var message: MessageSpec
     public var schedule: ScheduleSpec?
     public var throttle: ThrottleSpec
+    public var retry: RetrySpec
     /// The file this campaign was read from, as printed in diagnostics.
     public var path: String
     /// Where the `app:` key is, for problems with the app it names.
@@ -109,4 +110,19 @@ public struct ScheduleSpec: Hashable, Sendable {
 public struct ThrottleSpec: Hashable, Sendable {
     public var rate: Rate?
     public var connections: Int?
+}
+
+/// `retry:` — how many times a push may be sent, and the delay per retryable reason.
+public struct RetrySpec: Hashable, Sendable {
+    public enum Delay: Hashable, Sendable {
+        case after(TimeSpan)
+        case never
+    }
+
+    public var maxAttempts: Int?
+    /// By Apple's reason name (`TooManyRequests`, `InternalServerError`, `ServiceUnavailable`, `Shutdown`)
+    /// or `timeout`.
+    public var delays: [String: Delay] = [:]
+
+    public init() {}
 }

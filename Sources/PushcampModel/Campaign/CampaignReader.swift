@@ -2,7 +2,9 @@ import Yams
 
 /// Reads a campaign file into a `Campaign`, reporting every problem of the file at once.
 public enum CampaignReader {
-    static let topKeys = ["campaign", "description", "app", "variables", "audience", "message", "schedule", "throttle"]
+    static let topKeys = [
+        "campaign", "description", "app", "variables", "audience", "message", "schedule", "throttle", "retry",
+    ]
     static let audienceKeys = ["source", "where", "exclude"]
     static let messageKeys = [
         "push_type", "priority", "expiration", "collapse_id", "topic", "payload", "strings", "locale", "variants",
@@ -38,6 +40,7 @@ public enum CampaignReader {
         let message = top["message"].flatMap { readMessage($0, reader) }
         let schedule = top["schedule"].flatMap { readSchedule($0, reader) }
         let throttle = top["throttle"].map { readThrottle($0, reader) } ?? ThrottleSpec()
+        let retry = top["retry"].map { readRetry($0, reader) } ?? RetrySpec()
 
         guard !reader.diagnostics.hasErrors, let id, let app, let audience, let message else {
             return (nil, reader.diagnostics)
@@ -51,6 +54,7 @@ public enum CampaignReader {
             message: message,
             schedule: schedule,
             throttle: throttle,
+            retry: retry,
             path: document.path,
             appLocation: reader.location(top["app"])
         )
@@ -359,6 +363,38 @@ public enum CampaignReader {
             rate: map["rate"].flatMap { reader.parsed($0, "throttle.rate", Rate.parse) },
             connections: map["connections"].flatMap { reader.int($0, "throttle.connections", in: 1...64) }
         )
+    }
+
+    static let retryable = ["TooManyRequests", "InternalServerError", "ServiceUnavailable", "Shutdown", "timeout"]
+    static let neverRetried = [
+        "BadDeviceToken", "DeviceTokenNotForTopic", "Forbidden", "ExpiredToken", "Unregistered", "PayloadTooLarge",
+    ]
+
+    public static func readRetry(_ node: Node, _ reader: YAMLReader) -> RetrySpec {
+        guard let entries = reader.freeMapping(node, in: "retry") else { return RetrySpec() }
+        var spec = RetrySpec()
+        for (key, keyNode, value) in entries {
+            if key == "max_attempts" {
+                spec.maxAttempts = reader.int(value, "retry.max_attempts", in: 1...100)
+            } else if neverRetried.contains(key) {
+                reader.error("Apple says never to retry \(key); it cannot be given a retry delay", at: keyNode)
+            } else if retryable.contains(key) {
+                guard let text = reader.string(value, "retry.\(key)") else { continue }
+                if text == "never" {
+                    spec.delays[key] = .never
+                } else if let span = reader.parsed(value, "retry.\(key)", TimeSpan.parse) {
+                    spec.delays[key] = .after(span)
+                }
+            } else {
+                let known = ["max_attempts"] + retryable
+                reader.error(
+                    "unknown key 'retry.\(key)'\(Suggestion.didYouMean(key, in: known)); "
+                        + "known: \(known.joined(separator: ", "))",
+                    at: keyNode
+                )
+            }
+        }
+        return spec
     }
 
     // MARK: Values

@@ -61,6 +61,7 @@ struct CampaignAssembler {
             rate: rate ?? Project.defaultRate,
             rateIsDefault: rate == nil,
             connections: throttle.connections ?? project.defaults.throttle.connections ?? Project.defaultConnections,
+            retry: campaign.retry,
             scheduledAt: campaign.schedule?.at,
             revision: revision(),
             messageLocation: message.location

@@ -36,6 +36,7 @@ public struct LoadedCampaign: Sendable {
     public var rate: Rate
     public var rateIsDefault: Bool
     public var connections: Int
+    public var retry: RetrySpec
     public var scheduledAt: Timestamp?
     /// A hash of the campaign file, its templates and its audience inputs: a changed file is a new revision.
     public var revision: String

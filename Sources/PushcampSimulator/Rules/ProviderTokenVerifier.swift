@@ -44,6 +44,7 @@ public final class ProviderTokenVerifier: Sendable {
         guard let issuedAt = verify(token) else { return .invalidProviderToken }
         if now - Double(issuedAt) > 3600 { return .expiredProviderToken }
         return state.withLock { state in
+            if state.known[token] != nil { return nil }  // verified meanwhile on another connection
             if let last = state.lastNewTokenAt, now - last < 20 * 60 {
                 state.tooManyUpdates += 1
                 return .tooManyProviderTokenUpdates

@@ -34,9 +34,9 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         self.recorder = recorder
     }
 
-    func channelActive(context: ChannelHandlerContext) {
+    func handlerAdded(context: ChannelHandlerContext) {
+        // Added once ALPN chose h2, after the channel became active.
         recorder.connectionOpened()
-        context.fireChannelActive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

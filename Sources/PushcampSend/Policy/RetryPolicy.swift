@@ -1,0 +1,73 @@
+import PushcampAPNs
+import PushcampModel
+
+/// What to do with each outcome: Apple's rules plus the campaign's `retry:` settings.
+///
+/// | outcome | default |
+/// |---|---|
+/// | 200 | delivered |
+/// | BadDeviceToken, DeviceTokenNotForTopic, Forbidden, ExpiredToken, Unregistered, PayloadTooLarge | failed, never retried |
+/// | InvalidProviderToken, MissingProviderToken, BadCertificate… | failed; a few of them stop the run |
+/// | TooManyRequests | that device again after 10 s |
+/// | InternalServerError, ServiceUnavailable | again after 10 s, doubling, with jitter (at most 15 min) |
+/// | Shutdown | again after 1 s, on whichever connection is up |
+/// | connection lost with the request in flight | again at once (counted: APNs may have had it) |
+/// | no answer before the deadline | again after 5 s |
+/// | other 4xx (a bug in the request) | failed |
+public struct RetryPolicy: Sendable {
+    public var maxAttempts: Int
+    public var delays: [String: RetrySpec.Delay]
+
+    public static let defaultDelays: [String: Double] = [
+        "TooManyRequests": 10, "InternalServerError": 10, "ServiceUnavailable": 10, "Shutdown": 1, "timeout": 5,
+    ]
+    public static let maximumDelay: Double = 15 * 60
+
+    public init(_ spec: RetrySpec = RetrySpec()) {
+        maxAttempts = spec.maxAttempts ?? 5
+        delays = spec.delays
+    }
+
+    public enum Decision: Equatable, Sendable {
+        case delivered
+        /// Final: the push failed for `reason` (Apple's reason, or a transport condition).
+        case failed(reason: String)
+        /// Send again after `seconds`, recorded under `cause`.
+        case retry(after: Double, cause: String)
+        /// The credentials are refused: count it, and stop the run after a few.
+        case credentials(reason: String)
+    }
+
+    /// `attempt` is the request's attempt number (0 for the first send); `random` in 0..<1 gives the jitter.
+    public func decide(_ result: APNsOutcome.Result, attempt: Int, random: Double) -> Decision {
+        let reasonName: String
+        switch result {
+        case .response(200, _, _):
+            return .delivered
+        case .response(let status, let reason, _):
+            let reason = reason ?? .unknown("HTTP \(status)")
+            switch reason.disposition {
+            case .neverRetry, .requestBug: return .failed(reason: "\(reason)")
+            case .credentials, .refreshProviderToken: return .credentials(reason: "\(reason)")
+            case .deviceBusy, .serverError, .slowTokenRefresh: reasonName = "\(reason)"
+            }
+        case .connectionLost:
+            return attempt + 1 < maxAttempts
+                ? .retry(after: 0, cause: "connection-lost") : .failed(reason: "connection-lost")
+        case .timedOut:
+            reasonName = "timeout"
+        }
+        let base: Double
+        switch delays[reasonName] {
+        case .never?: return .failed(reason: reasonName)
+        case .after(let span)?: base = Double(span.seconds)
+        case nil: base = Self.defaultDelays[reasonName] ?? 10
+        }
+        guard attempt + 1 < maxAttempts else { return .failed(reason: reasonName) }
+        let exponential = reasonName == "TooManyRequests" ? base : base * Double(1 << min(attempt, 16))
+        let ceiling = min(exponential, Self.maximumDelay)
+        // Jitter spreads retries out; TooManyRequests waits at least its delay.
+        let delay = reasonName == "TooManyRequests" ? ceiling * (1 + 0.2 * random) : ceiling * (0.8 + 0.4 * random)
+        return .retry(after: max(delay, base), cause: reasonName)
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+
+extension SendReport {
+    /// The end-of-run report for people.
+    public func text() -> String {
+        var lines: [String] = []
+        lines.append("campaign \(campaign) (revision \(revision)) → \(endpoint)")
+        switch stop {
+        case .interrupted?: lines.append("stopped: interrupted; in-flight requests were drained")
+        case .credentials(let message)?: lines.append("stopped: \(message)")
+        case .cannotConnect(let message)?, .planFailed(let message)?: lines.append("stopped: \(message)")
+        case nil: break
+        }
+        let planNote = planFinished ? "" : " so far (the run stopped before the end of the plan)"
+        lines.append(
+            "planned \(planned)\(planNote); held out \(heldOut); refused by pre-flight \(preflightFailed)"
+        )
+        lines.append(
+            "delivered \(delivered), failed \(failed)" + (unsent > 0 ? ", not sent \(unsent)" : "")
+        )
+        if !statuses.isEmpty {
+            lines.append("by status:")
+            for (status, count) in statuses.sorted(by: { $0.key < $1.key }) {
+                lines.append("  \(status)  \(count)")
+            }
+        }
+        if !failures.isEmpty {
+            lines.append("failures by reason:")
+            for (reason, count) in failures.sorted(by: { ($0.value, $1.key) > ($1.value, $0.key) }) {
+                lines.append("  \(reason.padding(toLength: 28, withPad: " ", startingAt: 0)) \(count)")
+            }
+        }
+        lines.append(
+            "retries \(totalRetries)"
+                + (retries.isEmpty
+                    ? ""
+                    : " (" + retries.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+                        + ")")
+        )
+        if let p50 = latency.percentile(0.5), let p90 = latency.percentile(0.9), let p99 = latency.percentile(0.99) {
+            lines.append(
+                "latency p50 \(Self.milliseconds(p50)), p90 \(Self.milliseconds(p90)), p99 \(Self.milliseconds(p99))"
+            )
+        }
+        lines.append(
+            String(
+                format: "%.2f s, %.0f answers/s, %d connection(s) opened, stream limit up to %d",
+                seconds,
+                throughput,
+                connectionsOpened,
+                highestStreamLimit
+            )
+        )
+        if providerTokensRenewed > 0 {
+            lines.append("provider token renewed after ExpiredProviderToken: \(providerTokensRenewed)")
+        }
+        if !disconnects.isEmpty {
+            lines.append("connections ended:")
+            for (reason, count) in disconnects.sorted(by: { $0.key < $1.key }) {
+                lines.append("  \(count) × \(reason)")
+            }
+        }
+        if !deadTokens.isEmpty {
+            lines.append(
+                "dead tokens (Unregistered, ExpiredToken, BadDeviceToken): \(deadTokens.count + deadTokensOmitted)"
+            )
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static func milliseconds(_ seconds: Double) -> String {
+        seconds < 0.01 ? String(format: "%.2f ms", seconds * 1000) : String(format: "%.0f ms", seconds * 1000)
+    }
+}

@@ -1,0 +1,68 @@
+import PushcampModel
+
+/// What a send did: every planned push accounted for, by status and reason.
+public struct SendReport: Sendable {
+    public struct DeadToken: Sendable, Hashable {
+        public var token: String
+        public var reason: String
+        /// APNs' timestamp (ms since 1970) for 410 answers.
+        public var timestamp: Int64?
+    }
+
+    public enum Stop: Sendable, Equatable {
+        /// Ctrl-C or SIGTERM: in-flight requests were drained.
+        case interrupted
+        /// APNs refused the credentials: the message says what to check.
+        case credentials(String)
+        /// No connection could be made.
+        case cannotConnect(String)
+        /// Reading the audience failed part-way.
+        case planFailed(String)
+    }
+
+    public var campaign: String
+    public var revision: String
+    public var endpoint: String
+    /// Pushes the plan produced (after holdout and pre-flight).
+    public var planned = 0
+    public var preflightFailed = 0
+    public var heldOut = 0
+    /// Whether the whole plan was read (false when the run stopped early).
+    public var planFinished = false
+    public var delivered = 0
+    /// Final failures by reason.
+    public var failures: [String: Int] = [:]
+    /// Final answers by HTTP status (200 included).
+    public var statuses: [Int: Int] = [:]
+    /// Sends beyond the first, by cause.
+    public var retries: [String: Int] = [:]
+    /// Requests queued or waiting to retry when the run stopped: never answered.
+    public var unsent = 0
+    public var deadTokens: [DeadToken] = []
+    public var deadTokensOmitted = 0
+    public var latency = LatencyHistogram()
+    public var seconds = 0.0
+    public var stop: Stop?
+    public var connectionsOpened = 0
+    public var disconnects: [String: Int] = [:]
+    public var providerTokensRenewed = 0
+    public var highestStreamLimit = 0
+
+    public static let deadTokenLimit = 100_000
+
+    public var failed: Int { failures.values.reduce(0, +) }
+    public var answered: Int { delivered + failed }
+    public var throughput: Double { seconds > 0 ? Double(answered) / seconds : 0 }
+    public var totalRetries: Int { retries.values.reduce(0, +) }
+
+    /// 0 every push delivered; 2 credentials refused or no connection; 4 some pushes failed or were not
+    /// sent; 130 interrupted.
+    public var exitCode: Int32 {
+        switch stop {
+        case .interrupted?: return 130
+        case .credentials?, .cannotConnect?: return 2
+        case .planFailed?: return 1
+        case nil: return failed > 0 || unsent > 0 || preflightFailed > 0 ? 4 : 0
+        }
+    }
+}

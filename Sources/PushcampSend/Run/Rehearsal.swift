@@ -1,0 +1,78 @@
+import Crypto
+import Foundation
+import PushcampAPNs
+import PushcampModel
+import PushcampPlanner
+import PushcampSimulator
+
+/// `pushcamp rehearse`: the real send, against an in-process simulator with throwaway credentials.
+///
+/// Nothing leaves the machine: the simulator listens on 127.0.0.1, trusts a key made on the spot and
+/// checks every request as APNs would; the campaign's own connections, rate and retries apply.
+public struct Rehearsal {
+    public var campaign: LoadedCampaign
+    /// Token behaviours for the simulator (unlisted tokens are delivered).
+    public var tokens: [String: TokenBehaviour] = [:]
+    public var adjust: @Sendable (inout SimulatorConfiguration) -> Void = { _ in }
+
+    public init(campaign: LoadedCampaign) {
+        self.campaign = campaign
+    }
+
+    public struct Result: Sendable {
+        public var report: SendReport
+        public var recorder: SimulatorRecorder
+    }
+
+    /// Starts the simulator, sends, stops it. `started` gets the executor (for Ctrl-C).
+    public func run(
+        started: @Sendable (Executor) -> Void = { _ in },
+        progress: @escaping @Sendable (SendProgress) -> Void = { _ in }
+    ) async throws -> Result {
+        let credentials = try SimulatorCredentials.generate()
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("pushcamp-rehearsal-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (caFile, _) = try credentials.write(to: directory)
+
+        let teamID: String
+        let keyID: String
+        if case .token(let team, let key, _) = campaign.app.credentials {
+            (teamID, keyID) = (team, key)
+        } else {
+            (teamID, keyID) = ("REHEARSAL1", "REHEARSAL1")
+        }
+        let verifier = ProviderTokenVerifier(
+            publicKey: credentials.signingKey.publicKey,
+            teamID: teamID,
+            keyID: keyID,
+            clock: SystemWallClock()
+        )
+        var configuration = SimulatorConfiguration(
+            credentials: credentials,
+            verifier: verifier,
+            rules: RequestRules(bundleID: campaign.app.topic)
+        )
+        configuration.tokens = tokens
+        adjust(&configuration)
+        let simulator = APNsSimulator(configuration: configuration)
+        let port = try await simulator.start()
+        let endpoint = "https://127.0.0.1:\(port) (rehearsal simulator)"
+        let pool = try APNsConnectionPool(
+            configuration: APNsClientConfiguration(
+                host: "127.0.0.1",
+                port: port,
+                authentication: .providerToken(
+                    ProviderTokens(teamID: teamID, keyID: keyID, key: credentials.signingKey)
+                ),
+                caFile: caFile,
+                connections: campaign.connections
+            )
+        )
+        let executor = SendPipeline.executor(campaign: campaign, transport: pool, endpoint: endpoint)
+        started(executor)
+        let report = await executor.run(progress: progress)
+        await simulator.stop()
+        return Result(report: report, recorder: simulator.recorder)
+    }
+}

@@ -1,0 +1,104 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import PushcampAPNs
+import PushcampSimulator
+
+struct Sim: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sim",
+        abstract: "Run a stand-alone APNs simulator on 127.0.0.1 (HTTP/2 over TLS).",
+        discussion: """
+            An APNs stand-in for rehearsals and tests. It checks provider tokens (ES256, key id, \
+            team id, age, refresh rate), starts every connection at one stream and raises the limit \
+            after the first authenticated request, and checks each request as APNs does. It writes \
+            the CA certificate clients must trust (ca.pem) and, unless --key names one, a fresh \
+            provider-token key (key.p8) into --state-dir. Point an app at it in pushcamp.yaml:
+
+              apps:
+                shop-ios:
+                  endpoint: https://127.0.0.1:8443
+                  ca_file: .pushcamp/sim/ca.pem
+                  key_file: .pushcamp/sim/key.p8
+                  ...
+
+            Device behaviours (--tokens FILE), one per line, `#` for comments:
+              TOKEN ok                     200
+              TOKEN unregistered [ms]      410 Unregistered, with the timestamp
+              TOKEN bad                    400 BadDeviceToken
+              TOKEN wrong-topic            400 DeviceTokenNotForTopic
+              TOKEN flaky [n]              503 ServiceUnavailable n times (1), then 200
+              TOKEN throttled [n]          429 TooManyRequests n times (1), then 200
+              TOKEN reason NAME            any status and reason APNs documents
+
+            Ctrl-C stops it and prints what it received, by status and reason.
+            """
+    )
+
+    @Option(help: "The port to listen on (127.0.0.1 only).")
+    var port: Int = 8443
+
+    @Option(help: ArgumentHelp("Where to write ca.pem and key.p8.", valueName: "dir"))
+    var stateDir: String = ".pushcamp/sim"
+
+    @Option(help: ArgumentHelp("Verify provider tokens with this .p8 key's public half.", valueName: "file"))
+    var key: String?
+
+    @Option(help: "The team id tokens must carry (any when absent).")
+    var teamID: String?
+
+    @Option(help: "The key id tokens must carry (any when absent).")
+    var keyID: String?
+
+    @Option(help: ArgumentHelp("The bundle id topics must match (any when absent).", valueName: "bundle-id"))
+    var topic: String?
+
+    @OptionGroup var faults: SimulatorFaults
+
+    func run() async throws {
+        var credentials = try SimulatorCredentials.generate()
+        if let key {
+            do {
+                credentials.signingKey = try P256.Signing.PrivateKey(
+                    pemRepresentation: String(contentsOfFile: key, encoding: .utf8)
+                )
+            } catch {
+                printError("\(key): error: not a P-256 private key in PEM form (an Apple .p8 key)")
+                throw ExitCode(1)
+            }
+        }
+        let (caFile, keyFile) = try credentials.write(to: stateDir)
+        let verifier = ProviderTokenVerifier(
+            publicKey: credentials.signingKey.publicKey,
+            teamID: teamID,
+            keyID: keyID,
+            clock: SystemWallClock()
+        )
+        var configuration = SimulatorConfiguration(
+            credentials: credentials,
+            verifier: verifier,
+            rules: RequestRules(bundleID: topic)
+        )
+        configuration.port = port
+        configuration.tokens = try faults.tokenRules()
+        faults.apply(to: &configuration)
+        let simulator = APNsSimulator(configuration: configuration)
+        let bound = try await simulator.start()
+        print("pushcamp sim: listening on https://127.0.0.1:\(bound)")
+        print("  trust:  \(caFile)")
+        print("  key:    \(key ?? keyFile)")
+        fflush(nil)
+        let stopped = AsyncStream<Void>.makeStream()
+        let signals = StopSignals { stopped.continuation.finish() }
+        for await _ in stopped.stream {}
+        withExtendedLifetime(signals) {}
+        await simulator.stop()
+        let recorder = simulator.recorder
+        print(
+            "received \(recorder.records.count) request(s) on \(recorder.connections) connection(s); at most \(recorder.maxOpenStreams) streams open at once"
+        )
+        for (answer, count) in recorder.summary().sorted(by: { $0.key < $1.key }) {
+            print("  \(answer)  \(count)")
+        }
+    }
+}
