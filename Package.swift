@@ -135,6 +135,25 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "PushcampAPNsTests",
+            dependencies: [
+                "PushcampAPNs", "PushcampSimulator",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "PushcampSendTests",
+            dependencies: [
+                "PushcampSend", "PushcampAPNs", "PushcampSimulator", "PushcampPlanner", "PushcampModel",
+                "PushcampTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "PushcampCLITests",
             dependencies: ["pushcamp", "PushcampTestSupport"],
             swiftSettings: strict

@@ -14,6 +14,8 @@ public struct Rehearsal {
     /// Token behaviours for the simulator (unlisted tokens are delivered).
     public var tokens: [String: TokenBehaviour] = [:]
     public var adjust: @Sendable (inout SimulatorConfiguration) -> Void = { _ in }
+    /// The clock provider tokens are minted by (tests give it a skew).
+    public var clientClock: any WallClock = SystemWallClock()
 
     public init(campaign: LoadedCampaign) {
         self.campaign = campaign
@@ -63,7 +65,7 @@ public struct Rehearsal {
                 host: "127.0.0.1",
                 port: port,
                 authentication: .providerToken(
-                    ProviderTokens(teamID: teamID, keyID: keyID, key: credentials.signingKey)
+                    ProviderTokens(teamID: teamID, keyID: keyID, key: credentials.signingKey, clock: clientClock)
                 ),
                 caFile: caFile,
                 connections: campaign.connections

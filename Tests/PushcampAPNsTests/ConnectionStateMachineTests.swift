@@ -1,0 +1,127 @@
+import NIOCore
+import Testing
+
+@testable import PushcampAPNs
+
+@Suite("Connection state machine")
+struct ConnectionStateMachineTests {
+    let start = NIODeadline.uptimeNanoseconds(1_000_000_000)
+
+    @Test func oneStreamUntilTheTokenIsAcceptedThenTheServersLimit() {
+        var machine = ConnectionStateMachine(authentication: .providerToken, now: start)
+        #expect(machine.budget == 1)  // before any SETTINGS
+        machine.settingsReceived(maxConcurrentStreams: 1000)
+        #expect(machine.budget == 1)  // not authenticated yet
+        machine.streamOpened(now: start)
+        #expect(machine.budget == 0)
+        machine.streamClosed(status: 200, reason: nil, now: start)
+        #expect(machine.budget == 1000)
+    }
+
+    @Test func aRefusedTokenKeepsOneStream() {
+        var machine = ConnectionStateMachine(authentication: .providerToken, now: start)
+        machine.settingsReceived(maxConcurrentStreams: 500)
+        machine.streamOpened(now: start)
+        machine.streamClosed(status: 403, reason: .invalidProviderToken, now: start)
+        #expect(machine.budget == 1)
+    }
+
+    @Test func certificatesUseTheServersLimitAtOnce() {
+        var machine = ConnectionStateMachine(authentication: .certificate, now: start)
+        machine.settingsReceived(maxConcurrentStreams: 50)
+        #expect(machine.budget == 50)
+    }
+
+    @Test func aLoweredLimitIsFollowedDown() {
+        var machine = ConnectionStateMachine(authentication: .certificate, now: start)
+        machine.settingsReceived(maxConcurrentStreams: 10)
+        for _ in 0..<10 { machine.streamOpened(now: start) }
+        machine.settingsReceived(maxConcurrentStreams: 2)
+        #expect(machine.budget == 0)
+        for _ in 0..<8 { machine.streamClosed(status: 200, reason: nil, now: start) }
+        #expect(machine.budget == 0)
+        machine.streamClosed(status: 200, reason: nil, now: start)
+        #expect(machine.budget == 1)
+    }
+
+    @Test func drainingOpensNothingAndFinishesWhenEmpty() {
+        var machine = ConnectionStateMachine(authentication: .certificate, now: start)
+        machine.settingsReceived(maxConcurrentStreams: 10)
+        machine.streamOpened(now: start)
+        machine.drain()
+        #expect(machine.budget == 0)
+        #expect(!machine.finished)
+        machine.streamClosed(status: nil, reason: nil, now: start)
+        #expect(machine.finished)
+    }
+
+    @Test func aBurstOfBadTokensCutsTheBudgetToAQuarter() {
+        var machine = ConnectionStateMachine(authentication: .certificate, now: start)
+        machine.settingsReceived(maxConcurrentStreams: 100)
+        for index in 0..<ConnectionStateMachine.healthWindow {
+            machine.streamOpened(now: start)
+            machine.streamClosed(
+                status: index % 2 == 0 ? 400 : 200,
+                reason: index % 2 == 0 ? .badDeviceToken : nil,
+                now: start
+            )
+        }
+        #expect(machine.streamLimit == 25)
+        for _ in 0..<ConnectionStateMachine.healthWindow {
+            machine.streamOpened(now: start)
+            machine.streamClosed(status: 200, reason: nil, now: start)
+        }
+        #expect(machine.streamLimit == 100)
+    }
+
+    @Test func idleConnectionsArePingedAndClosedWithoutAnAnswer() {
+        var machine = ConnectionStateMachine(
+            authentication: .certificate,
+            now: start,
+            idleTimeout: .seconds(60),
+            pingTimeout: .seconds(10)
+        )
+        #expect(machine.tick(now: start + .seconds(59)) == .none)
+        #expect(machine.tick(now: start + .seconds(60)) == .ping)
+        #expect(machine.tick(now: start + .seconds(65)) == .none)
+        machine.pingAcknowledged(now: start + .seconds(66))
+        #expect(machine.tick(now: start + .seconds(100)) == .none)
+        #expect(machine.tick(now: start + .seconds(126)) == .ping)
+        if case .close = machine.tick(now: start + .seconds(136)) {} else { Issue.record("expected close") }
+    }
+
+    @Test func backoffGrowsWithJitterAndResets() {
+        var backoff = Backoff(base: .milliseconds(100), maximum: .seconds(1))
+        #expect(backoff.next(random: 0) == .milliseconds(50))
+        #expect(backoff.next(random: 1) == .milliseconds(200))
+        #expect(backoff.next(random: 1) == .milliseconds(400))
+        #expect(backoff.next(random: 1) == .milliseconds(800))
+        #expect(backoff.next(random: 1) == .seconds(1))
+        backoff.reset()
+        #expect(backoff.next(random: 1) == .milliseconds(100))
+    }
+
+    @Test(arguments: [
+        ("BadDeviceToken", APNsReason.Disposition.neverRetry, 400),
+        ("Unregistered", .neverRetry, 410),
+        ("PayloadTooLarge", .neverRetry, 413),
+        ("InvalidProviderToken", .credentials, 403),
+        ("ExpiredProviderToken", .refreshProviderToken, 403),
+        ("TooManyRequests", .deviceBusy, 429),
+        ("ServiceUnavailable", .serverError, 503),
+        ("BadPriority", .requestBug, 400),
+    ])
+    func reasons(name: String, disposition: APNsReason.Disposition, status: Int) {
+        let reason = APNsReason(name)
+        #expect(reason.description == name)
+        #expect(reason.disposition == disposition)
+        #expect(reason.status == status)
+    }
+
+    @Test func endpoints() {
+        #expect(APNsClientConfiguration.parseEndpoint("https://api.push.apple.com")! == ("api.push.apple.com", 443))
+        #expect(APNsClientConfiguration.parseEndpoint("https://127.0.0.1:8443")! == ("127.0.0.1", 8443))
+        #expect(APNsClientConfiguration.parseEndpoint("http://127.0.0.1:8443") == nil)
+        #expect(APNsClientConfiguration.parseEndpoint("https://host:99999") == nil)
+    }
+}

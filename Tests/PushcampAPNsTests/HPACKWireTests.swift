@@ -1,0 +1,71 @@
+import NIOCore
+import NIOHPACK
+import Testing
+
+@testable import PushcampAPNs
+
+/// Decodes what nghttp2 put on the wire and checks Apple's HPACK rules.
+@Suite("HPACK on the wire")
+struct HPACKWireTests {
+    func request(_ index: Int) -> APNsRequest {
+        APNsRequest(
+            tag: index,
+            deviceToken: String(repeating: String(index % 10), count: 64),
+            apnsID: "00000000-0000-5000-8000-00000000000\(index % 10)",
+            topic: "com.example.shop",
+            pushType: "alert",
+            priority: 10,
+            expiration: 1_767_225_600,
+            collapseID: "sale",
+            payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8)
+        )
+    }
+
+    /// HEADERS frame blocks in order, after the client preface.
+    func headerBlocks(_ buffer: ByteBuffer) -> [ByteBuffer] {
+        var buffer = buffer
+        buffer.moveReaderIndex(forwardBy: 24)  // PRI * HTTP/2.0 …
+        var blocks: [ByteBuffer] = []
+        while buffer.readableBytes >= 9 {
+            let length = Int(buffer.readInteger(as: UInt8.self)!) << 16 | Int(buffer.readInteger(as: UInt16.self)!)
+            let type = buffer.readInteger(as: UInt8.self)!
+            let flags = buffer.readInteger(as: UInt8.self)!
+            _ = buffer.readInteger(as: UInt32.self)
+            var payload = buffer.readSlice(length: length)!
+            if type == 1 {
+                if flags & 0x08 != 0 { payload.moveReaderIndex(forwardBy: Int(payload.readInteger(as: UInt8.self)!)) }
+                if flags & 0x20 != 0 { payload.moveReaderIndex(forwardBy: 5) }
+                blocks.append(payload)
+            }
+        }
+        return blocks
+    }
+
+    @Test func pathAndAuthorizationAreNeverIndexedAndApnsHeadersOnlyTheFirstTime() throws {
+        let session = try NGHTTP2Session(authority: "api.push.apple.com")
+        let token = ProviderTokens.Current(bearer: "bearer abc.def.ghi", generation: 1)
+        for index in 0..<3 { _ = try session.submit(request(index), token: token, now: .now()) }
+        let wire = try #require(try session.drainOutput(allocator: ByteBufferAllocator()))
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+        let blocks = headerBlocks(wire)
+        #expect(blocks.count == 3)
+        var decoded: [HPACKHeaders] = []
+        for var block in blocks { decoded.append(try decoder.decodeHeaders(from: &block)) }
+
+        func indexing(_ headers: HPACKHeaders, _ name: String) -> HPACKIndexing? {
+            headers.firstIndex { $0.name == name }.map { headers[$0].indexable }
+        }
+        for (number, headers) in decoded.enumerated() {
+            #expect(headers.first(name: ":path") == "/3/device/" + String(repeating: String(number), count: 64))
+            #expect(indexing(headers, ":path") == .neverIndexed)
+            #expect(indexing(headers, "authorization") == .neverIndexed)
+            for name in ["apns-id", "apns-expiration", "apns-collapse-id"] {
+                #expect(
+                    indexing(headers, name) == (number == 0 ? .indexable : .neverIndexed),
+                    "\(name) in request \(number)"
+                )
+            }
+            #expect(indexing(headers, "apns-topic") == .indexable)
+        }
+    }
+}

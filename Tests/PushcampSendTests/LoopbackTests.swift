@@ -1,0 +1,186 @@
+import Crypto
+import Foundation
+import NIOCore
+import PushcampAPNs
+import PushcampModel
+import PushcampPlanner
+import PushcampSend
+import PushcampSimulator
+import PushcampTestSupport
+import Synchronization
+import Testing
+
+/// End to end on 127.0.0.1: the real pool (nghttp2 + NIOSSL) against the simulator (swift-nio-http2).
+@Suite("Send against the simulator", .serialized)
+struct LoopbackTests {
+    static func campaign(rows: Int, extra: String = "") throws -> (TemporaryProject, LoadedCampaign) {
+        let project = try TemporaryProject()
+        try project.write(
+            "audiences/a.csv",
+            TemporaryProject.csv(count: rows, columns: ["name"]) { ["Name\($0)"] }
+        )
+        try project.write(
+            "campaigns/c.yaml",
+            """
+            campaign: loopback
+            app: shop
+            audience: { source: { csv: audiences/a.csv } }
+            message:
+              payload: { aps: { alert: { title: "Hi {{name}}" } } }
+            throttle: { rate: 100000/s, connections: 2 }
+            \(extra)
+            """
+        )
+        let result = CampaignLoader(workingDirectory: project.root).load("campaigns/c.yaml")
+        return (project, try #require(result.campaign, "\(result.diagnostics)"))
+    }
+
+    static func rehearse(
+        rows: Int,
+        extra: String = "",
+        tokens: [Int: TokenBehaviour] = [:],
+        adjust: @escaping @Sendable (inout SimulatorConfiguration) -> Void = { _ in }
+    ) async throws -> Rehearsal.Result {
+        let (project, campaign) = try campaign(rows: rows, extra: extra)
+        defer { project.remove() }
+        var rehearsal = Rehearsal(campaign: campaign)
+        for (index, behaviour) in tokens { rehearsal.tokens[TemporaryProject.token(index)] = behaviour }
+        rehearsal.adjust = adjust
+        return try await rehearsal.run()
+    }
+
+    @Test func everyPushOnceAndTheStreamLimitRespected() async throws {
+        let result = try await Self.rehearse(rows: 3000) { $0.maxConcurrentStreams = 40 }
+        #expect(result.report.delivered == 3000)
+        #expect(result.report.exitCode == 0)
+        #expect(result.recorder.deliveries().count == 3000)
+        #expect(result.recorder.deliveries().values.allSatisfy { $0 == 1 })
+        #expect(result.recorder.maxOpenStreams == 40)
+        #expect(result.recorder.limitViolations == 0)
+        #expect(result.report.highestStreamLimit == 40)
+    }
+
+    @Test func aLoweredLimitIsFollowed() async throws {
+        let result = try await Self.rehearse(rows: 3000) {
+            $0.maxConcurrentStreams = 50
+            $0.lowerLimit = (after: 300, to: 3)
+        }
+        #expect(result.report.delivered == 3000)
+        #expect(result.recorder.limitViolations == 0)
+    }
+
+    @Test func goawayMidRunDeliversEachNotificationExactlyOnce() async throws {
+        let result = try await Self.rehearse(rows: 3000) {
+            $0.maxConcurrentStreams = 100
+            $0.goawayAfter = 700
+        }
+        #expect(result.report.delivered == 3000)
+        #expect(result.recorder.goaways >= 4)
+        let deliveries = result.recorder.deliveries()
+        #expect(deliveries.count == 3000)
+        #expect(deliveries.values.allSatisfy { $0 == 1 })
+        #expect(result.report.disconnects.keys.contains { $0.hasPrefix("GOAWAY (NO_ERROR, reason Shutdown)") })
+    }
+
+    @Test func droppedConnectionsAreResentAndCounted() async throws {
+        let result = try await Self.rehearse(rows: 2000) {
+            $0.maxConcurrentStreams = 100
+            $0.dropAfter = 500
+            $0.latency = .milliseconds(2)
+        }
+        #expect(result.report.delivered == 2000)
+        #expect(result.recorder.drops >= 2)
+        #expect(result.report.retries["connection-lost", default: 0] > 0)
+        #expect(Set(result.recorder.deliveries().keys).count == 2000)
+    }
+
+    @Test func tooManyRequestsIsRetriedNoSoonerThanTheDelay() async throws {
+        let started = ContinuousClock.now
+        let result = try await Self.rehearse(
+            rows: 20,
+            extra: "retry: { TooManyRequests: 1s }",
+            tokens: [3: .throttled(times: 1)]
+        )
+        #expect(result.report.delivered == 20)
+        #expect(result.report.retries["TooManyRequests"] == 1)
+        #expect(ContinuousClock.now - started >= .seconds(1))
+    }
+
+    @Test func serverErrorsAreRetriedWithBackoffAndPermanentFailuresNever() async throws {
+        let result = try await Self.rehearse(
+            rows: 30,
+            extra: "retry: { ServiceUnavailable: 1s }",
+            tokens: [1: .flaky(failures: 2), 2: .unregistered(timestamp: 1_700_000_000_000), 3: .bad, 4: .wrongTopic]
+        )
+        #expect(result.report.delivered == 27)
+        #expect(result.report.failures == ["Unregistered": 1, "BadDeviceToken": 1, "DeviceTokenNotForTopic": 1])
+        #expect(result.report.retries["ServiceUnavailable"] == 2)
+        #expect(result.report.exitCode == 4)
+        let attempts = Dictionary(grouping: result.recorder.records, by: \.token).mapValues(\.count)
+        #expect(attempts[TemporaryProject.token(1)] == 3)
+        for index in 2...4 { #expect(attempts[TemporaryProject.token(index)] == 1) }
+        #expect(
+            result.report.deadTokens.map(\.token).sorted()
+                == [TemporaryProject.token(2), TemporaryProject.token(3)].sorted()
+        )
+        #expect(result.report.deadTokens.first { $0.reason == "Unregistered" }?.timestamp == 1_700_000_000_000)
+    }
+
+    @Test func wrongCredentialsStopTheRunQuickly() async throws {
+        let result = try await Self.rehearse(rows: 5000) { configuration in
+            configuration.verifier = ProviderTokenVerifier(
+                publicKey: P256.Signing.PrivateKey().publicKey,
+                teamID: nil,
+                keyID: nil,
+                clock: SystemWallClock()
+            )
+        }
+        guard case .credentials(let message)? = result.report.stop else {
+            Issue.record("expected a credentials stop, got \(String(describing: result.report.stop))")
+            return
+        }
+        #expect(message.contains("InvalidProviderToken"))
+        #expect(result.report.exitCode == 2)
+        #expect(result.recorder.records.count <= 8)  // one stream per connection until a token is accepted
+    }
+
+    @Test func expiredProviderTokenIsAnsweredWithOneNewToken() async throws {
+        let (project, campaign) = try Self.campaign(rows: 500)
+        defer { project.remove() }
+        var rehearsal = Rehearsal(campaign: campaign)
+        // The first token is minted 55 minutes in the past, so APNs (the simulator) calls it expired.
+        rehearsal.clientClock = SkewedClock(firstReadings: 1, skew: -3700)
+        let result = try await rehearsal.run()
+        #expect(result.report.delivered == 500)
+        #expect(result.report.providerTokensRenewed == 1)
+        #expect(result.recorder.records.filter { $0.reason == .expiredProviderToken }.count >= 1)
+        #expect(result.recorder.records.filter { $0.reason == .tooManyProviderTokenUpdates }.isEmpty)
+    }
+
+    @Test func headersAsTheSimulatorExpects() async throws {
+        let result = try await Self.rehearse(rows: 5, extra: "")
+        let record = try #require(result.recorder.records.first)
+        #expect(record.topic == "com.example.shop")
+        #expect(record.pushType == "alert")
+        #expect(record.priority == "10")
+        #expect(record.status == 200)
+    }
+}
+
+/// The system clock, off by `skew` seconds for its first readings.
+final class SkewedClock: WallClock {
+    private let readings = Mutex(0)
+    let firstReadings: Int
+    let skew: Double
+    init(firstReadings: Int, skew: Double) {
+        self.firstReadings = firstReadings
+        self.skew = skew
+    }
+    func now() -> Double {
+        let count = readings.withLock { value in
+            defer { value += 1 }
+            return value
+        }
+        return SystemWallClock().now() + (count < firstReadings ? skew : 0)
+    }
+}
