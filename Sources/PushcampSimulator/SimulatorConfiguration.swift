@@ -1,3 +1,4 @@
+import Crypto
 import NIOCore
 import PushcampAPNs
 
@@ -29,5 +30,17 @@ public struct SimulatorConfiguration: Sendable {
         self.credentials = credentials
         self.verifier = verifier
         self.rules = rules
+    }
+
+    /// Checks provider tokens signed with `credentials.signingKey` (and `teamID`/`keyID` when given),
+    /// and topics of `bundleID` (any when nil), on the system clock.
+    public init(credentials: SimulatorCredentials, teamID: String?, keyID: String?, bundleID: String?) {
+        let verifier = ProviderTokenVerifier(
+            publicKey: credentials.signingKey.publicKey,
+            teamID: teamID,
+            keyID: keyID,
+            clock: SystemWallClock()
+        )
+        self.init(credentials: credentials, verifier: verifier, rules: RequestRules(bundleID: bundleID))
     }
 }

@@ -68,16 +68,11 @@ struct Sim: AsyncParsableCommand {
             }
         }
         let (caFile, keyFile) = try credentials.write(to: stateDir)
-        let verifier = ProviderTokenVerifier(
-            publicKey: credentials.signingKey.publicKey,
-            teamID: teamID,
-            keyID: keyID,
-            clock: SystemWallClock()
-        )
         var configuration = SimulatorConfiguration(
             credentials: credentials,
-            verifier: verifier,
-            rules: RequestRules(bundleID: topic)
+            teamID: teamID,
+            keyID: keyID,
+            bundleID: topic
         )
         configuration.port = port
         configuration.tokens = try faults.tokenRules()

@@ -25,8 +25,11 @@ public final class Executor: Sendable {
         public var progressInterval = 1.0
         /// For reports: where the pushes go.
         public var endpoint: String
-        /// Requests per hand-over between stages.
+        /// Requests per hand-over between stages, at most.
         public var batchSize = 128
+
+        /// The batch actually used: small enough that a low rate still sends evenly (1/20 s of pushes).
+        var handOverSize: Int { min(batchSize, max(1, Int(rate / 20))) }
 
         public init(rate: Double, retry: RetryPolicy, endpoint: String) {
             self.rate = rate
@@ -62,8 +65,7 @@ public final class Executor: Sendable {
         self.plannerBox = Mutex(planner)
         self.transport = transport
         self.options = options
-        let burst = max(Double(min(options.batchSize, max(1, Int(options.rate / 20)))), 1)
-        self.bucket = Mutex(TokenBucket(rate: options.rate, burst: burst))
+        self.bucket = Mutex(TokenBucket(rate: options.rate, burst: Double(options.handOverSize)))
     }
 
     /// Ctrl-C / SIGTERM: stop taking new pushes, let in-flight ones finish.
@@ -107,7 +109,7 @@ public final class Executor: Sendable {
                 })
             else { return }
             let sendTime = Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970))
-            let batchSize = min(options.batchSize, max(1, Int(options.rate / 20)))
+            let batchSize = options.handOverSize
             var batch: [APNsRequest] = []
             batch.reserveCapacity(batchSize)
             var tag = 0

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import PushcampAPNs
 import PushcampModel
@@ -44,16 +43,11 @@ public struct Rehearsal {
         } else {
             (teamID, keyID) = ("REHEARSAL1", "REHEARSAL1")
         }
-        let verifier = ProviderTokenVerifier(
-            publicKey: credentials.signingKey.publicKey,
-            teamID: teamID,
-            keyID: keyID,
-            clock: SystemWallClock()
-        )
         var configuration = SimulatorConfiguration(
             credentials: credentials,
-            verifier: verifier,
-            rules: RequestRules(bundleID: campaign.app.topic)
+            teamID: teamID,
+            keyID: keyID,
+            bundleID: campaign.app.topic
         )
         configuration.tokens = tokens
         adjust(&configuration)

@@ -103,7 +103,7 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         guard let pending = streams[streamID] else { return }
         let request = RequestRules.Request(headers: pending.headers, body: pending.body)
         let (status, reason, timestamp) = decide(request)
-        if status != 403, !raised, configuration.verifier == nil || reason != .tooManyProviderTokenUpdates {
+        if status != 403, !raised, reason != .tooManyProviderTokenUpdates {
             raised = true
             announce(configuration.maxConcurrentStreams, context: context)
         }
