@@ -77,14 +77,15 @@ struct Sim: AsyncParsableCommand {
         configuration.port = port
         configuration.tokens = try faults.tokenRules()
         faults.apply(to: &configuration)
+        // Signals are caught before the first line is printed: whoever reads it may stop us at once.
+        let stopped = AsyncStream<Void>.makeStream()
+        let signals = StopSignals { stopped.continuation.finish() }
         let simulator = APNsSimulator(configuration: configuration)
         let bound = try await simulator.start()
         print("pushcamp sim: listening on https://127.0.0.1:\(bound)")
         print("  trust:  \(caFile)")
         print("  key:    \(key ?? keyFile)")
         fflush(nil)
-        let stopped = AsyncStream<Void>.makeStream()
-        let signals = StopSignals { stopped.continuation.finish() }
         for await _ in stopped.stream {}
         withExtendedLifetime(signals) {}
         await simulator.stop()

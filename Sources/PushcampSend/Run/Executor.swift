@@ -86,7 +86,9 @@ public final class Executor: Sendable {
         return report.withLock { report in
             report.seconds = elapsed()
             report.planned = planned.load(ordering: .relaxed)
-            report.unsent += control.withLock { $0.retryQueue.count }
+            // Whatever got no final answer was not sent (or its retry never went out): still queued, in
+            // the feed, or waiting to retry when the run stopped.
+            report.unsent = max(0, report.planned - report.delivered - report.failed)
             report.stop = control.withLock { $0.stop }
             return report
         }
@@ -159,13 +161,14 @@ public final class Executor: Sendable {
     private func sendPlan() async {
         while let batch = await feed.next() {
             if control.withLock({ $0.stop != nil }) { break }
-            await pace(batch.count)
+            let count = batch.count
+            await pace(count)
             do {
-                try await transport.submit(batch)
+                try await transport.submit(consume batch)
             } catch {
                 break
             }
-            control.withLock { $0.submitted += batch.count }
+            control.withLock { $0.submitted += count }
         }
         control.withLock { $0.planDone = true }
         finishIfDone()
@@ -194,7 +197,6 @@ public final class Executor: Sendable {
             do {
                 try await transport.submit(due)
             } catch {
-                report.withLock { $0.unsent += due.count }
                 control.withLock { $0.settled += due.count }
                 return
             }
@@ -268,7 +270,6 @@ public final class Executor: Sendable {
                     report.retries["ExpiredProviderToken", default: 0] += 1
                 }
             case .unsent(let requests):
-                report.withLock { $0.unsent += requests.count }
                 control.withLock { $0.settled += requests.count }
             }
         }
@@ -309,17 +310,17 @@ public final class Executor: Sendable {
                 }
             }
         }
-        let (stopNow, stopped) = control.withLock { control -> (Bool, Bool) in
+        let stopNow = control.withLock { control -> Bool in
             control.settled += settled
             if credentialReason != nil { control.credentialFailures += 1 }
             if control.stop != nil {
+                // Stopped: retries are not sent (the report counts them as not sent).
                 control.settled += retry.count
-                return (false, true)
+                return false
             }
             control.retryQueue.append(contentsOf: retry.map { (due: $0.0, request: $0.1) })
-            return (control.credentialFailures >= options.credentialStopAfter, false)
+            return control.credentialFailures >= options.credentialStopAfter
         }
-        if stopped, !retry.isEmpty { report.withLock { $0.unsent += retry.count } }
         if stopNow, let reason = credentialReason { halt(.credentials(Self.explain(reason))) }
         finishIfDone()
     }

@@ -16,7 +16,10 @@ final class PlanFeed: Sendable {
     private let space: DispatchSemaphore
 
     init(capacity: Int) {
-        space = DispatchSemaphore(value: capacity)
+        // Created at 0 and raised to `capacity`: libdispatch traps when a semaphore is freed below its
+        // initial value, which a cancelled feed (batches dropped, never signalled back) would be.
+        space = DispatchSemaphore(value: 0)
+        for _ in 0..<capacity { space.signal() }
     }
 
     var isCancelled: Bool { state.withLock { $0.cancelled } }

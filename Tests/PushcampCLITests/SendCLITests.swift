@@ -1,0 +1,171 @@
+import Foundation
+import PushcampTestSupport
+import Testing
+
+/// `pushcamp sim` in its own process, as a team would run it beside a rehearsal.
+final class SimulatorProcess {
+    let process = Process()
+    let port: Int
+    private let output = Pipe()
+
+    init(_ arguments: [String], in directory: URL) throws {
+        process.executableURL = CLI.binary
+        process.arguments = ["sim", "--port", "0"] + arguments
+        process.currentDirectoryURL = directory
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // The first line names the port it listens on.
+        var first: [UInt8] = []
+        while !first.contains(0x0A) {
+            let chunk = output.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { break }
+            first += chunk
+        }
+        let line = String(decoding: first, as: UTF8.self)
+        guard let range = line.range(of: "https://127.0.0.1:"),
+            let port = Int(line[range.upperBound...].prefix { $0.isNumber })
+        else {
+            process.terminate()
+            throw CLIError("pushcamp sim did not start: \(line)")
+        }
+        self.port = port
+    }
+
+    /// Ctrl-C, then everything it printed after the start-up lines.
+    func stop() -> String {
+        process.interrupt()
+        let rest = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: rest, as: UTF8.self)
+    }
+}
+
+struct CLIError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+@Suite("send and rehearse from the command line")
+struct SendCLITests {
+    @Test func sendReachesASeparatelyStartedSimulator() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let count = 60
+        let gone = TemporaryProject.token(7)
+        let bad = TemporaryProject.token(8)
+        try project.write("tokens.txt", "# device behaviours\n\(gone) unregistered 1700000000000\n\(bad) bad\n")
+        let sim = try SimulatorProcess(
+            [
+                "--state-dir", "sim", "--team-id", "ABCDE12345", "--key-id", "KEY1234567",
+                "--topic", "com.example.shop", "--tokens", "tokens.txt",
+            ],
+            in: project.root
+        )
+        var simulatorReport = ""
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        try project.write(
+            "pushcamp.yaml",
+            """
+            apps:
+              shop:
+                topic: com.example.shop
+                team_id: ABCDE12345
+                key_id: KEY1234567
+                key_file: sim/key.p8
+                endpoint: https://127.0.0.1:\(sim.port)
+                ca_file: sim/ca.pem
+            """
+        )
+        try project.write(
+            "audiences/a.csv",
+            TemporaryProject.csv(count: count, columns: ["name"]) { ["Name\($0)"] }
+        )
+        try project.write(
+            "campaigns/c.yaml",
+            """
+            campaign: cli-send
+            app: shop
+            audience:
+              source: { csv: audiences/a.csv }
+            message:
+              payload:
+                aps: { alert: "Hello {{name}}" }
+            throttle: { connections: 2 }
+            """
+        )
+        let send = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
+        simulatorReport = sim.stop()
+
+        // Partly delivered: exit 4, and the report says by reason what failed.
+        #expect(send.status == 4, "\(send.stderr)")
+        #expect(send.stdout.contains("delivered \(count - 2), failed 2\n"), "\(send.stdout)")
+        #expect(send.stdout.contains("Unregistered"))
+        #expect(send.stdout.contains("BadDeviceToken"))
+        // The simulator saw each token exactly once: no retries of permanent failures.
+        #expect(simulatorReport.contains("received \(count) request(s)"), "\(simulatorReport)")
+        #expect(simulatorReport.contains("  200  \(count - 2)\n"))
+        #expect(simulatorReport.contains("  410 Unregistered  1\n"))
+        #expect(simulatorReport.contains("  400 BadDeviceToken  1\n"))
+    }
+
+    @Test func wrongCredentialsStopTheSendWithExitTwo() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        // A key the simulator does not know: the one another simulator made for itself.
+        _ = try SimulatorProcess(["--state-dir", "other"], in: project.root).stop()
+        let sim = try SimulatorProcess(["--state-dir", "sim", "--team-id", "ABCDE12345"], in: project.root)
+        defer { _ = sim.stop() }
+        try project.write(
+            "pushcamp.yaml",
+            """
+            apps:
+              shop:
+                topic: com.example.shop
+                team_id: ABCDE12345
+                key_id: KEY1234567
+                key_file: other/key.p8
+                endpoint: https://127.0.0.1:\(sim.port)
+                ca_file: sim/ca.pem
+            """
+        )
+        try project.write(
+            "audiences/a.csv",
+            TemporaryProject.csv(count: 500, columns: ["name"]) { ["Name\($0)"] }
+        )
+        try project.write(
+            "campaigns/c.yaml",
+            "campaign: c\napp: shop\naudience:\n  source: { csv: audiences/a.csv }\nmessage:\n  payload: { aps: { alert: hi } }\n"
+        )
+        let send = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
+        #expect(send.status == 2, "\(send.stdout)\(send.stderr)")
+        #expect((send.stdout + send.stderr).contains("InvalidProviderToken"), "\(send.stdout)\(send.stderr)")
+        // Stopped after a handful of requests, not 500, and every planned push accounted for.
+        let numbers = Self.numbers(in: send.stdout, lineStartingWith: "delivered ")
+        let planned = Self.numbers(in: send.stdout, lineStartingWith: "planned ").first
+        #expect(numbers.count == 3, "\(send.stdout)")
+        if numbers.count == 3, let planned {
+            #expect(numbers[0] == 0)
+            #expect((3...8).contains(numbers[1]), "\(send.stdout)")
+            #expect(numbers[1] + numbers[2] == planned, "\(send.stdout)")
+        }
+    }
+
+    /// The integers on the first line of `text` that starts with `prefix`.
+    static func numbers(in text: String, lineStartingWith prefix: String) -> [Int] {
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) else { return [] }
+        return line.split { !$0.isNumber }.compactMap { Int($0) }
+    }
+
+    @Test func rehearseDeliversEveryExampleCampaign() throws {
+        for (campaign, planned) in [
+            ("campaigns/spring-sale.yaml", 28), ("campaigns/catalog-refresh.yaml", 19),
+            ("campaigns/order-tracking.yaml", 7),
+        ] {
+            let output = try CLI.run(["rehearse", campaign], in: CLI.repository)
+            #expect(output.status == 0, "\(campaign): \(output.stderr)")
+            #expect(output.stdout.contains("delivered \(planned), failed 0\n"), "\(campaign): \(output.stdout)")
+            #expect(output.stdout.contains("  200  \(planned)\n"))
+        }
+    }
+}
