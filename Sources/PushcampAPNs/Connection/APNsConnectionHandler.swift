@@ -140,14 +140,18 @@ final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             let budget = machine.budget
             if budget > 0 {
                 let now = NIODeadline.now()
-                let requests = configuration.queue.take(budget, connection: configuration.id, wake: wake)
+                var requests = configuration.queue.take(budget, connection: configuration.id, wake: wake)
                 let token = requests.isEmpty ? nil : configuration.tokens?.current()
-                for request in requests {
+                // Taken from the end, each request moves into its stream without a copy.
+                requests.reverseByMoving()
+                while let request = requests.popLast() {
                     do {
                         _ = try session.submit(request, token: token, now: now)
                         machine.streamOpened(now: now)
                     } catch {
+                        // nghttp2 refused it: this one and the rest go back to the queue.
                         requeue.append(request)
+                        requeue.append(contentsOf: requests.reversed())
                         fail(error.message)
                         break
                     }

@@ -45,9 +45,7 @@ final class NGHTTP2Session {
     private(set) var streams: [Int32: Stream] = [:]
     private var events: [Event] = []
     private var indexedOnce = IndexedOnce()
-    private var scratch: [UInt8] = []
-    private var fields: [(name: Range<Int>, value: Range<Int>, flags: UInt8)] = []
-    private var nameValues: [nghttp2_nv] = []
+    private var headerBlock = HeaderBlock()
     private let authority: String
 
     init(authority: String) throws(APNsClientError) {
@@ -112,52 +110,41 @@ final class NGHTTP2Session {
     /// `apns-expiration` and `apns-collapse-id` indexed the first time on this connection and not after;
     /// everything else with incremental indexing (nghttp2's default).
     func submit(
-        _ request: APNsRequest,
+        _ request: consuming APNsRequest,
         token: ProviderTokens.Current?,
         now: NIODeadline
     ) throws(APNsClientError)
         -> Int32
     {
         let noIndex = UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
-        scratch.removeAll(keepingCapacity: true)
-        fields.removeAll(keepingCapacity: true)
-        add(":method", "POST")
-        add(":scheme", "https")
-        add(":authority", authority)
-        addPath(request.deviceToken, flags: noIndex)
-        if let token { add("authorization", token.bearer, flags: noIndex) }
-        add("apns-id", request.apnsID, flags: indexedOnce.apnsID ? noIndex : 0)
+        // Work on a local block (swapped out and back) so the hot loop touches no class storage.
+        var block = HeaderBlock()
+        swap(&block, &headerBlock)
+        defer { swap(&block, &headerBlock) }
+        block.removeAll()
+        block.add(":method", "POST")
+        block.add(":scheme", "https")
+        block.add(":authority", authority)
+        block.add(":path", prefix: "/3/device/", request.deviceToken, flags: noIndex)
+        if let token { block.add("authorization", token.bearer, flags: noIndex) }
+        block.add("apns-id", request.apnsID, flags: indexedOnce.apnsID ? noIndex : 0)
         indexedOnce.apnsID = true
-        add("apns-topic", request.topic)
-        add("apns-push-type", request.pushType)
-        if let priority = request.priority { add("apns-priority", String(priority)) }
+        block.add("apns-topic", request.topic)
+        block.add("apns-push-type", request.pushType)
+        if let priority = request.priority { block.add("apns-priority", decimal: Int64(priority)) }
         if let expiration = request.expiration {
-            add("apns-expiration", String(expiration), flags: indexedOnce.expiration ? noIndex : 0)
+            block.add("apns-expiration", decimal: expiration, flags: indexedOnce.expiration ? noIndex : 0)
             indexedOnce.expiration = true
         }
         if let collapseID = request.collapseID {
-            add("apns-collapse-id", collapseID, flags: indexedOnce.collapseID ? noIndex : 0)
+            block.add("apns-collapse-id", collapseID, flags: indexedOnce.collapseID ? noIndex : 0)
             indexedOnce.collapseID = true
         }
-        add("content-length", String(request.payload.count))
+        block.add("content-length", decimal: Int64(request.payload.count))
 
-        let streamID = scratch.withUnsafeMutableBufferPointer { text -> Int32 in
-            nameValues.removeAll(keepingCapacity: true)
-            for field in fields {
-                nameValues.append(
-                    nghttp2_nv(
-                        name: text.baseAddress! + field.name.lowerBound,
-                        value: text.baseAddress! + field.value.lowerBound,
-                        namelen: field.name.count,
-                        valuelen: field.value.count,
-                        flags: field.flags
-                    )
-                )
-            }
-            var body = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: bodyReader)
-            return nameValues.withUnsafeBufferPointer { list in
-                nghttp2_submit_request(session, nil, list.baseAddress, list.count, &body, nil)
-            }
+        var body = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: bodyReader)
+        let streamID = block.withNameValues { list in
+            nghttp2_submit_request(session, nil, list.baseAddress, list.count, &body, nil)
         }
         guard streamID > 0 else {
             throw APNsClientError(.protocolError, "HTTP/2: " + String(cString: nghttp2_strerror(streamID)))
@@ -183,25 +170,6 @@ final class NGHTTP2Session {
     func abandonStreams() -> [Stream] {
         defer { streams.removeAll() }
         return Array(streams.values)
-    }
-
-    // MARK: header encoding
-
-    private func add(_ name: StaticString, _ value: String, flags: UInt8 = 0) {
-        let nameStart = scratch.count
-        name.withUTF8Buffer { scratch.append(contentsOf: $0) }
-        let valueStart = scratch.count
-        scratch.append(contentsOf: value.utf8)
-        fields.append((nameStart..<valueStart, valueStart..<scratch.count, flags))
-    }
-
-    private func addPath(_ token: String, flags: UInt8) {
-        let nameStart = scratch.count
-        scratch.append(contentsOf: ":path".utf8)
-        let valueStart = scratch.count
-        scratch.append(contentsOf: "/3/device/".utf8)
-        scratch.append(contentsOf: token.utf8)
-        fields.append((nameStart..<valueStart, valueStart..<scratch.count, flags))
     }
 
     // MARK: callbacks (recording only)
@@ -252,13 +220,75 @@ final class NGHTTP2Session {
     }
 
     fileprivate func readBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int) -> (Int, Bool) {
-        guard let stream = streams[streamID] else { return (0, true) }
-        let count = min(length, stream.request.payload.count - stream.sent)
-        stream.request.payload.withUnsafeBufferPointer { payload in
-            buffer.update(from: payload.baseAddress! + stream.sent, count: count)
+        streams[streamID]?.copyBody(into: buffer, length: length) ?? (0, true)
+    }
+}
+
+extension NGHTTP2Session.Stream {
+    /// Copies the next part of the payload into nghttp2's buffer; true when that was the last part.
+    fileprivate mutating func copyBody(into buffer: UnsafeMutablePointer<UInt8>, length: Int) -> (Int, Bool) {
+        let count = min(length, request.payload.count - sent)
+        request.payload.withUnsafeBufferPointer { payload in
+            buffer.update(from: payload.baseAddress! + sent, count: count)
         }
-        streams[streamID]!.sent += count
-        return (count, stream.sent + count == stream.request.payload.count)
+        sent += count
+        return (count, sent == request.payload.count)
+    }
+}
+
+/// A request's header fields, laid out in one byte buffer, and the `nghttp2_nv` list pointing into it.
+/// Reused from request to request so encoding allocates nothing once warm.
+private struct HeaderBlock {
+    private var bytes: [UInt8] = []
+    private var fields: [(name: Range<Int>, value: Range<Int>, flags: UInt8)] = []
+    private var nameValues: [nghttp2_nv] = []
+
+    mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+        fields.removeAll(keepingCapacity: true)
+    }
+
+    mutating func add(_ name: StaticString, prefix: StaticString = "", _ value: String, flags: UInt8 = 0) {
+        let nameStart = bytes.count
+        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        let valueStart = bytes.count
+        prefix.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        var value = value
+        value.withUTF8 { bytes.append(contentsOf: $0) }
+        fields.append((nameStart..<valueStart, valueStart..<bytes.count, flags))
+    }
+
+    /// A non-negative integer in decimal, written in place.
+    mutating func add(_ name: StaticString, decimal: Int64, flags: UInt8 = 0) {
+        let nameStart = bytes.count
+        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        let valueStart = bytes.count
+        var rest = max(decimal, 0)
+        repeat {
+            bytes.append(UInt8(truncatingIfNeeded: rest % 10) &+ 0x30)
+            rest /= 10
+        } while rest > 0
+        bytes[valueStart...].reverse()
+        fields.append((nameStart..<valueStart, valueStart..<bytes.count, flags))
+    }
+
+    /// Calls `body` with the fields as nghttp2 name-value pairs (valid only during the call).
+    mutating func withNameValues<R>(_ body: (UnsafeBufferPointer<nghttp2_nv>) -> R) -> R {
+        bytes.withUnsafeMutableBufferPointer { text in
+            nameValues.removeAll(keepingCapacity: true)
+            for field in fields {
+                nameValues.append(
+                    nghttp2_nv(
+                        name: text.baseAddress! + field.name.lowerBound,
+                        value: text.baseAddress! + field.value.lowerBound,
+                        namelen: field.name.count,
+                        valuelen: field.value.count,
+                        flags: field.flags
+                    )
+                )
+            }
+            return nameValues.withUnsafeBufferPointer(body)
+        }
     }
 }
 

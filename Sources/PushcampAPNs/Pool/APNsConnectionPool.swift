@@ -33,8 +33,8 @@ public final class APNsConnectionPool: PushTransport {
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
     }
 
-    public func submit(_ requests: [APNsRequest]) async throws {
-        try await queue.enqueue(requests)
+    public func submit(_ requests: consuming [APNsRequest]) async throws {
+        try await queue.enqueue(consume requests)
     }
 
     public func shutdown() {

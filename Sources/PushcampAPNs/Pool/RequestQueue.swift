@@ -10,10 +10,18 @@ final class RequestQueue: Sendable {
     typealias Wake = @Sendable () -> Void
 
     private struct State {
-        var items = CircularBuffer<APNsRequest>(initialCapacity: 1024)
+        /// Batches in arrival order, each stored reversed so `popLast()` moves the next request out
+        /// without copying it.
+        var batches = CircularBuffer<[APNsRequest]>(initialCapacity: 64)
+        var count = 0
         var hungry: [Int: Wake] = [:]
         var producers: [CheckedContinuation<Void, any Error>] = []
         var closed = false
+
+        mutating func wakeHungry() -> [Wake] {
+            defer { hungry.removeAll(keepingCapacity: true) }
+            return Array(hungry.values)
+        }
     }
 
     let capacity: Int
@@ -23,17 +31,22 @@ final class RequestQueue: Sendable {
         self.capacity = capacity
     }
 
-    var count: Int { state.withLock { $0.items.count } }
+    var count: Int { state.withLock { $0.count } }
 
     /// Adds requests, waiting while the queue holds `capacity` or more.
-    func enqueue(_ requests: [APNsRequest]) async throws {
+    func enqueue(_ requests: consuming [APNsRequest]) async throws {
+        guard !requests.isEmpty else { return }
+        var batch = requests
+        batch.reverseByMoving()
         while true {
             let outcome: (added: Bool, wake: [Wake]) = try state.withLock { state in
                 if state.closed { throw APNsClientError(.shutdown, "the connection pool is shut down") }
-                guard state.items.count < capacity else { return (false, []) }
-                state.items.append(contentsOf: requests)
-                defer { state.hungry.removeAll(keepingCapacity: true) }
-                return (true, Array(state.hungry.values))
+                guard state.count < capacity else { return (false, []) }
+                state.count += batch.count
+                state.batches.append(batch)
+                // Let go of our reference under the lock, so the queue's copy is unique when taken.
+                batch = []
+                return (true, state.wakeHungry())
             }
             if outcome.added {
                 for wake in outcome.wake { wake() }
@@ -41,7 +54,7 @@ final class RequestQueue: Sendable {
             }
             try await withCheckedThrowingContinuation { continuation in
                 let resumeNow = state.withLock { state in
-                    if state.closed || state.items.count < capacity { return true }
+                    if state.closed || state.count < capacity { return true }
                     state.producers.append(continuation)
                     return false
                 }
@@ -54,9 +67,9 @@ final class RequestQueue: Sendable {
     func requeue(_ requests: [APNsRequest]) {
         guard !requests.isEmpty else { return }
         let wake = state.withLock { state in
-            for request in requests.reversed() { state.items.prepend(request) }
-            defer { state.hungry.removeAll(keepingCapacity: true) }
-            return Array(state.hungry.values)
+            state.count += requests.count
+            state.batches.prepend(requests.reversed())
+            return state.wakeHungry()
         }
         for wake in wake { wake() }
     }
@@ -66,11 +79,16 @@ final class RequestQueue: Sendable {
     func take(_ limit: Int, connection id: Int, wake: @escaping Wake) -> [APNsRequest] {
         let (taken, producers) = state.withLock { state -> ([APNsRequest], [CheckedContinuation<Void, any Error>]) in
             var taken: [APNsRequest] = []
-            let count = min(limit, state.items.count)
-            taken.reserveCapacity(count)
-            for _ in 0..<count { taken.append(state.items.removeFirst()) }
-            if count < limit { state.hungry[id] = wake }
-            guard count > 0, state.items.count < capacity, !state.producers.isEmpty else { return (taken, []) }
+            taken.reserveCapacity(min(limit, state.count))
+            while taken.count < limit, !state.batches.isEmpty {
+                // Out of the buffer (so the batch is uniquely ours), emptied from its end, put back if not done.
+                var batch = state.batches.removeFirst()
+                while taken.count < limit, let request = batch.popLast() { taken.append(request) }
+                if !batch.isEmpty { state.batches.prepend(batch) }
+            }
+            state.count -= taken.count
+            if taken.count < limit { state.hungry[id] = wake }
+            guard !taken.isEmpty, state.count < capacity, !state.producers.isEmpty else { return (taken, []) }
             defer { state.producers.removeAll() }
             return (taken, state.producers)
         }
@@ -83,17 +101,26 @@ final class RequestQueue: Sendable {
         _ = state.withLock { $0.hungry.removeValue(forKey: id) }
     }
 
-    /// Refuses further requests and hands back the ones still waiting.
+    /// Refuses further requests and hands back the ones still waiting, in order.
     func close() -> [APNsRequest] {
         let (left, producers) = state.withLock { state in
             state.closed = true
             defer {
-                state.items.removeAll()
+                state.batches.removeAll()
+                state.count = 0
                 state.producers.removeAll()
             }
-            return (Array(state.items), state.producers)
+            return (state.batches.flatMap { $0.reversed() }, state.producers)
         }
         for producer in producers { producer.resume(throwing: APNsClientError(.shutdown, "the pool is shut down")) }
         return left
+    }
+}
+
+extension Array {
+    /// Reverses in place by moving elements through a buffer pointer (whose `swapAt` moves memory),
+    /// skipping the retain and release per field that `Array.reverse()` costs for a struct of references.
+    mutating func reverseByMoving() {
+        withUnsafeMutableBufferPointer { $0.reverse() }
     }
 }

@@ -25,7 +25,7 @@ public protocol PushTransport: Sendable {
     /// Keeps the transport going until `shutdown()` and every connection has ended; then finishes `events`.
     func run() async
     /// Hands requests over, suspending while the transport's bounded queue is full.
-    func submit(_ requests: [APNsRequest]) async throws
+    func submit(_ requests: consuming [APNsRequest]) async throws
     /// Stops taking requests; in-flight streams finish, queued ones are reported as `unsent`.
     func shutdown()
 }

@@ -2,30 +2,33 @@
 /// process, unlike `Hasher`, so plans are reproducible. Used for duplicate detection here and for
 /// A/B and holdout buckets in the planner.
 public enum StableHash {
+    static let offsetBasis: UInt64 = 0xCBF2_9CE4_8422_2325
+    static let prime: UInt64 = 0x0000_0100_0000_01B3
+
     @inlinable
     public static func hash(_ text: String, seed: UInt64 = 0xCBF2_9CE4_8422_2325) -> UInt64 {
-        var hash = seed
-        for byte in text.utf8 {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01B3
-        }
-        return mix(hash)
+        mix(fold(text, into: seed))
     }
 
     /// The hash of `prefix`, a 0 byte, then `text`: for keying one value by another (a campaign and a token).
     @inlinable
     public static func hash(_ text: String, prefixedBy prefix: String) -> UInt64 {
-        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-        for byte in prefix.utf8 {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01B3
+        mix(fold(text, into: fold(prefix, into: 0xCBF2_9CE4_8422_2325) &* 0x0000_0100_0000_01B3))
+    }
+
+    /// FNV-1a over the text's UTF-8, in place when the string is contiguous (native strings are).
+    @inlinable
+    static func fold(_ text: String, into seed: UInt64) -> UInt64 {
+        @inline(__always)
+        func fold<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> UInt64 {
+            var hash = seed
+            for byte in bytes {
+                hash ^= UInt64(byte)
+                hash &*= 0x0000_0100_0000_01B3
+            }
+            return hash
         }
-        hash &*= 0x0000_0100_0000_01B3
-        for byte in text.utf8 {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01B3
-        }
-        return mix(hash)
+        return text.utf8.withContiguousStorageIfAvailable { fold($0) } ?? fold(text.utf8)
     }
 
     @inlinable
@@ -37,18 +40,19 @@ public enum StableHash {
     }
 }
 
-/// A fixed-size Bloom filter over 64-bit hashes. Its size never grows with the audience, which keeps
-/// memory flat: it only says "maybe seen", and the audience pipeline confirms maybes exactly.
+/// A fixed-size, blocked Bloom filter over 64-bit hashes. Its size never grows with the audience, which
+/// keeps memory flat: it only says "maybe seen", and the audience pipeline confirms maybes exactly.
+/// Every probe of one hash falls in the same 64-byte block, so an insertion costs one cache miss, not six.
 struct BloomFilter: ~Copyable {
-    let bitCount: UInt64
+    let blockCount: UInt64
     let hashCount: UInt64
     let words: UnsafeMutablePointer<UInt64>
 
-    /// 2^27 bits (16 MiB) and 6 probes: at 10 million tokens about 0.2% of tokens are false maybes.
+    /// 2^27 bits (16 MiB) and 6 probes: at 10 million tokens under 0.5% of tokens are false maybes.
     init(log2Bits: Int = 27, hashCount: Int = 6) {
-        bitCount = 1 << UInt64(log2Bits)
+        blockCount = 1 << UInt64(log2Bits - 9)
         self.hashCount = UInt64(hashCount)
-        let wordCount = Int(bitCount / 64)
+        let wordCount = Int(blockCount * 8)
         words = .allocate(capacity: wordCount)
         words.initialize(repeating: 0, count: wordCount)
     }
@@ -57,16 +61,18 @@ struct BloomFilter: ~Copyable {
 
     /// Adds the hash; returns whether every bit was already set (a possible earlier insertion).
     mutating func insert(_ hash: UInt64) -> Bool {
+        // The high bits pick the 512-bit block; the low 32 bits, double hashed, pick bits inside it.
+        let block = words + Int((hash >> 32) & (blockCount - 1)) * 8
         let low = hash & 0xFFFF_FFFF
-        let high = (hash >> 32) | 1
+        let step = (low >> 16) | 1
         var present = true
         for probe in 0..<hashCount {
-            let bit = (low &+ probe &* high) & (bitCount - 1)
-            let word = Int(bit >> 6)
+            let bit = (low &+ probe &* step) & 511
             let mask: UInt64 = 1 << (bit & 63)
-            if words[word] & mask == 0 {
+            let word = Int(bit >> 6)
+            if block[word] & mask == 0 {
                 present = false
-                words[word] |= mask
+                block[word] |= mask
             }
         }
         return present

@@ -23,25 +23,41 @@ public enum DeviceToken {
     }
 
     /// The token in lowercase, or why it is not one. Surrounding spaces are ignored.
-    @inlinable
     public static func normalize(_ raw: String) -> Result<String, Problem> {
-        var utf8 = Substring(raw).utf8
-        while utf8.first == 0x20 || utf8.first == 0x09 { utf8.removeFirst() }
-        while utf8.last == 0x20 || utf8.last == 0x09 || utf8.last == 0x0D { utf8.removeLast() }
-        if utf8.isEmpty { return .failure(.empty) }
+        // Native strings are contiguous UTF-8: check them in place (this runs once per recipient).
+        if let result = raw.utf8.withContiguousStorageIfAvailable({ normalize(raw, bytes: $0) }) {
+            return result
+        }
+        return Array(raw.utf8).withUnsafeBufferPointer { normalize(raw, bytes: $0) }
+    }
+
+    private static func normalize(_ raw: String, bytes: UnsafeBufferPointer<UInt8>) -> Result<String, Problem> {
+        var start = 0
+        var end = bytes.count
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 || bytes[end - 1] == 0x0D { end -= 1 }
+        if start == end { return .failure(.empty) }
         var needsLowering = false
-        for byte in utf8 {
-            switch byte {
+        for index in start..<end {
+            switch bytes[index] {
             case 0x30...0x39, 0x61...0x66: continue
             case 0x41...0x46: needsLowering = true
             default: return .failure(.notHex)
             }
         }
-        let count = utf8.count
+        let count = end - start
         if count % 2 != 0 { return .failure(.oddLength) }
         if count < minimumBytes * 2 { return .failure(.tooShort) }
         if count > maximumBytes * 2 { return .failure(.tooLong) }
-        if !needsLowering, utf8.count == raw.utf8.count { return .success(raw) }
-        return .success(String(decoding: utf8.map { $0 >= 0x41 && $0 <= 0x46 ? $0 + 0x20 : $0 }, as: UTF8.self))
+        if !needsLowering, count == bytes.count { return .success(raw) }
+        return .success(
+            String(unsafeUninitializedCapacity: count) { buffer in
+                for index in 0..<count {
+                    let byte = bytes[start + index]
+                    buffer[index] = byte >= 0x41 && byte <= 0x46 ? byte + 0x20 : byte
+                }
+                return count
+            }
+        )
     }
 }

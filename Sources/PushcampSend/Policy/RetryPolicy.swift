@@ -38,8 +38,9 @@ public struct RetryPolicy: Sendable {
         case credentials(reason: String)
     }
 
-    /// `attempt` is the request's attempt number (0 for the first send); `random` in 0..<1 gives the jitter.
-    public func decide(_ result: APNsOutcome.Result, attempt: Int, random: Double) -> Decision {
+    /// `attempt` is the request's attempt number (0 for the first send); `random` in 0..<1 gives the jitter
+    /// and is evaluated only when a retry is decided.
+    public func decide(_ result: APNsOutcome.Result, attempt: Int, random: @autoclosure () -> Double) -> Decision {
         let reasonName: String
         switch result {
         case .response(200, _, _):
@@ -67,7 +68,9 @@ public struct RetryPolicy: Sendable {
         let exponential = reasonName == "TooManyRequests" ? base : base * Double(1 << min(attempt, 16))
         let ceiling = min(exponential, Self.maximumDelay)
         // Jitter spreads retries out; TooManyRequests waits at least its delay.
-        let delay = reasonName == "TooManyRequests" ? ceiling * (1 + 0.2 * random) : ceiling * (0.8 + 0.4 * random)
+        // (`random` is only evaluated here: delivered pushes cost no random number.)
+        let jitter = random()
+        let delay = reasonName == "TooManyRequests" ? ceiling * (1 + 0.2 * jitter) : ceiling * (0.8 + 0.4 * jitter)
         return .retry(after: max(delay, base), cause: reasonName)
     }
 }
