@@ -4,11 +4,12 @@
 # Targets (issue #3): Pushcamp >= 0.8 x h2load's requests/s over 1 connection x 100 streams; peak
 # RSS <= 150 MB.
 #
-#   bench/throughput.sh            # 200,000 pushes
-#   bench/throughput.sh 50000      # a quicker look
+#   bench/throughput.sh            # 200,000 pushes, 3 rounds
+#   bench/throughput.sh 50000 1    # a quicker look: 50,000 pushes, 1 round
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${1:-200000}
+rounds=${2:-3}
 port=${BENCH_PORT:-18443}
 
 need=()
@@ -100,26 +101,41 @@ message:
 throttle: { rate: 10000000/s, connections: 1 }
 YAML
 
-# Pushcamp: plan + render + send, 1 connection.
-/usr/bin/time -f '%e %M' -o "$out/time.txt" "$binary" send --quiet "$out/campaign.yaml" > "$out/report.txt"
-read -r seconds kilobytes < "$out/time.txt"
-delivered=$(sed -n 's/^delivered \([0-9]*\),.*/\1/p' "$out/report.txt")
-pushcamp_rate=$(python3 -c "print($delivered / $seconds)")
-
-# h2load: the same number of equivalent POSTs (same headers and payload size), 1 connection x 100 streams.
+# The same h2load request: same headers and payload size, 1 connection x 100 streams.
 body='{"aps":{"alert":{"title":"Spring sale","body":"Hello Name123, 20% off everything until Sunday"},"sound":"default"}}'
 printf '%s' "$body" > "$out/body.json"
 token=$(sed -n '2s/,.*//p' "$out/audience.csv")
-h2load -n "$count" -c 1 -m 100 -d "$out/body.json" \
-    -H "authorization: bearer eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWTEyMzQ1NjcifQ.eyJpc3MiOiJBQkNERTEyMzQ1IiwiaWF0IjoxNzAwMDAwMDAwfQ.c2lnbmF0dXJlLXBsYWNlaG9sZGVyLW9mLXRoZS1zYW1lLWxlbmd0aC1hcy1hbi1FUzI1Ni1zaWduYXR1cmUtMTIzNDU2Nzg" \
-    -H "apns-id: 5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5b" -H "apns-topic: com.example.shop" \
-    -H "apns-push-type: alert" -H "apns-priority: 10" -H "apns-expiration: 1767225600" \
-    "https://127.0.0.1:$port/3/device/$token" > "$out/h2load.txt"
-h2load_rate=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' "$out/h2load.txt")
-h2load_ok=$(sed -n 's/^status codes: \([0-9]*\) 2xx.*/\1/p' "$out/h2load.txt")
 
-printf '%-34s %12s\n' "" "requests/s"
-printf '%-34s %12.0f   (%s delivered in %s s, peak RSS %.1f MB)\n' "pushcamp send (plan+render+send)" \
-    "$pushcamp_rate" "$delivered" "$seconds" "$(python3 -c "print($kilobytes / 1024)")"
-printf '%-34s %12.0f   (%s 2xx)\n' "h2load -c 1 -m 100" "$h2load_rate" "$h2load_ok"
-printf 'ratio pushcamp / h2load: %.2f\n' "$(python3 -c "print($pushcamp_rate / $h2load_rate)")"
+# Rounds alternate the two sides so a noisy neighbour hurts both alike; medians are compared.
+printf '%-6s %-34s %12s\n' "round" "" "requests/s"
+for round in $(seq 1 "$rounds"); do
+    # Pushcamp: plan + render + send, 1 connection.
+    /usr/bin/time -f '%e %M' -o "$out/time.txt" "$binary" send --quiet "$out/campaign.yaml" > "$out/report.txt"
+    read -r seconds kilobytes < "$out/time.txt"
+    delivered=$(sed -n 's/^delivered \([0-9]*\),.*/\1/p' "$out/report.txt")
+    rate=$(python3 -c "print($delivered / $seconds)")
+    echo "$rate $kilobytes" >> "$out/pushcamp.txt"
+    printf '%-6s %-34s %12.0f   (%s delivered in %s s, peak RSS %.1f MB)\n' "$round" "pushcamp send (plan+render+send)" \
+        "$rate" "$delivered" "$seconds" "$(python3 -c "print($kilobytes / 1024)")"
+
+    h2load -n "$count" -c 1 -m 100 -d "$out/body.json" \
+        -H "authorization: bearer eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWTEyMzQ1NjcifQ.eyJpc3MiOiJBQkNERTEyMzQ1IiwiaWF0IjoxNzAwMDAwMDAwfQ.c2lnbmF0dXJlLXBsYWNlaG9sZGVyLW9mLXRoZS1zYW1lLWxlbmd0aC1hcy1hbi1FUzI1Ni1zaWduYXR1cmUtMTIzNDU2Nzg" \
+        -H "apns-id: 5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5b" -H "apns-topic: com.example.shop" \
+        -H "apns-push-type: alert" -H "apns-priority: 10" -H "apns-expiration: 1767225600" \
+        "https://127.0.0.1:$port/3/device/$token" > "$out/h2load.txt"
+    h2load_rate=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' "$out/h2load.txt")
+    h2load_ok=$(sed -n 's/^status codes: \([0-9]*\) 2xx.*/\1/p' "$out/h2load.txt")
+    echo "$h2load_rate" >> "$out/h2load-rates.txt"
+    printf '%-6s %-34s %12.0f   (%s 2xx)\n' "$round" "h2load -c 1 -m 100" "$h2load_rate" "$h2load_ok"
+done
+
+python3 - "$out/pushcamp.txt" "$out/h2load-rates.txt" <<'PY'
+import statistics, sys
+pushcamp = [line.split() for line in open(sys.argv[1])]
+rates = [float(rate) for rate, _ in pushcamp]
+peak = max(int(kb) for _, kb in pushcamp) / 1024
+h2load = [float(line) for line in open(sys.argv[2])]
+print("median pushcamp send: %.0f req/s (peak RSS %.1f MB)" % (statistics.median(rates), peak))
+print("median h2load:        %.0f req/s" % statistics.median(h2load))
+print("ratio pushcamp / h2load: %.2f" % (statistics.median(rates) / statistics.median(h2load)))
+PY
