@@ -15,13 +15,15 @@ struct Rehearse: AsyncParsableCommand {
             report shows what APNs would have answered. Nothing leaves the machine.
 
             --tokens gives device behaviours, one per line: `TOKEN ok|unregistered [ms]|bad|\
-            wrong-topic|flaky [n]|throttled [n]|reason NAME` (see `pushcamp sim --help`).
+            wrong-topic|flaky [n]|throttled [n]|reason NAME` (see `pushcamp sim --help`); \
+            --scenario gives them, and faults, in a YAML file kept beside the campaign.
 
             Exit status as for `pushcamp send`.
 
             Examples:
               pushcamp rehearse campaigns/spring-sale.yaml
               pushcamp rehearse --tokens audiences/rehearsal-tokens.txt --goaway-after 200 campaigns/spring-sale.yaml
+              pushcamp rehearse --scenario rehearsal/outage.yaml campaigns/spring-sale.yaml
             """
     )
 
@@ -36,9 +38,9 @@ struct Rehearse: AsyncParsableCommand {
     func run() async throws {
         let (campaign, _) = try loadCampaign(file)
         var rehearsal = Rehearsal(campaign: campaign)
-        rehearsal.tokens = try faults.tokenRules()
-        let faults = self.faults
-        rehearsal.adjust = { faults.apply(to: &$0) }
+        let scenario = try faults.resolve()
+        rehearsal.tokens = scenario.tokens
+        rehearsal.adjust = { scenario.apply(to: &$0) }
         let printer = ProgressPrinter()
         let stopper = ExecutorBox()
         let signals = StopSignals { stopper.stop() }

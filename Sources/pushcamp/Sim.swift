@@ -31,7 +31,16 @@ struct Sim: AsyncParsableCommand {
               TOKEN throttled [n]          429 TooManyRequests n times (1), then 200
               TOKEN reason NAME            any status and reason APNs documents
 
+            Faults and behaviours can also come from a scenario file (--scenario FILE, YAML; \
+            flags win over it): max_streams, lower_limit { after, to }, goaway_after, drop_after, \
+            latency_ms, error_rate (a percentage), tokens (TOKEN: BEHAVIOUR) and tokens_file. \
+            See docs/sending.md.
+
             Ctrl-C stops it and prints what it received, by status and reason.
+
+            Examples:
+              pushcamp sim --team-id ABCDE12345 --key-id KEY1234567 --topic com.example.shop
+              pushcamp sim --port 9443 --scenario rehearsal/outage.yaml
             """
     )
 
@@ -75,8 +84,7 @@ struct Sim: AsyncParsableCommand {
             bundleID: topic
         )
         configuration.port = port
-        configuration.tokens = try faults.tokenRules()
-        faults.apply(to: &configuration)
+        try faults.resolve().apply(to: &configuration)
         // Signals are caught before the first line is printed: whoever reads it may stop us at once.
         let stopped = AsyncStream<Void>.makeStream()
         let signals = StopSignals { stopped.continuation.finish() }

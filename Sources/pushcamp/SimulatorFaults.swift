@@ -1,15 +1,24 @@
 import ArgumentParser
 import Foundation
 import NIOCore
+import PushcampModel
 import PushcampSimulator
 
-/// Simulator options shared by `sim` and `rehearse`.
+/// Simulator options shared by `sim` and `rehearse`: a scenario file, and flags that override it.
 struct SimulatorFaults: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "A scenario file (YAML): device behaviours and faults; flags win over it.",
+            valueName: "file"
+        )
+    )
+    var scenario: String?
+
     @Option(help: ArgumentHelp("Device behaviours: a file of `TOKEN BEHAVIOUR` lines.", valueName: "file"))
     var tokens: String?
 
-    @Option(help: "The stream limit announced after the first authenticated request.")
-    var maxStreams: Int = 500
+    @Option(help: "The stream limit announced after the first authenticated request (default 500).")
+    var maxStreams: Int?
 
     @Option(help: ArgumentHelp("Send GOAWAY after this many requests on each connection.", valueName: "n"))
     var goawayAfter: Int?
@@ -17,42 +26,67 @@ struct SimulatorFaults: ParsableArguments {
     @Option(help: ArgumentHelp("Drop each connection, streams in flight, after this many requests.", valueName: "n"))
     var dropAfter: Int?
 
-    @Option(help: ArgumentHelp("Delay before every answer, in milliseconds.", valueName: "ms"))
-    var latency: Int = 0
+    @Option(help: ArgumentHelp("Delay before every answer, in milliseconds (default 0).", valueName: "ms"))
+    var latency: Int?
 
-    @Option(help: ArgumentHelp("Share of requests answered 500 InternalServerError (0…1).", valueName: "share"))
-    var errorRate: Double = 0
+    @Option(
+        help: ArgumentHelp("Share of requests answered 500 InternalServerError, 0…1 (default 0).", valueName: "share")
+    )
+    var errorRate: Double?
 
     func validate() throws {
-        if maxStreams < 1 { throw ValidationError("--max-streams must be 1 or more") }
-        if !(0...1).contains(errorRate) { throw ValidationError("--error-rate must be between 0 and 1") }
-        if latency < 0 { throw ValidationError("--latency must be 0 or more") }
+        if let maxStreams, maxStreams < 1 { throw ValidationError("--max-streams must be 1 or more") }
+        if let errorRate, !(0...1).contains(errorRate) { throw ValidationError("--error-rate must be between 0 and 1") }
+        if let latency, latency < 0 { throw ValidationError("--latency must be 0 or more") }
         if let goawayAfter, goawayAfter < 1 { throw ValidationError("--goaway-after must be 1 or more") }
         if let dropAfter, dropAfter < 1 { throw ValidationError("--drop-after must be 1 or more") }
     }
 
-    func tokenRules() throws -> [String: TokenBehaviour] {
-        guard let tokens else { return [:] }
+    /// The scenario file (if any), then the flags on top; bad files stop with located errors (exit 1).
+    func resolve() throws -> SimulatorScenario {
+        var resolved = SimulatorScenario()
+        if let scenario {
+            switch SimulatorScenario.load(scenario) {
+            case .success(let loaded): resolved = loaded
+            case .failure(let error):
+                printError(error.description)
+                throw ExitCode(1)
+            }
+        }
+        if let tokens { resolved.tokens.merge(try tokenRules(tokens)) { _, flag in flag } }
+        resolved.maxStreams = maxStreams ?? resolved.maxStreams
+        resolved.goawayAfter = goawayAfter ?? resolved.goawayAfter
+        resolved.dropAfter = dropAfter ?? resolved.dropAfter
+        resolved.latencyMilliseconds = latency ?? resolved.latencyMilliseconds
+        resolved.errorRate = errorRate ?? resolved.errorRate
+        return resolved
+    }
+
+    private func tokenRules(_ path: String) throws -> [String: TokenBehaviour] {
         let text: String
         do {
-            text = try String(contentsOfFile: tokens, encoding: .utf8)
+            text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            printError("\(tokens): error: cannot read the tokens file")
+            printError("\(path): error: cannot read the tokens file")
             throw ExitCode(1)
         }
         do {
-            return try TokenBehaviour.parseFile(text, path: tokens)
+            return try TokenBehaviour.parseFile(text, path: path)
         } catch {
             printError(error.description)
             throw ExitCode(1)
         }
     }
+}
 
+extension SimulatorScenario {
     func apply(to configuration: inout SimulatorConfiguration) {
-        configuration.maxConcurrentStreams = UInt32(maxStreams)
+        configuration.tokens = tokens
+        if let maxStreams { configuration.maxConcurrentStreams = UInt32(maxStreams) }
         configuration.goawayAfter = goawayAfter
         configuration.dropAfter = dropAfter
-        configuration.latency = .milliseconds(Int64(latency))
-        configuration.errorRate = errorRate
+        configuration.lowerLimit = lowerLimit.map { ($0.after, UInt32($0.to)) }
+        configuration.latency = .milliseconds(Int64(latencyMilliseconds ?? 0))
+        configuration.errorRate = errorRate ?? 0
     }
 }

@@ -151,6 +151,67 @@ struct SendCLITests {
         }
     }
 
+    @Test func rehearseFollowsAScenarioFile() throws {
+        let project = try TemporaryProject()
+        defer { project.remove() }
+        let count = 120
+        try project.write("audiences/a.csv", TemporaryProject.csv(count: count, columns: ["name"]) { ["N\($0)"] })
+        try project.write(
+            "campaigns/c.yaml",
+            "campaign: c\napp: shop\naudience:\n  source: { csv: audiences/a.csv }\nmessage:\n  payload: { aps: { alert: hi } }\n"
+                + "retry: { ServiceUnavailable: 1s }\n"
+        )
+        try project.write("rehearsal/more-tokens.txt", "\(TemporaryProject.token(3)) bad\n")
+        try project.write(
+            "rehearsal/outage.yaml",
+            """
+            # GOAWAY every 50 requests, a limit lowered to 2, one device gone, one bad, one flaky.
+            max_streams: 20
+            lower_limit: { after: 30, to: 2 }
+            goaway_after: 50
+            tokens:
+              "\(TemporaryProject.token(1))": unregistered 1700000000000
+              "\(TemporaryProject.token(2))": flaky 2
+            tokens_file: more-tokens.txt
+            """
+        )
+        let output = try CLI.run(
+            ["rehearse", "--scenario", "rehearsal/outage.yaml", "campaigns/c.yaml"],
+            in: project.root
+        )
+        #expect(output.status == 4, "\(output.stderr)")
+        #expect(output.stdout.contains("delivered \(count - 2), failed 2\n"), "\(output.stdout)")
+        #expect(output.stdout.contains("ServiceUnavailable"))
+        #expect(output.stdout.contains("stream limit up to 20"), "\(output.stdout)")
+        #expect(output.stdout.contains("GOAWAY"), "\(output.stdout)")
+
+        // A flag wins over the file.
+        let flagged = try CLI.run(
+            ["rehearse", "--scenario", "rehearsal/outage.yaml", "--max-streams", "7", "campaigns/c.yaml"],
+            in: project.root
+        )
+        #expect(flagged.stdout.contains("stream limit up to 7"), "\(flagged.stdout)")
+    }
+
+    @Test func aBrokenScenarioReadsLikeACompilerError() throws {
+        let project = try TemporaryProject()
+        defer { project.remove() }
+        try project.write(
+            "s.yaml",
+            "max_stream: 5\nlatency_ms: soon\ntokens:\n  abcd: sometimes\n"
+        )
+        let output = try CLI.run(["sim", "--port", "0", "--scenario", "s.yaml"], in: project.root)
+        #expect(output.status == 1)
+        #expect(
+            output.stderr == """
+                s.yaml:1:1: error: unknown key 'max_stream' in 'scenario'; did you mean 'max_streams'?
+                s.yaml:2:13: error: 'latency_ms' must be a whole number, found 'soon'
+                s.yaml:4:9: error: 'tokens': unknown behaviour 'sometimes' (ok, unregistered, bad, wrong-topic, flaky, throttled, reason)
+
+                """
+        )
+    }
+
     /// The integers on the first line of `text` that starts with `prefix`.
     static func numbers(in text: String, lineStartingWith prefix: String) -> [Int] {
         guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) else { return [] }

@@ -30,18 +30,22 @@ public enum TokenBehaviour: Hashable, Sendable {
             let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
             let words = content.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "," })
             guard let token = words.first else { continue }
-            let location = "\(path):\(index + 1)"
-            let behaviour = try parse(words.dropFirst().map(String.init), at: location)
-            rules[token.lowercased()] = behaviour
+            do {
+                rules[token.lowercased()] = try parse(words.dropFirst().map(String.init))
+            } catch {
+                throw SimulatorError("\(path):\(index + 1): error: \(error.description)")
+            }
         }
         return rules
     }
 
-    static func parse(_ words: [String], at location: String) throws(SimulatorError) -> TokenBehaviour {
+    /// One behaviour from its words (`unregistered 1700000000000`, `flaky 2`, `reason Shutdown`…);
+    /// the error says what is wrong, without a location.
+    public static func parse(_ words: [String]) throws(SimulatorError) -> TokenBehaviour {
         func number(_ fallback: Int) throws(SimulatorError) -> Int {
             guard words.count > 1 else { return fallback }
             guard let value = Int(words[1]), value >= 0 else {
-                throw SimulatorError("\(location): error: '\(words[1])' is not a count")
+                throw SimulatorError("'\(words[1])' is not a count")
             }
             return value
         }
@@ -50,7 +54,7 @@ public enum TokenBehaviour: Hashable, Sendable {
         case "unregistered":
             guard words.count > 1 else { return .unregistered(timestamp: 1_700_000_000_000) }
             guard let stamp = Int64(words[1]) else {
-                throw SimulatorError("\(location): error: '\(words[1])' is not a timestamp in milliseconds")
+                throw SimulatorError("'\(words[1])' is not a timestamp in milliseconds")
             }
             return .unregistered(timestamp: stamp)
         case "bad": return .bad
@@ -58,15 +62,15 @@ public enum TokenBehaviour: Hashable, Sendable {
         case "flaky": return .flaky(failures: try number(1))
         case "throttled": return .throttled(times: try number(1))
         case "reason":
-            guard words.count > 1 else { throw SimulatorError("\(location): error: 'reason' needs an APNs reason") }
+            guard words.count > 1 else { throw SimulatorError("'reason' needs an APNs reason") }
             let reason = APNsReason(words[1])
             if case .unknown = reason {
-                throw SimulatorError("\(location): error: '\(words[1])' is not a reason APNs documents")
+                throw SimulatorError("'\(words[1])' is not a reason APNs documents")
             }
             return .reason(reason)
         case let other:
             throw SimulatorError(
-                "\(location): error: unknown behaviour '\(other)' (ok, unregistered, bad, wrong-topic, flaky, throttled, reason)"
+                "unknown behaviour '\(other)' (ok, unregistered, bad, wrong-topic, flaky, throttled, reason)"
             )
         }
     }

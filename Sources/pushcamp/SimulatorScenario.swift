@@ -1,0 +1,87 @@
+import Foundation
+import PushcampModel
+import PushcampSimulator
+import Yams
+
+/// A scenario file for `pushcamp sim` and `rehearse`: how the stand-in APNs behaves, kept in git
+/// beside the campaigns it rehearses. Every key is optional; flags given on the command line win.
+///
+///     max_streams: 100                   # the limit announced after the first authenticated request
+///     lower_limit: { after: 500, to: 1 } # then lowered, as APNs does after rejected notifications
+///     goaway_after: 1000                 # GOAWAY after this many requests on each connection
+///     drop_after: 5000                   # drop each connection, streams in flight, after this many
+///     latency_ms: 20                     # delay before every answer
+///     error_rate: 0.5%                   # share answered 500 InternalServerError
+///     tokens:                            # device behaviours, as in a tokens file
+///       "0f3a…": unregistered 1700000000000
+///       "9bc1…": flaky 2
+///     tokens_file: rehearsal-tokens.txt  # more of them, relative to this file
+struct SimulatorScenario: Sendable {
+    var maxStreams: Int?
+    var lowerLimit: (after: Int, to: Int)?
+    var goawayAfter: Int?
+    var dropAfter: Int?
+    var latencyMilliseconds: Int?
+    var errorRate: Double?
+    var tokens: [String: TokenBehaviour] = [:]
+
+    static let keys = [
+        "max_streams", "lower_limit", "goaway_after", "drop_after", "latency_ms", "error_rate", "tokens",
+        "tokens_file",
+    ]
+
+    /// Reads `path`; every problem comes back as a located diagnostic.
+    static func load(_ path: String) -> Result<SimulatorScenario, DiagnosticsError> {
+        let (document, problems) = YAMLDocument.load(URL(fileURLWithPath: path), displayPath: path)
+        guard problems.isEmpty, let document else { return .failure(DiagnosticsError(problems)) }
+        guard let root = document.root else { return .success(SimulatorScenario()) }
+        let reader = YAMLReader(path: path)
+        var scenario = SimulatorScenario()
+        if let map = reader.mapping(root, in: "scenario", allowed: keys) {
+            scenario.read(map, with: reader, directory: URL(fileURLWithPath: path).deletingLastPathComponent())
+        }
+        return reader.diagnostics.isEmpty ? .success(scenario) : .failure(DiagnosticsError(reader.diagnostics))
+    }
+
+    private mutating func read(_ map: YAMLReader.Mapping, with reader: YAMLReader, directory: URL) {
+        let count = 1...Int(Int32.max)
+        if let node = map["max_streams"] { maxStreams = reader.int(node, "max_streams", in: count) }
+        if let node = map["goaway_after"] { goawayAfter = reader.int(node, "goaway_after", in: count) }
+        if let node = map["drop_after"] { dropAfter = reader.int(node, "drop_after", in: count) }
+        if let node = map["latency_ms"] { latencyMilliseconds = reader.int(node, "latency_ms", in: 0...60_000) }
+        if let node = map["error_rate"], let share = reader.parsed(node, "error_rate", Share.parse) {
+            errorRate = Double(share.basisPoints) / 10_000
+        }
+        if let node = map["lower_limit"],
+            let limit = reader.mapping(node, in: "lower_limit", allowed: ["after", "to"], required: ["after", "to"]),
+            let after = limit["after"].flatMap({ reader.int($0, "lower_limit.after", in: count) }),
+            let to = limit["to"].flatMap({ reader.int($0, "lower_limit.to", in: 1...Int(Int32.max)) })
+        {
+            lowerLimit = (after, to)
+        }
+        if let node = map["tokens_file"], let file = reader.string(node, "tokens_file") {
+            let url = URL(fileURLWithPath: file, relativeTo: directory)
+            if let text = try? String(contentsOf: url, encoding: .utf8) {
+                do {
+                    tokens.merge(try TokenBehaviour.parseFile(text, path: file)) { _, new in new }
+                } catch {
+                    reader.error("'tokens_file': \(error.description)", at: node)
+                }
+            } else {
+                reader.error("'tokens_file': cannot read '\(file)'", at: node)
+            }
+        }
+        // Tokens listed in the scenario itself win over the tokens file.
+        if let node = map["tokens"], let entries = reader.freeMapping(node, in: "tokens") {
+            for entry in entries {
+                guard let text = reader.scalar(entry.value, "tokens.\(entry.key)") else { continue }
+                let words = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+                do {
+                    tokens[entry.key.lowercased()] = try TokenBehaviour.parse(words)
+                } catch {
+                    reader.error("'tokens': \(error.description)", at: entry.value)
+                }
+            }
+        }
+    }
+}
