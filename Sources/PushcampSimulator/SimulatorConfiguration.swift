@@ -8,8 +8,11 @@ public struct SimulatorConfiguration: Sendable {
     /// 0 picks a free port.
     public var port = 0
     public var credentials: SimulatorCredentials
-    /// Provider-token checks; nil accepts requests without `authorization` (certificate-style).
+    /// Provider-token checks; nil accepts requests without `authorization`.
     public var verifier: ProviderTokenVerifier?
+    /// Certificate auth: clients may present a TLS certificate signed by the simulator's CA (see
+    /// `SimulatorCredentials.clientCertificatePEM`); their requests then need no provider token.
+    public var acceptsClientCertificates = false
     public var rules: RequestRules
     /// Token → behaviour; unlisted tokens get 200.
     public var tokens: [String: TokenBehaviour] = [:]

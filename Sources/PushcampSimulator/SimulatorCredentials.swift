@@ -4,13 +4,16 @@ import SwiftASN1
 import X509
 
 /// Throwaway credentials for a rehearsal: a signing key for provider tokens, and a CA with a
-/// `localhost`/`127.0.0.1` server certificate for TLS. Made on the spot, never reused.
+/// `localhost`/`127.0.0.1` server certificate for TLS (and, for certificate auth, client
+/// certificates). Made on the spot, never reused.
 public struct SimulatorCredentials: Sendable {
     /// The `.p8`-style provider-token key (PKCS#8 PEM); the simulator verifies with its public half.
     public var signingKey: P256.Signing.PrivateKey
     public var caCertificatePEM: String
     public var serverCertificatePEM: String
     public var serverKeyPEM: String
+    /// The CA's key: it signs client certificates for certificate-auth rehearsals.
+    private var caKey: P256.Signing.PrivateKey
 
     public static func generate(now: Date = Date()) throws -> SimulatorCredentials {
         let caKey = P256.Signing.PrivateKey()
@@ -54,8 +57,33 @@ public struct SimulatorCredentials: Sendable {
             signingKey: P256.Signing.PrivateKey(),
             caCertificatePEM: try ca.serializeAsPEM().pemString,
             serverCertificatePEM: try server.serializeAsPEM().pemString,
-            serverKeyPEM: serverKey.pemRepresentation
+            serverKeyPEM: serverKey.pemRepresentation,
+            caKey: caKey
         )
+    }
+
+    /// A client certificate for `topic` signed by this CA, with its key, in one PEM file's text: what
+    /// a certificate-auth app would hold (Apple's carry the bundle id in the subject's UID).
+    public func clientCertificatePEM(topic: String, now: Date = Date()) throws -> String {
+        let key = P256.Signing.PrivateKey()
+        let ca = try Certificate(pemEncoded: caCertificatePEM)
+        let certificate = try Certificate(
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: .init(key.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600),
+            notValidAfter: now.addingTimeInterval(30 * 86400),
+            issuer: ca.subject,
+            subject: try DistinguishedName { CommonName("Apple Push Services: \(topic)") },
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(digitalSignature: true))
+                try ExtendedKeyUsage([.clientAuth])
+            },
+            issuerPrivateKey: .init(caKey)
+        )
+        return try certificate.serializeAsPEM().pemString + "\n" + key.pemRepresentation + "\n"
     }
 
     /// Writes `ca.pem` (the CA a client trusts) and `key.p8` (the provider-token key) into `directory`.

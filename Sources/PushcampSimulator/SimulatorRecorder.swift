@@ -23,6 +23,7 @@ public final class SimulatorRecorder: Sendable {
         var maxOpenStreams = 0
         var limitViolations = 0
         var connections = 0
+        var certificateConnections = 0
         var goaways = 0
         var drops = 0
     }
@@ -36,6 +37,8 @@ public final class SimulatorRecorder: Sendable {
     /// Streams opened beyond the limit the client had acknowledged.
     public var limitViolations: Int { state.withLock { $0.limitViolations } }
     public var connections: Int { state.withLock { $0.connections } }
+    /// Connections that presented a client certificate the simulator's CA signed.
+    public var certificateConnections: Int { state.withLock { $0.certificateConnections } }
     public var goaways: Int { state.withLock { $0.goaways } }
     public var drops: Int { state.withLock { $0.drops } }
 
@@ -78,7 +81,12 @@ public final class SimulatorRecorder: Sendable {
         }
     }
 
-    func connectionOpened() { state.withLock { $0.connections += 1 } }
+    func connectionOpened(withCertificate: Bool) {
+        state.withLock { state in
+            state.connections += 1
+            if withCertificate { state.certificateConnections += 1 }
+        }
+    }
     func goawaySent() { state.withLock { $0.goaways += 1 } }
     func dropped() { state.withLock { $0.drops += 1 } }
 }

@@ -62,6 +62,14 @@ struct Sim: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The bundle id topics must match (any when absent).", valueName: "bundle-id"))
     var topic: String?
 
+    @Flag(
+        help: """
+            Accept certificate auth too: write client.pem (a client certificate and key signed by \
+            the simulator's CA) into --state-dir, for an app's `certificate`.
+            """
+    )
+    var clientCertificates = false
+
     @OptionGroup var faults: SimulatorFaults
 
     func run() async throws {
@@ -85,6 +93,17 @@ struct Sim: AsyncParsableCommand {
         )
         configuration.port = port
         try faults.resolve().apply(to: &configuration)
+        var clientFile: String?
+        if clientCertificates {
+            configuration.acceptsClientCertificates = true
+            let file = (stateDir as NSString).appendingPathComponent("client.pem")
+            try credentials.clientCertificatePEM(topic: topic ?? "com.example.app").write(
+                toFile: file,
+                atomically: true,
+                encoding: .utf8
+            )
+            clientFile = file
+        }
         // Signals are caught before the first line is printed: whoever reads it may stop us at once.
         let stopped = AsyncStream<Void>.makeStream()
         let signals = StopSignals { stopped.continuation.finish() }
@@ -93,6 +112,7 @@ struct Sim: AsyncParsableCommand {
         print("pushcamp sim: listening on https://127.0.0.1:\(bound)")
         print("  trust:  \(caFile)")
         print("  key:    \(key ?? keyFile)")
+        if let clientFile { print("  client certificate: \(clientFile)") }
         fflush(nil)
         for await _ in stopped.stream {}
         withExtendedLifetime(signals) {}

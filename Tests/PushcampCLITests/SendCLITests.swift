@@ -109,6 +109,38 @@ struct SendCLITests {
         #expect(simulatorReport.contains("  400 BadDeviceToken  1\n"))
     }
 
+    @Test func sendWithACertificateToASimulatorThatAcceptsThem() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let sim = try SimulatorProcess(
+            ["--state-dir", "sim", "--topic", "com.example.shop", "--client-certificates"],
+            in: project.root
+        )
+        var simulatorReport = ""
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        try project.write(
+            "pushcamp.yaml",
+            """
+            apps:
+              shop:
+                topic: com.example.shop
+                certificate: sim/client.pem
+                endpoint: https://127.0.0.1:\(sim.port)
+                ca_file: sim/ca.pem
+            """
+        )
+        try project.write("audiences/a.csv", TemporaryProject.csv(count: 40, columns: ["name"]) { ["N\($0)"] })
+        try project.write(
+            "campaigns/c.yaml",
+            "campaign: c\napp: shop\naudience:\n  source: { csv: audiences/a.csv }\nmessage:\n  payload: { aps: { alert: hi } }\n"
+        )
+        let send = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
+        simulatorReport = sim.stop()
+        #expect(send.status == 0, "\(send.stdout)\(send.stderr)")
+        #expect(send.stdout.contains("delivered 40, failed 0\n"), "\(send.stdout)")
+        #expect(simulatorReport.contains("  200  40\n"), "\(simulatorReport)")
+    }
+
     @Test func wrongCredentialsStopTheSendWithExitTwo() throws {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }

@@ -13,8 +13,12 @@ import Testing
 /// End to end on 127.0.0.1: the real pool (nghttp2 + NIOSSL) against the simulator (swift-nio-http2).
 @Suite("Send against the simulator", .serialized)
 struct LoopbackTests {
-    static func campaign(rows: Int, extra: String = "") throws -> (TemporaryProject, LoadedCampaign) {
-        let project = try TemporaryProject()
+    static func campaign(
+        rows: Int,
+        extra: String = "",
+        projectFile: String = TemporaryProject.defaultProjectFile
+    ) throws -> (TemporaryProject, LoadedCampaign) {
+        let project = try TemporaryProject(projectFile: projectFile)
         try project.write(
             "audiences/a.csv",
             TemporaryProject.csv(count: rows, columns: ["name"]) { ["Name\($0)"] }
@@ -164,6 +168,80 @@ struct LoopbackTests {
         #expect(record.pushType == "alert")
         #expect(record.priority == "10")
         #expect(record.status == 200)
+    }
+
+    @Test func certificateAuthRehearsesWithAClientCertificate() async throws {
+        let (project, campaign) = try Self.campaign(
+            rows: 400,
+            projectFile: """
+                apps:
+                  shop:
+                    topic: com.example.shop
+                    certificate: certs/push.p12
+                """
+        )
+        defer { project.remove() }
+        let result = try await Rehearsal(campaign: campaign).run()
+        #expect(result.report.delivered == 400)
+        #expect(result.report.exitCode == 0)
+        #expect(result.recorder.connections == 2)
+        #expect(result.recorder.certificateConnections == 2)
+        // No provider token went with any request: the certificate was the credential.
+        #expect(result.recorder.records.allSatisfy { $0.status == 200 })
+    }
+
+    @Test func aCertificateFromAnotherAuthorityCannotConnect() async throws {
+        let credentials = try SimulatorCredentials.generate()
+        var configuration = SimulatorConfiguration(
+            credentials: credentials,
+            teamID: nil,
+            keyID: nil,
+            bundleID: "com.example.shop"
+        )
+        configuration.acceptsClientCertificates = true
+        let simulator = APNsSimulator(configuration: configuration)
+        let port = try await simulator.start()
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let caFile = try project.write("ca.pem", credentials.caCertificatePEM)
+        let foreign = try project.write(
+            "foreign.pem",
+            try SimulatorCredentials.generate().clientCertificatePEM(topic: "com.example.shop")
+        )
+        let pool = try APNsConnectionPool(
+            configuration: APNsClientConfiguration(
+                host: "127.0.0.1",
+                port: port,
+                authentication: .certificate(path: foreign, password: nil),
+                caFile: caFile,
+                connections: 1
+            )
+        )
+        // TLS 1.3 finishes the client's side of the handshake before the server checks its
+        // certificate, so the refusal shows as a failed connect or as a connection that ends at once.
+        let ending = await withTaskGroup(of: String?.self) { group in
+            group.addTask {
+                await pool.run()
+                return nil
+            }
+            group.addTask {
+                for await event in pool.events {
+                    switch event {
+                    case .connectFailed(_, let error): return error.message
+                    case .disconnected(_, let reason): return reason
+                    default: continue
+                    }
+                }
+                return nil
+            }
+            let first = await group.next() ?? nil
+            pool.shutdown()
+            group.cancelAll()
+            return first
+        }
+        await simulator.stop()
+        #expect(ending != nil)
+        #expect(simulator.recorder.records.isEmpty)
     }
 }
 

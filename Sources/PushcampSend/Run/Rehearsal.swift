@@ -50,6 +50,23 @@ public struct Rehearsal {
             bundleID: campaign.app.topic
         )
         configuration.tokens = tokens
+        // An app that authenticates with a certificate rehearses with one: a throwaway client
+        // certificate from the simulator's CA, over the same TLS set-up as the real send.
+        let authentication: APNsClientConfiguration.Authentication
+        if case .certificate = campaign.app.credentials {
+            let file = (directory as NSString).appendingPathComponent("client.pem")
+            try credentials.clientCertificatePEM(topic: campaign.app.topic).write(
+                toFile: file,
+                atomically: true,
+                encoding: .utf8
+            )
+            configuration.acceptsClientCertificates = true
+            authentication = .certificate(path: file, password: nil)
+        } else {
+            authentication = .providerToken(
+                ProviderTokens(teamID: teamID, keyID: keyID, key: credentials.signingKey, clock: clientClock)
+            )
+        }
         adjust(&configuration)
         let simulator = APNsSimulator(configuration: configuration)
         let port = try await simulator.start()
@@ -58,9 +75,7 @@ public struct Rehearsal {
             configuration: APNsClientConfiguration(
                 host: "127.0.0.1",
                 port: port,
-                authentication: .providerToken(
-                    ProviderTokens(teamID: teamID, keyID: keyID, key: credentials.signingKey, clock: clientClock)
-                ),
+                authentication: authentication,
                 caFile: caFile,
                 connections: campaign.connections
             )

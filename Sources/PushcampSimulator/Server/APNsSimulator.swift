@@ -33,6 +33,14 @@ public final class APNsSimulator: Sendable {
         )
         tls.applicationProtocols = ["h2"]
         tls.minimumTLSVersion = .tlsv12
+        if configuration.acceptsClientCertificates {
+            // Certificate auth: a client may present a certificate; one our CA did not sign fails the
+            // handshake, as a revoked or foreign certificate does with APNs.
+            tls.certificateVerification = .optionalVerification
+            tls.trustRoots = .certificates([
+                try NIOSSLCertificate(bytes: Array(configuration.credentials.caCertificatePEM.utf8), format: .pem)
+            ])
+        }
         let context = try NIOSSLContext(configuration: tls)
         let configuration = self.configuration
         let recorder = self.recorder
@@ -57,8 +65,14 @@ public final class APNsSimulator: Sendable {
                                     ]
                                 )
                                 try channel.pipeline.syncOperations.addHandler(http2)
+                                let tls = try channel.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self)
                                 try channel.pipeline.syncOperations.addHandler(
-                                    SimulatorConnectionHandler(id: id, configuration: configuration, recorder: recorder)
+                                    SimulatorConnectionHandler(
+                                        id: id,
+                                        configuration: configuration,
+                                        recorder: recorder,
+                                        certificateAuthenticated: tls.peerCertificate != nil
+                                    )
                                 )
                             }
                         }

@@ -28,15 +28,20 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     private var announced: [UInt32] = [1]
     private var acknowledged: UInt32?
 
-    init(id: Int, configuration: SimulatorConfiguration, recorder: SimulatorRecorder) {
+    /// The connection presented a client certificate signed by the simulator's CA: certificate auth,
+    /// so requests need no provider token.
+    private let certificateAuthenticated: Bool
+
+    init(id: Int, configuration: SimulatorConfiguration, recorder: SimulatorRecorder, certificateAuthenticated: Bool) {
         self.id = id
         self.configuration = configuration
         self.recorder = recorder
+        self.certificateAuthenticated = certificateAuthenticated
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         // Added once ALPN chose h2, after the channel became active.
-        recorder.connectionOpened()
+        recorder.connectionOpened(withCertificate: certificateAuthenticated)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -145,7 +150,9 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
 
     private func decide(_ request: RequestRules.Request) -> (Int, APNsReason?, Int64?) {
         if let reason = configuration.rules.check(request) { return (reason.status, reason, nil) }
-        if let verifier = configuration.verifier, let reason = verifier.check(request.value("authorization")) {
+        if !certificateAuthenticated, let verifier = configuration.verifier,
+            let reason = verifier.check(request.value("authorization"))
+        {
             return (reason.status, reason, nil)
         }
         let token = request.deviceToken!.lowercased()
