@@ -86,6 +86,21 @@ struct LoopbackTests {
         #expect(result.report.disconnects.keys.contains { $0.hasPrefix("GOAWAY (NO_ERROR, reason Shutdown)") })
     }
 
+    @Test func goawayWithAnswersStillPendingLosesNothing() async throws {
+        // Answers 5 ms late: when GOAWAY goes out, accepted streams are still waiting for theirs.
+        let result = try await Self.rehearse(rows: 600) {
+            $0.maxConcurrentStreams = 20
+            $0.goawayAfter = 25
+            $0.latency = .milliseconds(5)
+        }
+        #expect(result.report.delivered == 600)
+        #expect(result.report.retries["connection-lost"] == nil)
+        #expect(result.recorder.goaways >= 20)
+        let deliveries = result.recorder.deliveries()
+        #expect(deliveries.count == 600)
+        #expect(deliveries.values.allSatisfy { $0 == 1 })
+    }
+
     @Test func droppedConnectionsAreResentAndCounted() async throws {
         let result = try await Self.rehearse(rows: 2000) {
             $0.maxConcurrentStreams = 100

@@ -24,6 +24,8 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     private var requests = 0
     private var raised = false
     private var goawaySent = false
+    /// After our GOAWAY, streams above this id are not processed (the client sends them again elsewhere).
+    private var goawayLastStreamID: HTTP2StreamID?
     /// Limits announced and not yet acknowledged, oldest first; the client is bound by `acknowledged`.
     private var announced: [UInt32] = [1]
     private var acknowledged: UInt32?
@@ -51,6 +53,7 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
             if !announced.isEmpty { acknowledged = announced.removeFirst() }
         case .headers(let headers):
             guard streams[frame.streamID] == nil else { return }  // trailers: none expected from APNs clients
+            if let last = goawayLastStreamID, frame.streamID > last { return }
             open += 1
             requests += 1
             recorder.opened(streams: open, limit: acknowledged)
@@ -83,6 +86,11 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // Frames that raced our GOAWAY (streams above its last id, NIO's own GOAWAY for them) are no
+        // reason to drop the connection: APNs still answers every stream it accepted, then closes.
+        if goawaySent, error is NIOHTTP2Errors.NoSuchStream || error is NIOHTTP2Errors.RaisedGoawayLastStreamID {
+            return
+        }
         context.close(promise: nil)
     }
 
@@ -96,6 +104,7 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
 
     private func sendGoaway(context: ChannelHandlerContext, lastStreamID: HTTP2StreamID) {
         goawaySent = true
+        goawayLastStreamID = lastStreamID
         recorder.goawaySent()
         var debug = context.channel.allocator.buffer(capacity: 32)
         debug.writeString(#"{"reason":"Shutdown"}"#)
