@@ -225,6 +225,18 @@ struct SendCLITests {
         #expect(flagged.stdout.contains("stream limit up to 7"), "\(flagged.stdout)")
     }
 
+    @Test func theExampleOutageScenarioLosesNothing() throws {
+        let output = try CLI.run(
+            ["rehearse", "--scenario", "rehearsal/outage.yaml", "campaigns/spring-sale.yaml"],
+            in: CLI.repository
+        )
+        #expect(output.status == 4)
+        #expect(output.stdout.contains("delivered 26, failed 2\n"), "\(output.stdout)")
+        #expect(output.stdout.contains("  Unregistered                 1\n"))
+        #expect(output.stdout.contains("  BadDeviceToken               1\n"))
+        #expect(!output.stdout.contains("connection-lost"), "\(output.stdout)")
+    }
+
     @Test func aBrokenScenarioReadsLikeACompilerError() throws {
         let project = try TemporaryProject()
         defer { project.remove() }
