@@ -54,6 +54,12 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The run journal: every recipient's state, runs, dead tokens. SQLite (GRDB) and in-memory.
+        .target(
+            name: "PushcampJournal",
+            dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict
+        ),
         // libnghttp2, found through pkg-config: the HTTP/2 codec of the APNs client.
         .systemLibrary(
             name: "CNghttp2",
@@ -150,6 +156,13 @@ let package = Package(
                 "PushcampSend", "PushcampAPNs", "PushcampSimulator", "PushcampPlanner", "PushcampModel",
                 "PushcampTestSupport", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "PushcampJournalTests",
+            dependencies: [
+                "PushcampJournal", "PushcampTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict
         ),

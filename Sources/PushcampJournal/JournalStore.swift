@@ -1,0 +1,231 @@
+/// Where a run's every recipient is remembered, so a killed send resumes without sending anyone
+/// the same notification twice, and where tokens APNs called dead are kept for later campaigns.
+///
+/// Two implementations: `SQLiteJournal` (the embedded default, `.pushcamp/journal.sqlite`) and
+/// `MemoryJournal` (tests, and the benchmark's baseline). Writes come in batches: one call to
+/// `record` is one transaction, so the executor commits a whole group of state changes at once.
+public protocol JournalStore: Sendable {
+    /// The newest run of `campaign` that has not finished or been cancelled, if any.
+    func unfinishedRun(campaign: String) throws(JournalError) -> RunRecord?
+    /// Starts a new run of `campaign` at `revision`.
+    func createRun(campaign: String, revision: String, now: Double) throws(JournalError) -> RunRecord
+    func run(_ id: RunID) throws(JournalError) -> RunRecord?
+    /// Runs, newest first.
+    func runs(limit: Int) throws(JournalError) -> [RunRecord]
+    func setStatus(_ status: RunStatus, of run: RunID, now: Double) throws(JournalError)
+    /// Asks the process sending `run` to stop (it checks `cancelRequested`).
+    func requestCancel(_ run: RunID, now: Double) throws(JournalError)
+    func cancelRequested(_ run: RunID) throws(JournalError) -> Bool
+
+    /// Writes recipients' new states in one transaction; a later update of the same recipient wins.
+    func record(_ updates: [RecipientUpdate], run: RunID, now: Double) throws(JournalError)
+    /// Every recipient row of `run`, in plan order, without loading them all at once.
+    func forEachRecipient(of run: RunID, _ body: (RecipientRecord) throws -> Void) throws
+    /// How many recipients of `run` are in each state.
+    func counts(of run: RunID) throws(JournalError) -> RecipientCounts
+
+    /// Remembers tokens APNs called Unregistered, ExpiredToken or BadDeviceToken (per topic); a
+    /// token seen again keeps its newest APNs timestamp.
+    func rememberInvalidTokens(_ tokens: [InvalidToken]) throws(JournalError)
+    /// Remembered dead tokens, optionally for one topic and seen since a time, oldest first.
+    func invalidTokens(topic: String?, since: Double?) throws(JournalError) -> [InvalidToken]
+}
+
+/// A run's number in its journal.
+public struct RunID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public var rawValue: Int64
+
+    public init(_ rawValue: Int64) {
+        self.rawValue = rawValue
+    }
+
+    public static func < (lhs: RunID, rhs: RunID) -> Bool { lhs.rawValue < rhs.rawValue }
+    public var description: String { String(rawValue) }
+}
+
+public enum RunStatus: String, Sendable, CaseIterable {
+    /// Sending, or killed while sending (a resume picks it up).
+    case running
+    /// Stopped before the end (Ctrl-C, refused credentials): a resume picks it up.
+    case interrupted
+    /// Every recipient has a final outcome.
+    case finished
+    /// Stopped by `pushcamp cancel`: never resumed.
+    case cancelled
+
+    /// Whether `send` resumes a run in this status.
+    public var isUnfinished: Bool { self == .running || self == .interrupted }
+}
+
+public struct RunRecord: Sendable, Hashable {
+    public var id: RunID
+    public var campaign: String
+    /// The campaign revision the run was planned from (file, templates and audience inputs).
+    public var revision: String
+    public var status: RunStatus
+    public var startedAt: Double
+    public var updatedAt: Double
+    public var cancelRequested: Bool
+
+    public init(
+        id: RunID,
+        campaign: String,
+        revision: String,
+        status: RunStatus,
+        startedAt: Double,
+        updatedAt: Double,
+        cancelRequested: Bool
+    ) {
+        self.id = id
+        self.campaign = campaign
+        self.revision = revision
+        self.status = status
+        self.startedAt = startedAt
+        self.updatedAt = updatedAt
+        self.cancelRequested = cancelRequested
+    }
+}
+
+/// Where one recipient of a run stands: planned → in flight (attempt n) → delivered | failed |
+/// waiting to retry | unknown (its connection died with the request in flight).
+public enum RecipientState: Sendable, Hashable {
+    case planned
+    case inFlight(attempt: Int)
+    case delivered(attempt: Int)
+    /// A final failure: APNs' status (nil when no answer came) and reason, and for 410 its timestamp.
+    case failed(status: Int?, reason: String, apnsTimestamp: Int64?)
+    /// To be sent again at `until` (seconds since 1970).
+    case waiting(until: Double, attempt: Int)
+    /// Sent, but the connection ended before an answer: APNs may have it.
+    case unknown(attempt: Int)
+
+    /// The state's name as stored.
+    public var name: String {
+        switch self {
+        case .planned: return "planned"
+        case .inFlight: return "in_flight"
+        case .delivered: return "delivered"
+        case .failed: return "failed"
+        case .waiting: return "waiting"
+        case .unknown: return "unknown"
+        }
+    }
+
+    /// Delivered or failed: nothing more will be sent.
+    public var isFinal: Bool {
+        switch self {
+        case .delivered, .failed: return true
+        default: return false
+        }
+    }
+
+    public var attempt: Int {
+        switch self {
+        case .planned, .failed: return 0
+        case .inFlight(let attempt), .delivered(let attempt), .waiting(_, let attempt), .unknown(let attempt):
+            return attempt
+        }
+    }
+}
+
+/// A recipient's new state; `seq` is its place in the plan, which identifies it within the run.
+public struct RecipientUpdate: Sendable, Hashable {
+    public var seq: Int
+    public var token: String
+    public var apnsID: String
+    public var state: RecipientState
+
+    public init(seq: Int, token: String, apnsID: String, state: RecipientState) {
+        self.seq = seq
+        self.token = token
+        self.apnsID = apnsID
+        self.state = state
+    }
+}
+
+public struct RecipientRecord: Sendable, Hashable {
+    public var seq: Int
+    public var token: String
+    public var apnsID: String
+    public var state: RecipientState
+    public var updatedAt: Double
+
+    public init(seq: Int, token: String, apnsID: String, state: RecipientState, updatedAt: Double) {
+        self.seq = seq
+        self.token = token
+        self.apnsID = apnsID
+        self.state = state
+        self.updatedAt = updatedAt
+    }
+}
+
+public struct RecipientCounts: Sendable, Hashable {
+    public var planned = 0
+    public var inFlight = 0
+    public var delivered = 0
+    public var failed = 0
+    public var waiting = 0
+    public var unknown = 0
+
+    public init() {}
+
+    public var total: Int { planned + inFlight + delivered + failed + waiting + unknown }
+
+    mutating func add(_ state: RecipientState, _ count: Int = 1) {
+        switch state {
+        case .planned: planned += count
+        case .inFlight: inFlight += count
+        case .delivered: delivered += count
+        case .failed: failed += count
+        case .waiting: waiting += count
+        case .unknown: unknown += count
+        }
+    }
+}
+
+/// A token APNs said is dead, for one topic.
+public struct InvalidToken: Sendable, Hashable {
+    public var topic: String
+    public var token: String
+    /// Unregistered, ExpiredToken or BadDeviceToken.
+    public var reason: String
+    /// APNs' timestamp (ms since 1970) of the last time it knew the token valid, when it gave one.
+    public var apnsTimestamp: Int64?
+    /// When Pushcamp was told (seconds since 1970).
+    public var seenAt: Double
+
+    public init(topic: String, token: String, reason: String, apnsTimestamp: Int64?, seenAt: Double) {
+        self.topic = topic
+        self.token = token
+        self.reason = reason
+        self.apnsTimestamp = apnsTimestamp
+        self.seenAt = seenAt
+    }
+}
+
+/// The journal module's one error type.
+public struct JournalError: Error, Sendable, CustomStringConvertible {
+    public enum Code: Sendable, Hashable {
+        /// The file cannot be created or opened.
+        case cannotOpen
+        /// The file is not a Pushcamp journal, or is damaged.
+        case corrupt
+        /// Another process holds the journal locked for longer than the wait.
+        case locked
+        /// The journal was written by a newer Pushcamp.
+        case newerVersion
+        case notFound
+        /// Any other database failure.
+        case failed
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}

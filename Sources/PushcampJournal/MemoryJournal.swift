@@ -1,0 +1,132 @@
+import Synchronization
+
+/// The in-memory twin of `SQLiteJournal`: the same behaviour, nothing on disk. For tests and as
+/// the baseline the journal's cost is measured against.
+public final class MemoryJournal: JournalStore {
+    private struct State {
+        var runs: [RunRecord] = []
+        var recipients: [RunID: [Int: RecipientRecord]] = [:]
+        var invalid: [String: InvalidToken] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    public func unfinishedRun(campaign: String) throws(JournalError) -> RunRecord? {
+        state.withLock { state in
+            state.runs.last { $0.campaign == campaign && $0.status.isUnfinished }
+        }
+    }
+
+    public func createRun(campaign: String, revision: String, now: Double) throws(JournalError) -> RunRecord {
+        state.withLock { state in
+            let run = RunRecord(
+                id: RunID(Int64(state.runs.count + 1)),
+                campaign: campaign,
+                revision: revision,
+                status: .running,
+                startedAt: now,
+                updatedAt: now,
+                cancelRequested: false
+            )
+            state.runs.append(run)
+            return run
+        }
+    }
+
+    public func run(_ id: RunID) throws(JournalError) -> RunRecord? {
+        state.withLock { state in state.runs.first { $0.id == id } }
+    }
+
+    public func runs(limit: Int) throws(JournalError) -> [RunRecord] {
+        state.withLock { state in Array(state.runs.reversed().prefix(limit)) }
+    }
+
+    public func setStatus(_ status: RunStatus, of run: RunID, now: Double) throws(JournalError) {
+        try update(run) { record in
+            record.status = status
+            record.updatedAt = now
+        }
+    }
+
+    public func requestCancel(_ run: RunID, now: Double) throws(JournalError) {
+        try update(run) { record in
+            record.cancelRequested = true
+            record.updatedAt = now
+        }
+    }
+
+    public func cancelRequested(_ run: RunID) throws(JournalError) -> Bool {
+        guard let record = try self.run(run) else { throw JournalError(.notFound, "no run \(run) in the journal") }
+        return record.cancelRequested
+    }
+
+    public func record(_ updates: [RecipientUpdate], run: RunID, now: Double) throws(JournalError) {
+        state.withLock { state in
+            var rows = state.recipients[run, default: [:]]
+            for update in updates {
+                rows[update.seq] = RecipientRecord(
+                    seq: update.seq,
+                    token: update.token,
+                    apnsID: update.apnsID,
+                    state: update.state,
+                    updatedAt: now
+                )
+            }
+            state.recipients[run] = rows
+        }
+    }
+
+    public func forEachRecipient(of run: RunID, _ body: (RecipientRecord) throws -> Void) throws {
+        let rows = state.withLock { state in state.recipients[run] ?? [:] }
+        for seq in rows.keys.sorted() { try body(rows[seq]!) }
+    }
+
+    public func counts(of run: RunID) throws(JournalError) -> RecipientCounts {
+        state.withLock { state in
+            var counts = RecipientCounts()
+            for row in (state.recipients[run] ?? [:]).values { counts.add(row.state) }
+            return counts
+        }
+    }
+
+    public func rememberInvalidTokens(_ tokens: [InvalidToken]) throws(JournalError) {
+        state.withLock { state in
+            for token in tokens {
+                let key = token.topic + "\u{0}" + token.token
+                state.invalid[key] = InvalidToken.newer(state.invalid[key], token)
+            }
+        }
+    }
+
+    public func invalidTokens(topic: String?, since: Double?) throws(JournalError) -> [InvalidToken] {
+        state.withLock { state in
+            state.invalid.values
+                .filter { token in
+                    (topic.map { $0 == token.topic } ?? true) && (since.map { token.seenAt >= $0 } ?? true)
+                }
+                .sorted { ($0.seenAt, $0.topic, $0.token) < ($1.seenAt, $1.topic, $1.token) }
+        }
+    }
+
+    private func update(_ run: RunID, _ change: (inout RunRecord) -> Void) throws(JournalError) {
+        let found = state.withLock { state in
+            guard let index = state.runs.firstIndex(where: { $0.id == run }) else { return false }
+            change(&state.runs[index])
+            return true
+        }
+        if !found { throw JournalError(.notFound, "no run \(run) in the journal") }
+    }
+}
+
+extension InvalidToken {
+    /// What to keep when a token is reported dead again: the latest report, and the newest APNs
+    /// timestamp either report carried.
+    static func newer(_ old: InvalidToken?, _ new: InvalidToken) -> InvalidToken {
+        guard let old else { return new }
+        var kept = new.seenAt >= old.seenAt ? new : old
+        kept.apnsTimestamp = [old.apnsTimestamp, new.apnsTimestamp].compactMap { $0 }.max()
+        return kept
+    }
+}

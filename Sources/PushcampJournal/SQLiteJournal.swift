@@ -1,0 +1,356 @@
+import Foundation
+import GRDB
+
+/// The embedded journal: one SQLite file (WAL, so `pushcamp runs` and `cancel` can read and write
+/// it from another process while a send runs). Schema changes go through numbered migrations from
+/// the first version on; a file written by a newer Pushcamp is refused rather than misread.
+///
+/// Durability: `synchronous = NORMAL` in WAL mode keeps every committed transaction across a
+/// killed process (the case resume is for); a power cut may lose the last few, never corrupt the
+/// file.
+public final class SQLiteJournal: JournalStore {
+    public let path: String
+    private let database: DatabaseQueue
+
+    /// Opens (creating and migrating when needed) the journal at `path`. `lockWait` is how long to
+    /// wait for another process holding it locked before giving up with `.locked`.
+    public init(path: String, lockWait: TimeInterval = 2) throws(JournalError) {
+        self.path = path
+        var configuration = Configuration()
+        configuration.journalMode = .wal
+        configuration.busyMode = .timeout(lockWait)
+        configuration.foreignKeysEnabled = true
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        do {
+            database = try DatabaseQueue(path: path, configuration: configuration)
+            // A first look outside any transaction: a file that is not a database must fail here, not
+            // inside a transaction that then cannot be rolled back.
+            try database.writeWithoutTransaction { db in
+                _ = try Int.fetchOne(db, sql: "PRAGMA schema_version")
+            }
+            try database.write { db in
+                if try Self.migrator.hasBeenSuperseded(db) {
+                    throw JournalError(.newerVersion, "\(path) was written by a newer Pushcamp; upgrade to use it")
+                }
+            }
+            try Self.migrator.migrate(database)
+        } catch let error as JournalError {
+            throw error
+        } catch {
+            throw Self.translate(error, path: path)
+        }
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: runs, recipients, invalid tokens") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE run (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        campaign TEXT NOT NULL,
+                        revision TEXT NOT NULL,
+                        status TEXT NOT NULL,
+                        started_at REAL NOT NULL,
+                        updated_at REAL NOT NULL,
+                        cancel_requested INTEGER NOT NULL DEFAULT 0
+                    );
+                    CREATE INDEX run_by_campaign ON run(campaign, status);
+                    CREATE TABLE recipient (
+                        run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+                        seq INTEGER NOT NULL,
+                        token TEXT NOT NULL,
+                        apns_id TEXT NOT NULL,
+                        state TEXT NOT NULL,
+                        attempt INTEGER NOT NULL,
+                        status INTEGER,
+                        reason TEXT,
+                        apns_timestamp INTEGER,
+                        retry_at REAL,
+                        updated_at REAL NOT NULL,
+                        PRIMARY KEY (run, seq)
+                    ) WITHOUT ROWID;
+                    CREATE TABLE invalid_token (
+                        topic TEXT NOT NULL,
+                        token TEXT NOT NULL,
+                        reason TEXT NOT NULL,
+                        apns_timestamp INTEGER,
+                        seen_at REAL NOT NULL,
+                        PRIMARY KEY (topic, token)
+                    ) WITHOUT ROWID;
+                    """
+            )
+        }
+        return migrator
+    }
+
+    // MARK: runs
+
+    public func unfinishedRun(campaign: String) throws(JournalError) -> RunRecord? {
+        try read { db in
+            try Row.fetchOne(
+                db,
+                sql: "SELECT * FROM run WHERE campaign = ? AND status IN ('running', 'interrupted') ORDER BY id DESC",
+                arguments: [campaign]
+            ).map(Self.run(from:))
+        }
+    }
+
+    public func createRun(campaign: String, revision: String, now: Double) throws(JournalError) -> RunRecord {
+        try write { db in
+            try db.execute(
+                sql:
+                    "INSERT INTO run (campaign, revision, status, started_at, updated_at) VALUES (?, ?, 'running', ?, ?)",
+                arguments: [campaign, revision, now, now]
+            )
+            return RunRecord(
+                id: RunID(db.lastInsertedRowID),
+                campaign: campaign,
+                revision: revision,
+                status: .running,
+                startedAt: now,
+                updatedAt: now,
+                cancelRequested: false
+            )
+        }
+    }
+
+    public func run(_ id: RunID) throws(JournalError) -> RunRecord? {
+        try read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM run WHERE id = ?", arguments: [id.rawValue]).map(Self.run(from:))
+        }
+    }
+
+    public func runs(limit: Int) throws(JournalError) -> [RunRecord] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM run ORDER BY id DESC LIMIT ?", arguments: [limit])
+                .map(Self.run(from:))
+        }
+    }
+
+    public func setStatus(_ status: RunStatus, of run: RunID, now: Double) throws(JournalError) {
+        try changeRun(run, sql: "UPDATE run SET status = ?, updated_at = ? WHERE id = ?", [status.rawValue, now])
+    }
+
+    public func requestCancel(_ run: RunID, now: Double) throws(JournalError) {
+        try changeRun(run, sql: "UPDATE run SET cancel_requested = 1, updated_at = ? WHERE id = ?", [now])
+    }
+
+    public func cancelRequested(_ run: RunID) throws(JournalError) -> Bool {
+        guard let record = try self.run(run) else { throw JournalError(.notFound, "no run \(run) in \(path)") }
+        return record.cancelRequested
+    }
+
+    private func changeRun(_ run: RunID, sql: String, _ values: [any DatabaseValueConvertible]) throws(JournalError) {
+        let changed = try write { db in
+            try db.execute(sql: sql, arguments: StatementArguments(values + [run.rawValue]))
+            return db.changesCount
+        }
+        if changed == 0 { throw JournalError(.notFound, "no run \(run) in \(path)") }
+    }
+
+    private static func run(from row: Row) -> RunRecord {
+        RunRecord(
+            id: RunID(row["id"]),
+            campaign: row["campaign"],
+            revision: row["revision"],
+            status: RunStatus(rawValue: row["status"]) ?? .running,
+            startedAt: row["started_at"],
+            updatedAt: row["updated_at"],
+            cancelRequested: row["cancel_requested"]
+        )
+    }
+
+    // MARK: recipients
+
+    public func record(_ updates: [RecipientUpdate], run: RunID, now: Double) throws(JournalError) {
+        guard !updates.isEmpty else { return }
+        try write { db in
+            let statement = try db.cachedStatement(
+                sql: """
+                    INSERT INTO recipient (run, seq, token, apns_id, state, attempt, status, reason, apns_timestamp,
+                                           retry_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (run, seq) DO UPDATE SET
+                        state = excluded.state, attempt = excluded.attempt, status = excluded.status,
+                        reason = excluded.reason, apns_timestamp = excluded.apns_timestamp,
+                        retry_at = excluded.retry_at, updated_at = excluded.updated_at
+                    """
+            )
+            for update in updates {
+                var status: Int?
+                var reason: String?
+                var apnsTimestamp: Int64?
+                var retryAt: Double?
+                switch update.state {
+                case .failed(let code, let why, let stamp): (status, reason, apnsTimestamp) = (code, why, stamp)
+                case .waiting(let until, _): retryAt = until
+                default: break
+                }
+                try statement.execute(arguments: [
+                    run.rawValue, update.seq, update.token, update.apnsID, update.state.name, update.state.attempt,
+                    status, reason, apnsTimestamp, retryAt, now,
+                ])
+            }
+        }
+    }
+
+    public func forEachRecipient(of run: RunID, _ body: (RecipientRecord) throws -> Void) throws {
+        do {
+            try database.read { db in
+                let rows = try Row.fetchCursor(
+                    db,
+                    sql: "SELECT * FROM recipient WHERE run = ? ORDER BY seq",
+                    arguments: [run.rawValue]
+                )
+                while let row = try rows.next() {
+                    try body(
+                        RecipientRecord(
+                            seq: row["seq"],
+                            token: row["token"],
+                            apnsID: row["apns_id"],
+                            state: try Self.state(from: row),
+                            updatedAt: row["updated_at"]
+                        )
+                    )
+                }
+            }
+        } catch let error as DatabaseError {
+            throw Self.translate(error, path: path)
+        }
+    }
+
+    public func counts(of run: RunID) throws(JournalError) -> RecipientCounts {
+        try read { db in
+            var counts = RecipientCounts()
+            let rows = try Row.fetchCursor(
+                db,
+                sql: "SELECT state, count(*) AS n FROM recipient WHERE run = ? GROUP BY state",
+                arguments: [run.rawValue]
+            )
+            while let row = try rows.next() {
+                let count: Int = row["n"]
+                switch row["state"] as String {
+                case "planned": counts.planned += count
+                case "in_flight": counts.inFlight += count
+                case "delivered": counts.delivered += count
+                case "failed": counts.failed += count
+                case "waiting": counts.waiting += count
+                default: counts.unknown += count
+                }
+            }
+            return counts
+        }
+    }
+
+    private static func state(from row: Row) throws -> RecipientState {
+        let attempt: Int = row["attempt"]
+        switch row["state"] as String {
+        case "planned": return .planned
+        case "in_flight": return .inFlight(attempt: attempt)
+        case "delivered": return .delivered(attempt: attempt)
+        case "failed":
+            return .failed(status: row["status"], reason: row["reason"] ?? "", apnsTimestamp: row["apns_timestamp"])
+        case "waiting": return .waiting(until: row["retry_at"] ?? 0, attempt: attempt)
+        case "unknown": return .unknown(attempt: attempt)
+        case let other: throw JournalError(.corrupt, "unknown recipient state '\(other)' in the journal")
+        }
+    }
+
+    // MARK: invalid tokens
+
+    public func rememberInvalidTokens(_ tokens: [InvalidToken]) throws(JournalError) {
+        guard !tokens.isEmpty else { return }
+        try write { db in
+            let statement = try db.cachedStatement(
+                sql: """
+                    INSERT INTO invalid_token (topic, token, reason, apns_timestamp, seen_at) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (topic, token) DO UPDATE SET
+                        reason = CASE WHEN excluded.seen_at >= seen_at THEN excluded.reason ELSE reason END,
+                        seen_at = max(seen_at, excluded.seen_at),
+                        apns_timestamp = CASE
+                            WHEN apns_timestamp IS NULL THEN excluded.apns_timestamp
+                            WHEN excluded.apns_timestamp IS NULL THEN apns_timestamp
+                            ELSE max(apns_timestamp, excluded.apns_timestamp) END
+                    """
+            )
+            for token in tokens {
+                try statement.execute(arguments: [
+                    token.topic, token.token, token.reason, token.apnsTimestamp, token.seenAt,
+                ])
+            }
+        }
+    }
+
+    public func invalidTokens(topic: String?, since: Double?) throws(JournalError) -> [InvalidToken] {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM invalid_token WHERE (?1 IS NULL OR topic = ?1) AND (?2 IS NULL OR seen_at >= ?2)
+                    ORDER BY seen_at, topic, token
+                    """,
+                arguments: [topic, since]
+            ).map { row in
+                InvalidToken(
+                    topic: row["topic"],
+                    token: row["token"],
+                    reason: row["reason"],
+                    apnsTimestamp: row["apns_timestamp"],
+                    seenAt: row["seen_at"]
+                )
+            }
+        }
+    }
+
+    // MARK: access and errors
+
+    private func read<T>(_ body: (Database) throws -> T) throws(JournalError) -> T {
+        do {
+            return try database.read(body)
+        } catch {
+            throw Self.translate(error, path: path)
+        }
+    }
+
+    private func write<T>(_ body: (Database) throws -> T) throws(JournalError) -> T {
+        do {
+            return try database.write(body)
+        } catch {
+            throw Self.translate(error, path: path)
+        }
+    }
+
+    static func translate(_ error: any Error, path: String) -> JournalError {
+        if let error = error as? JournalError { return error }
+        guard let error = error as? DatabaseError else {
+            return JournalError(.failed, "the journal \(path) failed: \(error)")
+        }
+        switch error.resultCode {
+        case .SQLITE_NOTADB, .SQLITE_CORRUPT:
+            return JournalError(
+                .corrupt,
+                "\(path) is not a Pushcamp journal or is damaged (SQLite: \(error.message ?? "\(error.resultCode)")); "
+                    + "move it aside to start a new one"
+            )
+        case .SQLITE_BUSY, .SQLITE_LOCKED:
+            return JournalError(
+                .locked,
+                "\(path) is locked by another process (another pushcamp send?); wait for it or stop it"
+            )
+        case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY:
+            return JournalError(
+                .cannotOpen,
+                "cannot open the journal \(path): \(error.message ?? "\(error.resultCode)")"
+            )
+        default:
+            return JournalError(.failed, "the journal \(path) failed: \(error.message ?? "\(error.resultCode)")")
+        }
+    }
+}

@@ -1,0 +1,199 @@
+import Foundation
+import GRDB
+import PushcampJournal
+import PushcampTestSupport
+import Testing
+
+/// The same behaviour from both journals: SQLite on disk and its in-memory twin.
+enum Store: String, CaseIterable, CustomTestStringConvertible {
+    case memory, sqlite
+
+    var testDescription: String { rawValue }
+
+    func open() throws -> (any JournalStore, TemporaryProject) {
+        let project = try TemporaryProject(projectFile: nil)
+        switch self {
+        case .memory: return (MemoryJournal(), project)
+        case .sqlite: return (try SQLiteJournal(path: project.path(".pushcamp/journal.sqlite")), project)
+        }
+    }
+}
+
+@Suite("Journal stores")
+struct JournalStoreTests {
+    static func update(_ seq: Int, _ state: RecipientState) -> RecipientUpdate {
+        RecipientUpdate(seq: seq, token: TemporaryProject.token(seq), apnsID: "id-\(seq)", state: state)
+    }
+
+    @Test(arguments: Store.allCases)
+    func runsAreFoundListedAndFinished(_ store: Store) throws {
+        let (journal, project) = try store.open()
+        defer { project.remove() }
+        #expect(try journal.unfinishedRun(campaign: "spring") == nil)
+        let first = try journal.createRun(campaign: "spring", revision: "r1", now: 100)
+        let other = try journal.createRun(campaign: "autumn", revision: "a1", now: 101)
+        #expect(try journal.unfinishedRun(campaign: "spring") == first)
+        try journal.setStatus(.interrupted, of: first.id, now: 102)
+        #expect(try journal.unfinishedRun(campaign: "spring")?.status == .interrupted)
+        try journal.setStatus(.finished, of: first.id, now: 103)
+        #expect(try journal.unfinishedRun(campaign: "spring") == nil)
+        let second = try journal.createRun(campaign: "spring", revision: "r2", now: 104)
+        #expect(try journal.runs(limit: 10).map(\.id) == [second.id, other.id, first.id])
+        #expect(try journal.runs(limit: 1).map(\.id) == [second.id])
+        #expect(try journal.run(first.id)?.updatedAt == 103)
+        #expect(throws: JournalError.self) { try journal.setStatus(.finished, of: RunID(999), now: 1) }
+    }
+
+    @Test(arguments: Store.allCases)
+    func cancelIsAFlagAnotherProcessSets(_ store: Store) throws {
+        let (journal, project) = try store.open()
+        defer { project.remove() }
+        let run = try journal.createRun(campaign: "c", revision: "r", now: 1)
+        #expect(try journal.cancelRequested(run.id) == false)
+        try journal.requestCancel(run.id, now: 2)
+        #expect(try journal.cancelRequested(run.id) == true)
+    }
+
+    @Test(arguments: Store.allCases)
+    func theLatestStateOfEachRecipientWinsAndIsReadInPlanOrder(_ store: Store) throws {
+        let (journal, project) = try store.open()
+        defer { project.remove() }
+        let run = try journal.createRun(campaign: "c", revision: "r", now: 1)
+        try journal.record((0..<6).map { Self.update($0, .inFlight(attempt: 1)) }, run: run.id, now: 2)
+        try journal.record(
+            [
+                Self.update(4, .delivered(attempt: 1)),
+                Self.update(1, .failed(status: 410, reason: "Unregistered", apnsTimestamp: 1_700_000_000_000)),
+                Self.update(2, .waiting(until: 50.5, attempt: 1)),
+                Self.update(3, .unknown(attempt: 1)),
+                Self.update(0, .delivered(attempt: 2)),
+            ],
+            run: run.id,
+            now: 3
+        )
+        var seen: [RecipientRecord] = []
+        try journal.forEachRecipient(of: run.id) { seen.append($0) }
+        #expect(seen.map(\.seq) == [0, 1, 2, 3, 4, 5])
+        #expect(
+            seen.map(\.state) == [
+                .delivered(attempt: 2),
+                .failed(status: 410, reason: "Unregistered", apnsTimestamp: 1_700_000_000_000),
+                .waiting(until: 50.5, attempt: 1),
+                .unknown(attempt: 1),
+                .delivered(attempt: 1),
+                .inFlight(attempt: 1),
+            ]
+        )
+        #expect(seen[5].updatedAt == 2)
+        #expect(seen[0].token == TemporaryProject.token(0))
+        var expected = RecipientCounts()
+        expected.delivered = 2
+        expected.failed = 1
+        expected.waiting = 1
+        expected.unknown = 1
+        expected.inFlight = 1
+        #expect(try journal.counts(of: run.id) == expected)
+        // Another run's rows are its own.
+        let other = try journal.createRun(campaign: "c", revision: "r", now: 4)
+        #expect(try journal.counts(of: other.id).total == 0)
+    }
+
+    @Test(arguments: Store.allCases)
+    func deadTokensKeepTheirNewestTimestampPerTopic(_ store: Store) throws {
+        let (journal, project) = try store.open()
+        defer { project.remove() }
+        let token = TemporaryProject.token(1)
+        try journal.rememberInvalidTokens([
+            InvalidToken(topic: "com.a", token: token, reason: "Unregistered", apnsTimestamp: 500, seenAt: 10),
+            InvalidToken(topic: "com.b", token: token, reason: "BadDeviceToken", apnsTimestamp: nil, seenAt: 11),
+        ])
+        try journal.rememberInvalidTokens([
+            InvalidToken(topic: "com.a", token: token, reason: "Unregistered", apnsTimestamp: 900, seenAt: 20)
+        ])
+        try journal.rememberInvalidTokens([
+            // An older report arriving late changes nothing but what it knows better.
+            InvalidToken(topic: "com.a", token: token, reason: "ExpiredToken", apnsTimestamp: 700, seenAt: 15)
+        ])
+        let all = try journal.invalidTokens(topic: nil, since: nil)
+        #expect(all.map(\.topic) == ["com.b", "com.a"])
+        #expect(all[1].apnsTimestamp == 900)
+        #expect(all[1].reason == "Unregistered")
+        #expect(all[1].seenAt == 20)
+        #expect(try journal.invalidTokens(topic: "com.b", since: nil).count == 1)
+        #expect(try journal.invalidTokens(topic: nil, since: 12).map(\.topic) == ["com.a"])
+    }
+}
+
+@Suite("SQLite journal on disk")
+struct SQLiteJournalTests {
+    @Test func whatWasCommittedIsThereWhenTheFileIsOpenedAgain() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let path = project.path("journal.sqlite")
+        let run: RunRecord
+        do {
+            let journal = try SQLiteJournal(path: path)
+            run = try journal.createRun(campaign: "c", revision: "r", now: 1)
+            try journal.record([JournalStoreTests.update(7, .delivered(attempt: 1))], run: run.id, now: 2)
+        }
+        let reopened = try SQLiteJournal(path: path)
+        #expect(try reopened.unfinishedRun(campaign: "c") == run)
+        #expect(try reopened.counts(of: run.id).delivered == 1)
+    }
+
+    @Test func aFileThatIsNotAJournalGetsAClearError() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let path = try project.write("journal.sqlite", String(repeating: "not a database\n", count: 300))
+        do {
+            _ = try SQLiteJournal(path: path)
+            Issue.record("opened a file that is not a journal")
+        } catch {
+            #expect(error.code == .corrupt)
+            #expect(error.message.hasPrefix("\(path) is not a Pushcamp journal or is damaged"))
+        }
+    }
+
+    @Test func aJournalLockedByAnotherWriterGetsAClearErrorAfterTheWait() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let path = project.path("journal.sqlite")
+        let journal = try SQLiteJournal(path: path, lockWait: 0.2)
+        let run = try journal.createRun(campaign: "c", revision: "r", now: 1)
+        // Another connection (as another process would) holds the write lock meanwhile.
+        let other = try DatabaseQueue(path: path)
+        let outcome = try other.inDatabase { db -> JournalError? in
+            try db.execute(sql: "BEGIN IMMEDIATE")
+            defer { try? db.execute(sql: "ROLLBACK") }
+            do throws(JournalError) {
+                try journal.record([JournalStoreTests.update(1, .planned)], run: run.id, now: 2)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(outcome?.code == .locked)
+        #expect(
+            outcome?.message == "\(path) is locked by another process (another pushcamp send?); wait for it or stop it"
+        )
+        // Once the other writer is gone, the same write goes through.
+        try journal.record([JournalStoreTests.update(1, .planned)], run: run.id, now: 3)
+        #expect(try journal.counts(of: run.id).planned == 1)
+    }
+
+    @Test func aJournalFromANewerPushcampIsRefused() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let path = project.path("journal.sqlite")
+        _ = try SQLiteJournal(path: path)
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99: from the future')")
+        }
+        do {
+            _ = try SQLiteJournal(path: path)
+            Issue.record("opened a newer journal")
+        } catch {
+            #expect(error.code == .newerVersion)
+        }
+    }
+}
