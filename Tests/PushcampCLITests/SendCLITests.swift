@@ -62,25 +62,13 @@ struct SendCLITests {
             ],
             in: project.root
         )
-        var simulatorReport = ""
         defer { if sim.process.isRunning { _ = sim.stop() } }
-        try project.write(
-            "pushcamp.yaml",
-            """
-            apps:
-              shop:
-                topic: com.example.shop
-                team_id: ABCDE12345
-                key_id: KEY1234567
-                key_file: sim/key.p8
-                endpoint: https://127.0.0.1:\(sim.port)
-                ca_file: sim/ca.pem
-            """
+        try Self.writeProject(
+            project,
+            port: sim.port,
+            credentials: "team_id: ABCDE12345\nkey_id: KEY1234567\nkey_file: sim/key.p8"
         )
-        try project.write(
-            "audiences/a.csv",
-            TemporaryProject.csv(count: count, columns: ["name"]) { ["Name\($0)"] }
-        )
+        try Self.writeAudience(project, count: count)
         try project.write(
             "campaigns/c.yaml",
             """
@@ -95,7 +83,7 @@ struct SendCLITests {
             """
         )
         let send = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
-        simulatorReport = sim.stop()
+        let simulatorReport = sim.stop()
 
         // Partly delivered: exit 4, and the report says by reason what failed.
         #expect(send.status == 4, "\(send.stderr)")
@@ -116,26 +104,12 @@ struct SendCLITests {
             ["--state-dir", "sim", "--topic", "com.example.shop", "--client-certificates"],
             in: project.root
         )
-        var simulatorReport = ""
         defer { if sim.process.isRunning { _ = sim.stop() } }
-        try project.write(
-            "pushcamp.yaml",
-            """
-            apps:
-              shop:
-                topic: com.example.shop
-                certificate: sim/client.pem
-                endpoint: https://127.0.0.1:\(sim.port)
-                ca_file: sim/ca.pem
-            """
-        )
-        try project.write("audiences/a.csv", TemporaryProject.csv(count: 40, columns: ["name"]) { ["N\($0)"] })
-        try project.write(
-            "campaigns/c.yaml",
-            "campaign: c\napp: shop\naudience:\n  source: { csv: audiences/a.csv }\nmessage:\n  payload: { aps: { alert: hi } }\n"
-        )
+        try Self.writeProject(project, port: sim.port, credentials: "certificate: sim/client.pem")
+        try Self.writeAudience(project, count: 40)
+        try Self.writeCampaign(project)
         let send = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
-        simulatorReport = sim.stop()
+        let simulatorReport = sim.stop()
         #expect(send.status == 0, "\(send.stdout)\(send.stderr)")
         #expect(send.stdout.contains("delivered 40, failed 0\n"), "\(send.stdout)")
         #expect(simulatorReport.contains("  200  40\n"), "\(simulatorReport)")
@@ -148,27 +122,13 @@ struct SendCLITests {
         _ = try SimulatorProcess(["--state-dir", "other"], in: project.root).stop()
         let sim = try SimulatorProcess(["--state-dir", "sim", "--team-id", "ABCDE12345"], in: project.root)
         defer { _ = sim.stop() }
-        try project.write(
-            "pushcamp.yaml",
-            """
-            apps:
-              shop:
-                topic: com.example.shop
-                team_id: ABCDE12345
-                key_id: KEY1234567
-                key_file: other/key.p8
-                endpoint: https://127.0.0.1:\(sim.port)
-                ca_file: sim/ca.pem
-            """
+        try Self.writeProject(
+            project,
+            port: sim.port,
+            credentials: "team_id: ABCDE12345\nkey_id: KEY1234567\nkey_file: other/key.p8"
         )
-        try project.write(
-            "audiences/a.csv",
-            TemporaryProject.csv(count: 500, columns: ["name"]) { ["Name\($0)"] }
-        )
-        try project.write(
-            "campaigns/c.yaml",
-            "campaign: c\napp: shop\naudience:\n  source: { csv: audiences/a.csv }\nmessage:\n  payload: { aps: { alert: hi } }\n"
-        )
+        try Self.writeAudience(project, count: 500)
+        try Self.writeCampaign(project)
         let send = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
         #expect(send.status == 2, "\(send.stdout)\(send.stderr)")
         #expect((send.stdout + send.stderr).contains("InvalidProviderToken"), "\(send.stdout)\(send.stderr)")
@@ -187,12 +147,8 @@ struct SendCLITests {
         let project = try TemporaryProject()
         defer { project.remove() }
         let count = 120
-        try project.write("audiences/a.csv", TemporaryProject.csv(count: count, columns: ["name"]) { ["N\($0)"] })
-        try project.write(
-            "campaigns/c.yaml",
-            "campaign: c\napp: shop\naudience:\n  source: { csv: audiences/a.csv }\nmessage:\n  payload: { aps: { alert: hi } }\n"
-                + "retry: { ServiceUnavailable: 1s }\n"
-        )
+        try Self.writeAudience(project, count: count)
+        try Self.writeCampaign(project, extra: "retry: { ServiceUnavailable: 1s }\n")
         try project.write("rehearsal/more-tokens.txt", "\(TemporaryProject.token(3)) bad\n")
         try project.write(
             "rehearsal/outage.yaml",
@@ -253,6 +209,37 @@ struct SendCLITests {
                 s.yaml:4:9: error: 'tokens': unknown behaviour 'sometimes' (ok, unregistered, bad, wrong-topic, flaky, throttled, reason)
 
                 """
+        )
+    }
+
+    /// `pushcamp.yaml` with one app, `shop`, sending to the simulator on `port` and authenticating
+    /// with `credentials` (YAML lines of the app).
+    static func writeProject(_ project: TemporaryProject, port: Int, credentials: String) throws {
+        let indented = credentials.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n")
+        try project.write(
+            "pushcamp.yaml",
+            """
+            apps:
+              shop:
+                topic: com.example.shop
+            \(indented)
+                endpoint: https://127.0.0.1:\(port)
+                ca_file: sim/ca.pem
+            """
+        )
+    }
+
+    /// `audiences/a.csv` with `count` recipients and a `name` column.
+    static func writeAudience(_ project: TemporaryProject, count: Int) throws {
+        try project.write("audiences/a.csv", TemporaryProject.csv(count: count, columns: ["name"]) { ["Name\($0)"] })
+    }
+
+    /// `campaigns/c.yaml`: one plain alert to `audiences/a.csv` for `shop`, plus `extra` keys.
+    static func writeCampaign(_ project: TemporaryProject, extra: String = "") throws {
+        try project.write(
+            "campaigns/c.yaml",
+            "campaign: c\napp: shop\naudience:\n  source: { csv: audiences/a.csv }\nmessage:\n  payload: { aps: { alert: hi } }\n"
+                + extra
         )
     }
 
