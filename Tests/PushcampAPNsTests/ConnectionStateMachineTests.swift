@@ -26,6 +26,31 @@ struct ConnectionStateMachineTests {
         #expect(machine.budget == 1)
     }
 
+    @Test func aKeyRefusedAFewTimesDrainsTheConnection() {
+        var machine = ConnectionStateMachine(authentication: .providerToken, now: start)
+        machine.settingsReceived(maxConcurrentStreams: 500)
+        for _ in 0..<ConnectionStateMachine.credentialRefusalLimit {
+            #expect(machine.budget == 1)
+            machine.streamOpened(now: start)
+            machine.streamClosed(status: 403, reason: .invalidProviderToken, now: start)
+        }
+        #expect(machine.credentialsRefused)
+        #expect(machine.phase == .draining)
+        #expect(machine.budget == 0)
+        #expect(machine.finished)
+    }
+
+    @Test func refusalsOtherThanCredentialsDoNotDrain() {
+        var machine = ConnectionStateMachine(authentication: .providerToken, now: start)
+        machine.settingsReceived(maxConcurrentStreams: 500)
+        for _ in 0..<10 {
+            machine.streamOpened(now: start)
+            machine.streamClosed(status: 403, reason: .expiredProviderToken, now: start)
+        }
+        #expect(machine.phase == .active)
+        #expect(machine.budget == 1)
+    }
+
     @Test func certificatesUseTheServersLimitAtOnce() {
         var machine = ConnectionStateMachine(authentication: .certificate, now: start)
         machine.settingsReceived(maxConcurrentStreams: 50)

@@ -227,6 +227,11 @@ final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             (reason, timestamp) = Self.parseError(stream.body)
         }
         machine.streamClosed(status: status, reason: reason, now: now)
+        if machine.credentialsRefused, closeReason == nil {
+            configuration.queue.forget(connection: configuration.id)
+            closeReason =
+                "APNs refused the credentials \(ConnectionStateMachine.credentialRefusalLimit) times (\(status) \(reason.map { "\($0)" } ?? ""))"
+        }
         if reason == .expiredProviderToken, let tokens = configuration.tokens {
             switch tokens.expired(generation: stream.tokenGeneration) {
             case .mint, .alreadyReplaced:

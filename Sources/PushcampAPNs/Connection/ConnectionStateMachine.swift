@@ -8,6 +8,9 @@ import NIOCore
 ///   server's first SETTINGS frame, one.
 /// - Health: when a quarter or more of the last 64 answers were `BadDeviceToken` (APNs drops providers
 ///   who send many), the connection uses a quarter of its budget until the next window looks better.
+/// - Refused credentials: a connection whose token was never accepted drains after
+///   `credentialRefusalLimit` refusals, so a wrong key costs a handful of requests per connection
+///   however slowly the run reacts.
 /// - GOAWAY: no new streams; streams up to its last id finish, later ones come back as refused.
 /// - Idle: after `idleTimeout` without traffic a PING; no answer within `pingTimeout` closes it.
 public struct ConnectionStateMachine: Sendable {
@@ -20,6 +23,7 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     public static let healthWindow = 64
+    public static let credentialRefusalLimit = 3
 
     public private(set) var phase = Phase.active
     public private(set) var serverLimit: UInt32?
@@ -27,6 +31,7 @@ public struct ConnectionStateMachine: Sendable {
     public private(set) var openStreams = 0
     /// The quarter-budget penalty for a burst of bad device tokens.
     public private(set) var throttledForBadTokens = false
+    private var credentialRefusals = 0
     private var windowAnswers = 0
     private var windowBadTokens = 0
 
@@ -60,6 +65,9 @@ public struct ConnectionStateMachine: Sendable {
         phase == .active ? max(0, streamLimit - openStreams) : 0
     }
 
+    /// The credentials were refused `credentialRefusalLimit` times and never accepted: draining.
+    public var credentialsRefused: Bool { credentialRefusals >= Self.credentialRefusalLimit }
+
     /// Draining and nothing left in flight: the connection can close.
     public var finished: Bool { phase == .draining && openStreams == 0 }
 
@@ -78,6 +86,10 @@ public struct ConnectionStateMachine: Sendable {
         lastActivity = now
         guard let status else { return }
         if status != 403 { authenticated = true }
+        if !authenticated, reason?.disposition == .credentials {
+            credentialRefusals += 1
+            if credentialsRefused { phase = .draining }
+        }
         windowAnswers += 1
         if reason == .badDeviceToken { windowBadTokens += 1 }
         if windowAnswers == Self.healthWindow {
