@@ -29,6 +29,10 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     /// Limits announced and not yet acknowledged, oldest first; the client is bound by `acknowledged`.
     private var announced: [UInt32] = [1]
     private var acknowledged: UInt32?
+    /// Request body bytes read since the connection's flow-control window was last given back. With
+    /// frames handled directly (no stream multiplexer), nothing else sends WINDOW_UPDATE: without
+    /// this the client stalls after 64 KB of bodies on a connection.
+    private var unacknowledgedBytes = 0
 
     /// The connection presented a client certificate signed by the simulator's CA: certificate auth,
     /// so requests need no provider token.
@@ -71,6 +75,7 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
             }
             if headers.endStream { complete(frame.streamID, context: context) }
         case .data(let data):
+            replenishWindow(consumed: data.data.readableBytes + (data.paddingBytes ?? 0), context: context)
             guard case .byteBuffer(let buffer) = data.data, streams[frame.streamID] != nil else { return }
             streams[frame.streamID]!.body.append(contentsOf: buffer.readableBytesView)
             if data.endStream { complete(frame.streamID, context: context) }
@@ -79,6 +84,16 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         default:
             break
         }
+    }
+
+    /// Gives the connection window back once half the default (65,535 bytes) has been read, as
+    /// HTTP/2 servers do; streams need none, each carries one small body.
+    private func replenishWindow(consumed: Int, context: ChannelHandlerContext) {
+        unacknowledgedBytes += consumed
+        guard unacknowledgedBytes >= 32_768 else { return }
+        let update = HTTP2Frame.FramePayload.windowUpdate(windowSizeIncrement: unacknowledgedBytes)
+        unacknowledgedBytes = 0
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: update)), promise: nil)
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
