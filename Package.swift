@@ -101,7 +101,7 @@ let package = Package(
         .target(
             name: "PushcampSend",
             dependencies: [
-                "PushcampPlanner", "PushcampModel", "PushcampAPNs", "PushcampSimulator",
+                "PushcampPlanner", "PushcampModel", "PushcampAPNs", "PushcampSimulator", "PushcampJournal",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -111,7 +111,7 @@ let package = Package(
             name: "pushcamp",
             dependencies: [
                 "PushcampPlanner", "PushcampModel", "PushcampAudience", "PushcampSend", "PushcampAPNs",
-                "PushcampSimulator",
+                "PushcampSimulator", "PushcampJournal",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -154,6 +154,7 @@ let package = Package(
             name: "PushcampSendTests",
             dependencies: [
                 "PushcampSend", "PushcampAPNs", "PushcampSimulator", "PushcampPlanner", "PushcampModel",
+                "PushcampJournal",
                 "PushcampTestSupport", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

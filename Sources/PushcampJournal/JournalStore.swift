@@ -17,11 +17,17 @@ public protocol JournalStore: Sendable {
     func requestCancel(_ run: RunID, now: Double) throws(JournalError)
     func cancelRequested(_ run: RunID) throws(JournalError) -> Bool
 
-    /// Writes recipients' new states in one transaction; a later update of the same recipient wins.
-    func record(_ updates: [RecipientUpdate], run: RunID, now: Double) throws(JournalError)
+    /// The number of recipients the plan sends (known once planning has gone through the audience).
+    func setPlanned(_ count: Int, of run: RunID) throws(JournalError)
+    /// One group commit: recipients' new states, the seq ranges whose first attempt is about to be
+    /// sent, and possible duplicates. A later update of the same recipient wins.
+    func record(_ batch: JournalBatch, run: RunID, now: Double) throws(JournalError)
+    /// The seq ranges recorded as dispatched, in order.
+    func dispatched(of run: RunID) throws(JournalError) -> [ClosedRange<Int>]
     /// Every recipient row of `run`, in plan order, without loading them all at once.
     func forEachRecipient(of run: RunID, _ body: (RecipientRecord) throws -> Void) throws
-    /// How many recipients of `run` are in each state.
+    /// How many recipients of `run` are in each state; dispatched recipients without a row of their
+    /// own count as in flight.
     func counts(of run: RunID) throws(JournalError) -> RecipientCounts
 
     /// Remembers tokens APNs called Unregistered, ExpiredToken or BadDeviceToken (per topic); a
@@ -29,6 +35,25 @@ public protocol JournalStore: Sendable {
     func rememberInvalidTokens(_ tokens: [InvalidToken]) throws(JournalError)
     /// Remembered dead tokens, optionally for one topic and seen since a time, oldest first.
     func invalidTokens(topic: String?, since: Double?) throws(JournalError) -> [InvalidToken]
+}
+
+/// What one transaction of a running send writes.
+public struct JournalBatch: Sendable, Hashable {
+    /// Recipients with a new state (a row each).
+    public var updates: [RecipientUpdate]
+    /// First attempts about to be sent, as seq ranges: in flight without a row each until an answer
+    /// comes. Cheap at a hundred thousand pushes a second, where a row each would not be.
+    public var dispatched: [ClosedRange<Int>]
+    /// Recipients being sent again after a resume although their first request may have arrived.
+    public var possibleDuplicates: Int
+
+    public init(updates: [RecipientUpdate] = [], dispatched: [ClosedRange<Int>] = [], possibleDuplicates: Int = 0) {
+        self.updates = updates
+        self.dispatched = dispatched
+        self.possibleDuplicates = possibleDuplicates
+    }
+
+    public var isEmpty: Bool { updates.isEmpty && dispatched.isEmpty && possibleDuplicates == 0 }
 }
 
 /// A run's number in its journal.
@@ -52,6 +77,8 @@ public enum RunStatus: String, Sendable, CaseIterable {
     case finished
     /// Stopped by `pushcamp cancel`: never resumed.
     case cancelled
+    /// Given up for a new run of the campaign (`send --new-run`): never resumed.
+    case superseded
 
     /// Whether `send` resumes a run in this status.
     public var isUnfinished: Bool { self == .running || self == .interrupted }
@@ -66,6 +93,10 @@ public struct RunRecord: Sendable, Hashable {
     public var startedAt: Double
     public var updatedAt: Double
     public var cancelRequested: Bool
+    /// Recipients sent again on resume because their first request's fate was unknown.
+    public var possibleDuplicates: Int
+    /// Recipients the plan sends, once planning has gone through the whole audience.
+    public var planned: Int?
 
     public init(
         id: RunID,
@@ -74,7 +105,9 @@ public struct RunRecord: Sendable, Hashable {
         status: RunStatus,
         startedAt: Double,
         updatedAt: Double,
-        cancelRequested: Bool
+        cancelRequested: Bool,
+        possibleDuplicates: Int = 0,
+        planned: Int? = nil
     ) {
         self.id = id
         self.campaign = campaign
@@ -83,6 +116,8 @@ public struct RunRecord: Sendable, Hashable {
         self.startedAt = startedAt
         self.updatedAt = updatedAt
         self.cancelRequested = cancelRequested
+        self.possibleDuplicates = possibleDuplicates
+        self.planned = planned
     }
 }
 
@@ -128,17 +163,16 @@ public enum RecipientState: Sendable, Hashable {
     }
 }
 
-/// A recipient's new state; `seq` is its place in the plan, which identifies it within the run.
+/// A recipient's new state; `seq` is its place in the plan (its ordinal in the filtered audience),
+/// which identifies it within the run. Its `apns-id` is not stored: the plan derives it again.
 public struct RecipientUpdate: Sendable, Hashable {
     public var seq: Int
     public var token: String
-    public var apnsID: String
     public var state: RecipientState
 
-    public init(seq: Int, token: String, apnsID: String, state: RecipientState) {
+    public init(seq: Int, token: String, state: RecipientState) {
         self.seq = seq
         self.token = token
-        self.apnsID = apnsID
         self.state = state
     }
 }
@@ -146,14 +180,12 @@ public struct RecipientUpdate: Sendable, Hashable {
 public struct RecipientRecord: Sendable, Hashable {
     public var seq: Int
     public var token: String
-    public var apnsID: String
     public var state: RecipientState
     public var updatedAt: Double
 
-    public init(seq: Int, token: String, apnsID: String, state: RecipientState, updatedAt: Double) {
+    public init(seq: Int, token: String, state: RecipientState, updatedAt: Double) {
         self.seq = seq
         self.token = token
-        self.apnsID = apnsID
         self.state = state
         self.updatedAt = updatedAt
     }

@@ -6,6 +6,7 @@ public final class MemoryJournal: JournalStore {
     private struct State {
         var runs: [RunRecord] = []
         var recipients: [RunID: [Int: RecipientRecord]] = [:]
+        var dispatched: [RunID: [ClosedRange<Int>]] = [:]
         var invalid: [String: InvalidToken] = [:]
     }
 
@@ -62,20 +63,27 @@ public final class MemoryJournal: JournalStore {
         return record.cancelRequested
     }
 
-    public func record(_ updates: [RecipientUpdate], run: RunID, now: Double) throws(JournalError) {
+    public func setPlanned(_ count: Int, of run: RunID) throws(JournalError) {
+        try update(run) { $0.planned = count }
+    }
+
+    public func record(_ batch: JournalBatch, run: RunID, now: Double) throws(JournalError) {
+        if batch.possibleDuplicates > 0 { try update(run) { $0.possibleDuplicates += batch.possibleDuplicates } }
         state.withLock { state in
-            var rows = state.recipients[run, default: [:]]
-            for update in updates {
-                rows[update.seq] = RecipientRecord(
+            if !batch.dispatched.isEmpty { state.dispatched[run, default: []].append(contentsOf: batch.dispatched) }
+            for update in batch.updates {
+                state.recipients[run, default: [:]][update.seq] = RecipientRecord(
                     seq: update.seq,
                     token: update.token,
-                    apnsID: update.apnsID,
                     state: update.state,
                     updatedAt: now
                 )
             }
-            state.recipients[run] = rows
         }
+    }
+
+    public func dispatched(of run: RunID) throws(JournalError) -> [ClosedRange<Int>] {
+        state.withLock { state in (state.dispatched[run] ?? []).sorted { $0.lowerBound < $1.lowerBound } }
     }
 
     public func forEachRecipient(of run: RunID, _ body: (RecipientRecord) throws -> Void) throws {
@@ -86,7 +94,10 @@ public final class MemoryJournal: JournalStore {
     public func counts(of run: RunID) throws(JournalError) -> RecipientCounts {
         state.withLock { state in
             var counts = RecipientCounts()
-            for row in (state.recipients[run] ?? [:]).values { counts.add(row.state) }
+            let rows = state.recipients[run] ?? [:]
+            for row in rows.values { counts.add(row.state) }
+            let dispatched = (state.dispatched[run] ?? []).reduce(0) { $0 + $1.count }
+            counts.inFlight += max(0, dispatched - rows.count)
             return counts
         }
     }

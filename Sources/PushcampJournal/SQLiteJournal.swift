@@ -59,14 +59,15 @@ public final class SQLiteJournal: JournalStore {
                         status TEXT NOT NULL,
                         started_at REAL NOT NULL,
                         updated_at REAL NOT NULL,
-                        cancel_requested INTEGER NOT NULL DEFAULT 0
+                        cancel_requested INTEGER NOT NULL DEFAULT 0,
+                        possible_duplicates INTEGER NOT NULL DEFAULT 0,
+                        planned INTEGER
                     );
                     CREATE INDEX run_by_campaign ON run(campaign, status);
                     CREATE TABLE recipient (
                         run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
                         seq INTEGER NOT NULL,
                         token TEXT NOT NULL,
-                        apns_id TEXT NOT NULL,
                         state TEXT NOT NULL,
                         attempt INTEGER NOT NULL,
                         status INTEGER,
@@ -75,6 +76,14 @@ public final class SQLiteJournal: JournalStore {
                         retry_at REAL,
                         updated_at REAL NOT NULL,
                         PRIMARY KEY (run, seq)
+                    ) WITHOUT ROWID;
+                    -- First attempts go out in batches: each batch is one range here, in flight until
+                    -- its recipients get rows of their own.
+                    CREATE TABLE dispatch (
+                        run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+                        first_seq INTEGER NOT NULL,
+                        last_seq INTEGER NOT NULL,
+                        PRIMARY KEY (run, first_seq)
                     ) WITHOUT ROWID;
                     CREATE TABLE invalid_token (
                         topic TEXT NOT NULL,
@@ -155,6 +164,10 @@ public final class SQLiteJournal: JournalStore {
         if changed == 0 { throw JournalError(.notFound, "no run \(run) in \(path)") }
     }
 
+    public func setPlanned(_ count: Int, of run: RunID) throws(JournalError) {
+        try changeRun(run, sql: "UPDATE run SET planned = ? WHERE id = ?", [count])
+    }
+
     private static func run(from row: Row) -> RunRecord {
         RunRecord(
             id: RunID(row["id"]),
@@ -163,27 +176,45 @@ public final class SQLiteJournal: JournalStore {
             status: RunStatus(rawValue: row["status"]) ?? .running,
             startedAt: row["started_at"],
             updatedAt: row["updated_at"],
-            cancelRequested: row["cancel_requested"]
+            cancelRequested: row["cancel_requested"],
+            possibleDuplicates: row["possible_duplicates"],
+            planned: row["planned"]
         )
     }
 
     // MARK: recipients
 
-    public func record(_ updates: [RecipientUpdate], run: RunID, now: Double) throws(JournalError) {
-        guard !updates.isEmpty else { return }
+    public func record(_ batch: JournalBatch, run: RunID, now: Double) throws(JournalError) {
+        guard !batch.isEmpty else { return }
         try write { db in
+            if batch.possibleDuplicates > 0 {
+                try db.execute(
+                    sql: "UPDATE run SET possible_duplicates = possible_duplicates + ? WHERE id = ?",
+                    arguments: [batch.possibleDuplicates, run.rawValue]
+                )
+            }
+            let ranges = try db.cachedStatement(
+                sql: """
+                    INSERT INTO dispatch (run, first_seq, last_seq) VALUES (?, ?, ?)
+                    ON CONFLICT (run, first_seq) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq)
+                    """
+            )
+            for range in batch.dispatched {
+                ranges.setUncheckedArguments([run.rawValue, range.lowerBound, range.upperBound])
+                try ranges.execute()
+            }
             let statement = try db.cachedStatement(
                 sql: """
-                    INSERT INTO recipient (run, seq, token, apns_id, state, attempt, status, reason, apns_timestamp,
+                    INSERT INTO recipient (run, seq, token, state, attempt, status, reason, apns_timestamp,
                                            retry_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (run, seq) DO UPDATE SET
                         state = excluded.state, attempt = excluded.attempt, status = excluded.status,
                         reason = excluded.reason, apns_timestamp = excluded.apns_timestamp,
                         retry_at = excluded.retry_at, updated_at = excluded.updated_at
                     """
             )
-            for update in updates {
+            for update in batch.updates {
                 var status: Int?
                 var reason: String?
                 var apnsTimestamp: Int64?
@@ -193,11 +224,22 @@ public final class SQLiteJournal: JournalStore {
                 case .waiting(let until, _): retryAt = until
                 default: break
                 }
-                try statement.execute(arguments: [
-                    run.rawValue, update.seq, update.token, update.apnsID, update.state.name, update.state.attempt,
+                statement.setUncheckedArguments([
+                    run.rawValue, update.seq, update.token, update.state.name, update.state.attempt,
                     status, reason, apnsTimestamp, retryAt, now,
                 ])
+                try statement.execute()
             }
+        }
+    }
+
+    public func dispatched(of run: RunID) throws(JournalError) -> [ClosedRange<Int>] {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT first_seq, last_seq FROM dispatch WHERE run = ? ORDER BY first_seq",
+                arguments: [run.rawValue]
+            ).map { row in (row[0] as Int)...(row[1] as Int) }
         }
     }
 
@@ -214,7 +256,6 @@ public final class SQLiteJournal: JournalStore {
                         RecipientRecord(
                             seq: row["seq"],
                             token: row["token"],
-                            apnsID: row["apns_id"],
                             state: try Self.state(from: row),
                             updatedAt: row["updated_at"]
                         )
@@ -229,6 +270,12 @@ public final class SQLiteJournal: JournalStore {
     public func counts(of run: RunID) throws(JournalError) -> RecipientCounts {
         try read { db in
             var counts = RecipientCounts()
+            let dispatched =
+                try Int.fetchOne(
+                    db,
+                    sql: "SELECT coalesce(sum(last_seq - first_seq + 1), 0) FROM dispatch WHERE run = ?",
+                    arguments: [run.rawValue]
+                ) ?? 0
             let rows = try Row.fetchCursor(
                 db,
                 sql: "SELECT state, count(*) AS n FROM recipient WHERE run = ? GROUP BY state",
@@ -245,6 +292,7 @@ public final class SQLiteJournal: JournalStore {
                 default: counts.unknown += count
                 }
             }
+            counts.inFlight += max(0, dispatched - counts.total)
             return counts
         }
     }

@@ -8,13 +8,16 @@ struct Pushcamp: AsyncParsableCommand {
         discussion: """
             Campaigns are YAML files kept in git. Pushcamp checks them (validate), shows exactly \
             what a campaign would send, to whom, before anything is sent (plan), tries the whole \
-            send against a local APNs simulator (rehearse) and sends it to APNs (send).
+            send against a local APNs simulator (rehearse) and sends it to APNs (send). Every send is \
+            kept in the project's journal: a killed send resumes where it stopped, `runs` lists \
+            sends and `cancel` stops one.
 
             Exit codes: 0 success; 1 invalid campaign, template or audience; 2 credentials refused \
             or no connection; 3 the plan has pushes that pre-flight checks refuse; 4 some pushes \
-            failed or were not sent; 64 bad command-line usage; 130 interrupted.
+            failed or were not sent; 5 the campaign is being sent by another process; 64 bad \
+            command-line usage; 130 interrupted or cancelled.
             """,
         version: "0.1.0",
-        subcommands: [Validate.self, Plan.self, Rehearse.self, Send.self, Sim.self]
+        subcommands: [Validate.self, Plan.self, Rehearse.self, Send.self, Runs.self, Cancel.self, Sim.self]
     )
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PushcampAPNs
+import PushcampJournal
 import PushcampModel
 import PushcampPlanner
 import PushcampSend
@@ -17,10 +18,20 @@ struct Send: AsyncParsableCommand {
             refused credentials stop the run after a few requests. Ctrl-C drains in-flight requests \
             and stops.
 
+            Every recipient's state is kept in the project's journal (.pushcamp/journal.sqlite, or \
+            journal.path in pushcamp.yaml). Sending a campaign whose last run did not finish \
+            resumes that run: delivered and failed recipients are skipped, retries keep their due \
+            time, and requests that were in flight when it stopped are sent once more and counted \
+            as possible duplicates (the default apns-collapse-id, the campaign id, makes such a \
+            second push replace the first on the device). A campaign edited since its run started \
+            is refused unless --new-run is given. `pushcamp runs` lists runs, `pushcamp cancel RUN` \
+            stops one from another terminal.
+
             Try a campaign with `pushcamp rehearse` first: the same send against a local simulator.
 
-            Exit status: 0 every push delivered; 1 invalid campaign or audience; 2 credentials \
-            refused or no connection; 4 some pushes failed or were not sent; 130 interrupted.
+            Exit status: 0 every push delivered; 1 invalid campaign or audience, or a journal that \
+            cannot be used; 2 credentials refused or no connection; 4 some pushes failed or were not \
+            sent; 5 the campaign is being sent by another process; 130 interrupted or cancelled.
 
             Examples:
               pushcamp send campaigns/spring-sale.yaml
@@ -34,8 +45,25 @@ struct Send: AsyncParsableCommand {
     @Flag(help: "No progress line, only the report.")
     var quiet = false
 
+    @Flag(
+        help: """
+            Start a new run even though the campaign has an unfinished one (which is then given up). \
+            Recipients the old run reached may get the notification again.
+            """
+    )
+    var newRun = false
+
     func run() async throws {
         let (campaign, paths) = try loadCampaign(file)
+        // The journal first: a journal that cannot be used stops the send before anything is sent.
+        let opened: OpenedRun
+        do {
+            opened = try OpenedRun.open(campaign, newRun: newRun)
+        } catch let error as RunRefusal {
+            printError("\(campaign.path): error: \(error.message)")
+            throw ExitCode(error.exitCode)
+        }
+        if let note = opened.note { printError(note) }
         let transport: APNsConnectionPool
         let endpoint: String
         do {
@@ -44,12 +72,18 @@ struct Send: AsyncParsableCommand {
             printError("\(campaign.path): error: \(error.message)")
             throw ExitCode(2)
         }
-        let executor = SendPipeline.executor(campaign: campaign, transport: transport, endpoint: endpoint)
+        let executor = SendPipeline.executor(
+            campaign: campaign,
+            transport: transport,
+            endpoint: endpoint,
+            journal: opened.journal,
+            resume: opened.resume
+        )
         let printer = ProgressPrinter()
         let signals = StopSignals { executor.stop() }
         let progress = printer.callback(enabled: !quiet)
         let report = await executor.run(progress: progress)
-        withExtendedLifetime(signals) {}
+        withExtendedLifetime((signals, opened.lock)) {}
         printer.finish()
         print(report.text(), terminator: "")
         if report.exitCode != 0 { throw ExitCode(report.exitCode) }
@@ -66,4 +100,90 @@ func loadCampaign(_ file: String) throws -> (LoadedCampaign, ProjectPaths) {
         let paths = ProjectPaths.locate(campaign: url, workingDirectory: workingDirectory)
     else { throw ExitCode(1) }
     return (campaign, paths)
+}
+
+/// Why a send does not start: the journal cannot be used, the campaign changed under an unfinished
+/// run, or another process is sending it.
+struct RunRefusal: Error {
+    var message: String
+    var exitCode: Int32
+}
+
+/// The run a send records into: the campaign's unfinished run (resumed) or a new one, with the lock
+/// that keeps a second process from sending the same campaign.
+struct OpenedRun {
+    var journal: RunJournal
+    var resume: ResumePoint
+    var lock: RunLock
+    /// What to tell the user before sending (resuming, giving up an old run).
+    var note: String?
+
+    /// Throws `RunRefusal` only.
+    static func open(_ campaign: LoadedCampaign, newRun: Bool) throws -> OpenedRun {
+        let path = campaign.journalPath
+        do {
+            let store = try SQLiteJournal(path: path)
+            guard let lock = try RunLock(journalPath: path, campaign: campaign.id) else {
+                throw RunRefusal(
+                    message: "campaign \(campaign.id) is being sent by another pushcamp process; "
+                        + "wait for it, or stop it with `pushcamp cancel`",
+                    exitCode: 5
+                )
+            }
+            let now = Date().timeIntervalSince1970
+            var note: String?
+            if let unfinished = try store.unfinishedRun(campaign: campaign.id) {
+                if unfinished.revision == campaign.revision && !newRun {
+                    let resume = try ResumePoint(journal: store, run: unfinished.id)
+                    try store.setStatus(.running, of: unfinished.id, now: now)
+                    let duplicates = resume.possibleDuplicates
+                    note =
+                        "resuming run \(unfinished.id) of \(campaign.id): \(resume.delivered) delivered and "
+                        + "\(resume.failed) failed before, \(resume.pending.count) to pick up"
+                        + (duplicates > 0 ? " (\(duplicates) were in flight: sent again, possible duplicates)" : "")
+                    return OpenedRun(
+                        journal: RunJournal(store: store, run: unfinished, resume: resume),
+                        resume: resume,
+                        lock: lock,
+                        note: note
+                    )
+                }
+                guard newRun else {
+                    throw RunRefusal(
+                        message: """
+                            campaign \(campaign.id) has an unfinished run \(unfinished.id) (started \
+                            \(Timestamps.text(unfinished.startedAt))) from revision \(unfinished.revision), but \
+                            the campaign file, its templates or its audience changed since (revision now \
+                            \(campaign.revision)); resuming would send a different plan. Restore the files to \
+                            finish run \(unfinished.id), or start over with `pushcamp send --new-run` (recipients \
+                            run \(unfinished.id) reached may get it again)
+                            """,
+                        exitCode: 1
+                    )
+                }
+                try store.setStatus(.superseded, of: unfinished.id, now: now)
+                note = "run \(unfinished.id) of \(campaign.id) given up for a new run (--new-run)"
+            }
+            let run = try store.createRun(campaign: campaign.id, revision: campaign.revision, now: now)
+            return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: lock, note: note)
+        } catch let error as JournalError {
+            throw RunRefusal(message: error.message + "; nothing was sent", exitCode: 1)
+        } catch let refusal as RunRefusal {
+            throw refusal
+        } catch {
+            throw RunRefusal(message: "the journal \(path) cannot be read: \(error); nothing was sent", exitCode: 1)
+        }
+    }
+}
+
+/// Times as the journal's commands print them.
+enum Timestamps {
+    /// UTC, to the second: `2026-11-21 09:30:00Z`.
+    static func text(_ secondsSince1970: Double) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss'Z'"
+        return formatter.string(from: Date(timeIntervalSince1970: secondsSince1970))
+    }
 }

@@ -70,6 +70,14 @@ struct Sim: AsyncParsableCommand {
     )
     var clientCertificates = false
 
+    @Option(
+        help: ArgumentHelp(
+            "On exit, write every request received to this CSV file (token, status, reason, apns-id, collapse id), for checking a send against what arrived.",
+            valueName: "file"
+        )
+    )
+    var record: String?
+
     @OptionGroup var faults: SimulatorFaults
 
     func run() async throws {
@@ -123,6 +131,14 @@ struct Sim: AsyncParsableCommand {
         )
         for (answer, count) in recorder.summary().sorted(by: { $0.key < $1.key }) {
             print("  \(answer)  \(count)")
+        }
+        if let record {
+            var csv = "token,status,reason,apns_id,collapse_id\n"
+            for entry in recorder.records {
+                csv += "\(entry.token),\(entry.status),\(entry.reason.map { "\($0)" } ?? ""),\(entry.apnsID ?? ""),"
+                csv += "\(entry.collapseID ?? "")\n"
+            }
+            try csv.write(toFile: record, atomically: true, encoding: .utf8)
         }
     }
 }

@@ -22,7 +22,7 @@ enum Store: String, CaseIterable, CustomTestStringConvertible {
 @Suite("Journal stores")
 struct JournalStoreTests {
     static func update(_ seq: Int, _ state: RecipientState) -> RecipientUpdate {
-        RecipientUpdate(seq: seq, token: TemporaryProject.token(seq), apnsID: "id-\(seq)", state: state)
+        RecipientUpdate(seq: seq, token: TemporaryProject.token(seq), state: state)
     }
 
     @Test(arguments: Store.allCases)
@@ -45,6 +45,20 @@ struct JournalStoreTests {
     }
 
     @Test(arguments: Store.allCases)
+    func aRunKeepsItsPlannedCountAndPossibleDuplicates(_ store: Store) throws {
+        let (journal, project) = try store.open()
+        defer { project.remove() }
+        let run = try journal.createRun(campaign: "c", revision: "r", now: 1)
+        #expect(try journal.run(run.id)?.planned == nil)
+        try journal.setPlanned(500, of: run.id)
+        try journal.record(JournalBatch(possibleDuplicates: 3), run: run.id, now: 2)
+        try journal.record(JournalBatch(possibleDuplicates: 2), run: run.id, now: 3)
+        let stored = try journal.run(run.id)
+        #expect(stored?.planned == 500)
+        #expect(stored?.possibleDuplicates == 5)
+    }
+
+    @Test(arguments: Store.allCases)
     func cancelIsAFlagAnotherProcessSets(_ store: Store) throws {
         let (journal, project) = try store.open()
         defer { project.remove() }
@@ -59,15 +73,20 @@ struct JournalStoreTests {
         let (journal, project) = try store.open()
         defer { project.remove() }
         let run = try journal.createRun(campaign: "c", revision: "r", now: 1)
-        try journal.record((0..<6).map { Self.update($0, .inFlight(attempt: 1)) }, run: run.id, now: 2)
+        try journal.record(JournalBatch(dispatched: [0...3]), run: run.id, now: 2)
         try journal.record(
-            [
+            JournalBatch(updates: [Self.update(5, .inFlight(attempt: 2))], dispatched: [4...7]),
+            run: run.id,
+            now: 2
+        )
+        try journal.record(
+            JournalBatch(updates: [
                 Self.update(4, .delivered(attempt: 1)),
                 Self.update(1, .failed(status: 410, reason: "Unregistered", apnsTimestamp: 1_700_000_000_000)),
                 Self.update(2, .waiting(until: 50.5, attempt: 1)),
                 Self.update(3, .unknown(attempt: 1)),
                 Self.update(0, .delivered(attempt: 2)),
-            ],
+            ]),
             run: run.id,
             now: 3
         )
@@ -81,7 +100,7 @@ struct JournalStoreTests {
                 .waiting(until: 50.5, attempt: 1),
                 .unknown(attempt: 1),
                 .delivered(attempt: 1),
-                .inFlight(attempt: 1),
+                .inFlight(attempt: 2),
             ]
         )
         #expect(seen[5].updatedAt == 2)
@@ -91,8 +110,10 @@ struct JournalStoreTests {
         expected.failed = 1
         expected.waiting = 1
         expected.unknown = 1
-        expected.inFlight = 1
+        // 5 has a row; 6 and 7 are in flight by their batch's range alone.
+        expected.inFlight = 3
         #expect(try journal.counts(of: run.id) == expected)
+        #expect(try journal.dispatched(of: run.id) == [0...3, 4...7])
         // Another run's rows are its own.
         let other = try journal.createRun(campaign: "c", revision: "r", now: 4)
         #expect(try journal.counts(of: other.id).total == 0)
@@ -134,7 +155,11 @@ struct SQLiteJournalTests {
         do {
             let journal = try SQLiteJournal(path: path)
             run = try journal.createRun(campaign: "c", revision: "r", now: 1)
-            try journal.record([JournalStoreTests.update(7, .delivered(attempt: 1))], run: run.id, now: 2)
+            try journal.record(
+                JournalBatch(updates: [JournalStoreTests.update(7, .delivered(attempt: 1))], dispatched: [0...9]),
+                run: run.id,
+                now: 2
+            )
         }
         let reopened = try SQLiteJournal(path: path)
         #expect(try reopened.unfinishedRun(campaign: "c") == run)
@@ -166,7 +191,7 @@ struct SQLiteJournalTests {
             try db.execute(sql: "BEGIN IMMEDIATE")
             defer { try? db.execute(sql: "ROLLBACK") }
             do throws(JournalError) {
-                try journal.record([JournalStoreTests.update(1, .planned)], run: run.id, now: 2)
+                try journal.record(JournalBatch(updates: [JournalStoreTests.update(1, .planned)]), run: run.id, now: 2)
                 return nil
             } catch {
                 return error
@@ -177,7 +202,7 @@ struct SQLiteJournalTests {
             outcome?.message == "\(path) is locked by another process (another pushcamp send?); wait for it or stop it"
         )
         // Once the other writer is gone, the same write goes through.
-        try journal.record([JournalStoreTests.update(1, .planned)], run: run.id, now: 3)
+        try journal.record(JournalBatch(updates: [JournalStoreTests.update(1, .planned)]), run: run.id, now: 3)
         #expect(try journal.counts(of: run.id).planned == 1)
     }
 

@@ -12,6 +12,8 @@ public final class ProviderTokens: Sendable {
     private let key: P256.Signing.PrivateKey
     private let clock: any WallClock
     private let state: Mutex<State>
+    /// Where the current token is kept between processes, if anywhere.
+    public let cacheFile: String?
 
     struct State {
         var schedule = ProviderTokenSchedule()
@@ -25,12 +27,53 @@ public final class ProviderTokens: Sendable {
         public var generation: Int
     }
 
-    public init(teamID: String, keyID: String, key: P256.Signing.PrivateKey, clock: any WallClock = SystemWallClock()) {
+    /// With a `cacheFile`, a token minted by an earlier process (a send killed and started again) is
+    /// reused while young enough: APNs answers TooManyProviderTokenUpdates to a new token within 20
+    /// minutes of the last. The file holds only the JWT (readable by its owner only); it is ignored
+    /// unless this key signed it for this team and key id.
+    public init(
+        teamID: String,
+        keyID: String,
+        key: P256.Signing.PrivateKey,
+        clock: any WallClock = SystemWallClock(),
+        cacheFile: String? = nil
+    ) {
         self.teamID = teamID
         self.keyID = keyID
         self.key = key
         self.clock = clock
-        self.state = Mutex(State())
+        self.cacheFile = cacheFile
+        var initial = State()
+        if let cacheFile, let cached = try? String(contentsOfFile: cacheFile, encoding: .utf8),
+            let issuedAt = Self.issuedAt(
+                cached.trimmingCharacters(in: .whitespacesAndNewlines),
+                teamID: teamID,
+                keyID: keyID,
+                key: key
+            )
+        {
+            initial.schedule.minted(at: Double(issuedAt))
+            if initial.schedule.needsToken(now: clock.now()) || Double(issuedAt) > clock.now() + 60 {
+                initial = State()
+            } else {
+                initial.bearer = "bearer " + cached.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+        }
+        self.state = Mutex(initial)
+    }
+
+    /// The `iat` of `token` when it is a well-formed token this key signed for this team and key id.
+    static func issuedAt(_ token: String, teamID: String, keyID: String, key: P256.Signing.PrivateKey) -> Int64? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let claims = Base64URL.decode(parts[1]),
+            let signatureBytes = Base64URL.decode(parts[2]),
+            let object = try? JSONSerialization.jsonObject(with: Data(claims)) as? [String: Any],
+            let iat = (object["iat"] as? NSNumber)?.int64Value,
+            token == Self.unsignedPart(teamID: teamID, keyID: keyID, issuedAt: iat) + "." + parts[2],
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
+            key.publicKey.isValidSignature(signature, for: Array((parts[0] + "." + parts[1]).utf8))
+        else { return nil }
+        return iat
     }
 
     /// Reads an Apple `.p8` key (PKCS#8 PEM).
@@ -38,7 +81,8 @@ public final class ProviderTokens: Sendable {
         teamID: String,
         keyID: String,
         keyFile path: String,
-        clock: any WallClock = SystemWallClock()
+        clock: any WallClock = SystemWallClock(),
+        cacheFile: String? = nil
     ) throws(APNsClientError) {
         let pem: String
         do {
@@ -55,7 +99,7 @@ public final class ProviderTokens: Sendable {
                 "\(path) is not an ES256 (P-256) private key in PEM form, as Apple's .p8 files are"
             )
         }
-        self.init(teamID: teamID, keyID: keyID, key: key, clock: clock)
+        self.init(teamID: teamID, keyID: keyID, key: key, clock: clock, cacheFile: cacheFile)
     }
 
     /// The token to send now, minted first if the schedule says so.
@@ -84,16 +128,34 @@ public final class ProviderTokens: Sendable {
         state.bearer = "bearer " + Self.token(teamID: teamID, keyID: keyID, issuedAt: Int64(now), key: key)
         state.schedule.minted(at: now)
         state.minted += 1
+        if let cacheFile {
+            // Best effort: without it, a restart within 20 minutes meets TooManyProviderTokenUpdates.
+            let token = String(state.bearer.dropFirst("bearer ".count))
+            let temporary = cacheFile + ".tmp"
+            if FileManager.default.createFile(
+                atPath: temporary,
+                contents: Data(token.utf8),
+                attributes: [.posixPermissions: 0o600]
+            ) {
+                _ = rename(temporary, cacheFile)
+            }
+        }
     }
 
     /// A JWT: `{"alg":"ES256","kid":…}.{"iss":…,"iat":…}` signed with ECDSA P-256 / SHA-256.
     public static func token(teamID: String, keyID: String, issuedAt: Int64, key: P256.Signing.PrivateKey) -> String {
-        let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8))
-        let claims = Base64URL.encode(Array(#"{"iss":"\#(teamID)","iat":\#(issuedAt)}"#.utf8))
-        let input = header + "." + claims
+        let input = unsignedPart(teamID: teamID, keyID: keyID, issuedAt: issuedAt)
         // Signing a digest with a fresh nonce cannot fail for a valid key.
         let signature = try! key.signature(for: Array(input.utf8))
         return input + "." + Base64URL.encode(Array(signature.rawRepresentation))
+    }
+}
+
+extension ProviderTokens {
+    static func unsignedPart(teamID: String, keyID: String, issuedAt: Int64) -> String {
+        let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8))
+        let claims = Base64URL.encode(Array(#"{"iss":"\#(teamID)","iat":\#(issuedAt)}"#.utf8))
+        return header + "." + claims
     }
 }
 

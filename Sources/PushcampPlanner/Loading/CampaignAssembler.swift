@@ -64,7 +64,8 @@ struct CampaignAssembler {
             retry: campaign.retry,
             scheduledAt: campaign.schedule?.at,
             revision: revision(),
-            messageLocation: message.location
+            messageLocation: message.location,
+            journalPath: paths.url(project.journalPath).path
         )
         return loaded
     }
@@ -227,8 +228,12 @@ struct CampaignAssembler {
         return strings
     }
 
+    /// The campaign's `collapse_id`; by default the campaign id, so that a push sent twice (in flight
+    /// when a run was killed, sent again on resume) replaces the first on the device. `none` opts out.
     mutating func compileCollapseID() -> MustacheTemplate? {
-        guard let text = campaign.message.collapseID else { return nil }
+        // Campaign ids are at most 64 plain characters: a valid, constant collapse id.
+        guard let text = campaign.message.collapseID else { return try? MustacheTemplate(campaign.id) }
+        if text == "none" { return nil }
         let at = campaign.message.collapseIDLocation
         do throws(MustacheTemplate.ParseError) {
             let template = try MustacheTemplate(text)

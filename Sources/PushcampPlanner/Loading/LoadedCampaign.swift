@@ -41,4 +41,6 @@ public struct LoadedCampaign: Sendable {
     /// A hash of the campaign file, its templates and its audience inputs: a changed file is a new revision.
     public var revision: String
     public var messageLocation: SourceLocation
+    /// The project's run journal (`journal.path` in pushcamp.yaml, resolved).
+    public var journalPath: String
 }

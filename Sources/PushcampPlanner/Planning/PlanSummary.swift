@@ -16,6 +16,8 @@ public struct PlanSummary: Sendable {
     public var source: String
     public var audience: AudienceCounts
     public var heldOut = 0
+    /// Recipients passed over unrendered: a resumed run's settled ones.
+    public var skipped = 0
     public var holdout: Share
     /// Pushes that passed every pre-flight check and would be sent.
     public var planned = 0

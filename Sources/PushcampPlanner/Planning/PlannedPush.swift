@@ -16,6 +16,9 @@ public struct PlannedPush: Sendable, Hashable {
     public var payload: [UInt8]
     /// The recipient's row in its source.
     public var row: Int
+    /// The recipient's place in the filtered audience (held-out and failed recipients count too): it
+    /// names the recipient in the run's journal, and is the same each time the same files are planned.
+    public var seq: Int
 
     /// `apns-expiration` once the send time is known.
     public func expirationHeader(sendTime: Timestamp) -> Int64? {

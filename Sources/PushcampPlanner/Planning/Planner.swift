@@ -32,9 +32,21 @@ public struct Planner: Sendable {
 
     /// Expands the campaign, calling `body` with each push that passes pre-flight, and summarizes.
     public func run(_ body: (PlannedPush) throws -> Void = { _ in }) throws -> PlanSummary {
+        try run(skipping: { _ in false }, body: body)
+    }
+
+    /// `run`, passing over recipients whose seq `skip` names before rendering them (a resumed run's
+    /// settled ones); the summary counts them as `skipped`, not planned.
+    public func run(skipping skip: (Int) -> Bool, body: (PlannedPush) throws -> Void) throws -> PlanSummary {
         var state = PlanState(campaign: campaign, sendTime: sendTime, sampleLimit: sampleLimit)
+        var seq = 0
         let counts = try campaign.audience.forEachRecipient { recipient in
-            if let push = state.plan(recipient) { try body(push) }
+            defer { seq += 1 }
+            if skip(seq) {
+                state.skipped += 1
+                return
+            }
+            if let push = state.plan(recipient, seq: seq) { try body(push) }
         }
         return state.summary(audience: counts, sendTimeSource: sendTimeSource)
     }
@@ -58,6 +70,7 @@ struct PlanState {
     var variantCounts: [Int]
     var localeCounts: [String: Int] = [:]
     var heldOut = 0
+    var skipped = 0
     var planned = 0
     var failed = 0
     var sizes = SizeStatistics()
@@ -85,7 +98,7 @@ struct PlanState {
         sampleCandidates = Array(repeating: [], count: campaign.variants.count)
     }
 
-    mutating func plan(_ recipient: Recipient) -> PlannedPush? {
+    mutating func plan(_ recipient: Recipient, seq: Int) -> PlannedPush? {
         let hash = StableHash.hash(recipient.token, prefixedBy: campaign.id)
         if (hash & 0xFFFF_FFFF) % 10_000 < UInt64(campaign.holdout.basisPoints) {
             heldOut += 1
@@ -166,7 +179,8 @@ struct PlanState {
             expiration: expiration,
             collapseID: collapseID,
             payload: writer.bytes,
-            row: recipient.row
+            row: recipient.row,
+            seq: seq
         )
         planned += 1
         variantCounts[variantIndex] += 1
@@ -215,6 +229,7 @@ struct PlanState {
             sendTimeSource: sendTimeSource
         )
         summary.heldOut = heldOut
+        summary.skipped = skipped
         summary.planned = planned
         summary.failed = failed
         if campaign.hasVariants {

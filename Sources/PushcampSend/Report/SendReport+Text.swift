@@ -4,11 +4,21 @@ extension SendReport {
     /// The end-of-run report for people.
     public func text() -> String {
         var lines: [String] = []
-        lines.append("campaign \(campaign) (revision \(revision)) → \(endpoint)")
+        lines.append(
+            "campaign \(campaign) (revision \(revision)) → \(endpoint)" + (run.map { ", run \($0)" } ?? "")
+        )
+        if let resumed {
+            lines.append(
+                "resumed run \(resumed.run): \(resumed.delivered) delivered and \(resumed.failed) failed before; "
+                    + "the counts below are this send's"
+            )
+        }
         switch stop {
         case .interrupted?: lines.append("stopped: interrupted; in-flight requests were drained")
         case .credentials(let message)?: lines.append("stopped: \(message)")
         case .cannotConnect(let message)?, .planFailed(let message)?: lines.append("stopped: \(message)")
+        case .cancelled?: lines.append("stopped: cancelled by `pushcamp cancel`; in-flight requests were drained")
+        case .journal(let message)?: lines.append("stopped: the journal cannot be written: \(message)")
         case nil: break
         }
         let planNote = planFinished ? "" : " so far (the run stopped before the end of the plan)"
@@ -29,6 +39,12 @@ extension SendReport {
             for (reason, count) in failures.sorted(by: { ($0.value, $1.key) > ($1.value, $0.key) }) {
                 lines.append("  \(reason.padding(toLength: 28, withPad: " ", startingAt: 0)) \(count)")
             }
+        }
+        if possibleDuplicates > 0 {
+            lines.append(
+                "possible duplicates \(possibleDuplicates) (sent again after their first request's answer was lost; "
+                    + "a collapse id makes the second replace the first on the device)"
+            )
         }
         lines.append(
             "retries \(totalRetries)"

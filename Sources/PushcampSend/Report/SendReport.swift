@@ -18,6 +18,17 @@ public struct SendReport: Sendable {
         case cannotConnect(String)
         /// Reading the audience failed part-way.
         case planFailed(String)
+        /// `pushcamp cancel` asked the run to stop: in-flight requests were drained.
+        case cancelled
+        /// The journal could not be written: without it a resume could send twice, so the send stops.
+        case journal(String)
+    }
+
+    /// What a resumed run had settled before this send picked it up.
+    public struct Resumed: Sendable, Hashable {
+        public var run: Int64
+        public var delivered: Int
+        public var failed: Int
     }
 
     public var campaign: String
@@ -47,6 +58,12 @@ public struct SendReport: Sendable {
     public var disconnects: [String: Int] = [:]
     public var providerTokensRenewed = 0
     public var highestStreamLimit = 0
+    /// The journal's run, when the send kept one.
+    public var run: Int64?
+    public var resumed: Resumed?
+    /// Recipients sent again although APNs may have had their earlier request (in flight when a
+    /// connection died or the process was killed).
+    public var possibleDuplicates = 0
 
     public static let deadTokenLimit = 100_000
 
@@ -59,9 +76,9 @@ public struct SendReport: Sendable {
     /// sent; 130 interrupted.
     public var exitCode: Int32 {
         switch stop {
-        case .interrupted?: return 130
+        case .interrupted?, .cancelled?: return 130
         case .credentials?, .cannotConnect?: return 2
-        case .planFailed?: return 1
+        case .planFailed?, .journal?: return 1
         case nil: return failed > 0 || unsent > 0 || preflightFailed > 0 ? 4 : 0
         }
     }

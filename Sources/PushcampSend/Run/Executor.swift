@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import PushcampAPNs
+import PushcampJournal
 import PushcampModel
 import PushcampPlanner
 import Synchronization
@@ -27,6 +28,12 @@ public final class Executor: Sendable {
         public var endpoint: String
         /// Requests per hand-over between stages, at most.
         public var batchSize = 128
+        /// Where every recipient's state is recorded; nil sends without a journal (no resume).
+        public var journal: RunJournal?
+        /// A resumed run's state: settled recipients are skipped, pending ones picked up.
+        public var resume = ResumePoint()
+        /// Seconds between checks for `pushcamp cancel`.
+        public var cancelCheckInterval = 0.5
 
         /// The batch actually used: small enough that a low rate still sends evenly (1/20 s of pushes).
         var handOverSize: Int { min(batchSize, max(1, Int(rate / 20))) }
@@ -66,6 +73,17 @@ public final class Executor: Sendable {
         self.transport = transport
         self.options = options
         self.bucket = Mutex(TokenBucket(rate: options.rate, burst: Double(options.handOverSize)))
+        let resume = options.resume
+        if resume.settled.count > 0 || !resume.pending.isEmpty {
+            report.withLock { report in
+                report.resumed = SendReport.Resumed(
+                    run: options.journal?.run.id.rawValue ?? 0,
+                    delivered: resume.delivered,
+                    failed: resume.failed
+                )
+            }
+        }
+        planned.store(resume.settled.count, ordering: .relaxed)
     }
 
     /// Ctrl-C / SIGTERM: stop taking new pushes, let in-flight ones finish.
@@ -83,15 +101,31 @@ public final class Executor: Sendable {
             group.addTask { await self.sendRetries() }
             group.addTask { await self.reportProgress(progress) }
         }
-        return report.withLock { report in
+        var result = report.withLock { report in
             report.seconds = elapsed()
             report.planned = planned.load(ordering: .relaxed)
             // Whatever got no final answer was not sent (or its retry never went out): still queued, in
             // the feed, or waiting to retry when the run stopped.
-            report.unsent = max(0, report.planned - report.delivered - report.failed)
+            let before = report.resumed.map { $0.delivered + $0.failed } ?? 0
+            report.unsent = max(0, report.planned - before - report.delivered - report.failed)
             report.stop = control.withLock { $0.stop }
             return report
         }
+        if let journal = options.journal {
+            let status: RunStatus
+            switch result.stop {
+            case .cancelled?: status = .cancelled
+            case nil where result.planFinished && result.unsent == 0: status = .finished
+            default: status = .interrupted
+            }
+            do {
+                try journal.close(status: status, planned: result.planFinished ? result.planned : nil)
+            } catch {
+                if result.stop == nil { result.stop = .journal(error.message) }
+            }
+            result.run = journal.run.id.rawValue
+        }
+        return result
     }
 
     private func elapsed() -> Double {
@@ -112,25 +146,39 @@ public final class Executor: Sendable {
             else { return }
             let sendTime = Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970))
             let batchSize = options.handOverSize
+            let resume = options.resume
             var batch: [APNsRequest] = []
             batch.reserveCapacity(batchSize)
-            var tag = 0
             do {
-                let summary = try planner.run { push in
-                    batch.append(
-                        APNsRequest(
-                            tag: tag,
-                            deviceToken: push.token,
-                            apnsID: push.apnsID.description,
-                            topic: push.topic,
-                            pushType: push.pushType.rawValue,
-                            priority: push.priority,
-                            expiration: push.expirationHeader(sendTime: sendTime),
-                            collapseID: push.collapseID,
-                            payload: push.payload
-                        )
+                let summary = try planner.run(skipping: resume.settled.contains) { (push: PlannedPush) in
+                    var request = APNsRequest(
+                        tag: push.seq,
+                        deviceToken: push.token,
+                        apnsID: push.apnsID.description,
+                        topic: push.topic,
+                        pushType: push.pushType.rawValue,
+                        priority: push.priority,
+                        expiration: push.expirationHeader(sendTime: sendTime),
+                        collapseID: push.collapseID,
+                        payload: push.payload
                     )
-                    tag += 1
+                    switch resume.pending.isEmpty ? nil : resume.pending[push.seq] {
+                    case .waiting(let until, let attempts)?:
+                        // A retry keeps its due time across the restart.
+                        request.attempt = attempts
+                        let due = elapsed() + max(0, until - Date().timeIntervalSince1970)
+                        planned.add(1, ordering: .relaxed)
+                        control.withLock { control in
+                            control.submitted += 1
+                            control.retryQueue.append((due: due, request: request))
+                        }
+                        return
+                    case .unknown(let attempts)?:
+                        request.attempt = attempts
+                    case .unsent?, nil:
+                        break
+                    }
+                    batch.append(request)
                     if batch.count == batchSize {
                         planned.add(batch.count, ordering: .relaxed)
                         guard feed.put(batch) else { throw CancellationError() }
@@ -164,7 +212,17 @@ public final class Executor: Sendable {
             let count = batch.count
             await pace(count)
             do {
+                if let journal = options.journal {
+                    // Only a resume puts later attempts in the plan's feed: requests whose first send
+                    // was in flight when the run stopped.
+                    let resent = batch.reduce(0) { $0 + ($1.attempt > 0 ? 1 : 0) }
+                    try await journal.dispatch(batch, possibleDuplicates: resent)
+                    if resent > 0 { report.withLock { $0.possibleDuplicates += resent } }
+                }
                 try await transport.submit(consume batch)
+            } catch let error as JournalError {
+                halt(.journal(error.message))
+                break
             } catch {
                 break
             }
@@ -195,8 +253,10 @@ public final class Executor: Sendable {
             }
             await pace(due.count)
             do {
+                try await options.journal?.dispatch(due)
                 try await transport.submit(due)
             } catch {
+                if let error = error as? JournalError { halt(.journal(error.message)) }
                 control.withLock { $0.settled += due.count }
                 return
             }
@@ -208,10 +268,21 @@ public final class Executor: Sendable {
         if wait > 0 { try? await Task.sleep(for: .seconds(wait)) }
     }
 
+    /// Progress callbacks, and the checks that stop a run from outside: `pushcamp cancel`, a
+    /// journal that can no longer be written.
     private func reportProgress(_ progress: @escaping @Sendable (SendProgress) -> Void) async {
         var next = options.progressInterval
+        var nextCancelCheck = options.cancelCheckInterval
         while !control.withLock({ $0.finished }) {
             try? await Task.sleep(for: .milliseconds(50))
+            if let journal = options.journal, elapsed() >= nextCancelCheck {
+                nextCancelCheck = elapsed() + options.cancelCheckInterval
+                if let error = journal.error {
+                    halt(.journal(error.message))
+                } else if journal.cancelRequested() {
+                    halt(.cancelled)
+                }
+            }
             guard elapsed() >= next else { continue }
             next += options.progressInterval
             if control.withLock({ $0.finished }) { return }
@@ -270,6 +341,18 @@ public final class Executor: Sendable {
                     report.retries["ExpiredProviderToken", default: 0] += 1
                 }
             case .unsent(let requests):
+                // Taken for sending, never written to a connection: a resume sends them as not sent.
+                options.journal?.settle(
+                    requests.map { request in
+                        RecipientUpdate(
+                            seq: request.tag,
+                            token: request.deviceToken,
+                            state: request.attempt > 0
+                                ? .waiting(until: Date().timeIntervalSince1970, attempt: request.attempt)
+                                : .planned
+                        )
+                    }
+                )
                 control.withLock { $0.settled += requests.count }
             }
         }
@@ -278,14 +361,28 @@ public final class Executor: Sendable {
 
     private func handle(_ outcomes: [APNsOutcome]) {
         let now = elapsed()
+        let journal = options.journal
+        let wallClock = journal == nil ? 0 : Date().timeIntervalSince1970
+        var updates: [RecipientUpdate] = []
+        if journal != nil { updates.reserveCapacity(outcomes.count) }
+        func note(_ outcome: APNsOutcome, _ state: RecipientState) {
+            if journal != nil {
+                updates.append(
+                    RecipientUpdate(seq: outcome.request.tag, token: outcome.request.deviceToken, state: state)
+                )
+            }
+        }
         var credentialReason: String?
         var retry: [(Double, APNsRequest)] = []
         var settled = 0
+        var lostInFlight = 0
         report.withLock { report in
             for outcome in outcomes {
                 if case .response = outcome.result {
                     report.latency.record(nanoseconds: outcome.latency.nanoseconds)
                 }
+                // The journal counts sends, this one included.
+                let attempt = outcome.request.attempt + 1
                 switch options.retry.decide(
                     outcome.result,
                     attempt: outcome.request.attempt,
@@ -295,21 +392,37 @@ public final class Executor: Sendable {
                     report.delivered += 1
                     report.statuses[200, default: 0] += 1
                     settled += 1
+                    note(outcome, .delivered(attempt: attempt))
                 case .failed(let reason):
                     fail(outcome, reason: reason, in: &report)
                     settled += 1
+                    var stamp: Int64?
+                    if case .response(_, _, let timestamp) = outcome.result { stamp = timestamp }
+                    note(outcome, .failed(status: outcome.status, reason: reason, apnsTimestamp: stamp))
                 case .credentials(let reason):
                     fail(outcome, reason: reason, in: &report)
                     settled += 1
                     credentialReason = reason
+                    // Not final for the journal: once the credentials are fixed, a resume sends it.
+                    note(outcome, .waiting(until: wallClock, attempt: attempt))
                 case .retry(let after, let cause):
                     report.retries[cause, default: 0] += 1
                     var request = outcome.request
                     request.attempt += 1
                     retry.append((now + after, request))
+                    if outcome.status == nil {
+                        // Connection lost or timed out in flight: APNs may have it, so the next send is
+                        // a possible duplicate.
+                        lostInFlight += 1
+                        note(outcome, .unknown(attempt: attempt))
+                    } else {
+                        note(outcome, .waiting(until: wallClock + after, attempt: attempt))
+                    }
                 }
             }
+            report.possibleDuplicates += lostInFlight
         }
+        journal?.settle(updates, possibleDuplicates: lostInFlight)
         let stopNow = control.withLock { control -> Bool in
             control.settled += settled
             if credentialReason != nil { control.credentialFailures += 1 }

@@ -1,5 +1,6 @@
 import Foundation
 import PushcampAPNs
+import PushcampJournal
 import PushcampModel
 import PushcampPlanner
 import PushcampSimulator
@@ -29,7 +30,12 @@ public enum SendPipeline {
         switch app.credentials {
         case .token(let teamID, let keyID, let keyFile):
             let path = paths.url(try resolve(keyFile, "key_file")).path
-            authentication = .providerToken(try ProviderTokens(teamID: teamID, keyID: keyID, keyFile: path))
+            // Kept beside the journal, so a send started again soon after reuses the token.
+            let cache =
+                (campaign.journalPath as NSString).deletingLastPathComponent + "/provider-token-\(teamID)-\(keyID).jwt"
+            authentication = .providerToken(
+                try ProviderTokens(teamID: teamID, keyID: keyID, keyFile: path, cacheFile: cache)
+            )
         case .certificate(let file, let password):
             let path = paths.url(try resolve(file, "certificate")).path
             authentication = .certificate(
@@ -49,20 +55,23 @@ public enum SendPipeline {
         return (try APNsConnectionPool(configuration: configuration), endpoint)
     }
 
+    /// The executor for `campaign`; with a journal, every recipient's state is recorded, and
+    /// `resume` (read from that journal) picks up an unfinished run.
     public static func executor(
         campaign: LoadedCampaign,
         transport: any PushTransport,
-        endpoint: String
+        endpoint: String,
+        journal: RunJournal? = nil,
+        resume: ResumePoint = ResumePoint()
     ) -> Executor {
         let planner = Planner(campaign: campaign, sampleLimit: 0)
-        return Executor(
-            planner: planner,
-            transport: transport,
-            options: Executor.Options(
-                rate: campaign.rate.perSecond,
-                retry: RetryPolicy(campaign.retry),
-                endpoint: endpoint
-            )
+        var options = Executor.Options(
+            rate: campaign.rate.perSecond,
+            retry: RetryPolicy(campaign.retry),
+            endpoint: endpoint
         )
+        options.journal = journal
+        options.resume = resume
+        return Executor(planner: planner, transport: transport, options: options)
     }
 }

@@ -1,0 +1,101 @@
+/// What an unfinished run still has to do, read back from its journal.
+///
+/// The plan is deterministic (the revision guard makes sure it is the same plan), so a resume plans
+/// again and asks, seq by seq: settled (skip it), waiting to retry (keep its due time), in flight
+/// when the run stopped (send once more, a possible duplicate), not sent (send it).
+public struct ResumePoint: Sendable {
+    public enum Pending: Sendable, Hashable {
+        /// A retry due at `until` (seconds since 1970); `attempts` requests were made.
+        case waiting(until: Double, attempts: Int)
+        /// Sent `attempts` times with no answer recorded: APNs may have it.
+        case unknown(attempts: Int)
+        /// Taken for sending but never written to a connection (the run stopped first).
+        case unsent
+    }
+
+    /// Recipients with a final outcome.
+    public private(set) var settled = SeqSet()
+    public private(set) var pending: [Int: Pending] = [:]
+    public private(set) var delivered = 0
+    public private(set) var failed = 0
+
+    public init() {}
+
+    /// Reads `run` back without loading every row at once: memory is a bit per recipient plus the
+    /// pending ones.
+    public init(journal: any JournalStore, run: RunID) throws {
+        let ranges = try journal.dispatched(of: run)
+        var rangeIndex = 0
+        var nextUnseen = ranges.first?.lowerBound ?? 0
+        /// Dispatched seqs below `limit` that have no row were in flight when the run stopped.
+        func unanswered(below limit: Int, into pending: inout [Int: Pending]) {
+            while rangeIndex < ranges.count {
+                let range = ranges[rangeIndex]
+                let start = max(nextUnseen, range.lowerBound)
+                let end = min(range.upperBound, limit - 1)
+                if start <= end {
+                    for seq in start...end { pending[seq] = .unknown(attempts: 1) }
+                }
+                if range.upperBound < limit {
+                    rangeIndex += 1
+                    nextUnseen = max(nextUnseen, range.upperBound + 1)
+                } else {
+                    nextUnseen = max(nextUnseen, limit)
+                    return
+                }
+            }
+        }
+        try journal.forEachRecipient(of: run) { row in
+            unanswered(below: row.seq, into: &pending)
+            nextUnseen = max(nextUnseen, row.seq + 1)
+            switch row.state {
+            case .delivered:
+                settled.insert(row.seq)
+                delivered += 1
+            case .failed:
+                settled.insert(row.seq)
+                failed += 1
+            case .waiting(let until, let attempts):
+                pending[row.seq] = .waiting(until: until, attempts: attempts)
+            case .inFlight(let attempts), .unknown(let attempts):
+                pending[row.seq] = .unknown(attempts: attempts)
+            case .planned:
+                pending[row.seq] = .unsent
+            }
+        }
+        unanswered(below: Int.max, into: &pending)
+    }
+
+    /// Recipients that will be sent again although APNs may have their first request.
+    public var possibleDuplicates: Int {
+        pending.values.reduce(0) { count, state in
+            if case .unknown = state { return count + 1 }
+            return count
+        }
+    }
+}
+
+/// A set of plan positions: one bit each, so a million settled recipients cost 125 KB.
+public struct SeqSet: Sendable, Hashable {
+    private var words: [UInt64] = []
+    public private(set) var count = 0
+
+    public init() {}
+
+    public func contains(_ seq: Int) -> Bool {
+        let word = seq >> 6
+        guard seq >= 0, word < words.count else { return false }
+        return words[word] & (1 << UInt64(seq & 63)) != 0
+    }
+
+    public mutating func insert(_ seq: Int) {
+        precondition(seq >= 0, "plan positions are not negative")
+        let word = seq >> 6
+        if word >= words.count { words.append(contentsOf: repeatElement(0, count: word - words.count + 1)) }
+        let bit: UInt64 = 1 << UInt64(seq & 63)
+        if words[word] & bit == 0 {
+            words[word] |= bit
+            count += 1
+        }
+    }
+}

@@ -1,0 +1,30 @@
+import Foundation
+import PushcampModel
+
+/// Finds the project's run journal for commands that take no campaign file (`runs`, `cancel`,
+/// `report`, `tokens`): the nearest `pushcamp.yaml` at or above the working directory names it.
+public enum ProjectJournal {
+    public static func path(
+        workingDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+    ) -> Result<String, DiagnosticsError> {
+        let probe = workingDirectory.appendingPathComponent(ProjectPaths.projectFileName)
+        guard let paths = ProjectPaths.locate(campaign: probe, workingDirectory: workingDirectory) else {
+            return .failure(
+                DiagnosticsError(
+                    Diagnostic(
+                        .error,
+                        "no \(ProjectPaths.projectFileName) here or in any directory above; run this inside a "
+                            + "Pushcamp project, or name the journal with --journal",
+                        at: nil
+                    )
+                )
+            )
+        }
+        let (document, parse) = YAMLDocument.load(paths.projectFile, displayPath: paths.projectFileDisplay)
+        let (project, problems) = document.map(ProjectReader.read) ?? (nil, [])
+        guard let project, !(parse + problems).contains(where: { $0.severity == .error }) else {
+            return .failure(DiagnosticsError(parse + problems))
+        }
+        return .success(paths.url(project.journalPath).path)
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+import PushcampAPNs
+import PushcampJournal
+
+/// The executor's side of the journal: one writer thread, group commit.
+///
+/// Requests are recorded in flight before they reach the transport (`dispatch` returns once that is
+/// committed); answers are recorded shortly after they come (`settle` only queues them). Whatever is
+/// queued when the writer wakes goes in one transaction, so a busy send makes a few hundred commits
+/// a second however many pushes it sends. First attempts are recorded as seq ranges, one per batch;
+/// only retries and answers get rows of their own.
+public final class RunJournal: @unchecked Sendable {
+    public let store: any JournalStore
+    public let run: RunRecord
+    /// How long the writer gathers answers before committing them when nobody waits.
+    let gatherWindow: TimeInterval
+
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var pending = JournalBatch()
+    private var waiters: [CheckedContinuation<Void, any Error>] = []
+    private var closing = false
+    private var failure: JournalError?
+    private var writerDone = false
+    /// Seqs a resume found with a row but never sent: their first attempt is a row, not a range.
+    private let unsentRows: Set<Int>
+
+    public init(
+        store: any JournalStore,
+        run: RunRecord,
+        resume: ResumePoint = ResumePoint(),
+        gatherWindow: TimeInterval = 0.005
+    ) {
+        self.store = store
+        self.run = run
+        self.gatherWindow = gatherWindow
+        self.unsentRows = Set(resume.pending.compactMap { $0.value == .unsent ? $0.key : nil })
+        let thread = Thread { [self] in write() }
+        thread.name = "pushcamp-journal"
+        thread.start()
+    }
+
+    /// Records `requests` as in flight, durably, before they are handed to the transport.
+    /// `possibleDuplicates` of them are resumed requests whose first send may have arrived.
+    func dispatch(_ requests: borrowing [APNsRequest], possibleDuplicates: Int = 0) async throws {
+        var ranges: [ClosedRange<Int>] = []
+        var rows: [RecipientUpdate] = []
+        for index in requests.indices {
+            let request = requests[index]
+            if request.attempt == 0 && (unsentRows.isEmpty || !unsentRows.contains(request.tag)) {
+                if let last = ranges.last, last.upperBound + 1 == request.tag {
+                    ranges[ranges.count - 1] = last.lowerBound...request.tag
+                } else {
+                    ranges.append(request.tag...request.tag)
+                }
+            } else {
+                rows.append(
+                    RecipientUpdate(
+                        seq: request.tag,
+                        token: request.deviceToken,
+                        state: .inFlight(attempt: request.attempt + 1)
+                    )
+                )
+            }
+        }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            condition.lock()
+            defer { condition.unlock() }
+            if let failure {
+                continuation.resume(throwing: failure)
+                return
+            }
+            pending.dispatched.append(contentsOf: ranges)
+            pending.updates.append(contentsOf: rows)
+            pending.possibleDuplicates += possibleDuplicates
+            waiters.append(continuation)
+            condition.signal()
+        }
+    }
+
+    /// Queues recipients' new states (answers, retries); committed within `gatherWindow`.
+    func settle(_ updates: [RecipientUpdate], possibleDuplicates: Int = 0) {
+        guard !updates.isEmpty || possibleDuplicates > 0 else { return }
+        condition.lock()
+        let wasEmpty = pending.isEmpty
+        pending.updates.append(contentsOf: updates)
+        pending.possibleDuplicates += possibleDuplicates
+        if wasEmpty { condition.signal() }
+        condition.unlock()
+    }
+
+    /// The first write error, if any: the send must stop, it can no longer promise a resume.
+    var error: JournalError? {
+        condition.lock()
+        defer { condition.unlock() }
+        return failure
+    }
+
+    /// Whether `pushcamp cancel` asked this run to stop.
+    func cancelRequested() -> Bool {
+        (try? store.cancelRequested(run.id)) ?? false
+    }
+
+    /// Commits what is queued, stops the writer and sets the run's final status.
+    func close(status: RunStatus, planned: Int?) throws(JournalError) {
+        condition.lock()
+        closing = true
+        condition.signal()
+        while !writerDone { condition.wait() }
+        let failure = self.failure
+        condition.unlock()
+        if let failure { throw failure }
+        if let planned { try store.setPlanned(planned, of: run.id) }
+        try store.setStatus(status, of: run.id, now: Date().timeIntervalSince1970)
+    }
+
+    private func write() {
+        condition.lock()
+        while true {
+            while pending.isEmpty && !closing { condition.wait() }
+            if pending.isEmpty && closing { break }
+            if waiters.isEmpty && !closing {
+                // Only answers so far: let more gather, unless a dispatch comes and wants a commit now.
+                _ = condition.wait(until: Date(timeIntervalSinceNow: gatherWindow))
+            }
+            let batch = pending
+            let waiting = waiters
+            pending = JournalBatch()
+            waiters = []
+            condition.unlock()
+            var result: JournalError?
+            if failure == nil {
+                do {
+                    try store.record(batch, run: run.id, now: Date().timeIntervalSince1970)
+                } catch {
+                    result = error
+                }
+            }
+            condition.lock()
+            if let result, failure == nil { failure = result }
+            let outcome = failure
+            condition.unlock()
+            for waiter in waiting {
+                if let outcome { waiter.resume(throwing: outcome) } else { waiter.resume() }
+            }
+            condition.lock()
+        }
+        writerDone = true
+        condition.broadcast()
+        condition.unlock()
+    }
+}

@@ -1,0 +1,186 @@
+import ArgumentParser
+import Foundation
+import PushcampJournal
+import PushcampModel
+import PushcampPlanner
+
+/// Options of the commands that read the journal without a campaign file.
+struct JournalOption: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "The journal file (default: journal.path of the nearest pushcamp.yaml, else .pushcamp/journal.sqlite beside it).",
+            valueName: "file"
+        )
+    )
+    var journal: String?
+
+    /// Opens the journal; prints the problem and exits 1 when it cannot be used.
+    func open() throws -> (SQLiteJournal, path: String) {
+        let path: String
+        if let journal {
+            path = journal
+        } else {
+            switch ProjectJournal.path() {
+            case .success(let found): path = found
+            case .failure(let error):
+                printError(error.description)
+                throw ExitCode(1)
+            }
+        }
+        guard FileManager.default.fileExists(atPath: path) else {
+            printError("error: no journal at \(path): nothing has been sent from this project yet")
+            throw ExitCode(1)
+        }
+        do {
+            return (try SQLiteJournal(path: path), path)
+        } catch {
+            printError("error: \(error.message)")
+            throw ExitCode(1)
+        }
+    }
+}
+
+struct Runs: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the runs in the journal, newest first.",
+        discussion: """
+            Each `pushcamp send` of a campaign records a run: running (being sent, or killed while \
+            sending), interrupted (stopped; the next send of the campaign resumes it), finished, \
+            cancelled, or superseded (given up for a new run with --new-run).
+
+            "sent" counts recipients with at least one request sent; "pending" those waiting to \
+            retry or whose last request had no answer.
+
+            Examples:
+              pushcamp runs
+              pushcamp runs --limit 5 --format json
+            """
+    )
+
+    @OptionGroup var journalOption: JournalOption
+
+    @Option(help: "How many runs to show.")
+    var limit = 20
+
+    @Option(help: "text or json.")
+    var format: RunsFormat = .text
+
+    enum RunsFormat: String, ExpressibleByArgument, CaseIterable {
+        case text, json
+    }
+
+    func run() throws {
+        let (journal, _) = try journalOption.open()
+        let rows = try journal.runs(limit: limit).map { run in (run, try journal.counts(of: run.id)) }
+        switch format {
+        case .text: print(Self.table(rows), terminator: "")
+        case .json: print(Self.json(rows))
+        }
+    }
+
+    static func table(_ rows: [(RunRecord, RecipientCounts)]) -> String {
+        guard !rows.isEmpty else { return "no runs yet\n" }
+        var lines = [["RUN", "CAMPAIGN", "STATUS", "STARTED", "SENT", "DELIVERED", "FAILED", "PENDING", "PLANNED"]]
+        for (run, counts) in rows {
+            lines.append([
+                "\(run.id)", run.campaign, run.status.rawValue, Timestamps.text(run.startedAt),
+                "\(counts.total - counts.planned)", "\(counts.delivered)", "\(counts.failed)",
+                "\(counts.waiting + counts.unknown + counts.inFlight)", run.planned.map { "\($0)" } ?? "-",
+            ])
+        }
+        let widths = (0..<lines[0].count).map { column in lines.map { $0[column].count }.max() ?? 0 }
+        return lines.map { line in
+            line.enumerated().map { column, cell in
+                // Names left-aligned, numbers right-aligned.
+                column >= 4
+                    ? String(repeating: " ", count: widths[column] - cell.count) + cell
+                    : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+        }.joined(separator: "\n") + "\n"
+    }
+
+    static func json(_ rows: [(RunRecord, RecipientCounts)]) -> String {
+        let objects: [[String: Any]] = rows.map { run, counts in
+            var object: [String: Any] = [
+                "run": run.id.rawValue, "campaign": run.campaign, "revision": run.revision,
+                "status": run.status.rawValue, "started_at": Timestamps.text(run.startedAt),
+                "updated_at": Timestamps.text(run.updatedAt), "sent": counts.total - counts.planned,
+                "delivered": counts.delivered, "failed": counts.failed, "waiting": counts.waiting,
+                "in_flight": counts.inFlight + counts.unknown, "possible_duplicates": run.possibleDuplicates,
+            ]
+            object["planned"] = run.planned
+            return object
+        }
+        let data = try! JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+struct Cancel: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Stop a run, from another terminal or machine sharing the journal.",
+        discussion: """
+            The process sending the run notices within half a second, stops taking new pushes, \
+            waits for the answers to requests already sent, and records the run as cancelled. \
+            This command waits for that and reports exactly how many recipients were sent to \
+            before the cancel. A cancelled run is never resumed: sending the campaign again starts \
+            a new run. A run no process is sending (interrupted, or killed) is cancelled at once.
+
+            Exit status: 0 cancelled; 1 no such run, or it already ended; 6 the sending process \
+            did not stop within --wait seconds.
+
+            Examples:
+              pushcamp cancel 12
+            """
+    )
+
+    @OptionGroup var journalOption: JournalOption
+
+    @Argument(help: ArgumentHelp("The run's number, as `pushcamp runs` shows it.", valueName: "run"))
+    var number: Int64
+
+    @Option(help: "Seconds to wait for the sending process to stop.")
+    var wait: Double = 30
+
+    func run() throws {
+        let (journal, path) = try journalOption.open()
+        let id = RunID(number)
+        guard let record = try journal.run(id) else {
+            printError("error: no run \(number) in \(path); `pushcamp runs` lists them")
+            throw ExitCode(1)
+        }
+        guard record.status.isUnfinished else {
+            printError("error: run \(number) of \(record.campaign) is already \(record.status.rawValue)")
+            throw ExitCode(1)
+        }
+        let now = Date().timeIntervalSince1970
+        if let lock = try RunLock(journalPath: path, campaign: record.campaign) {
+            // Nobody is sending it: cancel it here and now.
+            try journal.setStatus(.cancelled, of: id, now: now)
+            withExtendedLifetime(lock) {}
+        } else {
+            try journal.requestCancel(id, now: now)
+            let deadline = Date().addingTimeInterval(wait)
+            while try journal.run(id)?.status == .running {
+                guard Date() < deadline else {
+                    printError(
+                        "error: asked run \(number) to stop, but its process has not stopped after \(Int(wait)) s; "
+                            + "it will stop when it next checks"
+                    )
+                    throw ExitCode(6)
+                }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+        }
+        let counts = try journal.counts(of: id)
+        let final = try journal.run(id) ?? record
+        let sent = counts.total - counts.planned
+        var line = "run \(number) of \(record.campaign) \(final.status.rawValue): \(sent) sent before the cancel "
+        line += "(\(counts.delivered) delivered, \(counts.failed) failed"
+        if counts.waiting > 0 { line += ", \(counts.waiting) waiting to retry" }
+        if counts.inFlight + counts.unknown > 0 { line += ", \(counts.inFlight + counts.unknown) without an answer" }
+        line += ")"
+        if let planned = final.planned { line += "; \(max(0, planned - sent)) of \(planned) planned never sent" }
+        print(line)
+    }
+}
