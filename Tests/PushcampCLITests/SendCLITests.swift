@@ -261,3 +261,67 @@ struct SendCLITests {
         }
     }
 }
+
+@Suite("resume after a kill, from the command line")
+struct ResumeCLITests {
+    /// Kill -9 a send of 50,000 at two points, send again, and check against what the simulator
+    /// received: everyone delivered, nobody twice but the possible duplicates the sends reported.
+    @Test func aKilledSendResumesWithoutSendingTwice() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let count = 50_000
+        let sim = try SimulatorProcess(
+            ["--state-dir", "sim", "--team-id", "ABCDE12345", "--record", "received.csv"],
+            in: project.root
+        )
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        try SendCLITests.writeProject(
+            project,
+            port: sim.port,
+            credentials: "team_id: ABCDE12345\nkey_id: KEY1234567\nkey_file: sim/key.p8"
+        )
+        try SendCLITests.writeAudience(project, count: count)
+        try SendCLITests.writeCampaign(project, extra: "throttle: { rate: 20000/s, connections: 2 }\n")
+
+        var notes = ""
+        for delay in [0.8, 0.8] {
+            let send = Process()
+            send.executableURL = CLI.binary
+            send.arguments = ["send", "--quiet", "campaigns/c.yaml"]
+            send.currentDirectoryURL = project.root
+            let errors = Pipe()
+            send.standardOutput = FileHandle.nullDevice
+            send.standardError = errors
+            try send.run()
+            Thread.sleep(forTimeInterval: delay)
+            kill(send.processIdentifier, SIGKILL)
+            send.waitUntilExit()
+            notes += String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        }
+        let last = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
+        _ = sim.stop()
+        #expect(last.status == 0, "\(last.stdout)\(last.stderr)")
+        // The second and third sends resumed the first's run.
+        #expect((notes + last.stderr).components(separatedBy: "resuming run 1").count - 1 >= 1, "\(notes)\(last.stderr)")
+
+        // What the simulator received, token by token.
+        let received = try String(contentsOf: project.root.appendingPathComponent("received.csv"), encoding: .utf8)
+        var deliveries: [Substring: Int] = [:]
+        for line in received.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: ",", omittingEmptySubsequences: false)
+            if fields[1] == "200" { deliveries[fields[0], default: 0] += 1 }
+        }
+        #expect(deliveries.count == count)
+        let duplicated = deliveries.values.reduce(0) { $0 + ($1 - 1) }
+        // Possible duplicates reported by the resumes (and the final run record).
+        let runs = try CLI.run(["runs", "--format", "json"], in: project.root)
+        let object = try JSONSerialization.jsonObject(with: Data(runs.stdout.utf8)) as? [[String: Any]]
+        let reported = object?.first?["possible_duplicates"] as? Int ?? -1
+        #expect(object?.first?["status"] as? String == "finished")
+        #expect(object?.first?["delivered"] as? Int == count)
+        #expect(duplicated <= reported, "\(duplicated) sent twice, \(reported) reported")
+        // Never more than could be in flight at the two kills: the transport's queue and open streams
+        // of two connections, each time.
+        #expect(reported <= 2 * (4096 + 2 * 1000), "\(reported)")
+    }
+}
