@@ -293,6 +293,12 @@ struct ResumeCLITests {
             send.standardOutput = FileHandle.nullDevice
             send.standardError = errors
             try send.run()
+            // Killed once it is sending: the journal exists, then `delay` more seconds.
+            let journal = project.root.appendingPathComponent(".pushcamp/journal.sqlite").path
+            let deadline = Date().addingTimeInterval(20)
+            while !FileManager.default.fileExists(atPath: journal), Date() < deadline {
+                Thread.sleep(forTimeInterval: 0.02)
+            }
             Thread.sleep(forTimeInterval: delay)
             kill(send.processIdentifier, SIGKILL)
             send.waitUntilExit()
@@ -302,7 +308,10 @@ struct ResumeCLITests {
         _ = sim.stop()
         #expect(last.status == 0, "\(last.stdout)\(last.stderr)")
         // The second and third sends resumed the first's run.
-        #expect((notes + last.stderr).components(separatedBy: "resuming run 1").count - 1 >= 1, "\(notes)\(last.stderr)")
+        #expect(
+            (notes + last.stderr).components(separatedBy: "resuming run 1").count - 1 >= 1,
+            "\(notes)\(last.stderr)"
+        )
 
         // What the simulator received, token by token.
         let received = try String(contentsOf: project.root.appendingPathComponent("received.csv"), encoding: .utf8)
