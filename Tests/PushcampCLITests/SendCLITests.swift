@@ -63,11 +63,7 @@ struct SendCLITests {
             in: project.root
         )
         defer { if sim.process.isRunning { _ = sim.stop() } }
-        try Self.writeProject(
-            project,
-            port: sim.port,
-            credentials: "team_id: ABCDE12345\nkey_id: KEY1234567\nkey_file: sim/key.p8"
-        )
+        try Self.writeProject(project, port: sim.port, credentials: Self.simulatorKey)
         try Self.writeAudience(project, count: count)
         try project.write(
             "campaigns/c.yaml",
@@ -212,6 +208,9 @@ struct SendCLITests {
         )
     }
 
+    /// Token credentials for the key a simulator started with `--state-dir sim` made for itself.
+    static let simulatorKey = "team_id: ABCDE12345\nkey_id: KEY1234567\nkey_file: sim/key.p8"
+
     /// `pushcamp.yaml` with one app, `shop`, sending to the simulator on `port` and authenticating
     /// with `credentials` (YAML lines of the app).
     static func writeProject(_ project: TemporaryProject, port: Int, credentials: String) throws {
@@ -275,11 +274,7 @@ struct ResumeCLITests {
             in: project.root
         )
         defer { if sim.process.isRunning { _ = sim.stop() } }
-        try SendCLITests.writeProject(
-            project,
-            port: sim.port,
-            credentials: "team_id: ABCDE12345\nkey_id: KEY1234567\nkey_file: sim/key.p8"
-        )
+        try SendCLITests.writeProject(project, port: sim.port, credentials: SendCLITests.simulatorKey)
         try SendCLITests.writeAudience(project, count: count)
         try SendCLITests.writeCampaign(project, extra: "throttle: { rate: 20000/s, connections: 2 }\n")
 

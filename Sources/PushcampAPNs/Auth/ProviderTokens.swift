@@ -44,34 +44,42 @@ public final class ProviderTokens: Sendable {
         self.clock = clock
         self.cacheFile = cacheFile
         var initial = State()
-        if let cacheFile, let cached = try? String(contentsOfFile: cacheFile, encoding: .utf8),
-            let issuedAt = Self.issuedAt(
-                cached.trimmingCharacters(in: .whitespacesAndNewlines),
-                teamID: teamID,
-                keyID: keyID,
-                key: key
-            )
+        if let cacheFile,
+            let cached = (try? String(contentsOfFile: cacheFile, encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines),
+            let issuedAt = Self.issuedAt(cached, publicKey: key.publicKey, teamID: teamID, keyID: keyID)
         {
             initial.schedule.minted(at: Double(issuedAt))
             if initial.schedule.needsToken(now: clock.now()) || Double(issuedAt) > clock.now() + 60 {
                 initial = State()
             } else {
-                initial.bearer = "bearer " + cached.trimmingCharacters(in: .whitespacesAndNewlines)
+                initial.bearer = "bearer " + cached
             }
         }
         self.state = Mutex(initial)
     }
 
-    /// The `iat` of `token` when it is a well-formed token this key signed for this team and key id.
-    static func issuedAt(_ token: String, teamID: String, keyID: String, key: P256.Signing.PrivateKey) -> Int64? {
+    /// The `iat` of `token` when it is an ES256 token signed by `publicKey`'s private half, for
+    /// `teamID` and `keyID` (any, when nil): what APNs checks, and what a cached token must pass.
+    public static func issuedAt(
+        _ token: String,
+        publicKey: P256.Signing.PublicKey,
+        teamID: String?,
+        keyID: String?
+    ) -> Int64? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let claims = Base64URL.decode(parts[1]),
+        guard parts.count == 3,
+            let headerBytes = Base64URL.decode(parts[0]),
+            let claimsBytes = Base64URL.decode(parts[1]),
             let signatureBytes = Base64URL.decode(parts[2]),
-            let object = try? JSONSerialization.jsonObject(with: Data(claims)) as? [String: Any],
-            let iat = (object["iat"] as? NSNumber)?.int64Value,
-            token == Self.unsignedPart(teamID: teamID, keyID: keyID, issuedAt: iat) + "." + parts[2],
+            let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any],
+            let claims = try? JSONSerialization.jsonObject(with: Data(claimsBytes)) as? [String: Any],
+            header["alg"] as? String == "ES256",
+            let kid = header["kid"] as? String, keyID == nil || kid == keyID,
+            let iss = claims["iss"] as? String, teamID == nil || iss == teamID,
+            let iat = (claims["iat"] as? NSNumber)?.int64Value,
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
-            key.publicKey.isValidSignature(signature, for: Array((parts[0] + "." + parts[1]).utf8))
+            publicKey.isValidSignature(signature, for: Array((parts[0] + "." + parts[1]).utf8))
         else { return nil }
         return iat
     }
@@ -144,18 +152,12 @@ public final class ProviderTokens: Sendable {
 
     /// A JWT: `{"alg":"ES256","kid":…}.{"iss":…,"iat":…}` signed with ECDSA P-256 / SHA-256.
     public static func token(teamID: String, keyID: String, issuedAt: Int64, key: P256.Signing.PrivateKey) -> String {
-        let input = unsignedPart(teamID: teamID, keyID: keyID, issuedAt: issuedAt)
+        let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8))
+        let claims = Base64URL.encode(Array(#"{"iss":"\#(teamID)","iat":\#(issuedAt)}"#.utf8))
+        let input = header + "." + claims
         // Signing a digest with a fresh nonce cannot fail for a valid key.
         let signature = try! key.signature(for: Array(input.utf8))
         return input + "." + Base64URL.encode(Array(signature.rawRepresentation))
-    }
-}
-
-extension ProviderTokens {
-    static func unsignedPart(teamID: String, keyID: String, issuedAt: Int64) -> String {
-        let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8))
-        let claims = Base64URL.encode(Array(#"{"iss":"\#(teamID)","iat":\#(issuedAt)}"#.utf8))
-        return header + "." + claims
     }
 }
 

@@ -59,20 +59,6 @@ public final class ProviderTokenVerifier: Sendable {
 
     /// The token's `iat` when its form, key, team and signature are right.
     func verify(_ token: String) -> Int64? {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3,
-            let headerBytes = Base64URL.decode(parts[0]),
-            let claimsBytes = Base64URL.decode(parts[1]),
-            let signatureBytes = Base64URL.decode(parts[2]),
-            let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any],
-            let claims = try? JSONSerialization.jsonObject(with: Data(claimsBytes)) as? [String: Any],
-            header["alg"] as? String == "ES256",
-            let kid = header["kid"] as? String, keyID == nil || kid == keyID,
-            let iss = claims["iss"] as? String, teamID == nil || iss == teamID,
-            let iat = (claims["iat"] as? NSNumber)?.int64Value,
-            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
-            publicKey.isValidSignature(signature, for: Array((parts[0] + "." + parts[1]).utf8))
-        else { return nil }
-        return iat
+        ProviderTokens.issuedAt(token, publicKey: publicKey, teamID: teamID, keyID: keyID)
     }
 }
