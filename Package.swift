@@ -57,7 +57,11 @@ let package = Package(
         // The run journal: every recipient's state, runs, dead tokens. SQLite (GRDB) and in-memory.
         .target(
             name: "PushcampJournal",
-            dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for binding the hot insert directly.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
             swiftSettings: strict
         ),
         // libnghttp2, found through pkg-config: the HTTP/2 codec of the APNs client.

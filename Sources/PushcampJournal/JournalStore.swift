@@ -24,11 +24,17 @@ public protocol JournalStore: Sendable {
     func record(_ batch: JournalBatch, run: RunID, now: Double) throws(JournalError)
     /// The seq ranges recorded as dispatched, in order.
     func dispatched(of run: RunID) throws(JournalError) -> [ClosedRange<Int>]
-    /// Every recipient row of `run`, in plan order, without loading them all at once.
+    /// The seq ranges recorded as delivered on their first attempt, in order.
+    func delivered(of run: RunID) throws(JournalError) -> [ClosedRange<Int>]
+    /// Every recipient of `run` with a row of its own, in plan order, without loading them all at
+    /// once. Recipients delivered on their first attempt have none: they are in `delivered(of:)`.
     func forEachRecipient(of run: RunID, _ body: (RecipientRecord) throws -> Void) throws
-    /// How many recipients of `run` are in each state; dispatched recipients without a row of their
-    /// own count as in flight.
+    /// How many recipients of `run` are in each state; dispatched recipients with neither a row nor
+    /// a delivered range count as in flight.
     func counts(of run: RunID) throws(JournalError) -> RecipientCounts
+    /// Every delivery recorded at or after `since` (seconds since 1970), in any run of any campaign:
+    /// the device token of each, once per delivery. For frequency caps.
+    func forEachDelivery(since: Double, _ body: (Substring) throws -> Void) throws
 
     /// Remembers tokens APNs called Unregistered, ExpiredToken or BadDeviceToken (per topic); a
     /// token seen again keeps its newest APNs timestamp.
@@ -38,22 +44,66 @@ public protocol JournalStore: Sendable {
 }
 
 /// What one transaction of a running send writes.
+///
+/// Most recipients never get a row: their first attempt goes out as part of a dispatched seq range
+/// and comes back delivered as part of a delivered range (answers arrive nearly in plan order, so
+/// a group commit of a few hundred answers is a few ranges). Only retries, failures and requests
+/// lost in flight get rows. A row each would cost more than the rest of the send at a hundred
+/// thousand pushes a second (measured: BENCHMARKS.md).
 public struct JournalBatch: Sendable, Hashable {
     /// Recipients with a new state (a row each).
     public var updates: [RecipientUpdate]
-    /// First attempts about to be sent, as seq ranges: in flight without a row each until an answer
-    /// comes. Cheap at a hundred thousand pushes a second, where a row each would not be.
+    /// First attempts about to be sent, as seq ranges: in flight until an answer comes.
     public var dispatched: [ClosedRange<Int>]
+    /// First attempts delivered, as runs of consecutive seqs with their tokens. A recipient with a
+    /// row is never here.
+    public var delivered: [DeliveredRange]
     /// Recipients being sent again after a resume although their first request may have arrived.
     public var possibleDuplicates: Int
 
-    public init(updates: [RecipientUpdate] = [], dispatched: [ClosedRange<Int>] = [], possibleDuplicates: Int = 0) {
+    public init(
+        updates: [RecipientUpdate] = [],
+        dispatched: [ClosedRange<Int>] = [],
+        delivered: [DeliveredRange] = [],
+        possibleDuplicates: Int = 0
+    ) {
         self.updates = updates
         self.dispatched = dispatched
+        self.delivered = delivered
         self.possibleDuplicates = possibleDuplicates
     }
 
-    public var isEmpty: Bool { updates.isEmpty && dispatched.isEmpty && possibleDuplicates == 0 }
+    public var isEmpty: Bool {
+        updates.isEmpty && dispatched.isEmpty && delivered.isEmpty && possibleDuplicates == 0
+    }
+}
+
+/// Recipients `first`, `first + 1`, … delivered on their first attempt, with their tokens in order.
+public struct DeliveredRange: Sendable, Hashable {
+    public var first: Int
+    public var tokens: [String]
+
+    public init(first: Int, tokens: [String]) {
+        precondition(!tokens.isEmpty, "a delivered range has at least one recipient")
+        self.first = first
+        self.tokens = tokens
+    }
+
+    public var seqs: ClosedRange<Int> { first...(first + tokens.count - 1) }
+
+    /// Groups (seq, token) pairs into ranges of consecutive seqs, in seq order.
+    public static func ranges(of deliveries: [(seq: Int, token: String)]) -> [DeliveredRange] {
+        var ranges: [DeliveredRange] = []
+        for delivery in deliveries.sorted(by: { $0.seq < $1.seq }) {
+            if let last = ranges.last, last.seqs.contains(delivery.seq) { continue }
+            if let last = ranges.last, last.first + last.tokens.count == delivery.seq {
+                ranges[ranges.count - 1].tokens.append(delivery.token)
+            } else {
+                ranges.append(DeliveredRange(first: delivery.seq, tokens: [delivery.token]))
+            }
+        }
+        return ranges
+    }
 }
 
 /// A run's number in its journal.

@@ -7,6 +7,7 @@ public final class MemoryJournal: JournalStore {
         var runs: [RunRecord] = []
         var recipients: [RunID: [Int: RecipientRecord]] = [:]
         var dispatched: [RunID: [ClosedRange<Int>]] = [:]
+        var delivered: [RunID: [(range: DeliveredRange, at: Double)]] = [:]
         var invalid: [String: InvalidToken] = [:]
     }
 
@@ -71,6 +72,9 @@ public final class MemoryJournal: JournalStore {
         if batch.possibleDuplicates > 0 { try update(run) { $0.possibleDuplicates += batch.possibleDuplicates } }
         state.withLock { state in
             if !batch.dispatched.isEmpty { state.dispatched[run, default: []].append(contentsOf: batch.dispatched) }
+            if !batch.delivered.isEmpty {
+                state.delivered[run, default: []].append(contentsOf: batch.delivered.map { ($0, now) })
+            }
             for update in batch.updates {
                 state.recipients[run, default: [:]][update.seq] = RecipientRecord(
                     seq: update.seq,
@@ -86,6 +90,22 @@ public final class MemoryJournal: JournalStore {
         state.withLock { state in (state.dispatched[run] ?? []).sorted { $0.lowerBound < $1.lowerBound } }
     }
 
+    public func delivered(of run: RunID) throws(JournalError) -> [ClosedRange<Int>] {
+        state.withLock { state in
+            (state.delivered[run] ?? []).map(\.range.seqs).sorted { $0.lowerBound < $1.lowerBound }
+        }
+    }
+
+    public func forEachDelivery(since: Double, _ body: (Substring) throws -> Void) throws {
+        let (rows, ranges) = state.withLock { state in (state.recipients, state.delivered) }
+        for row in rows.values.lazy.flatMap(\.values) {
+            if case .delivered = row.state, row.updatedAt >= since { try body(Substring(row.token)) }
+        }
+        for (range, at) in ranges.values.joined() where at >= since {
+            for token in range.tokens { try body(Substring(token)) }
+        }
+    }
+
     public func forEachRecipient(of run: RunID, _ body: (RecipientRecord) throws -> Void) throws {
         let rows = state.withLock { state in state.recipients[run] ?? [:] }
         for seq in rows.keys.sorted() { try body(rows[seq]!) }
@@ -96,8 +116,9 @@ public final class MemoryJournal: JournalStore {
             var counts = RecipientCounts()
             let rows = state.recipients[run] ?? [:]
             for row in rows.values { counts.add(row.state) }
+            counts.delivered += (state.delivered[run] ?? []).reduce(0) { $0 + $1.range.tokens.count }
             let dispatched = (state.dispatched[run] ?? []).reduce(0) { $0 + $1.count }
-            counts.inFlight += max(0, dispatched - rows.count)
+            counts.inFlight += max(0, dispatched - counts.total)
             return counts
         }
     }

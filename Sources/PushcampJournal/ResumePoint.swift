@@ -24,30 +24,11 @@ public struct ResumePoint: Sendable {
     /// Reads `run` back without loading every row at once: memory is a bit per recipient plus the
     /// pending ones.
     public init(journal: any JournalStore, run: RunID) throws {
-        let ranges = try journal.dispatched(of: run)
-        var rangeIndex = 0
-        var nextUnseen = ranges.first?.lowerBound ?? 0
-        /// Dispatched seqs below `limit` that have no row were in flight when the run stopped.
-        func unanswered(below limit: Int, into pending: inout [Int: Pending]) {
-            while rangeIndex < ranges.count {
-                let range = ranges[rangeIndex]
-                let start = max(nextUnseen, range.lowerBound)
-                let end = min(range.upperBound, limit - 1)
-                if start <= end {
-                    for seq in start...end { pending[seq] = .unknown(attempts: 1) }
-                }
-                if range.upperBound < limit {
-                    rangeIndex += 1
-                    nextUnseen = max(nextUnseen, range.upperBound + 1)
-                } else {
-                    nextUnseen = max(nextUnseen, limit)
-                    return
-                }
-            }
+        for range in try journal.delivered(of: run) {
+            for seq in range { settled.insert(seq) }
+            delivered += range.count
         }
         try journal.forEachRecipient(of: run) { row in
-            unanswered(below: row.seq, into: &pending)
-            nextUnseen = max(nextUnseen, row.seq + 1)
             switch row.state {
             case .delivered:
                 settled.insert(row.seq)
@@ -63,7 +44,12 @@ public struct ResumePoint: Sendable {
                 pending[row.seq] = .unsent
             }
         }
-        unanswered(below: Int.max, into: &pending)
+        // Dispatched first attempts with neither an answer nor a row were in flight when it stopped.
+        for range in try journal.dispatched(of: run) {
+            for seq in range where !settled.contains(seq) && pending[seq] == nil {
+                pending[seq] = .unknown(attempts: 1)
+            }
+        }
     }
 
     /// Recipients that will be sent again although APNs may have their first request.

@@ -53,12 +53,22 @@ struct Send: AsyncParsableCommand {
     )
     var newRun = false
 
+    @Option(
+        help: ArgumentHelp(
+            """
+            The journal file (default: journal.path in pushcamp.yaml, else .pushcamp/journal.sqlite beside             it). `:memory:` keeps it in memory: no resume, no dead-token or frequency-cap memory; for             experiments and benchmarks.
+            """,
+            valueName: "file"
+        )
+    )
+    var journal: String?
+
     func run() async throws {
         let (campaign, paths) = try loadCampaign(file)
         // The journal first: a journal that cannot be used stops the send before anything is sent.
         let opened: OpenedRun
         do {
-            opened = try OpenedRun.open(campaign, newRun: newRun)
+            opened = try OpenedRun.open(campaign, journalPath: journal ?? campaign.journalPath, newRun: newRun)
         } catch let error as RunRefusal {
             printError("\(campaign.path): error: \(error.message)")
             throw ExitCode(error.exitCode)
@@ -114,13 +124,25 @@ struct RunRefusal: Error {
 struct OpenedRun {
     var journal: RunJournal
     var resume: ResumePoint
-    var lock: RunLock
+    /// Nil for an in-memory journal, which no other process can see.
+    var lock: RunLock?
     /// What to tell the user before sending (resuming, giving up an old run).
     var note: String?
 
+    /// The journal path that means "in memory, gone when the process ends".
+    static let inMemory = ":memory:"
+
     /// Throws `RunRefusal` only.
-    static func open(_ campaign: LoadedCampaign, newRun: Bool) throws -> OpenedRun {
-        let path = campaign.journalPath
+    static func open(_ campaign: LoadedCampaign, journalPath path: String, newRun: Bool) throws -> OpenedRun {
+        if path == inMemory {
+            let store = MemoryJournal()
+            let run = try store.createRun(
+                campaign: campaign.id,
+                revision: campaign.revision,
+                now: Date().timeIntervalSince1970
+            )
+            return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: nil, note: nil)
+        }
         do {
             let store = try SQLiteJournal(path: path)
             guard let lock = try RunLock(journalPath: path, campaign: campaign.id) else {

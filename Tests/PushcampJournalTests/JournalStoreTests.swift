@@ -119,6 +119,62 @@ struct JournalStoreTests {
         #expect(try journal.counts(of: other.id).total == 0)
     }
 
+    @Test func deliveriesGroupIntoRangesOfConsecutiveSeqs() {
+        let tokens = (0..<10).map(TemporaryProject.token)
+        let ranges = DeliveredRange.ranges(of: [5, 3, 4, 9, 0, 4].map { (seq: $0, token: tokens[$0]) })
+        #expect(ranges.map(\.seqs) == [0...0, 3...5, 9...9])
+        #expect(ranges[1].tokens == [tokens[3], tokens[4], tokens[5]])
+    }
+
+    @Test(arguments: Store.allCases)
+    func deliveredRangesCountAndSettleWithoutRows(_ store: Store) throws {
+        let (journal, project) = try store.open()
+        defer { project.remove() }
+        let run = try journal.createRun(campaign: "c", revision: "r", now: 1)
+        let token = TemporaryProject.token
+        try journal.record(JournalBatch(dispatched: [0...9]), run: run.id, now: 2)
+        try journal.record(
+            JournalBatch(
+                updates: [Self.update(4, .failed(status: 400, reason: "BadDeviceToken", apnsTimestamp: nil))],
+                delivered: [
+                    DeliveredRange(first: 0, tokens: [token(0), token(1), token(2), token(3)]),
+                    DeliveredRange(first: 6, tokens: [token(6)]),
+                ]
+            ),
+            run: run.id,
+            now: 3
+        )
+        try journal.record(JournalBatch(updates: [Self.update(5, .delivered(attempt: 2))]), run: run.id, now: 5)
+        #expect(try journal.delivered(of: run.id) == [0...3, 6...6])
+        var expected = RecipientCounts()
+        expected.delivered = 6
+        expected.failed = 1
+        expected.inFlight = 3
+        #expect(try journal.counts(of: run.id) == expected)
+
+        let resume = try ResumePoint(journal: journal, run: run.id)
+        #expect(resume.delivered == 6)
+        #expect(resume.failed == 1)
+        #expect((0...9).filter(resume.settled.contains) == [0, 1, 2, 3, 4, 5, 6])
+        #expect(resume.pending == [7: .unknown(attempts: 1), 8: .unknown(attempts: 1), 9: .unknown(attempts: 1)])
+
+        // Deliveries since a time, from ranges and rows alike, in any run.
+        let other = try journal.createRun(campaign: "d", revision: "r", now: 6)
+        try journal.record(
+            JournalBatch(delivered: [DeliveredRange(first: 0, tokens: [token(0)])]),
+            run: other.id,
+            now: 7
+        )
+        func deliveries(since: Double) throws -> [String] {
+            var seen: [String] = []
+            try journal.forEachDelivery(since: since) { seen.append(String($0)) }
+            return seen.sorted()
+        }
+        #expect(try deliveries(since: 0) == [0, 0, 1, 2, 3, 5, 6].map(token).sorted())
+        #expect(try deliveries(since: 4) == [0, 5].map(token).sorted())
+        #expect(try deliveries(since: 8) == [])
+    }
+
     @Test(arguments: Store.allCases)
     func deadTokensKeepTheirNewestTimestampPerTopic(_ store: Store) throws {
         let (journal, project) = try store.open()

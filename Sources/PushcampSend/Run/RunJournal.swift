@@ -18,6 +18,8 @@ public final class RunJournal: @unchecked Sendable {
     // Guarded by `condition`.
     private let condition = NSCondition()
     private var pending = JournalBatch()
+    /// First attempts delivered since the last commit; made into `pending.delivered` ranges then.
+    private var deliveries: [(seq: Int, token: String)] = []
     private var waiters: [CheckedContinuation<Void, any Error>] = []
     private var closing = false
     private var failure: JournalError?
@@ -46,19 +48,19 @@ public final class RunJournal: @unchecked Sendable {
         var ranges: [ClosedRange<Int>] = []
         var rows: [RecipientUpdate] = []
         for index in requests.indices {
-            let request = requests[index]
-            if request.attempt == 0 && (unsentRows.isEmpty || !unsentRows.contains(request.tag)) {
-                if let last = ranges.last, last.upperBound + 1 == request.tag {
-                    ranges[ranges.count - 1] = last.lowerBound...request.tag
+            let (seq, attempt) = (requests[index].tag, requests[index].attempt)
+            if attempt == 0 && (unsentRows.isEmpty || !unsentRows.contains(seq)) {
+                if let last = ranges.last, last.upperBound + 1 == seq {
+                    ranges[ranges.count - 1] = last.lowerBound...seq
                 } else {
-                    ranges.append(request.tag...request.tag)
+                    ranges.append(seq...seq)
                 }
             } else {
                 rows.append(
                     RecipientUpdate(
-                        seq: request.tag,
-                        token: request.deviceToken,
-                        state: .inFlight(attempt: request.attempt + 1)
+                        seq: seq,
+                        token: requests[index].deviceToken,
+                        state: .inFlight(attempt: attempt + 1)
                     )
                 )
             }
@@ -78,16 +80,26 @@ public final class RunJournal: @unchecked Sendable {
         }
     }
 
-    /// Queues recipients' new states (answers, retries); committed within `gatherWindow`.
+    /// Queues recipients' new states (answers, retries); committed within `gatherWindow`. A first
+    /// attempt delivered joins a delivered range instead of getting a row.
     func settle(_ updates: [RecipientUpdate], possibleDuplicates: Int = 0) {
         guard !updates.isEmpty || possibleDuplicates > 0 else { return }
         condition.lock()
-        let wasEmpty = pending.isEmpty
-        pending.updates.append(contentsOf: updates)
+        let wasEmpty = isIdle
+        for update in updates {
+            if case .delivered(attempt: 1) = update.state, unsentRows.isEmpty || !unsentRows.contains(update.seq) {
+                deliveries.append((update.seq, update.token))
+            } else {
+                pending.updates.append(update)
+            }
+        }
         pending.possibleDuplicates += possibleDuplicates
         if wasEmpty { condition.signal() }
         condition.unlock()
     }
+
+    /// Nothing queued (guarded by `condition`).
+    private var isIdle: Bool { pending.isEmpty && deliveries.isEmpty }
 
     /// The first write error, if any: the send must stop, it can no longer promise a resume.
     var error: JournalError? {
@@ -117,17 +129,20 @@ public final class RunJournal: @unchecked Sendable {
     private func write() {
         condition.lock()
         while true {
-            while pending.isEmpty && !closing { condition.wait() }
-            if pending.isEmpty && closing { break }
+            while isIdle && !closing { condition.wait() }
+            if isIdle && closing { break }
             if waiters.isEmpty && !closing {
                 // Only answers so far: let more gather, unless a dispatch comes and wants a commit now.
                 _ = condition.wait(until: Date(timeIntervalSinceNow: gatherWindow))
             }
-            let batch = pending
+            var batch = pending
+            let delivered = deliveries
             let waiting = waiters
             pending = JournalBatch()
+            deliveries.removeAll(keepingCapacity: true)
             waiters = []
             condition.unlock()
+            batch.delivered = DeliveredRange.ranges(of: delivered)
             var result: JournalError?
             if failure == nil {
                 do {

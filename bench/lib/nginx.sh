@@ -1,0 +1,110 @@
+# Shared by the send benchmarks: TLS material, a provider-token key, an APNs-shaped nginx on
+# 127.0.0.1, a generated audience and the project file. Source it, then call the functions.
+
+# Installs what a fresh machine lacks for the benchmarks.
+bench_install() {
+    local need=()
+    command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || need+=(nginx)
+    [[ -f /usr/lib/nginx/modules/ngx_http_echo_module.so ]] || need+=(libnginx-mod-http-echo)
+    command -v h2load >/dev/null || need+=(nghttp2-client)
+    command -v openssl >/dev/null || need+=(openssl)
+    command -v /usr/bin/time >/dev/null || need+=(time)
+    if ((${#need[@]})); then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+    fi
+}
+
+# bench_tls DIR: a CA and a 127.0.0.1 server certificate for nginx; a P-256 key for provider tokens.
+bench_tls() {
+    local out=$1
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=bench CA" \
+        -addext "basicConstraints=critical,CA:TRUE" -keyout "$out/ca.key" -out "$out/ca.pem" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=localhost" \
+        -keyout "$out/server.key" -out "$out/server.csr" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' > "$out/ext.cnf"
+    openssl x509 -req -in "$out/server.csr" -CA "$out/ca.pem" -CAkey "$out/ca.key" -CAcreateserial -days 2 \
+        -extfile "$out/ext.cnf" -out "$out/server.pem" 2>/dev/null
+    openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$out/key.p8" 2>/dev/null
+}
+
+# bench_nginx DIR PORT [ACCESS_LOG]: starts nginx answering /3/device/ like APNs (200, apns-id
+# echoed) after reading the body. With ACCESS_LOG, each request's end time ($msec) is logged there.
+# Stopped when the script exits.
+bench_nginx() {
+    local out=$1 port=$2 log=${3:-}
+    local access="access_log off;"
+    [[ -n $log ]] && access="log_format msec '\$msec'; access_log $log msec buffer=256k flush=1s;"
+    mkdir -p "$out/nginx"
+    cat > "$out/nginx/nginx.conf" <<NGINX
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+worker_processes 1;
+error_log $out/nginx/error.log warn;
+pid $out/nginx/nginx.pid;
+events { worker_connections 1024; }
+http {
+    $access
+    client_body_temp_path $out/nginx/body;
+    keepalive_requests 100000000;
+    http2_max_concurrent_streams 100;
+    server {
+        listen 127.0.0.1:$port ssl http2;
+        ssl_certificate $out/server.pem;
+        ssl_certificate_key $out/server.key;
+        location /3/device/ {
+            echo_read_request_body;
+            echo -n "";
+            add_header apns-id \$http_apns_id always;
+        }
+    }
+}
+NGINX
+    nginx -c "$out/nginx/nginx.conf"
+    trap "nginx -c '$out/nginx/nginx.conf' -s stop 2>/dev/null || true" EXIT
+    sleep 0.5
+}
+
+# bench_audience COUNT FILE: token,first_name rows with random, distinct tokens.
+bench_audience() {
+    python3 - "$1" "$2" <<'PY'
+import random, sys
+count, path = int(sys.argv[1]), sys.argv[2]
+rng = random.Random(3)
+with open(path, "w") as f:
+    f.write("token,first_name\n")
+    for i in range(count):
+        f.write("%064x,Name%d\n" % (rng.getrandbits(256), i % 1000))
+PY
+}
+
+# bench_project DIR PORT: pushcamp.yaml with one app whose endpoint is the nginx above.
+bench_project() {
+    cat > "$1/pushcamp.yaml" <<YAML
+apps:
+  bench:
+    topic: com.example.shop
+    team_id: ABCDE12345
+    key_id: KEY1234567
+    key_file: key.p8
+    endpoint: https://127.0.0.1:$2
+    ca_file: ca.pem
+YAML
+}
+
+# bench_campaign FILE ID RATE: one rendered alert to every row of audience.csv, over 1 connection.
+bench_campaign() {
+    cat > "$1" <<YAML
+campaign: $2
+app: bench
+audience:
+  source: { csv: audience.csv }
+message:
+  push_type: alert
+  priority: 10
+  expiration: 1h
+  payload:
+    aps:
+      alert: { title: "Spring sale", body: "Hello {{first_name}}, 20% off everything until Sunday" }
+      sound: default
+throttle: { rate: $3, connections: 1 }
+YAML
+}
