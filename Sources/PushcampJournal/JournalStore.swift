@@ -60,21 +60,25 @@ public struct JournalBatch: Sendable, Hashable {
     public var delivered: [DeliveredRange]
     /// Recipients being sent again after a resume although their first request may have arrived.
     public var possibleDuplicates: Int
+    /// Tokens APNs just called dead, remembered as `rememberInvalidTokens` does.
+    public var invalidTokens: [InvalidToken]
 
     public init(
         updates: [RecipientUpdate] = [],
         dispatched: [ClosedRange<Int>] = [],
         delivered: [DeliveredRange] = [],
-        possibleDuplicates: Int = 0
+        possibleDuplicates: Int = 0,
+        invalidTokens: [InvalidToken] = []
     ) {
         self.updates = updates
         self.dispatched = dispatched
         self.delivered = delivered
         self.possibleDuplicates = possibleDuplicates
+        self.invalidTokens = invalidTokens
     }
 
     public var isEmpty: Bool {
-        updates.isEmpty && dispatched.isEmpty && delivered.isEmpty && possibleDuplicates == 0
+        updates.isEmpty && dispatched.isEmpty && delivered.isEmpty && possibleDuplicates == 0 && invalidTokens.isEmpty
     }
 }
 
@@ -267,6 +271,9 @@ public struct RecipientCounts: Sendable, Hashable {
 
 /// A token APNs said is dead, for one topic.
 public struct InvalidToken: Sendable, Hashable {
+    /// The reasons that mean a token is dead for its topic.
+    public static let reasons: Set<String> = ["Unregistered", "ExpiredToken", "BadDeviceToken"]
+
     public var topic: String
     public var token: String
     /// Unregistered, ExpiredToken or BadDeviceToken.

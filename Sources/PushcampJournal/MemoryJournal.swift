@@ -70,6 +70,7 @@ public final class MemoryJournal: JournalStore {
 
     public func record(_ batch: JournalBatch, run: RunID, now: Double) throws(JournalError) {
         if batch.possibleDuplicates > 0 { try update(run) { $0.possibleDuplicates += batch.possibleDuplicates } }
+        try rememberInvalidTokens(batch.invalidTokens)
         state.withLock { state in
             if !batch.dispatched.isEmpty { state.dispatched[run, default: []].append(contentsOf: batch.dispatched) }
             if !batch.delivered.isEmpty {

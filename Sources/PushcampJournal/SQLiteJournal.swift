@@ -206,6 +206,7 @@ public final class SQLiteJournal: JournalStore {
     public func record(_ batch: JournalBatch, run: RunID, now: Double) throws(JournalError) {
         guard !batch.isEmpty else { return }
         try write { db in
+            if !batch.invalidTokens.isEmpty { try Self.remember(batch.invalidTokens, in: db) }
             if batch.possibleDuplicates > 0 {
                 try db.execute(
                     sql: "UPDATE run SET possible_duplicates = possible_duplicates + ? WHERE id = ?",
@@ -405,24 +406,26 @@ public final class SQLiteJournal: JournalStore {
 
     public func rememberInvalidTokens(_ tokens: [InvalidToken]) throws(JournalError) {
         guard !tokens.isEmpty else { return }
-        try write { db in
-            let statement = try db.cachedStatement(
-                sql: """
-                    INSERT INTO invalid_token (topic, token, reason, apns_timestamp, seen_at) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT (topic, token) DO UPDATE SET
-                        reason = CASE WHEN excluded.seen_at >= seen_at THEN excluded.reason ELSE reason END,
-                        seen_at = max(seen_at, excluded.seen_at),
-                        apns_timestamp = CASE
-                            WHEN apns_timestamp IS NULL THEN excluded.apns_timestamp
-                            WHEN excluded.apns_timestamp IS NULL THEN apns_timestamp
-                            ELSE max(apns_timestamp, excluded.apns_timestamp) END
-                    """
-            )
-            for token in tokens {
-                try statement.execute(arguments: [
-                    token.topic, token.token, token.reason, token.apnsTimestamp, token.seenAt,
-                ])
-            }
+        try write { db in try Self.remember(tokens, in: db) }
+    }
+
+    private static func remember(_ tokens: [InvalidToken], in db: Database) throws {
+        let statement = try db.cachedStatement(
+            sql: """
+                INSERT INTO invalid_token (topic, token, reason, apns_timestamp, seen_at) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (topic, token) DO UPDATE SET
+                    reason = CASE WHEN excluded.seen_at >= seen_at THEN excluded.reason ELSE reason END,
+                    seen_at = max(seen_at, excluded.seen_at),
+                    apns_timestamp = CASE
+                        WHEN apns_timestamp IS NULL THEN excluded.apns_timestamp
+                        WHEN excluded.apns_timestamp IS NULL THEN apns_timestamp
+                        ELSE max(apns_timestamp, excluded.apns_timestamp) END
+                """
+        )
+        for token in tokens {
+            try statement.execute(arguments: [
+                token.topic, token.token, token.reason, token.apnsTimestamp, token.seenAt,
+            ])
         }
     }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import PushcampAudience
+import PushcampJournal
 import PushcampModel
 import PushcampPlanner
 
@@ -8,7 +9,9 @@ struct Plan: ParsableCommand {
         abstract: "Show exactly what a campaign would send, without sending anything.",
         discussion: """
             Streams the whole audience through the campaign: token checks, de-duplication, the \
-            where: filter, exclusions, holdout and A/B buckets, locale fallback, rendering, and the \
+            where: filter, exclusions, dead tokens (suppressed: tokens APNs called Unregistered, \
+            ExpiredToken or BadDeviceToken for the topic, remembered in the journal), holdout and A/B \
+            buckets, locale fallback, rendering, and the \
             pre-flight checks APNs would otherwise fail (payload size, collapse id length, priority \
             and push-type rules, missing template variables). Prints counts, payload sizes, every \
             failure by reason with its first examples, rendered samples and the duration at the \
@@ -53,7 +56,13 @@ struct Plan: ParsableCommand {
         for diagnostic in loaded.diagnostics { printError(diagnostic.description) }
         guard let campaign = loaded.campaign else { throw ExitCode(1) }
         let sendTime = at.flatMap { try? Timestamp.parse($0).get() }
-        let planner = Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "--at", sampleLimit: samples)
+        var planner = Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "--at", sampleLimit: samples)
+        do {
+            planner.suppression = try Suppression.read(for: campaign, journalPath: campaign.journalPath)
+        } catch {
+            printError("\(campaign.path): error: \(error.message)")
+            throw ExitCode(1)
+        }
         let summary: PlanSummary
         do {
             summary = try planner.run()
@@ -72,7 +81,7 @@ struct Plan: ParsableCommand {
         }
         if summary.planned == 0 && summary.failed == 0 {
             printError(
-                "\(campaign.path): error: nobody would be sent anything: all \(summary.audience.read) rows were invalid, duplicates, filtered out, excluded or held out"
+                "\(campaign.path): error: nobody would be sent anything: all \(summary.audience.read) rows were invalid, duplicates, filtered out, excluded, suppressed or held out"
             )
             throw ExitCode(1)
         }

@@ -10,7 +10,8 @@ struct Pushcamp: AsyncParsableCommand {
             what a campaign would send, to whom, before anything is sent (plan), tries the whole \
             send against a local APNs simulator (rehearse) and sends it to APNs (send). Every send is \
             kept in the project's journal: a killed send resumes where it stopped, `runs` lists \
-            sends and `cancel` stops one.
+            sends and `cancel` stops one. Tokens APNs calls dead are remembered and skipped by later \
+            campaigns; `tokens invalid` exports them.
 
             Exit codes: 0 success; 1 invalid campaign, template or audience; 2 credentials refused \
             or no connection; 3 the plan has pushes that pre-flight checks refuse; 4 some pushes \
@@ -18,6 +19,8 @@ struct Pushcamp: AsyncParsableCommand {
             command-line usage; 130 interrupted or cancelled.
             """,
         version: "0.1.0",
-        subcommands: [Validate.self, Plan.self, Rehearse.self, Send.self, Runs.self, Cancel.self, Sim.self]
+        subcommands: [
+            Validate.self, Plan.self, Rehearse.self, Send.self, Runs.self, Cancel.self, Tokens.self, Sim.self,
+        ]
     )
 }

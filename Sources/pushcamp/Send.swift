@@ -27,6 +27,11 @@ struct Send: AsyncParsableCommand {
             is refused unless --new-run is given. `pushcamp runs` lists runs, `pushcamp cancel RUN` \
             stops one from another terminal.
 
+            Tokens APNs answers Unregistered, ExpiredToken or BadDeviceToken are remembered for the \
+            topic, and later campaigns pass over them (counted as suppressed) unless the audience's \
+            registered_at attribute (audience.registered_at names another) is newer. `pushcamp tokens \
+            invalid` exports them.
+
             Try a campaign with `pushcamp rehearse` first: the same send against a local simulator.
 
             Exit status: 0 every push delivered; 1 invalid campaign or audience, or a journal that \
@@ -74,6 +79,13 @@ struct Send: AsyncParsableCommand {
             throw ExitCode(error.exitCode)
         }
         if let note = opened.note { printError(note) }
+        let suppression: Suppression
+        do {
+            suppression = try Suppression.read(for: campaign, from: opened.journal.store)
+        } catch {
+            printError("\(campaign.path): error: \(error.message); nothing was sent")
+            throw ExitCode(1)
+        }
         let transport: APNsConnectionPool
         let endpoint: String
         do {
@@ -87,7 +99,8 @@ struct Send: AsyncParsableCommand {
             transport: transport,
             endpoint: endpoint,
             journal: opened.journal,
-            resume: opened.resume
+            resume: opened.resume,
+            suppression: suppression
         )
         let printer = ProgressPrinter()
         let signals = StopSignals { executor.stop() }
@@ -207,5 +220,16 @@ enum Timestamps {
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "yyyy-MM-dd HH:mm:ss'Z'"
         return formatter.string(from: Date(timeIntervalSince1970: secondsSince1970))
+    }
+
+    /// ISO 8601 in UTC, to the millisecond when there are any: `2026-11-21T09:30:00.250Z`.
+    static func iso(_ secondsSince1970: Double) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        let date = Date(timeIntervalSince1970: secondsSince1970)
+        if secondsSince1970.truncatingRemainder(dividingBy: 1) != 0 {
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        }
+        return formatter.string(from: date)
     }
 }

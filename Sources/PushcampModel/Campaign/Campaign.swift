@@ -56,6 +56,9 @@ public struct AudienceSpec {
     public var filterText: String?
     public var filterLocation: SourceLocation?
     public var exclude: [SourceSpec]
+    /// The attribute holding when a recipient's token was registered (default `registered_at`): a
+    /// token APNs called dead is sent again when registered after that.
+    public var registeredAt: String?
 }
 
 /// A payload template or a string table: a file to read, or a structure written in the campaign.

@@ -5,7 +5,7 @@ public enum CampaignReader {
     static let topKeys = [
         "campaign", "description", "app", "variables", "audience", "message", "schedule", "throttle", "retry",
     ]
-    static let audienceKeys = ["source", "where", "exclude"]
+    static let audienceKeys = ["source", "where", "exclude", "registered_at"]
     static let messageKeys = [
         "push_type", "priority", "expiration", "collapse_id", "topic", "payload", "strings", "locale", "variants",
         "holdout",
@@ -110,13 +110,15 @@ public enum CampaignReader {
                 if let spec = readSource(item, "audience.exclude[\(index)]", reader) { exclude.append(spec) }
             }
         }
+        let registeredAt = map["registered_at"].flatMap { reader.string($0, "registered_at") }
         guard let source else { return nil }
         return AudienceSpec(
             source: source,
             filter: filter,
             filterText: filterText,
             filterLocation: filterLocation,
-            exclude: exclude
+            exclude: exclude,
+            registeredAt: registeredAt
         )
     }
 

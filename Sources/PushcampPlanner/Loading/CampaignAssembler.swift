@@ -65,7 +65,8 @@ struct CampaignAssembler {
             scheduledAt: campaign.schedule?.at,
             revision: revision(),
             messageLocation: message.location,
-            journalPath: paths.url(project.journalPath).path
+            journalPath: paths.url(project.journalPath).path,
+            registeredAtAttribute: campaign.audience.registeredAt ?? "registered_at"
         )
         return loaded
     }

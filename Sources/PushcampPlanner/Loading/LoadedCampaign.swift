@@ -43,4 +43,6 @@ public struct LoadedCampaign: Sendable {
     public var messageLocation: SourceLocation
     /// The project's run journal (`journal.path` in pushcamp.yaml, resolved).
     public var journalPath: String
+    /// The audience attribute with each token's registration time (`audience.registered_at`).
+    public var registeredAtAttribute: String
 }

@@ -18,6 +18,8 @@ public struct PlanSummary: Sendable {
     public var heldOut = 0
     /// Recipients passed over unrendered: a resumed run's settled ones.
     public var skipped = 0
+    /// Recipients passed over because APNs called their token dead for this topic.
+    public var suppressed = 0
     public var holdout: Share
     /// Pushes that passed every pre-flight check and would be sent.
     public var planned = 0

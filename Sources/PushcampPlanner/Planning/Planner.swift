@@ -17,6 +17,8 @@ public struct Planner: Sendable {
     public var sendTime: Timestamp?
     public var sendTimeSource: String?
     public var sampleLimit: Int
+    /// Dead tokens to pass over (from the journal); none when nil.
+    public var suppression: Suppression?
 
     public init(
         campaign: LoadedCampaign,
@@ -46,6 +48,10 @@ public struct Planner: Sendable {
                 state.skipped += 1
                 return
             }
+            if let suppression, suppression.suppresses(recipient) {
+                state.suppressed += 1
+                return
+            }
             if let push = state.plan(recipient, seq: seq) { try body(push) }
         }
         return state.summary(audience: counts, sendTimeSource: sendTimeSource)
@@ -71,6 +77,7 @@ struct PlanState {
     var localeCounts: [String: Int] = [:]
     var heldOut = 0
     var skipped = 0
+    var suppressed = 0
     var planned = 0
     var failed = 0
     var sizes = SizeStatistics()
@@ -230,6 +237,7 @@ struct PlanState {
         )
         summary.heldOut = heldOut
         summary.skipped = skipped
+        summary.suppressed = suppressed
         summary.planned = planned
         summary.failed = failed
         if campaign.hasVariants {

@@ -18,7 +18,8 @@ extension PlanSummary {
             ("invalid_tokens", .integer(audience.invalidTotal)), ("invalid_by_problem", .object(invalidByProblem)),
             ("invalid_examples", .array(invalidExamples)), ("duplicates", .integer(audience.duplicates)),
             ("filtered_out", .integer(audience.filteredOut)), ("excluded", .integer(audience.excluded)),
-            ("held_out", .integer(heldOut)), ("holdout_percent", .number(Double(holdout.basisPoints) / 100)),
+            ("suppressed", .integer(suppressed)), ("held_out", .integer(heldOut)),
+            ("holdout_percent", .number(Double(holdout.basisPoints) / 100)),
         ])
         let failuresJSON = sortedFailures.map { reason, stat -> JSONValue in
             .object([

@@ -21,6 +21,7 @@ extension PlanSummary {
         out += "| duplicates | \(audience.duplicates) | first row of a token wins |\n"
         out += "| filtered out | \(audience.filteredOut) | \(filter.map { "`\(escape($0))`" } ?? "") |\n"
         out += "| excluded | \(audience.excluded) | |\n"
+        out += "| suppressed | \(suppressed) | \(suppressed > 0 ? "dead tokens for `\(topic)`" : "") |\n"
         out += "| held out | \(heldOut) | holdout \(holdout) |\n"
         out += "| **planned** | **\(planned)** | |\n"
         out += "| refused | \(failed) | \(failed > 0 ? "pre-flight failures below" : "") |\n\n"

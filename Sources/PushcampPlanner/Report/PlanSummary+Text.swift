@@ -17,6 +17,7 @@ extension PlanSummary {
         rows.append(("duplicates", audience.duplicates, "first row of a token wins"))
         rows.append(("filtered out", audience.filteredOut, filter.map { "where: \($0)" } ?? ""))
         rows.append(("excluded", audience.excluded, ""))
+        rows.append(("suppressed", suppressed, suppressed > 0 ? "dead tokens for \(topic), from the journal" : ""))
         rows.append(("held out", heldOut, "holdout \(holdout)"))
         rows.append(("planned", planned, ""))
         rows.append(("refused", failed, failed > 0 ? "by pre-flight checks, see below" : ""))

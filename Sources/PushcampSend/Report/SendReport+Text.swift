@@ -23,7 +23,9 @@ extension SendReport {
         }
         let planNote = planFinished ? "" : " so far (the run stopped before the end of the plan)"
         lines.append(
-            "planned \(planned)\(planNote); held out \(heldOut); refused by pre-flight \(preflightFailed)"
+            "planned \(planned)\(planNote); held out \(heldOut); "
+                + (suppressed > 0 ? "suppressed \(suppressed) (dead tokens); " : "")
+                + "refused by pre-flight \(preflightFailed)"
         )
         lines.append(
             "delivered \(delivered), failed \(failed)" + (unsent > 0 ? ", not sent \(unsent)" : "")

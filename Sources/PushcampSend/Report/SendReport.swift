@@ -38,6 +38,8 @@ public struct SendReport: Sendable {
     public var planned = 0
     public var preflightFailed = 0
     public var heldOut = 0
+    /// Recipients passed over because APNs called their token dead for the topic.
+    public var suppressed = 0
     /// Whether the whole plan was read (false when the run stopped early).
     public var planFinished = false
     public var delivered = 0

@@ -191,6 +191,7 @@ public final class Executor: Sendable {
                 }
                 report.withLock { report in
                     report.heldOut = summary.heldOut
+                    report.suppressed = summary.suppressed
                     report.preflightFailed = summary.failed
                     report.planFinished = true
                 }
@@ -373,6 +374,7 @@ public final class Executor: Sendable {
             }
         }
         var credentialReason: String?
+        var dead: [InvalidToken] = []
         var retry: [(Double, APNsRequest)] = []
         var settled = 0
         var lostInFlight = 0
@@ -399,6 +401,18 @@ public final class Executor: Sendable {
                     var stamp: Int64?
                     if case .response(_, _, let timestamp) = outcome.result { stamp = timestamp }
                     note(outcome, .failed(status: outcome.status, reason: reason, apnsTimestamp: stamp))
+                    if journal != nil && InvalidToken.reasons.contains(reason) {
+                        // Remembered for the topic: later campaigns skip the token.
+                        dead.append(
+                            InvalidToken(
+                                topic: outcome.request.topic,
+                                token: outcome.request.deviceToken,
+                                reason: reason,
+                                apnsTimestamp: stamp,
+                                seenAt: wallClock
+                            )
+                        )
+                    }
                 case .credentials(let reason):
                     fail(outcome, reason: reason, in: &report)
                     settled += 1
@@ -422,7 +436,7 @@ public final class Executor: Sendable {
             }
             report.possibleDuplicates += lostInFlight
         }
-        journal?.settle(updates, possibleDuplicates: lostInFlight)
+        journal?.settle(updates, possibleDuplicates: lostInFlight, invalidTokens: dead)
         let stopNow = control.withLock { control -> Bool in
             control.settled += settled
             if credentialReason != nil { control.credentialFailures += 1 }
@@ -441,7 +455,7 @@ public final class Executor: Sendable {
     private func fail(_ outcome: APNsOutcome, reason: String, in report: inout SendReport) {
         report.failures[reason, default: 0] += 1
         if let status = outcome.status { report.statuses[status, default: 0] += 1 }
-        if reason == "Unregistered" || reason == "ExpiredToken" || reason == "BadDeviceToken" {
+        if InvalidToken.reasons.contains(reason) {
             if report.deadTokens.count < SendReport.deadTokenLimit {
                 var timestamp: Int64?
                 if case .response(_, _, let stamp) = outcome.result { timestamp = stamp }

@@ -82,7 +82,7 @@ public final class RunJournal: @unchecked Sendable {
 
     /// Queues recipients' new states (answers, retries); committed within `gatherWindow`. A first
     /// attempt delivered joins a delivered range instead of getting a row.
-    func settle(_ updates: [RecipientUpdate], possibleDuplicates: Int = 0) {
+    func settle(_ updates: [RecipientUpdate], possibleDuplicates: Int = 0, invalidTokens: [InvalidToken] = []) {
         guard !updates.isEmpty || possibleDuplicates > 0 else { return }
         condition.lock()
         let wasEmpty = isIdle
@@ -94,6 +94,7 @@ public final class RunJournal: @unchecked Sendable {
             }
         }
         pending.possibleDuplicates += possibleDuplicates
+        pending.invalidTokens.append(contentsOf: invalidTokens)
         if wasEmpty { condition.signal() }
         condition.unlock()
     }

@@ -62,9 +62,11 @@ public enum SendPipeline {
         transport: any PushTransport,
         endpoint: String,
         journal: RunJournal? = nil,
-        resume: ResumePoint = ResumePoint()
+        resume: ResumePoint = ResumePoint(),
+        suppression: Suppression? = nil
     ) -> Executor {
-        let planner = Planner(campaign: campaign, sampleLimit: 0)
+        var planner = Planner(campaign: campaign, sampleLimit: 0)
+        planner.suppression = suppression
         var options = Executor.Options(
             rate: campaign.rate.perSecond,
             retry: RetryPolicy(campaign.retry),

@@ -1,0 +1,53 @@
+import PushcampAudience
+import PushcampModel
+
+/// Tokens APNs called dead for the campaign's topic (Unregistered, ExpiredToken, BadDeviceToken),
+/// read from the journal before planning. The planner passes over them, counting them as
+/// suppressed, unless the recipient's registration time is newer than the moment the token was
+/// known dead: the app registered it again since.
+///
+/// Memory: 16 bytes per dead token (a 64-bit stable hash of the token and a time), whatever the
+/// audience size.
+public struct Suppression: Sendable {
+    /// Token hash → milliseconds since 1970 from which the token counts as dead.
+    private var deadSince: [UInt64: Int64] = [:]
+    /// The audience attribute holding a recipient's registration time.
+    public var registeredAtAttribute: String
+
+    public init(registeredAtAttribute: String = "registered_at") {
+        self.registeredAtAttribute = registeredAtAttribute
+    }
+
+    public var count: Int { deadSince.count }
+
+    /// Adds a dead token: dead since APNs' timestamp (the last time it knew the token valid) when
+    /// APNs gave one, else since Pushcamp was told (`seenAt`, seconds since 1970).
+    public mutating func add(token: String, apnsTimestamp: Int64?, seenAt: Double) {
+        let since = apnsTimestamp ?? Int64(seenAt * 1000)
+        let key = StableHash.hash(token)
+        deadSince[key] = max(deadSince[key] ?? since, since)
+    }
+
+    /// Whether `recipient` is passed over.
+    func suppresses(_ recipient: Recipient) -> Bool {
+        guard !deadSince.isEmpty, let since = deadSince[StableHash.hash(recipient.token)] else { return false }
+        guard let registered = recipient.attributes[registeredAtAttribute].flatMap(Self.milliseconds) else {
+            return true
+        }
+        return registered <= since
+    }
+
+    /// A registration time as milliseconds since 1970: a timestamp (`2026-11-21T09:30:00Z`, as
+    /// campaign files take them) or a number of seconds since 1970.
+    static func milliseconds(_ value: AttributeValue) -> Int64? {
+        switch value {
+        case .integer(let seconds): return seconds * 1000
+        case .number(let seconds): return Int64(seconds * 1000)
+        case .string(let text):
+            if let seconds = Double(text) { return Int64(seconds * 1000) }
+            guard case .success(let timestamp) = Timestamp.parse(text) else { return nil }
+            return timestamp.secondsSince1970 * 1000
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import ArgumentParser
+import Foundation
+import PushcampJournal
+import PushcampModel
+
+struct Tokens: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Export what the journal knows about device tokens.",
+        subcommands: [Invalid.self]
+    )
+
+    struct Invalid: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Export the tokens APNs called dead, for clean-up in your own database.",
+            discussion: """
+                Every send remembers, per topic, the tokens APNs answered Unregistered or \
+                ExpiredToken (410, with the time APNs last knew the token valid) or BadDeviceToken \
+                (400). Later campaigns to the same topic pass over them (`pushcamp plan` counts them \
+                as suppressed) unless the audience row's registered_at is newer. Export them here \
+                and delete or mark them where your tokens live.
+
+                CSV columns (json keys): topic, token, reason, apns_timestamp (APNs' time in \
+                milliseconds since 1970, empty for BadDeviceToken), apns_time (the same as \
+                ISO 8601), seen_at (when Pushcamp was told, ISO 8601). Oldest first.
+
+                Examples:
+                  pushcamp tokens invalid > dead-tokens.csv
+                  pushcamp tokens invalid --since 2026-11-01T00:00:00Z --format json
+                  pushcamp tokens invalid --topic com.example.shop
+                """
+        )
+
+        @OptionGroup var journalOption: JournalOption
+
+        @Option(
+            help: ArgumentHelp(
+                "Only tokens Pushcamp learned of at or after this time (ISO 8601 with a zone).",
+                valueName: "time"
+            )
+        )
+        var since: String?
+
+        @Option(help: "Only this topic (the app's bundle id, or its .voip/.complication/… topic).")
+        var topic: String?
+
+        @Option(help: "csv or json.")
+        var format: TokensFormat = .csv
+
+        enum TokensFormat: String, ExpressibleByArgument, CaseIterable {
+            case csv, json
+        }
+
+        func validate() throws {
+            if let since, case .failure(let error) = Timestamp.parse(since) {
+                throw ValidationError("--since: \(error.message)")
+            }
+        }
+
+        func run() throws {
+            let (journal, _) = try journalOption.open()
+            let since = try since.map { Double(try Timestamp.parse($0).get().secondsSince1970) }
+            let tokens = try journal.invalidTokens(topic: topic, since: since)
+            switch format {
+            case .csv: print(Self.csv(tokens), terminator: "")
+            case .json: print(Self.json(tokens))
+            }
+        }
+
+        static func csv(_ tokens: [InvalidToken]) -> String {
+            var out = "topic,token,reason,apns_timestamp,apns_time,seen_at\n"
+            for token in tokens {
+                let fields = [
+                    token.topic, token.token, token.reason, token.apnsTimestamp.map(String.init) ?? "",
+                    token.apnsTimestamp.map { Timestamps.iso(Double($0) / 1000) } ?? "", Timestamps.iso(token.seenAt),
+                ]
+                out += fields.map(csvField).joined(separator: ",") + "\n"
+            }
+            return out
+        }
+
+        static func json(_ tokens: [InvalidToken]) -> String {
+            let objects: [[String: Any]] = tokens.map { token in
+                var object: [String: Any] = [
+                    "topic": token.topic, "token": token.token, "reason": token.reason,
+                    "seen_at": Timestamps.iso(token.seenAt),
+                ]
+                object["apns_timestamp"] = token.apnsTimestamp ?? NSNull()
+                object["apns_time"] = token.apnsTimestamp.map { Timestamps.iso(Double($0) / 1000) } ?? NSNull()
+                return object
+            }
+            let data = try! JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
+            return String(decoding: data, as: UTF8.self)
+        }
+
+        /// RFC 4180: quoted when it holds a comma, a quote or a line break.
+        static func csvField(_ text: String) -> String {
+            guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+            return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        }
+    }
+}
