@@ -173,7 +173,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PushcampCLITests",
-            dependencies: ["pushcamp", "PushcampTestSupport"],
+            dependencies: ["pushcamp", "PushcampJournal", "PushcampTestSupport"],
             swiftSettings: strict
         ),
     ]

@@ -5,10 +5,19 @@
 /// `MemoryJournal` (tests, and the benchmark's baseline). Writes come in batches: one call to
 /// `record` is one transaction, so the executor commits a whole group of state changes at once.
 public protocol JournalStore: Sendable {
-    /// The newest run of `campaign` that has not finished or been cancelled, if any.
+    /// The newest run of `campaign` that has not finished or been cancelled, if any; replays aside.
     func unfinishedRun(campaign: String) throws(JournalError) -> RunRecord?
-    /// Starts a new run of `campaign` at `revision`.
-    func createRun(campaign: String, revision: String, now: Double) throws(JournalError) -> RunRecord
+    /// The newest unfinished replay of `run`, if any.
+    func unfinishedReplay(of run: RunID) throws(JournalError) -> RunRecord?
+    /// Starts a new run of `campaign` at `revision`, sent from the campaign file `file`; a replay
+    /// names the run and reasons it replays.
+    func createRun(
+        campaign: String,
+        revision: String,
+        now: Double,
+        file: String?,
+        replay: ReplayOrigin?
+    ) throws(JournalError) -> RunRecord
     func run(_ id: RunID) throws(JournalError) -> RunRecord?
     /// Runs, newest first.
     func runs(limit: Int) throws(JournalError) -> [RunRecord]
@@ -41,6 +50,23 @@ public protocol JournalStore: Sendable {
     func rememberInvalidTokens(_ tokens: [InvalidToken]) throws(JournalError)
     /// Remembered dead tokens, optionally for one topic and seen since a time, oldest first.
     func invalidTokens(topic: String?, since: Double?) throws(JournalError) -> [InvalidToken]
+}
+
+extension JournalStore {
+    public func createRun(campaign: String, revision: String, now: Double) throws(JournalError) -> RunRecord {
+        try createRun(campaign: campaign, revision: revision, now: now, file: nil, replay: nil)
+    }
+}
+
+/// A replay: the recipients of `run` whose outcome had one of `reasons`, sent again.
+public struct ReplayOrigin: Sendable, Hashable {
+    public var run: RunID
+    public var reasons: [String]
+
+    public init(run: RunID, reasons: [String]) {
+        self.run = run
+        self.reasons = reasons
+    }
 }
 
 /// What one transaction of a running send writes.
@@ -151,6 +177,10 @@ public struct RunRecord: Sendable, Hashable {
     public var possibleDuplicates: Int
     /// Recipients the plan sends, once planning has gone through the whole audience.
     public var planned: Int?
+    /// The campaign file it was sent from (absolute), when known.
+    public var file: String?
+    /// Set when the run replays another.
+    public var replay: ReplayOrigin?
 
     public init(
         id: RunID,
@@ -161,8 +191,12 @@ public struct RunRecord: Sendable, Hashable {
         updatedAt: Double,
         cancelRequested: Bool,
         possibleDuplicates: Int = 0,
-        planned: Int? = nil
+        planned: Int? = nil,
+        file: String? = nil,
+        replay: ReplayOrigin? = nil
     ) {
+        self.file = file
+        self.replay = replay
         self.id = id
         self.campaign = campaign
         self.revision = revision

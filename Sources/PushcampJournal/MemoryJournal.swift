@@ -17,11 +17,21 @@ public final class MemoryJournal: JournalStore {
 
     public func unfinishedRun(campaign: String) throws(JournalError) -> RunRecord? {
         state.withLock { state in
-            state.runs.last { $0.campaign == campaign && $0.status.isUnfinished }
+            state.runs.last { $0.campaign == campaign && $0.status.isUnfinished && $0.replay == nil }
         }
     }
 
-    public func createRun(campaign: String, revision: String, now: Double) throws(JournalError) -> RunRecord {
+    public func unfinishedReplay(of run: RunID) throws(JournalError) -> RunRecord? {
+        state.withLock { state in state.runs.last { $0.replay?.run == run && $0.status.isUnfinished } }
+    }
+
+    public func createRun(
+        campaign: String,
+        revision: String,
+        now: Double,
+        file: String?,
+        replay: ReplayOrigin?
+    ) throws(JournalError) -> RunRecord {
         state.withLock { state in
             let run = RunRecord(
                 id: RunID(Int64(state.runs.count + 1)),
@@ -30,7 +40,9 @@ public final class MemoryJournal: JournalStore {
                 status: .running,
                 startedAt: now,
                 updatedAt: now,
-                cancelRequested: false
+                cancelRequested: false,
+                file: file,
+                replay: replay
             )
             state.runs.append(run)
             return run

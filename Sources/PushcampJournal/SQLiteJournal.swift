@@ -115,6 +115,16 @@ public final class SQLiteJournal: JournalStore {
                     """
             )
         }
+        migrator.registerMigration("v3: run file and replays") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE run ADD COLUMN file TEXT;
+                    -- A replay: the run it replays and the reasons it replays, one per line.
+                    ALTER TABLE run ADD COLUMN replay_of INTEGER REFERENCES run(id);
+                    ALTER TABLE run ADD COLUMN replay_reasons TEXT;
+                    """
+            )
+        }
         return migrator
     }
 
@@ -124,18 +134,42 @@ public final class SQLiteJournal: JournalStore {
         try read { db in
             try Row.fetchOne(
                 db,
-                sql: "SELECT * FROM run WHERE campaign = ? AND status IN ('running', 'interrupted') ORDER BY id DESC",
+                sql: """
+                    SELECT * FROM run WHERE campaign = ? AND status IN ('running', 'interrupted') AND replay_of IS NULL
+                    ORDER BY id DESC
+                    """,
                 arguments: [campaign]
             ).map(Self.run(from:))
         }
     }
 
-    public func createRun(campaign: String, revision: String, now: Double) throws(JournalError) -> RunRecord {
+    public func unfinishedReplay(of run: RunID) throws(JournalError) -> RunRecord? {
+        try read { db in
+            try Row.fetchOne(
+                db,
+                sql: "SELECT * FROM run WHERE replay_of = ? AND status IN ('running', 'interrupted') ORDER BY id DESC",
+                arguments: [run.rawValue]
+            ).map(Self.run(from:))
+        }
+    }
+
+    public func createRun(
+        campaign: String,
+        revision: String,
+        now: Double,
+        file: String?,
+        replay: ReplayOrigin?
+    ) throws(JournalError) -> RunRecord {
         try write { db in
             try db.execute(
-                sql:
-                    "INSERT INTO run (campaign, revision, status, started_at, updated_at) VALUES (?, ?, 'running', ?, ?)",
-                arguments: [campaign, revision, now, now]
+                sql: """
+                    INSERT INTO run (campaign, revision, status, started_at, updated_at, file, replay_of, replay_reasons)
+                    VALUES (?, ?, 'running', ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    campaign, revision, now, now, file, replay?.run.rawValue,
+                    replay?.reasons.joined(separator: "\n"),
+                ]
             )
             return RunRecord(
                 id: RunID(db.lastInsertedRowID),
@@ -144,7 +178,9 @@ public final class SQLiteJournal: JournalStore {
                 status: .running,
                 startedAt: now,
                 updatedAt: now,
-                cancelRequested: false
+                cancelRequested: false,
+                file: file,
+                replay: replay
             )
         }
     }
@@ -197,7 +233,14 @@ public final class SQLiteJournal: JournalStore {
             updatedAt: row["updated_at"],
             cancelRequested: row["cancel_requested"],
             possibleDuplicates: row["possible_duplicates"],
-            planned: row["planned"]
+            planned: row["planned"],
+            file: row["file"],
+            replay: (row["replay_of"] as Int64?).map { run in
+                ReplayOrigin(
+                    run: RunID(run),
+                    reasons: (row["replay_reasons"] as String?)?.split(separator: "\n").map(String.init) ?? []
+                )
+            }
         )
     }
 

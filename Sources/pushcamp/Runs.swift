@@ -83,7 +83,8 @@ struct Runs: ParsableCommand {
         var lines = [["RUN", "CAMPAIGN", "STATUS", "STARTED", "SENT", "DELIVERED", "FAILED", "PENDING", "PLANNED"]]
         for (run, counts) in rows {
             lines.append([
-                "\(run.id)", run.campaign, run.status.rawValue, Timestamps.text(run.startedAt),
+                "\(run.id)", run.campaign + (run.replay.map { " (replay of \($0.run))" } ?? ""), run.status.rawValue,
+                Timestamps.text(run.startedAt),
                 "\(counts.total - counts.planned)", "\(counts.delivered)", "\(counts.failed)",
                 "\(counts.waiting + counts.unknown + counts.inFlight)", run.planned.map { "\($0)" } ?? "-",
             ])
@@ -109,6 +110,10 @@ struct Runs: ParsableCommand {
                 "in_flight": counts.inFlight + counts.unknown, "possible_duplicates": run.possibleDuplicates,
             ]
             object["planned"] = run.planned
+            if let replay = run.replay {
+                object["replay_of"] = replay.run.rawValue
+                object["replay_reasons"] = replay.reasons
+            }
             return object
         }
         let data = try! JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])

@@ -86,31 +86,45 @@ struct Send: AsyncParsableCommand {
             printError("\(campaign.path): error: \(error.message); nothing was sent")
             throw ExitCode(1)
         }
-        let transport: APNsConnectionPool
-        let endpoint: String
-        do {
-            (transport, endpoint) = try SendPipeline.transport(for: campaign, paths: paths)
-        } catch {
-            printError("\(campaign.path): error: \(error.message)")
-            throw ExitCode(2)
-        }
-        let executor = SendPipeline.executor(
-            campaign: campaign,
-            transport: transport,
-            endpoint: endpoint,
-            journal: opened.journal,
-            resume: opened.resume,
-            suppression: suppression
-        )
-        let printer = ProgressPrinter()
-        let signals = StopSignals { executor.stop() }
-        let progress = printer.callback(enabled: !quiet)
-        let report = await executor.run(progress: progress)
-        withExtendedLifetime((signals, opened.lock)) {}
-        printer.finish()
-        print(report.text(), terminator: "")
-        if report.exitCode != 0 { throw ExitCode(report.exitCode) }
+        try await sendRun(campaign, paths: paths, opened: opened, suppression: suppression, quiet: quiet)
     }
+}
+
+/// Sends `opened` (a new, resumed or replay run): connects, runs the executor with progress and
+/// Ctrl-C handling, prints the report and exits with its status.
+func sendRun(
+    _ campaign: LoadedCampaign,
+    paths: ProjectPaths,
+    opened: OpenedRun,
+    suppression: Suppression?,
+    only: SeqSet? = nil,
+    quiet: Bool
+) async throws {
+    let transport: APNsConnectionPool
+    let endpoint: String
+    do {
+        (transport, endpoint) = try SendPipeline.transport(for: campaign, paths: paths)
+    } catch {
+        printError("\(campaign.path): error: \(error.message)")
+        throw ExitCode(2)
+    }
+    let executor = SendPipeline.executor(
+        campaign: campaign,
+        transport: transport,
+        endpoint: endpoint,
+        journal: opened.journal,
+        resume: opened.resume,
+        suppression: suppression,
+        only: only
+    )
+    let printer = ProgressPrinter()
+    let signals = StopSignals { executor.stop() }
+    let progress = printer.callback(enabled: !quiet)
+    let report = await executor.run(progress: progress)
+    withExtendedLifetime((signals, opened.lock)) {}
+    printer.finish()
+    print(report.text(), terminator: "")
+    if report.exitCode != 0 { throw ExitCode(report.exitCode) }
 }
 
 /// Loads and checks a campaign, printing diagnostics; exits 1 when it is invalid.
@@ -199,7 +213,13 @@ struct OpenedRun {
                 try store.setStatus(.superseded, of: unfinished.id, now: now)
                 note = "run \(unfinished.id) of \(campaign.id) given up for a new run (--new-run)"
             }
-            let run = try store.createRun(campaign: campaign.id, revision: campaign.revision, now: now)
+            let run = try store.createRun(
+                campaign: campaign.id,
+                revision: campaign.revision,
+                now: now,
+                file: URL(fileURLWithPath: campaign.path).standardizedFileURL.path,
+                replay: nil
+            )
             return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: lock, note: note)
         } catch let error as JournalError {
             throw RunRefusal(message: error.message + "; nothing was sent", exitCode: 1)

@@ -1,4 +1,5 @@
 import Foundation
+import PushcampJournal
 import PushcampTestSupport
 import Testing
 
@@ -96,5 +97,150 @@ struct JournalCLITests {
         let sent = Set(try Self.received(project).map(\.token))
         #expect(sent.count == 8)
         #expect(!sent.contains(token(4)) && !sent.contains(token(5)) && sent.contains(token(3)))
+    }
+
+    @Test func replaySendsAgainOnlyTheRecipientsThatFailedForTheReasonsGiven() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let token = TemporaryProject.token
+        try project.write("tokens.txt", "\(token(2)) wrong-topic\n\(token(6)) wrong-topic\n\(token(4)) bad\n")
+        var sim = try Self.start(project, ["--tokens", "tokens.txt"])
+        try SendCLITests.writeAudience(project, count: 10)
+        try SendCLITests.writeCampaign(project)
+        let first = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
+        _ = sim.stop()
+        #expect(first.status == 4, "\(first.stdout)\(first.stderr)")
+
+        // A reason nothing failed with: nothing is sent, and the run's reasons are listed.
+        let none = try CLI.run(["replay", "1", "--reason", "TooManyRequests"], in: project.root)
+        #expect(none.status == 1)
+        #expect(
+            none.stderr.contains(
+                "no recipient of run 1 failed with TooManyRequests; its failures: DeviceTokenNotForTopic (2), BadDeviceToken (1)"
+            ),
+            "\(none.stderr)"
+        )
+
+        // The fix (here: the simulator forgets the tokens' problems), then the replay, from another
+        // directory: only 2 and 6 are sent, as run 2.
+        sim = try Self.start(project, ["--record", "received.csv"])
+        let replay = try CLI.run(
+            [
+                "replay", "1", "--reason", "DeviceTokenNotForTopic", "--journal",
+                project.path(".pushcamp/journal.sqlite"),
+            ],
+            in: project.root.appendingPathComponent("campaigns")
+        )
+        _ = sim.stop()
+        #expect(replay.status == 0, "\(replay.stdout)\(replay.stderr)")
+        #expect(replay.stderr.contains("replaying run 1 of c as run 2: 2 recipient(s)"), "\(replay.stderr)")
+        #expect(replay.stdout.contains("delivered 2, failed 0\n"), "\(replay.stdout)")
+        #expect(Set(try Self.received(project).map(\.token)) == [token(2), token(6)])
+        let runs = try CLI.run(["runs", "--format", "json"], in: project.root)
+        let objects = try JSONSerialization.jsonObject(with: Data(runs.stdout.utf8)) as? [[String: Any]]
+        #expect(objects?.first?["run"] as? Int == 2)
+        #expect(objects?.first?["status"] as? String == "finished")
+        #expect(objects?.first?["delivered"] as? Int == 2)
+        #expect(objects?.first?["replay_of"] as? Int == 1)
+
+        // A changed campaign is not replayed: its plan would not match the run's.
+        try SendCLITests.writeCampaign(project, extra: "# edited\n")
+        let changed = try CLI.run(["replay", "1", "--reason", "BadDeviceToken"], in: project.root)
+        #expect(changed.status == 1)
+        #expect(changed.stderr.contains("the campaign changed since run 1 was sent"), "\(changed.stderr)")
+    }
+
+    @Test func aJournalThatCannotBeUsedStopsTheSendBeforeAnythingIsSent() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let sim = try Self.start(project, ["--record", "received.csv"])
+        try SendCLITests.writeAudience(project, count: 10)
+        try SendCLITests.writeCampaign(project)
+
+        // Damaged.
+        try project.write(".pushcamp/journal.sqlite", String(repeating: "not a database\n", count: 300))
+        let corrupt = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
+        #expect(corrupt.status == 1)
+        #expect(corrupt.stderr.contains("is not a Pushcamp journal or is damaged"), "\(corrupt.stderr)")
+        #expect(corrupt.stderr.contains("nothing was sent"))
+
+        // Locked: another process holds the campaign's run lock.
+        try FileManager.default.removeItem(atPath: project.path(".pushcamp/journal.sqlite"))
+        _ = try SQLiteJournal(path: project.path(".pushcamp/journal.sqlite"))
+        let lock = try RunLock(journalPath: project.path(".pushcamp/journal.sqlite"), campaign: "c")
+        let locked = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
+        withExtendedLifetime(lock) {}
+        #expect(locked.status == 5)
+        #expect(locked.stderr.contains("campaign c is being sent by another pushcamp process"), "\(locked.stderr)")
+
+        _ = sim.stop()
+        #expect(try Self.received(project).isEmpty)
+    }
+
+    @Test func aCampaignEditedUnderAnUnfinishedRunIsRefusedUnlessNewRun() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let sim = try Self.start(project, ["--record", "received.csv"])
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        try SendCLITests.writeAudience(project, count: 10)
+        try SendCLITests.writeCampaign(project)
+        // An interrupted run of an earlier revision of the campaign.
+        let journal = try SQLiteJournal(path: project.path(".pushcamp/journal.sqlite"))
+        let old = try journal.createRun(campaign: "c", revision: "0123456789abcdef", now: 1_800_000_000)
+        try journal.setStatus(.interrupted, of: old.id, now: 1_800_000_100)
+
+        let refused = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
+        #expect(refused.status == 1)
+        #expect(
+            refused.stderr.contains(
+                "campaign c has an unfinished run 1 (started 2027-01-15 08:00:00Z) from revision 0123456789abcdef, but the campaign file, its templates or its audience changed since"
+            ),
+            "\(refused.stderr)"
+        )
+        #expect(refused.stderr.contains("pushcamp send --new-run"))
+
+        let fresh = try CLI.run(["send", "--quiet", "--new-run", "campaigns/c.yaml"], in: project.root)
+        #expect(fresh.status == 0, "\(fresh.stdout)\(fresh.stderr)")
+        #expect(fresh.stderr.contains("run 1 of c given up for a new run (--new-run)"))
+        #expect(try journal.run(old.id)?.status == .superseded)
+        _ = sim.stop()
+        #expect(try Self.received(project).count == 10)
+    }
+
+    @Test func cancelStopsARunFromAnotherProcessAndCountsWhatWasSent() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let sim = try Self.start(project, ["--record", "received.csv"])
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        try SendCLITests.writeAudience(project, count: 3000)
+        try SendCLITests.writeCampaign(project, extra: "throttle: { rate: 300/s }\n")
+        let send = Process()
+        send.executableURL = CLI.binary
+        send.arguments = ["send", "--quiet", "campaigns/c.yaml"]
+        send.currentDirectoryURL = project.root
+        send.standardOutput = FileHandle.nullDevice
+        send.standardError = FileHandle.nullDevice
+        try send.run()
+        let journal = project.path(".pushcamp/journal.sqlite")
+        let deadline = Date().addingTimeInterval(20)
+        while !FileManager.default.fileExists(atPath: journal), Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        Thread.sleep(forTimeInterval: 1.5)
+
+        let started = Date()
+        let cancel = try CLI.run(["cancel", "1"], in: project.root)
+        let took = Date().timeIntervalSince(started)
+        send.waitUntilExit()
+        _ = sim.stop()
+        #expect(cancel.status == 0, "\(cancel.stdout)\(cancel.stderr)")
+        #expect(took < 2, "cancel took \(took) s")
+        #expect(send.terminationStatus == 130)
+        // "run 1 of c cancelled: N sent before the cancel (…)": N is what the simulator received.
+        let sent = SendCLITests.numbers(in: cancel.stdout, lineStartingWith: "run 1 of c cancelled:").dropFirst(1).first
+        let received = try Self.received(project).count
+        #expect(sent == received, "\(cancel.stdout); the simulator received \(received)")
+        #expect(received > 0 && received < 3000)
+        #expect(cancel.stdout.contains("of 3000 planned never sent") || !cancel.stdout.contains("planned"))
     }
 }

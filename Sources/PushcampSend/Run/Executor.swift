@@ -34,6 +34,8 @@ public final class Executor: Sendable {
         public var resume = ResumePoint()
         /// Seconds between checks for `pushcamp cancel`.
         public var cancelCheckInterval = 0.5
+        /// A replay's recipients (plan seqs): only these are sent; nil sends the whole plan.
+        public var only: SeqSet?
 
         /// The batch actually used: small enough that a low rate still sends evenly (1/20 s of pushes).
         var handOverSize: Int { min(batchSize, max(1, Int(rate / 20))) }
@@ -147,10 +149,14 @@ public final class Executor: Sendable {
             let sendTime = Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970))
             let batchSize = options.handOverSize
             let resume = options.resume
+            let only = options.only
             var batch: [APNsRequest] = []
             batch.reserveCapacity(batchSize)
             do {
-                let summary = try planner.run(skipping: resume.settled.contains) { (push: PlannedPush) in
+                let skip: (Int) -> Bool =
+                    only.map { only in { seq in !only.contains(seq) || resume.settled.contains(seq) } }
+                    ?? resume.settled.contains
+                let summary = try planner.run(skipping: skip) { (push: PlannedPush) in
                     var request = APNsRequest(
                         tag: push.seq,
                         deviceToken: push.token,
@@ -212,19 +218,25 @@ public final class Executor: Sendable {
             if control.withLock({ $0.stop != nil }) { break }
             let count = batch.count
             await pace(count)
+            // Stopped while waiting for the throttle: nothing of this batch was recorded or sent.
+            if control.withLock({ $0.stop != nil }) { break }
+            var dispatched = false
             do {
                 if let journal = options.journal {
                     // Only a resume puts later attempts in the plan's feed: requests whose first send
                     // was in flight when the run stopped.
                     let resent = batch.reduce(0) { $0 + ($1.attempt > 0 ? 1 : 0) }
                     try await journal.dispatch(batch, possibleDuplicates: resent)
+                    dispatched = true
                     if resent > 0 { report.withLock { $0.possibleDuplicates += resent } }
                 }
-                try await transport.submit(consume batch)
+                try await transport.submit(batch)
             } catch let error as JournalError {
                 halt(.journal(error.message))
                 break
             } catch {
+                // The transport is closing (the run stopped): recorded in flight, but never sent.
+                if dispatched { recordUnsent(batch) }
                 break
             }
             control.withLock { $0.submitted += count }
@@ -342,22 +354,27 @@ public final class Executor: Sendable {
                     report.retries["ExpiredProviderToken", default: 0] += 1
                 }
             case .unsent(let requests):
-                // Taken for sending, never written to a connection: a resume sends them as not sent.
-                options.journal?.settle(
-                    requests.map { request in
-                        RecipientUpdate(
-                            seq: request.tag,
-                            token: request.deviceToken,
-                            state: request.attempt > 0
-                                ? .waiting(until: Date().timeIntervalSince1970, attempt: request.attempt)
-                                : .planned
-                        )
-                    }
-                )
+                recordUnsent(requests)
                 control.withLock { $0.settled += requests.count }
             }
         }
         control.withLock { $0.finished = true }
+    }
+
+    /// Taken for sending (recorded in flight), never written to a connection: a resume sends them
+    /// as not sent, with no possible duplicate.
+    private func recordUnsent(_ requests: [APNsRequest]) {
+        options.journal?.settle(
+            requests.map { request in
+                RecipientUpdate(
+                    seq: request.tag,
+                    token: request.deviceToken,
+                    state: request.attempt > 0
+                        ? .waiting(until: Date().timeIntervalSince1970, attempt: request.attempt)
+                        : .planned
+                )
+            }
+        )
     }
 
     private func handle(_ outcomes: [APNsOutcome]) {

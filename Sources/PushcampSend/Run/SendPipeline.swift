@@ -63,7 +63,8 @@ public enum SendPipeline {
         endpoint: String,
         journal: RunJournal? = nil,
         resume: ResumePoint = ResumePoint(),
-        suppression: Suppression? = nil
+        suppression: Suppression? = nil,
+        only: SeqSet? = nil
     ) -> Executor {
         var planner = Planner(campaign: campaign, sampleLimit: 0)
         planner.suppression = suppression
@@ -74,6 +75,7 @@ public enum SendPipeline {
         )
         options.journal = journal
         options.resume = resume
+        options.only = only
         return Executor(planner: planner, transport: transport, options: options)
     }
 }

@@ -1,0 +1,163 @@
+import ArgumentParser
+import Foundation
+import PushcampJournal
+import PushcampPlanner
+import PushcampSend
+
+struct Replay: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Send again to the recipients of a run whose push failed for the given reasons.",
+        discussion: """
+            After fixing what made pushes fail (the app's topic or key in pushcamp.yaml, an outage that outlasted the \
+            retries), replay sends the same notification to exactly those recipients: the ones \
+            whose final outcome in run RUN had one of the --reason values (APNs reasons such as \
+            DeviceTokenNotForTopic, TopicDisallowed or ServiceUnavailable, or Pushcamp's \
+            connection-lost). Nobody else is sent anything. Recipients held back by refused \
+            credentials are not failures: sending the campaign again resumes its run and sends them.
+
+            The replay plans the campaign file RUN was sent from again, so that file, its \
+            templates and its audience must be unchanged (the same revision). It is a run of its \
+            own in the journal (`pushcamp runs` shows it); a replay \
+            killed part-way resumes when the same replay is started again. Dead-token suppression \
+            does not apply: the recipients are named by the run.
+
+            Exit status as for `pushcamp send`; 1 also when no recipient of RUN failed for those \
+            reasons.
+
+            Examples:
+              pushcamp replay 12 --reason DeviceTokenNotForTopic
+              pushcamp replay 12 --reason ServiceUnavailable --reason connection-lost
+            """
+    )
+
+    @OptionGroup var journalOption: JournalOption
+
+    @Argument(help: ArgumentHelp("The run to replay, as `pushcamp runs` shows it.", valueName: "run"))
+    var number: Int64
+
+    @Option(
+        name: .customLong("reason"),
+        help: ArgumentHelp("A failure reason to replay (repeatable).", valueName: "reason")
+    )
+    var reasons: [String] = []
+
+    @Flag(help: "No progress line, only the report.")
+    var quiet = false
+
+    func validate() throws {
+        if reasons.isEmpty {
+            throw ValidationError("name at least one --reason (an APNs reason such as ServiceUnavailable)")
+        }
+    }
+
+    func run() async throws {
+        let (journal, path) = try journalOption.open()
+        let id = RunID(number)
+        guard let original = try journal.run(id) else {
+            printError("error: no run \(number) in \(path); `pushcamp runs` lists them")
+            throw ExitCode(1)
+        }
+        // The recipients to send again: final failures with one of the reasons.
+        var targets = SeqSet()
+        var failures: [String: Int] = [:]
+        try journal.forEachRecipient(of: id) { row in
+            guard case .failed(_, let reason, _) = row.state else { return }
+            failures[reason, default: 0] += 1
+            if reasons.contains(reason) { targets.insert(row.seq) }
+        }
+        guard targets.count > 0 else {
+            let found = failures.sorted { $0.value > $1.value }.map { "\($0.key) (\($0.value))" }
+            printError(
+                "error: no recipient of run \(number) failed with \(reasons.joined(separator: " or ")); "
+                    + (found.isEmpty ? "it has no failures" : "its failures: \(found.joined(separator: ", "))")
+            )
+            throw ExitCode(1)
+        }
+        guard let file = original.file else {
+            printError(
+                "error: run \(number) does not record its campaign file (an older Pushcamp sent it); it cannot be replayed"
+            )
+            throw ExitCode(1)
+        }
+        let (campaign, paths) = try loadCampaign(file)
+        guard campaign.id == original.campaign, campaign.revision == original.revision else {
+            printError(
+                "\(campaign.path): error: the campaign changed since run \(number) was sent (revision \(original.revision), "
+                    + "now \(campaign.revision)); a replay plans it again and would not reach the same recipients. "
+                    + "Restore the file, its templates and its audience to replay run \(number)"
+            )
+            throw ExitCode(1)
+        }
+        let opened: OpenedRun
+        do {
+            opened = try OpenedRun.replay(
+                original,
+                reasons: reasons,
+                campaign: campaign,
+                journal: journal,
+                journalPath: path
+            )
+        } catch let error as RunRefusal {
+            printError("\(campaign.path): error: \(error.message)")
+            throw ExitCode(error.exitCode)
+        }
+        printError(
+            opened.note
+                ?? "replaying run \(number) of \(campaign.id) as run \(opened.journal.run.id): \(targets.count) recipient(s) "
+                + "that failed with \(reasons.joined(separator: ", "))"
+        )
+        try await sendRun(campaign, paths: paths, opened: opened, suppression: nil, only: targets, quiet: quiet)
+    }
+}
+
+extension OpenedRun {
+    /// The replay run of `original` for `reasons`: an unfinished one resumed, or a new one.
+    /// Throws `RunRefusal` only.
+    static func replay(
+        _ original: RunRecord,
+        reasons: [String],
+        campaign: LoadedCampaign,
+        journal: SQLiteJournal,
+        journalPath: String
+    ) throws -> OpenedRun {
+        do {
+            guard let lock = try RunLock(journalPath: journalPath, campaign: campaign.id) else {
+                throw RunRefusal(
+                    message: "campaign \(campaign.id) is being sent by another pushcamp process; wait for it",
+                    exitCode: 5
+                )
+            }
+            let now = Date().timeIntervalSince1970
+            if let unfinished = try journal.unfinishedReplay(of: original.id) {
+                if unfinished.replay?.reasons.sorted() == reasons.sorted() {
+                    let resume = try ResumePoint(journal: journal, run: unfinished.id)
+                    try journal.setStatus(.running, of: unfinished.id, now: now)
+                    return OpenedRun(
+                        journal: RunJournal(store: journal, run: unfinished, resume: resume),
+                        resume: resume,
+                        lock: lock,
+                        note:
+                            "resuming replay run \(unfinished.id) of run \(original.id): \(resume.delivered) delivered "
+                            + "and \(resume.failed) failed before, \(resume.pending.count) to pick up"
+                    )
+                }
+                try journal.setStatus(.superseded, of: unfinished.id, now: now)
+            }
+            let run = try journal.createRun(
+                campaign: campaign.id,
+                revision: campaign.revision,
+                now: now,
+                file: original.file,
+                replay: ReplayOrigin(run: original.id, reasons: reasons)
+            )
+            return OpenedRun(
+                journal: RunJournal(store: journal, run: run),
+                resume: ResumePoint(),
+                lock: lock,
+                note: nil
+            )
+        } catch let error as JournalError {
+            throw RunRefusal(message: error.message + "; nothing was sent", exitCode: 1)
+        }
+    }
+}
