@@ -13,13 +13,8 @@ count=${1:-1000000}
 kill_after=${2:-6}
 port=${BENCH_PORT:-18444}
 
-bench_install
-swift build -c release --product pushcamp >/dev/null
-binary=$PWD/.build/release/pushcamp
-
 out=$PWD/bench/out/resume
-rm -rf "$out" && mkdir -p "$out"
-bench_tls "$out"
+bench_setup "$out"
 bench_nginx "$out" "$port" "$out/nginx/access.log"
 bench_audience "$count" "$out/audience.csv"
 bench_project "$out" "$port"

@@ -14,13 +14,8 @@ count=${1:-200000}
 rounds=${2:-3}
 port=${BENCH_PORT:-18443}
 
-bench_install
-swift build -c release --product pushcamp >/dev/null
-binary=$PWD/.build/release/pushcamp
-
 out=$PWD/bench/out/throughput
-rm -rf "$out" && mkdir -p "$out"
-bench_tls "$out"
+bench_setup "$out"
 bench_nginx "$out" "$port"
 bench_audience "$count" "$out/audience.csv"
 bench_project "$out" "$port"

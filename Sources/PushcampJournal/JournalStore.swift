@@ -209,6 +209,30 @@ public struct RunRecord: Sendable, Hashable {
     }
 }
 
+extension RunRecord {
+    /// A run as `createRun` makes it: running since `now`, no cancel asked.
+    static func started(
+        id: RunID,
+        campaign: String,
+        revision: String,
+        now: Double,
+        file: String?,
+        replay: ReplayOrigin?
+    ) -> RunRecord {
+        RunRecord(
+            id: id,
+            campaign: campaign,
+            revision: revision,
+            status: .running,
+            startedAt: now,
+            updatedAt: now,
+            cancelRequested: false,
+            file: file,
+            replay: replay
+        )
+    }
+}
+
 /// Where one recipient of a run stands: planned → in flight (attempt n) → delivered | failed |
 /// waiting to retry | unknown (its connection died with the request in flight).
 public enum RecipientState: Sendable, Hashable {

@@ -33,14 +33,11 @@ public final class MemoryJournal: JournalStore {
         replay: ReplayOrigin?
     ) throws(JournalError) -> RunRecord {
         state.withLock { state in
-            let run = RunRecord(
+            let run = RunRecord.started(
                 id: RunID(Int64(state.runs.count + 1)),
                 campaign: campaign,
                 revision: revision,
-                status: .running,
-                startedAt: now,
-                updatedAt: now,
-                cancelRequested: false,
+                now: now,
                 file: file,
                 replay: replay
             )

@@ -171,14 +171,11 @@ public final class SQLiteJournal: JournalStore {
                     replay?.reasons.joined(separator: "\n"),
                 ]
             )
-            return RunRecord(
+            return RunRecord.started(
                 id: RunID(db.lastInsertedRowID),
                 campaign: campaign,
                 revision: revision,
-                status: .running,
-                startedAt: now,
-                updatedAt: now,
-                cancelRequested: false,
+                now: now,
                 file: file,
                 replay: replay
             )
@@ -329,23 +326,35 @@ public final class SQLiteJournal: JournalStore {
     }
 
     public func dispatched(of run: RunID) throws(JournalError) -> [ClosedRange<Int>] {
+        try ranges(in: .dispatch, of: run)
+    }
+
+    public func delivered(of run: RunID) throws(JournalError) -> [ClosedRange<Int>] {
+        try ranges(in: .delivery, of: run)
+    }
+
+    /// The two tables of seq ranges.
+    private enum RangeTable: String {
+        case dispatch, delivery
+    }
+
+    private func ranges(in table: RangeTable, of run: RunID) throws(JournalError) -> [ClosedRange<Int>] {
         try read { db in
             try Row.fetchAll(
                 db,
-                sql: "SELECT first_seq, last_seq FROM dispatch WHERE run = ? ORDER BY first_seq",
+                sql: "SELECT first_seq, last_seq FROM \(table.rawValue) WHERE run = ? ORDER BY first_seq",
                 arguments: [run.rawValue]
             ).map { row in (row[0] as Int)...(row[1] as Int) }
         }
     }
 
-    public func delivered(of run: RunID) throws(JournalError) -> [ClosedRange<Int>] {
-        try read { db in
-            try Row.fetchAll(
-                db,
-                sql: "SELECT first_seq, last_seq FROM delivery WHERE run = ? ORDER BY first_seq",
-                arguments: [run.rawValue]
-            ).map { row in (row[0] as Int)...(row[1] as Int) }
-        }
+    /// How many seqs the ranges of `run` in `table` cover.
+    private static func rangeTotal(in table: RangeTable, of run: RunID, _ db: Database) throws -> Int {
+        try Int.fetchOne(
+            db,
+            sql: "SELECT coalesce(sum(last_seq - first_seq + 1), 0) FROM \(table.rawValue) WHERE run = ?",
+            arguments: [run.rawValue]
+        ) ?? 0
     }
 
     public func forEachDelivery(since: Double, _ body: (Substring) throws -> Void) throws {
@@ -398,18 +407,8 @@ public final class SQLiteJournal: JournalStore {
     public func counts(of run: RunID) throws(JournalError) -> RecipientCounts {
         try read { db in
             var counts = RecipientCounts()
-            let dispatched =
-                try Int.fetchOne(
-                    db,
-                    sql: "SELECT coalesce(sum(last_seq - first_seq + 1), 0) FROM dispatch WHERE run = ?",
-                    arguments: [run.rawValue]
-                ) ?? 0
-            counts.delivered =
-                try Int.fetchOne(
-                    db,
-                    sql: "SELECT coalesce(sum(last_seq - first_seq + 1), 0) FROM delivery WHERE run = ?",
-                    arguments: [run.rawValue]
-                ) ?? 0
+            let dispatched = try Self.rangeTotal(in: .dispatch, of: run, db)
+            counts.delivered = try Self.rangeTotal(in: .delivery, of: run, db)
             let rows = try Row.fetchCursor(
                 db,
                 sql: "SELECT state, count(*) AS n FROM recipient WHERE run = ? GROUP BY state",

@@ -121,24 +121,15 @@ extension OpenedRun {
         journalPath: String
     ) throws -> OpenedRun {
         do {
-            guard let lock = try RunLock(journalPath: journalPath, campaign: campaign.id) else {
-                throw RunRefusal(
-                    message: "campaign \(campaign.id) is being sent by another pushcamp process; wait for it",
-                    exitCode: 5
-                )
-            }
+            let lock = try lock(journalPath: journalPath, campaign: campaign.id)
             let now = Date().timeIntervalSince1970
             if let unfinished = try journal.unfinishedReplay(of: original.id) {
                 if unfinished.replay?.reasons.sorted() == reasons.sorted() {
-                    let resume = try ResumePoint(journal: journal, run: unfinished.id)
-                    try journal.setStatus(.running, of: unfinished.id, now: now)
-                    return OpenedRun(
-                        journal: RunJournal(store: journal, run: unfinished, resume: resume),
-                        resume: resume,
+                    return try resuming(
+                        unfinished,
+                        in: journal,
                         lock: lock,
-                        note:
-                            "resuming replay run \(unfinished.id) of run \(original.id): \(resume.delivered) delivered "
-                            + "and \(resume.failed) failed before, \(resume.pending.count) to pick up"
+                        named: "replay run \(unfinished.id) of run \(original.id)"
                     )
                 }
                 try journal.setStatus(.superseded, of: unfinished.id, now: now)

@@ -172,29 +172,16 @@ struct OpenedRun {
         }
         do {
             let store = try SQLiteJournal(path: path)
-            guard let lock = try RunLock(journalPath: path, campaign: campaign.id) else {
-                throw RunRefusal(
-                    message: "campaign \(campaign.id) is being sent by another pushcamp process; "
-                        + "wait for it, or stop it with `pushcamp cancel`",
-                    exitCode: 5
-                )
-            }
+            let lock = try lock(journalPath: path, campaign: campaign.id)
             let now = Date().timeIntervalSince1970
             var note: String?
             if let unfinished = try store.unfinishedRun(campaign: campaign.id) {
                 if unfinished.revision == campaign.revision && !newRun {
-                    let resume = try ResumePoint(journal: store, run: unfinished.id)
-                    try store.setStatus(.running, of: unfinished.id, now: now)
-                    let duplicates = resume.possibleDuplicates
-                    note =
-                        "resuming run \(unfinished.id) of \(campaign.id): \(resume.delivered) delivered and "
-                        + "\(resume.failed) failed before, \(resume.pending.count) to pick up"
-                        + (duplicates > 0 ? " (\(duplicates) were in flight: sent again, possible duplicates)" : "")
-                    return OpenedRun(
-                        journal: RunJournal(store: store, run: unfinished, resume: resume),
-                        resume: resume,
+                    return try resuming(
+                        unfinished,
+                        in: store,
                         lock: lock,
-                        note: note
+                        named: "run \(unfinished.id) of \(campaign.id)"
                     )
                 }
                 guard newRun else {
@@ -231,6 +218,42 @@ struct OpenedRun {
     }
 }
 
+extension OpenedRun {
+    /// The campaign's run lock; refused (exit 5) while another process sends it.
+    static func lock(journalPath: String, campaign: String) throws -> RunLock {
+        guard let lock = try RunLock(journalPath: journalPath, campaign: campaign) else {
+            throw RunRefusal(
+                message: "campaign \(campaign) is being sent by another pushcamp process; "
+                    + "wait for it, or stop it with `pushcamp cancel`",
+                exitCode: 5
+            )
+        }
+        return lock
+    }
+
+    /// Picks up the unfinished `run`, saying so in the note (`name` is how it calls the run).
+    static func resuming(
+        _ run: RunRecord,
+        in store: SQLiteJournal,
+        lock: RunLock,
+        named name: String
+    ) throws -> OpenedRun {
+        let resume = try ResumePoint(journal: store, run: run.id)
+        try store.setStatus(.running, of: run.id, now: Date().timeIntervalSince1970)
+        let duplicates = resume.possibleDuplicates
+        let note =
+            "resuming \(name): \(resume.delivered) delivered and \(resume.failed) failed before, "
+            + "\(resume.pending.count) to pick up"
+            + (duplicates > 0 ? " (\(duplicates) were in flight: sent again, possible duplicates)" : "")
+        return OpenedRun(
+            journal: RunJournal(store: store, run: run, resume: resume),
+            resume: resume,
+            lock: lock,
+            note: note
+        )
+    }
+}
+
 /// Times as the journal's commands print them.
 enum Timestamps {
     /// UTC, to the second: `2026-11-21 09:30:00Z`.
@@ -244,12 +267,12 @@ enum Timestamps {
 
     /// ISO 8601 in UTC, to the millisecond when there are any: `2026-11-21T09:30:00.250Z`.
     static func iso(_ secondsSince1970: Double) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.timeZone = TimeZone(identifier: "UTC")
         let date = Date(timeIntervalSince1970: secondsSince1970)
-        if secondsSince1970.truncatingRemainder(dividingBy: 1) != 0 {
-            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        }
-        return formatter.string(from: date)
+        return secondsSince1970.truncatingRemainder(dividingBy: 1) == 0
+            ? date.formatted(isoSeconds) : date.formatted(isoMilliseconds)
     }
+
+    // Made once: an export formats two times per token.
+    private static let isoSeconds = Date.ISO8601FormatStyle()
+    private static let isoMilliseconds = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 }

@@ -14,6 +14,16 @@ bench_install() {
     fi
 }
 
+# bench_setup DIR: installs what is missing, builds pushcamp (release) into $binary, and makes DIR
+# afresh with TLS material in it.
+bench_setup() {
+    bench_install
+    swift build -c release --product pushcamp >/dev/null
+    binary=$PWD/.build/release/pushcamp
+    rm -rf "$1" && mkdir -p "$1"
+    bench_tls "$1"
+}
+
 # bench_tls DIR: a CA and a 127.0.0.1 server certificate for nginx; a P-256 key for provider tokens.
 bench_tls() {
     local out=$1

@@ -49,7 +49,7 @@ public final class RunJournal: @unchecked Sendable {
         var rows: [RecipientUpdate] = []
         for index in requests.indices {
             let (seq, attempt) = (requests[index].tag, requests[index].attempt)
-            if attempt == 0 && (unsentRows.isEmpty || !unsentRows.contains(seq)) {
+            if attempt == 0 && !hasRow(seq) {
                 if let last = ranges.last, last.upperBound + 1 == seq {
                     ranges[ranges.count - 1] = last.lowerBound...seq
                 } else {
@@ -87,7 +87,7 @@ public final class RunJournal: @unchecked Sendable {
         condition.lock()
         let wasEmpty = isIdle
         for update in updates {
-            if case .delivered(attempt: 1) = update.state, unsentRows.isEmpty || !unsentRows.contains(update.seq) {
+            if case .delivered(attempt: 1) = update.state, !hasRow(update.seq) {
                 deliveries.append((update.seq, update.token))
             } else {
                 pending.updates.append(update)
@@ -97,6 +97,12 @@ public final class RunJournal: @unchecked Sendable {
         pending.invalidTokens.append(contentsOf: invalidTokens)
         if wasEmpty { condition.signal() }
         condition.unlock()
+    }
+
+    /// Whether a first attempt of `seq` is a row rather than part of a range: a resume found it
+    /// with a row but never sent.
+    private func hasRow(_ seq: Int) -> Bool {
+        !unsentRows.isEmpty && unsentRows.contains(seq)
     }
 
     /// Nothing queued (guarded by `condition`).
