@@ -10,12 +10,14 @@ struct Plan: ParsableCommand {
         discussion: """
             Streams the whole audience through the campaign: token checks, de-duplication, the \
             where: filter, exclusions, dead tokens (suppressed: tokens APNs called Unregistered, \
-            ExpiredToken or BadDeviceToken for the topic, remembered in the journal), holdout and A/B \
-            buckets, locale fallback, rendering, and the \
+            ExpiredToken or BadDeviceToken for the topic, remembered in the journal), the \
+            frequency cap (capped: recipients the journal shows delivered frequency_cap.max times \
+            within frequency_cap.per, by any campaign), holdout and A/B buckets, locale fallback, \
+            rendering, and the \
             pre-flight checks APNs would otherwise fail (payload size, collapse id length, priority \
             and push-type rules, missing template variables). Prints counts, payload sizes, every \
             failure by reason with its first examples, rendered samples and the duration at the \
-            campaign's throttle. The same files give the same output, byte for byte.
+            campaign's throttle. The same files (and journal) give the same output, byte for byte.
 
             Exit status: 0 when every push passes; 1 when the campaign, a template or the audience \
             is invalid or nobody would be sent anything; 3 when some pushes would be refused.
@@ -58,9 +60,9 @@ struct Plan: ParsableCommand {
         let sendTime = at.flatMap { try? Timestamp.parse($0).get() }
         var planner = Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "--at", sampleLimit: samples)
         do {
-            planner.suppression = try Suppression.read(for: campaign, journalPath: campaign.journalPath)
+            planner.history = try DeliveryHistory.read(for: campaign, journalPath: campaign.journalPath)
         } catch {
-            printError("\(campaign.path): error: \(error.message)")
+            printError("\(campaign.path): error: \(error)")
             throw ExitCode(1)
         }
         let summary: PlanSummary
@@ -81,7 +83,7 @@ struct Plan: ParsableCommand {
         }
         if summary.planned == 0 && summary.failed == 0 {
             printError(
-                "\(campaign.path): error: nobody would be sent anything: all \(summary.audience.read) rows were invalid, duplicates, filtered out, excluded, suppressed or held out"
+                "\(campaign.path): error: nobody would be sent anything: all \(summary.audience.read) rows were invalid, duplicates, filtered out, excluded, suppressed, capped or held out"
             )
             throw ExitCode(1)
         }

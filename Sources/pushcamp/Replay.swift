@@ -19,7 +19,7 @@ struct Replay: AsyncParsableCommand {
             templates and its audience must be unchanged (the same revision). It is a run of its \
             own in the journal (`pushcamp runs` shows it); a replay \
             killed part-way resumes when the same replay is started again. Dead-token suppression \
-            does not apply: the recipients are named by the run.
+            and the frequency cap do not apply: the recipients are named by the run.
 
             Exit status as for `pushcamp send`; 1 also when no recipient of RUN failed for those \
             reasons.
@@ -106,7 +106,7 @@ struct Replay: AsyncParsableCommand {
                 ?? "replaying run \(number) of \(campaign.id) as run \(opened.journal.run.id): \(targets.count) recipient(s) "
                 + "that failed with \(reasons.joined(separator: ", "))"
         )
-        try await sendRun(campaign, paths: paths, opened: opened, suppression: nil, only: targets, quiet: quiet)
+        try await sendRun(campaign, paths: paths, opened: opened, history: nil, only: targets, quiet: quiet)
     }
 }
 

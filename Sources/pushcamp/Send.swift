@@ -30,7 +30,9 @@ struct Send: AsyncParsableCommand {
             Tokens APNs answers Unregistered, ExpiredToken or BadDeviceToken are remembered for the \
             topic, and later campaigns pass over them (counted as suppressed) unless the audience's \
             registered_at attribute (audience.registered_at names another) is newer. `pushcamp tokens \
-            invalid` exports them.
+            invalid` exports them. A campaign with a frequency_cap holds back recipients the \
+            journal shows delivered frequency_cap.max times within frequency_cap.per (counted as \
+            capped).
 
             Try a campaign with `pushcamp rehearse` first: the same send against a local simulator.
 
@@ -79,14 +81,14 @@ struct Send: AsyncParsableCommand {
             throw ExitCode(error.exitCode)
         }
         if let note = opened.note { printError(note) }
-        let suppression: Suppression
+        let history: DeliveryHistory
         do {
-            suppression = try Suppression.read(for: campaign, from: opened.journal.store)
+            history = try DeliveryHistory.read(for: campaign, from: opened.journal.store)
         } catch {
-            printError("\(campaign.path): error: \(error.message); nothing was sent")
+            printError("\(campaign.path): error: \(error); nothing was sent")
             throw ExitCode(1)
         }
-        try await sendRun(campaign, paths: paths, opened: opened, suppression: suppression, quiet: quiet)
+        try await sendRun(campaign, paths: paths, opened: opened, history: history, quiet: quiet)
     }
 }
 
@@ -96,7 +98,7 @@ func sendRun(
     _ campaign: LoadedCampaign,
     paths: ProjectPaths,
     opened: OpenedRun,
-    suppression: Suppression?,
+    history: DeliveryHistory?,
     only: SeqSet? = nil,
     quiet: Bool
 ) async throws {
@@ -114,7 +116,7 @@ func sendRun(
         endpoint: endpoint,
         journal: opened.journal,
         resume: opened.resume,
-        suppression: suppression,
+        history: history,
         only: only
     )
     let printer = ProgressPrinter()

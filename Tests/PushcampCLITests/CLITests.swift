@@ -139,7 +139,7 @@ struct CLITests {
         ("audiences/a.csv", "token,name\n", "audiences/a.csv: error: the audience has no recipients\n", 1),
         (
             "audiences/a.csv", "token,name\nnot-hex,Ann\n",
-            "campaigns/c.yaml: error: nobody would be sent anything: all 1 rows were invalid, duplicates, filtered out, excluded, suppressed or held out\n",
+            "campaigns/c.yaml: error: nobody would be sent anything: all 1 rows were invalid, duplicates, filtered out, excluded, suppressed, capped or held out\n",
             1
         ),
         (

@@ -99,6 +99,54 @@ struct JournalCLITests {
         #expect(!sent.contains(token(4)) && !sent.contains(token(5)) && sent.contains(token(3)))
     }
 
+    @Test func aFrequencyCapHoldsBackRecipientsDeliveredEnoughByOtherCampaigns() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let token = TemporaryProject.token
+        var sim = try Self.start(project)
+        // Two earlier campaigns: tokens 0-2 get two deliveries, 3-5 one, 6-9 none.
+        for (name, count) in [("first", 6), ("second", 3)] {
+            try project.write(
+                "audiences/\(name).csv",
+                TemporaryProject.csv(count: count, columns: ["name"]) { ["Name\($0)"] }
+            )
+            try project.write(
+                "campaigns/\(name).yaml",
+                "campaign: \(name)\napp: shop\naudience:\n  source: { csv: audiences/\(name).csv }\nmessage:\n  payload: { aps: { alert: hi } }\n"
+            )
+            let sent = try CLI.run(["send", "--quiet", "campaigns/\(name).yaml"], in: project.root)
+            #expect(sent.status == 0, "\(sent.stdout)\(sent.stderr)")
+        }
+        _ = sim.stop()
+
+        try SendCLITests.writeAudience(project, count: 10)
+        try SendCLITests.writeCampaign(project, extra: "frequency_cap: { max: 2, per: 24h }\n")
+        let plan = try CLI.run(["plan", "--format", "json", "campaigns/c.yaml"], in: project.root)
+        #expect(plan.status == 0, "\(plan.stderr)")
+        let summary = try JSONSerialization.jsonObject(with: Data(plan.stdout.utf8)) as? [String: Any]
+        #expect((summary?["audience"] as? [String: Any])?["capped"] as? Int == 3, "\(plan.stdout)")
+        #expect(summary?["planned"] as? Int == 7)
+        #expect((summary?["frequency_cap"] as? [String: Any])?["per_seconds"] as? Int == 86_400)
+        let text = try CLI.run(["plan", "campaigns/c.yaml"], in: project.root)
+        #expect(text.stdout.contains("frequency cap: at most 2 per 24h, from the journal"), "\(text.stdout)")
+
+        sim = try Self.start(project, ["--record", "received.csv"])
+        let send = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
+        _ = sim.stop()
+        #expect(send.status == 0, "\(send.stdout)\(send.stderr)")
+        #expect(send.stdout.contains("capped 3 (frequency cap)"), "\(send.stdout)")
+        #expect(Set(try Self.received(project).map(\.token)) == Set((3..<10).map(token)))
+
+        // Deliveries older than the window do not count: after two seconds, a one-second window
+        // holds back nobody, although every token has had a delivery.
+        Thread.sleep(forTimeInterval: 2)
+        try SendCLITests.writeCampaign(project, extra: "frequency_cap: { max: 1, per: 1s }\n")
+        let later = try CLI.run(["plan", "--format", "json", "campaigns/c.yaml"], in: project.root)
+        let laterSummary = try JSONSerialization.jsonObject(with: Data(later.stdout.utf8)) as? [String: Any]
+        #expect((laterSummary?["audience"] as? [String: Any])?["capped"] as? Int == 0, "\(later.stdout)")
+        #expect(laterSummary?["planned"] as? Int == 10)
+    }
+
     @Test func replaySendsAgainOnlyTheRecipientsThatFailedForTheReasonsGiven() throws {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }

@@ -10,6 +10,12 @@ public enum StableHash {
         mix(fold(text, into: seed))
     }
 
+    /// The same hash as of `String(text)`, without making the string.
+    @inlinable
+    public static func hash(_ text: Substring) -> UInt64 {
+        mix(fold(text, into: 0xCBF2_9CE4_8422_2325))
+    }
+
     /// The hash of `prefix`, a 0 byte, then `text`: for keying one value by another (a campaign and a token).
     @inlinable
     public static func hash(_ text: String, prefixedBy prefix: String) -> UInt64 {
@@ -18,7 +24,7 @@ public enum StableHash {
 
     /// FNV-1a over the text's UTF-8, in place when the string is contiguous (native strings are).
     @inlinable
-    static func fold(_ text: String, into seed: UInt64) -> UInt64 {
+    static func fold<Text: StringProtocol>(_ text: Text, into seed: UInt64) -> UInt64 {
         @inline(__always)
         func fold<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> UInt64 {
             var hash = seed

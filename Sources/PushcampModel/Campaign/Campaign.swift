@@ -12,6 +12,8 @@ public struct Campaign {
     public var schedule: ScheduleSpec?
     public var throttle: ThrottleSpec
     public var retry: RetrySpec
+    /// `frequency_cap:` as written: nil when absent (the project's default applies).
+    public var frequencyCap: FrequencyCapSetting?
     /// The file this campaign was read from, as printed in diagnostics.
     public var path: String
     /// Where the `app:` key is, for problems with the app it names.
@@ -113,6 +115,26 @@ public struct ScheduleSpec: Hashable, Sendable {
 public struct ThrottleSpec: Hashable, Sendable {
     public var rate: Rate?
     public var connections: Int?
+}
+
+/// `frequency_cap: { max: 2, per: 24h }`: a recipient already delivered `max` notifications (by
+/// any campaign of the project) within the last `per` is held back.
+public struct FrequencyCapSpec: Hashable, Sendable, CustomStringConvertible {
+    public var max: Int
+    public var per: TimeSpan
+
+    public init(max: Int, per: TimeSpan) {
+        self.max = max
+        self.per = per
+    }
+
+    public var description: String { "at most \(max) per \(per)" }
+}
+
+/// A campaign's `frequency_cap:`: a cap of its own, or `off` to send regardless of the project's.
+public enum FrequencyCapSetting: Hashable, Sendable {
+    case cap(FrequencyCapSpec)
+    case off
 }
 
 /// `retry:` — how many times a push may be sent, and the delay per retryable reason.

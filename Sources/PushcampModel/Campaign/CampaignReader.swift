@@ -4,6 +4,7 @@ import Yams
 public enum CampaignReader {
     static let topKeys = [
         "campaign", "description", "app", "variables", "audience", "message", "schedule", "throttle", "retry",
+        "frequency_cap",
     ]
     static let audienceKeys = ["source", "where", "exclude", "registered_at"]
     static let messageKeys = [
@@ -41,6 +42,7 @@ public enum CampaignReader {
         let schedule = top["schedule"].flatMap { readSchedule($0, reader) }
         let throttle = top["throttle"].map { readThrottle($0, reader) } ?? ThrottleSpec()
         let retry = top["retry"].map { readRetry($0, reader) } ?? RetrySpec()
+        let frequencyCap = top["frequency_cap"].flatMap { readFrequencyCap($0, reader) }
 
         guard !reader.diagnostics.hasErrors, let id, let app, let audience, let message else {
             return (nil, reader.diagnostics)
@@ -55,6 +57,7 @@ public enum CampaignReader {
             schedule: schedule,
             throttle: throttle,
             retry: retry,
+            frequencyCap: frequencyCap,
             path: document.path,
             appLocation: reader.location(top["app"])
         )
@@ -365,6 +368,32 @@ public enum CampaignReader {
             rate: map["rate"].flatMap { reader.parsed($0, "throttle.rate", Rate.parse) },
             connections: map["connections"].flatMap { reader.int($0, "throttle.connections", in: 1...64) }
         )
+    }
+
+    /// `frequency_cap: { max: 2, per: 24h }`, or `off` (campaigns only: no cap despite the project's).
+    public static func readFrequencyCap(
+        _ node: Node,
+        _ reader: YAMLReader,
+        allowOff: Bool = true
+    ) -> FrequencyCapSetting? {
+        let usage = "frequency_cap takes a mapping like { max: 2, per: 24h }\(allowOff ? " or off" : "")"
+        if case .scalar = node {
+            guard allowOff, reader.scalar(node, "frequency_cap") == "off" else {
+                reader.error("\(usage), found \(reader.describe(node))", at: node)
+                return nil
+            }
+            return .off
+        }
+        guard let map = reader.mapping(node, in: "frequency_cap", allowed: ["max", "per"], required: ["max", "per"])
+        else { return nil }
+        let max = map["max"].flatMap { reader.int($0, "frequency_cap.max", in: 1...10_000) }
+        let per = map["per"].flatMap { reader.parsed($0, "frequency_cap.per", TimeSpan.parse) }
+        guard let max, let per else { return nil }
+        guard per.seconds > 0 else {
+            reader.error("frequency_cap.per must be longer than 0 (for example 24h)", at: map["per"]!)
+            return nil
+        }
+        return .cap(FrequencyCapSpec(max: max, per: per))
     }
 
     static let retryable = ["TooManyRequests", "InternalServerError", "ServiceUnavailable", "Shutdown", "timeout"]

@@ -12,6 +12,8 @@ public struct Project {
     public struct Defaults: Hashable, Sendable {
         public var throttle: ThrottleSpec
         public var expiration: ExpirationSpec?
+        /// The cap every campaign of the project has unless it names its own (or `off`).
+        public var frequencyCap: FrequencyCapSpec?
     }
 
     /// The throttle when neither campaign nor project names one.

@@ -40,11 +40,20 @@ public enum ProjectReader {
         }
         var defaults = Project.Defaults(throttle: ThrottleSpec(), expiration: nil)
         if let defaultsNode = top["defaults"],
-            let map = reader.mapping(defaultsNode, in: "defaults", allowed: ["throttle", "expiration"])
+            let map = reader.mapping(
+                defaultsNode,
+                in: "defaults",
+                allowed: ["throttle", "expiration", "frequency_cap"]
+            )
         {
             if let throttle = map["throttle"] { defaults.throttle = CampaignReader.readThrottle(throttle, reader) }
             if let expiration = map["expiration"] {
                 defaults.expiration = CampaignReader.readExpiration(expiration, reader)
+            }
+            if let cap = map["frequency_cap"],
+                case .cap(let spec)? = CampaignReader.readFrequencyCap(cap, reader, allowOff: false)
+            {
+                defaults.frequencyCap = spec
             }
         }
         guard !reader.diagnostics.hasErrors else { return (nil, reader.diagnostics) }

@@ -66,9 +66,18 @@ struct CampaignAssembler {
             revision: revision(),
             messageLocation: message.location,
             journalPath: paths.url(project.journalPath).path,
-            registeredAtAttribute: campaign.audience.registeredAt ?? "registered_at"
+            registeredAtAttribute: campaign.audience.registeredAt ?? "registered_at",
+            frequencyCap: frequencyCap()
         )
         return loaded
+    }
+
+    func frequencyCap() -> FrequencyCapSpec? {
+        switch campaign.frequencyCap {
+        case .cap(let spec)?: return spec
+        case .off?: return nil
+        case nil: return project.defaults.frequencyCap
+        }
     }
 
     // MARK: App

@@ -45,4 +45,6 @@ public struct LoadedCampaign: Sendable {
     public var journalPath: String
     /// The audience attribute with each token's registration time (`audience.registered_at`).
     public var registeredAtAttribute: String
+    /// The campaign's `frequency_cap`, else the project's default; nil when there is none (or `off`).
+    public var frequencyCap: FrequencyCapSpec?
 }

@@ -20,6 +20,8 @@ public struct PlanSummary: Sendable {
     public var skipped = 0
     /// Recipients passed over because APNs called their token dead for this topic.
     public var suppressed = 0
+    /// Recipients held back by the frequency cap: delivered `max` notifications within its window.
+    public var capped = 0
     public var holdout: Share
     /// Pushes that passed every pre-flight check and would be sent.
     public var planned = 0
@@ -37,6 +39,7 @@ public struct PlanSummary: Sendable {
     public var connections: Int
     public var sendTime: Timestamp?
     public var sendTimeSource: String?
+    public var frequencyCap: FrequencyCapSpec?
 
     public struct FailureStat: Sendable, Hashable {
         public var count = 0

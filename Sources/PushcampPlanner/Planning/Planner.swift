@@ -17,8 +17,8 @@ public struct Planner: Sendable {
     public var sendTime: Timestamp?
     public var sendTimeSource: String?
     public var sampleLimit: Int
-    /// Dead tokens to pass over (from the journal); none when nil.
-    public var suppression: Suppression?
+    /// Dead tokens and capped recipients to pass over (from the journal); none when nil.
+    public var history: DeliveryHistory?
 
     public init(
         campaign: LoadedCampaign,
@@ -48,9 +48,15 @@ public struct Planner: Sendable {
                 state.skipped += 1
                 return
             }
-            if let suppression, suppression.suppresses(recipient) {
-                state.suppressed += 1
-                return
+            if let history {
+                if history.suppression.suppresses(recipient) {
+                    state.suppressed += 1
+                    return
+                }
+                if let cap = history.frequencyCap, cap.holdsBack(recipient.token) {
+                    state.capped += 1
+                    return
+                }
             }
             if let push = state.plan(recipient, seq: seq) { try body(push) }
         }
@@ -78,6 +84,7 @@ struct PlanState {
     var heldOut = 0
     var skipped = 0
     var suppressed = 0
+    var capped = 0
     var planned = 0
     var failed = 0
     var sizes = SizeStatistics()
@@ -233,11 +240,13 @@ struct PlanState {
             rateIsDefault: campaign.rateIsDefault,
             connections: campaign.connections,
             sendTime: sendTime,
-            sendTimeSource: sendTimeSource
+            sendTimeSource: sendTimeSource,
+            frequencyCap: campaign.frequencyCap
         )
         summary.heldOut = heldOut
         summary.skipped = skipped
         summary.suppressed = suppressed
+        summary.capped = capped
         summary.planned = planned
         summary.failed = failed
         if campaign.hasVariants {

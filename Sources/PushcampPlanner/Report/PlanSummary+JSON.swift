@@ -18,7 +18,7 @@ extension PlanSummary {
             ("invalid_tokens", .integer(audience.invalidTotal)), ("invalid_by_problem", .object(invalidByProblem)),
             ("invalid_examples", .array(invalidExamples)), ("duplicates", .integer(audience.duplicates)),
             ("filtered_out", .integer(audience.filteredOut)), ("excluded", .integer(audience.excluded)),
-            ("suppressed", .integer(suppressed)), ("held_out", .integer(heldOut)),
+            ("suppressed", .integer(suppressed)), ("capped", .integer(capped)), ("held_out", .integer(heldOut)),
             ("holdout_percent", .number(Double(holdout.basisPoints) / 100)),
         ])
         let failuresJSON = sortedFailures.map { reason, stat -> JSONValue in
@@ -85,6 +85,15 @@ extension PlanSummary {
                 ])
             ),
             ("estimated_seconds", .number((estimatedSeconds * 10).rounded(.up) / 10)),
+            (
+                "frequency_cap",
+                frequencyCap.map {
+                    .object([
+                        ("max", .integer($0.max)), ("per", .string($0.per.description)),
+                        ("per_seconds", .integer(Int($0.per.seconds))),
+                    ])
+                } ?? .null
+            ),
         ])
         return document.text + "\n"
     }

@@ -22,6 +22,7 @@ extension PlanSummary {
         out += "| filtered out | \(audience.filteredOut) | \(filter.map { "`\(escape($0))`" } ?? "") |\n"
         out += "| excluded | \(audience.excluded) | |\n"
         out += "| suppressed | \(suppressed) | \(suppressed > 0 ? "dead tokens for `\(topic)`" : "") |\n"
+        out += "| capped | \(capped) | \(frequencyCap.map { "frequency cap: \($0)" } ?? "no frequency cap") |\n"
         out += "| held out | \(heldOut) | holdout \(holdout) |\n"
         out += "| **planned** | **\(planned)** | |\n"
         out += "| refused | \(failed) | \(failed > 0 ? "pre-flight failures below" : "") |\n\n"

@@ -18,6 +18,9 @@ extension PlanSummary {
         rows.append(("filtered out", audience.filteredOut, filter.map { "where: \($0)" } ?? ""))
         rows.append(("excluded", audience.excluded, ""))
         rows.append(("suppressed", suppressed, suppressed > 0 ? "dead tokens for \(topic), from the journal" : ""))
+        rows.append(
+            ("capped", capped, frequencyCap.map { "frequency cap: \($0), from the journal" } ?? "no frequency cap")
+        )
         rows.append(("held out", heldOut, "holdout \(holdout)"))
         rows.append(("planned", planned, ""))
         rows.append(("refused", failed, failed > 0 ? "by pre-flight checks, see below" : ""))

@@ -25,6 +25,7 @@ extension SendReport {
         lines.append(
             "planned \(planned)\(planNote); held out \(heldOut); "
                 + (suppressed > 0 ? "suppressed \(suppressed) (dead tokens); " : "")
+                + (capped > 0 ? "capped \(capped) (frequency cap); " : "")
                 + "refused by pre-flight \(preflightFailed)"
         )
         lines.append(

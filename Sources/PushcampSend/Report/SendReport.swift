@@ -40,6 +40,8 @@ public struct SendReport: Sendable {
     public var heldOut = 0
     /// Recipients passed over because APNs called their token dead for the topic.
     public var suppressed = 0
+    /// Recipients held back by the campaign's frequency cap.
+    public var capped = 0
     /// Whether the whole plan was read (false when the run stopped early).
     public var planFinished = false
     public var delivered = 0

@@ -198,6 +198,7 @@ public final class Executor: Sendable {
                 report.withLock { report in
                     report.heldOut = summary.heldOut
                     report.suppressed = summary.suppressed
+                    report.capped = summary.capped
                     report.preflightFailed = summary.failed
                     report.planFinished = true
                 }

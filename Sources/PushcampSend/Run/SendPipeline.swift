@@ -63,11 +63,11 @@ public enum SendPipeline {
         endpoint: String,
         journal: RunJournal? = nil,
         resume: ResumePoint = ResumePoint(),
-        suppression: Suppression? = nil,
+        history: DeliveryHistory? = nil,
         only: SeqSet? = nil
     ) -> Executor {
         var planner = Planner(campaign: campaign, sampleLimit: 0)
-        planner.suppression = suppression
+        planner.history = history
         var options = Executor.Options(
             rate: campaign.rate.perSecond,
             retry: RetryPolicy(campaign.retry),

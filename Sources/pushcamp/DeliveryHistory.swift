@@ -1,0 +1,34 @@
+import Foundation
+import PushcampJournal
+import PushcampModel
+import PushcampPlanner
+
+extension DeliveryHistory {
+    /// What `journal` knows that changes `campaign`'s plan: the dead tokens of its topic and, when
+    /// it has a frequency cap, the deliveries within the cap's window before `now`.
+    static func read(
+        for campaign: LoadedCampaign,
+        from journal: any JournalStore,
+        now: Date = Date()
+    ) throws -> DeliveryHistory {
+        var suppression = Suppression(registeredAtAttribute: campaign.registeredAtAttribute)
+        for token in try journal.invalidTokens(topic: campaign.topic, since: nil) {
+            suppression.add(token: token.token, apnsTimestamp: token.apnsTimestamp, seenAt: token.seenAt)
+        }
+        var history = DeliveryHistory(suppression: suppression)
+        if let spec = campaign.frequencyCap {
+            let since = now.timeIntervalSince1970 - Double(spec.per.seconds)
+            history.frequencyCap = try FrequencyCap(spec) { try journal.forEachDelivery(since: since, $0) }
+        }
+        return history
+    }
+
+    /// For `plan`: the journal at `path` if there is one (a project that never sent has none, and
+    /// planning does not create it).
+    static func read(for campaign: LoadedCampaign, journalPath path: String) throws -> DeliveryHistory {
+        guard FileManager.default.fileExists(atPath: path) else {
+            return DeliveryHistory(suppression: Suppression(registeredAtAttribute: campaign.registeredAtAttribute))
+        }
+        return try read(for: campaign, from: SQLiteJournal(path: path))
+    }
+}
