@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         // Campaign and project files: schema, located diagnostics, durations, rates, filters.
@@ -61,6 +62,8 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for binding the hot insert directly.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                // Each run's latency distribution.
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             swiftSettings: strict
         ),
@@ -101,6 +104,13 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // A run's report from the journal: outcomes, retries, latency, throughput; text, JSON, Markdown,
+        // HTML with inline SVG charts. Pure: reads a JournalStore, prints strings.
+        .target(
+            name: "PushcampReport",
+            dependencies: ["PushcampJournal", "PushcampModel"],
+            swiftSettings: strict
+        ),
         // Plan → outcomes: the executor (rate, retries, credential stops) and the send report.
         .target(
             name: "PushcampSend",
@@ -115,7 +125,7 @@ let package = Package(
             name: "pushcamp",
             dependencies: [
                 "PushcampPlanner", "PushcampModel", "PushcampAudience", "PushcampSend", "PushcampAPNs",
-                "PushcampSimulator", "PushcampJournal",
+                "PushcampSimulator", "PushcampJournal", "PushcampReport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -169,6 +179,11 @@ let package = Package(
             dependencies: [
                 "PushcampJournal", "PushcampTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
             ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "PushcampReportTests",
+            dependencies: ["PushcampReport", "PushcampJournal", "PushcampTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -44,6 +44,12 @@ public protocol JournalStore: Sendable {
     /// Every delivery recorded at or after `since` (seconds since 1970), in any run of any campaign:
     /// the device token of each, once per delivery. For frequency caps.
     func forEachDelivery(since: Double, _ body: (Substring) throws -> Void) throws
+    /// Final answers of `run` (delivered and failed) per wall-clock second, oldest first; seconds
+    /// without any are left out.
+    func answersPerSecond(of run: RunID) throws(JournalError) -> [AnswersInSecond]
+    /// What the run's sends measured (latencies, retries, time spent), as last saved; nil when no
+    /// send of the run saved any.
+    func stats(of run: RunID) throws(JournalError) -> RunStats?
 
     /// Remembers tokens APNs called Unregistered, ExpiredToken or BadDeviceToken (per topic); a
     /// token seen again keeps its newest APNs timestamp.
@@ -76,7 +82,7 @@ public struct ReplayOrigin: Sendable, Hashable {
 /// a group commit of a few hundred answers is a few ranges). Only retries, failures and requests
 /// lost in flight get rows. A row each would cost more than the rest of the send at a hundred
 /// thousand pushes a second (measured: BENCHMARKS.md).
-public struct JournalBatch: Sendable, Hashable {
+public struct JournalBatch: Sendable, Equatable {
     /// Recipients with a new state (a row each).
     public var updates: [RecipientUpdate]
     /// First attempts about to be sent, as seq ranges: in flight until an answer comes.
@@ -88,14 +94,18 @@ public struct JournalBatch: Sendable, Hashable {
     public var possibleDuplicates: Int
     /// Tokens APNs just called dead, remembered as `rememberInvalidTokens` does.
     public var invalidTokens: [InvalidToken]
+    /// The run's statistics so far, replacing those stored.
+    public var stats: RunStats?
 
     public init(
         updates: [RecipientUpdate] = [],
         dispatched: [ClosedRange<Int>] = [],
         delivered: [DeliveredRange] = [],
         possibleDuplicates: Int = 0,
-        invalidTokens: [InvalidToken] = []
+        invalidTokens: [InvalidToken] = [],
+        stats: RunStats? = nil
     ) {
+        self.stats = stats
         self.updates = updates
         self.dispatched = dispatched
         self.delivered = delivered
@@ -105,6 +115,7 @@ public struct JournalBatch: Sendable, Hashable {
 
     public var isEmpty: Bool {
         updates.isEmpty && dispatched.isEmpty && delivered.isEmpty && possibleDuplicates == 0 && invalidTokens.isEmpty
+            && stats == nil
     }
 }
 
@@ -324,6 +335,31 @@ public struct RecipientCounts: Sendable, Hashable {
         case .waiting: waiting += count
         case .unknown: unknown += count
         }
+    }
+}
+
+/// Final answers within one wall-clock second.
+public struct AnswersInSecond: Sendable, Hashable {
+    /// Seconds since 1970.
+    public var second: Int64
+    public var delivered: Int
+    public var failed: Int
+
+    public init(second: Int64, delivered: Int = 0, failed: Int = 0) {
+        self.second = second
+        self.delivered = delivered
+        self.failed = failed
+    }
+
+    /// Per-second counts from (time, delivered, failed) entries in any order.
+    static func tally(_ entries: some Sequence<(at: Double, delivered: Int, failed: Int)>) -> [AnswersInSecond] {
+        var seconds: [Int64: AnswersInSecond] = [:]
+        for entry in entries {
+            let second = Int64(entry.at.rounded(.down))
+            seconds[second, default: AnswersInSecond(second: second)].delivered += entry.delivered
+            seconds[second, default: AnswersInSecond(second: second)].failed += entry.failed
+        }
+        return seconds.values.sorted { $0.second < $1.second }
     }
 }
 

@@ -9,6 +9,7 @@ public final class MemoryJournal: JournalStore {
         var dispatched: [RunID: [ClosedRange<Int>]] = [:]
         var delivered: [RunID: [(range: DeliveredRange, at: Double)]] = [:]
         var invalid: [String: InvalidToken] = [:]
+        var stats: [RunID: RunStats] = [:]
     }
 
     private let state = Mutex(State())
@@ -81,6 +82,7 @@ public final class MemoryJournal: JournalStore {
         if batch.possibleDuplicates > 0 { try update(run) { $0.possibleDuplicates += batch.possibleDuplicates } }
         try rememberInvalidTokens(batch.invalidTokens)
         state.withLock { state in
+            if let stats = batch.stats { state.stats[run] = stats }
             if !batch.dispatched.isEmpty { state.dispatched[run, default: []].append(contentsOf: batch.dispatched) }
             if !batch.delivered.isEmpty {
                 state.delivered[run, default: []].append(contentsOf: batch.delivered.map { ($0, now) })
@@ -114,6 +116,25 @@ public final class MemoryJournal: JournalStore {
         for (range, at) in ranges.values.joined() where at >= since {
             for token in range.tokens { try body(Substring(token)) }
         }
+    }
+
+    public func answersPerSecond(of run: RunID) throws(JournalError) -> [AnswersInSecond] {
+        state.withLock { state in
+            let ranges = (state.delivered[run] ?? []).map { (at: $0.at, delivered: $0.range.tokens.count, failed: 0) }
+            let rows = (state.recipients[run] ?? [:]).values.compactMap {
+                row -> (at: Double, delivered: Int, failed: Int)? in
+                switch row.state {
+                case .delivered: return (row.updatedAt, 1, 0)
+                case .failed: return (row.updatedAt, 0, 1)
+                default: return nil
+                }
+            }
+            return AnswersInSecond.tally(ranges + rows)
+        }
+    }
+
+    public func stats(of run: RunID) throws(JournalError) -> RunStats? {
+        state.withLock { state in state.stats[run] }
     }
 
     public func forEachRecipient(of run: RunID, _ body: (RecipientRecord) throws -> Void) throws {

@@ -18,12 +18,15 @@ public struct ResumePoint: Sendable {
     public private(set) var pending: [Int: Pending] = [:]
     public private(set) var delivered = 0
     public private(set) var failed = 0
+    /// What the sends before measured: the resumed send adds its own to them.
+    public private(set) var stats = RunStats()
 
     public init() {}
 
     /// Reads `run` back without loading every row at once: memory is a bit per recipient plus the
     /// pending ones.
     public init(journal: any JournalStore, run: RunID) throws {
+        stats = try journal.stats(of: run) ?? RunStats()
         for range in try journal.delivered(of: run) {
             for seq in range { settled.insert(seq) }
             delivered += range.count

@@ -125,6 +125,19 @@ public final class SQLiteJournal: JournalStore {
                     """
             )
         }
+        migrator.registerMigration("v4: run statistics") { db in
+            try db.execute(
+                sql: """
+                    -- What a run's sends measured (latency buckets, retries by cause, time spent), as
+                    -- JSON; replaced about once a second while sending.
+                    CREATE TABLE run_stats (
+                        run INTEGER PRIMARY KEY REFERENCES run(id) ON DELETE CASCADE,
+                        stats TEXT NOT NULL,
+                        updated_at REAL NOT NULL
+                    );
+                    """
+            )
+        }
         return migrator
     }
 
@@ -247,6 +260,12 @@ public final class SQLiteJournal: JournalStore {
         guard !batch.isEmpty else { return }
         try write { db in
             if !batch.invalidTokens.isEmpty { try Self.remember(batch.invalidTokens, in: db) }
+            if let stats = batch.stats {
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO run_stats (run, stats, updated_at) VALUES (?, ?, ?)",
+                    arguments: [run.rawValue, stats.encoded(), now]
+                )
+            }
             if batch.possibleDuplicates > 0 {
                 try db.execute(
                     sql: "UPDATE run SET possible_duplicates = possible_duplicates + ? WHERE id = ?",
@@ -378,6 +397,42 @@ public final class SQLiteJournal: JournalStore {
         } catch let error as DatabaseError {
             throw Self.translate(error, path: path)
         }
+    }
+
+    public func answersPerSecond(of run: RunID) throws(JournalError) -> [AnswersInSecond] {
+        try read { db in
+            var entries: [(at: Double, delivered: Int, failed: Int)] = []
+            let ranges = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT CAST(delivered_at AS INTEGER) AS second, SUM(last_seq - first_seq + 1) AS count
+                    FROM delivery WHERE run = ? GROUP BY second
+                    """,
+                arguments: [run.rawValue]
+            )
+            while let row = try ranges.next() { entries.append((row["second"], row["count"], 0)) }
+            let rows = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT CAST(updated_at AS INTEGER) AS second, state, COUNT(*) AS count FROM recipient
+                    WHERE run = ? AND state IN ('delivered', 'failed') GROUP BY second, state
+                    """,
+                arguments: [run.rawValue]
+            )
+            while let row = try rows.next() {
+                let count: Int = row["count"]
+                let delivered = (row["state"] as String) == "delivered"
+                entries.append((row["second"], delivered ? count : 0, delivered ? 0 : count))
+            }
+            return AnswersInSecond.tally(entries)
+        }
+    }
+
+    public func stats(of run: RunID) throws(JournalError) -> RunStats? {
+        let text = try read { db in
+            try String.fetchOne(db, sql: "SELECT stats FROM run_stats WHERE run = ?", arguments: [run.rawValue])
+        }
+        return try text.map { text throws(JournalError) in try RunStats.decode(text) }
     }
 
     public func forEachRecipient(of run: RunID, _ body: (RecipientRecord) throws -> Void) throws {

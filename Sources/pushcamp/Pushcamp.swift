@@ -20,7 +20,8 @@ struct Pushcamp: AsyncParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [
-            Validate.self, Plan.self, Rehearse.self, Send.self, Runs.self, Cancel.self, Replay.self, Tokens.self,
+            Validate.self, Plan.self, Rehearse.self, Send.self, Runs.self, Report.self, Cancel.self, Replay.self,
+            Tokens.self,
             Sim.self,
         ]
     )

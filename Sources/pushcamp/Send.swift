@@ -255,26 +255,3 @@ extension OpenedRun {
         )
     }
 }
-
-/// Times as the journal's commands print them.
-enum Timestamps {
-    /// UTC, to the second: `2026-11-21 09:30:00Z`.
-    static func text(_ secondsSince1970: Double) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss'Z'"
-        return formatter.string(from: Date(timeIntervalSince1970: secondsSince1970))
-    }
-
-    /// ISO 8601 in UTC, to the millisecond when there are any: `2026-11-21T09:30:00.250Z`.
-    static func iso(_ secondsSince1970: Double) -> String {
-        let date = Date(timeIntervalSince1970: secondsSince1970)
-        return secondsSince1970.truncatingRemainder(dividingBy: 1) == 0
-            ? date.formatted(isoSeconds) : date.formatted(isoMilliseconds)
-    }
-
-    // Made once: an export formats two times per token.
-    private static let isoSeconds = Date.ISO8601FormatStyle()
-    private static let isoMilliseconds = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
-}

@@ -57,13 +57,4 @@ struct PolicyTests {
                 == .credentials(reason: "InvalidProviderToken")
         )
     }
-
-    @Test func latencyPercentiles() {
-        var histogram = LatencyHistogram()
-        for millisecond in 1...100 { histogram.record(nanoseconds: Int64(millisecond) * 1_000_000) }
-        let p50 = histogram.percentile(0.5)!
-        let p99 = histogram.percentile(0.99)!
-        #expect(abs(p50 - 0.050) / 0.050 < 0.04)
-        #expect(abs(p99 - 0.099) / 0.099 < 0.04)
-    }
 }

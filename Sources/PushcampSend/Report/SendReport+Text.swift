@@ -1,4 +1,5 @@
 import Foundation
+import PushcampJournal
 
 extension SendReport {
     /// The end-of-run report for people.
@@ -58,7 +59,7 @@ extension SendReport {
         )
         if let p50 = latency.percentile(0.5), let p90 = latency.percentile(0.9), let p99 = latency.percentile(0.99) {
             lines.append(
-                "latency p50 \(Self.milliseconds(p50)), p90 \(Self.milliseconds(p90)), p99 \(Self.milliseconds(p99))"
+                "latency p50 \(Durations.milliseconds(p50)), p90 \(Durations.milliseconds(p90)), p99 \(Durations.milliseconds(p99))"
             )
         }
         lines.append(
@@ -85,9 +86,5 @@ extension SendReport {
             )
         }
         return lines.joined(separator: "\n") + "\n"
-    }
-
-    static func milliseconds(_ seconds: Double) -> String {
-        seconds < 0.01 ? String(format: "%.2f ms", seconds * 1000) : String(format: "%.0f ms", seconds * 1000)
     }
 }

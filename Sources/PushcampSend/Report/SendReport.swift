@@ -1,3 +1,4 @@
+import PushcampJournal
 import PushcampModel
 
 /// What a send did: every planned push accounted for, by status and reason.
@@ -72,6 +73,20 @@ public struct SendReport: Sendable {
     public static let deadTokenLimit = 100_000
 
     public var failed: Int { failures.values.reduce(0, +) }
+
+    /// What the journal keeps of this send beyond outcomes; `seconds` is the time spent so far.
+    public func stats(seconds: Double) -> RunStats {
+        var stats = RunStats()
+        stats.latency = latency
+        stats.retries = retries
+        stats.seconds = seconds
+        stats.connectionsOpened = connectionsOpened
+        stats.disconnects = disconnects
+        return stats
+    }
+
+    /// The finished send's statistics.
+    public var stats: RunStats { stats(seconds: seconds) }
     public var answered: Int { delivered + failed }
     public var throughput: Double { seconds > 0 ? Double(answered) / seconds : 0 }
     public var totalRetries: Int { retries.values.reduce(0, +) }

@@ -34,6 +34,8 @@ public final class Executor: Sendable {
         public var resume = ResumePoint()
         /// Seconds between checks for `pushcamp cancel`.
         public var cancelCheckInterval = 0.5
+        /// How often the run's statistics (latencies, retries) are saved to the journal while sending.
+        public var statsInterval = 1.0
         /// A replay's recipients (plan seqs): only these are sent; nil sends the whole plan.
         public var only: SeqSet?
 
@@ -114,6 +116,7 @@ public final class Executor: Sendable {
             return report
         }
         if let journal = options.journal {
+            journal.saveStats(result.stats)
             let status: RunStatus
             switch result.stop {
             case .cancelled?: status = .cancelled
@@ -287,6 +290,7 @@ public final class Executor: Sendable {
     private func reportProgress(_ progress: @escaping @Sendable (SendProgress) -> Void) async {
         var next = options.progressInterval
         var nextCancelCheck = options.cancelCheckInterval
+        var nextStatsSave = options.statsInterval
         while !control.withLock({ $0.finished }) {
             try? await Task.sleep(for: .milliseconds(50))
             if let journal = options.journal, elapsed() >= nextCancelCheck {
@@ -296,6 +300,11 @@ public final class Executor: Sendable {
                 } else if journal.cancelRequested() {
                     halt(.cancelled)
                 }
+            }
+            if let journal = options.journal, elapsed() >= nextStatsSave {
+                nextStatsSave = elapsed() + options.statsInterval
+                let stats = report.withLock { $0.stats(seconds: elapsed()) }
+                journal.saveStats(stats)
             }
             guard elapsed() >= next else { continue }
             next += options.progressInterval

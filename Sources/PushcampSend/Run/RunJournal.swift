@@ -26,6 +26,8 @@ public final class RunJournal: @unchecked Sendable {
     private var writerDone = false
     /// Seqs a resume found with a row but never sent: their first attempt is a row, not a range.
     private let unsentRows: Set<Int>
+    /// What the sends before this one (of a resumed run) measured.
+    private let previousStats: RunStats
 
     public init(
         store: any JournalStore,
@@ -37,6 +39,7 @@ public final class RunJournal: @unchecked Sendable {
         self.run = run
         self.gatherWindow = gatherWindow
         self.unsentRows = Set(resume.pending.compactMap { $0.value == .unsent ? $0.key : nil })
+        self.previousStats = resume.stats
         let thread = Thread { [self] in write() }
         thread.name = "pushcamp-journal"
         thread.start()
@@ -95,6 +98,16 @@ public final class RunJournal: @unchecked Sendable {
         }
         pending.possibleDuplicates += possibleDuplicates
         pending.invalidTokens.append(contentsOf: invalidTokens)
+        if wasEmpty { condition.signal() }
+        condition.unlock()
+    }
+
+    /// Queues this send's statistics so far (added to earlier sends' of the run) for the next commit.
+    func saveStats(_ stats: RunStats) {
+        let total = previousStats.adding(stats)
+        condition.lock()
+        let wasEmpty = isIdle
+        pending.stats = total
         if wasEmpty { condition.signal() }
         condition.unlock()
     }

@@ -1,0 +1,129 @@
+import Foundation
+import Histogram
+
+/// Request latencies (from writing a request to its answer) in an HdrHistogram: microsecond units,
+/// three significant digits, up to an hour. Fixed memory whatever the count; stored per run as its
+/// non-empty buckets.
+public struct LatencyHistogram: Sendable, Equatable {
+    public static let highestMicroseconds: UInt64 = 3_600_000_000
+    private var histogram = Histogram<UInt64>(
+        lowestDiscernibleValue: 1,
+        highestTrackableValue: highestMicroseconds,
+        numberOfSignificantValueDigits: .three
+    )
+
+    public init() {}
+
+    public var count: UInt64 { histogram.totalCount }
+
+    public mutating func record(nanoseconds: Int64) {
+        record(microseconds: UInt64(max(1, nanoseconds / 1000)), count: 1)
+    }
+
+    mutating func record(microseconds: UInt64, count: UInt64) {
+        histogram.record(min(microseconds, Self.highestMicroseconds), count: count)
+    }
+
+    /// The latency (seconds) at or under which `fraction` (0…1) of the recorded ones fall; nil when empty.
+    public func percentile(_ fraction: Double) -> Double? {
+        guard count > 0 else { return nil }
+        return Double(histogram.valueAtPercentile(fraction * 100)) / 1_000_000
+    }
+
+    /// The largest recorded latency (seconds); nil when empty.
+    public var maximum: Double? { count > 0 ? Double(histogram.max) / 1_000_000 : nil }
+
+    public mutating func add(_ other: LatencyHistogram) {
+        histogram.add(other.histogram)
+    }
+
+    /// The non-empty buckets, lowest first: each bucket's highest value in microseconds and its count.
+    public var buckets: [(microseconds: UInt64, count: UInt64)] {
+        histogram.recordedValues().map { ($0.value, UInt64($0.count)) }
+    }
+
+    /// Counts per range `bounds[i]..<bounds[i+1]` (microseconds), for drawing the distribution.
+    public func counts(between bounds: [UInt64]) -> [UInt64] {
+        guard bounds.count > 1 else { return [] }
+        return (0..<(bounds.count - 1)).map { index in
+            histogram.count(within: bounds[index]...(bounds[index + 1] - 1))
+        }
+    }
+
+    public static func == (lhs: LatencyHistogram, rhs: LatencyHistogram) -> Bool {
+        lhs.buckets.elementsEqual(rhs.buckets) { $0 == $1 }
+    }
+}
+
+/// What a run's sends measured, beyond each recipient's outcome: kept in the journal (replaced about
+/// once a second while sending) so `pushcamp report` has it after the process is gone. A resumed run
+/// adds to what the runs before it stored.
+public struct RunStats: Sendable, Equatable {
+    /// Latencies of the answered requests, retries included.
+    public var latency = LatencyHistogram()
+    /// Sends beyond a recipient's first, by cause (an APNs reason, `timeout`, `connection-lost`…).
+    public var retries: [String: Int] = [:]
+    /// Time spent sending, summed over the processes that sent the run.
+    public var seconds = 0.0
+    public var connectionsOpened = 0
+    /// Connections that ended, by why.
+    public var disconnects: [String: Int] = [:]
+
+    public init() {}
+
+    public var totalRetries: Int { retries.values.reduce(0, +) }
+
+    /// These stats followed by `later`'s (a resumed run's).
+    public func adding(_ later: RunStats) -> RunStats {
+        var sum = self
+        sum.latency.add(later.latency)
+        sum.retries.merge(later.retries, uniquingKeysWith: +)
+        sum.seconds += later.seconds
+        sum.connectionsOpened += later.connectionsOpened
+        sum.disconnects.merge(later.disconnects, uniquingKeysWith: +)
+        return sum
+    }
+}
+
+extension RunStats: Codable {
+    private enum Keys: String, CodingKey {
+        case latency, retries, seconds
+        case connectionsOpened = "connections_opened"
+        case disconnects
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        for pair in try container.decode([[UInt64]].self, forKey: .latency) where pair.count == 2 {
+            latency.record(microseconds: pair[0], count: pair[1])
+        }
+        retries = try container.decode([String: Int].self, forKey: .retries)
+        seconds = try container.decode(Double.self, forKey: .seconds)
+        connectionsOpened = try container.decode(Int.self, forKey: .connectionsOpened)
+        disconnects = try container.decode([String: Int].self, forKey: .disconnects)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(latency.buckets.map { [$0.microseconds, $0.count] }, forKey: .latency)
+        try container.encode(retries, forKey: .retries)
+        try container.encode(seconds, forKey: .seconds)
+        try container.encode(connectionsOpened, forKey: .connectionsOpened)
+        try container.encode(disconnects, forKey: .disconnects)
+    }
+
+    /// As stored: JSON.
+    public func encoded() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: (try? encoder.encode(self)) ?? Data("{}".utf8), as: UTF8.self)
+    }
+
+    public static func decode(_ text: String) throws(JournalError) -> RunStats {
+        do {
+            return try JSONDecoder().decode(RunStats.self, from: Data(text.utf8))
+        } catch {
+            throw JournalError(.corrupt, "a run's stored statistics cannot be read: \(error)")
+        }
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+
+/// The report's charts as inline SVG: fixed view boxes that scale to the page, text in the page's
+/// font, colours from the page's style sheet (classes), no scripts.
+enum Charts {
+    /// One bar per row, longest for the largest value; a non-zero value always shows a sliver.
+    static func horizontalBars(_ rows: [(label: String, value: Double, text: String, kind: String)]) -> String {
+        let width = 960.0
+        let labelWidth = 260.0
+        let valueWidth = 150.0
+        let rowHeight = 26.0
+        let height = rowHeight * Double(max(1, rows.count)) + 8
+        let top = rows.map(\.value).max() ?? 0
+        let span = width - labelWidth - valueWidth
+        var svg = open(width, height, "bars")
+        for (index, row) in rows.enumerated() {
+            let y = 4 + Double(index) * rowHeight
+            let length = top > 0 ? (row.value > 0 ? max(2, span * row.value / top) : 0) : 0
+            svg += text(labelWidth - 8, y + 17, row.label, anchor: "end")
+            svg += "<rect class=\"bar \(escape(row.kind))\" x=\"\(labelWidth)\" y=\"\(format(y + 4))\" "
+            svg += "width=\"\(format(length))\" height=\"\(format(rowHeight - 8))\" rx=\"2\"/>"
+            svg += text(labelWidth + length + 6, y + 17, row.text)
+        }
+        return svg + "</svg>\n"
+    }
+
+    /// A line over an area: `points[i]` is the value `secondsPerPoint` × i seconds after `start`;
+    /// `label` names a second (for the time axis).
+    static func timeSeries(
+        _ points: [Double],
+        start: Int64,
+        secondsPerPoint: Int,
+        label: (Int64) -> String
+    ) -> String {
+        let (width, height) = (960.0, 280.0)
+        let (left, right, top, bottom) = (64.0, 16.0, 12.0, 32.0)
+        let plotWidth = width - left - right
+        let plotHeight = height - top - bottom
+        let ceiling = niceCeiling(points.max() ?? 0)
+        func x(_ index: Int) -> Double {
+            points.count > 1 ? left + plotWidth * Double(index) / Double(points.count - 1) : left + plotWidth / 2
+        }
+        func y(_ value: Double) -> Double { top + plotHeight * (1 - value / ceiling) }
+        var svg = open(width, height, "answers per second over time")
+        for step in 0...4 {
+            let value = ceiling * Double(step) / 4
+            svg += line(left, y(value), width - right, y(value), step == 0 ? "axis" : "grid")
+            svg += text(left - 6, y(value) + 4, number(value), anchor: "end")
+        }
+        let coordinates = points.indices.map { "\(format(x($0))),\(format(y(points[$0])))" }
+        if points.count == 1 {
+            svg += "<rect class=\"bar\" x=\"\(format(x(0) - 6))\" y=\"\(format(y(points[0])))\" width=\"12\" "
+            svg += "height=\"\(format(plotHeight - (y(points[0]) - top)))\"/>"
+        } else {
+            svg += "<polygon class=\"area\" points=\"\(format(left)),\(format(y(0))) "
+            svg += coordinates.joined(separator: " ") + " \(format(x(points.count - 1))),\(format(y(0)))\"/>"
+            svg += "<polyline class=\"line\" points=\"" + coordinates.joined(separator: " ") + "\"/>"
+        }
+        let ticks = points.count > 1 ? [0, (points.count - 1) / 2, points.count - 1] : [0]
+        for (position, index) in Set(ticks).sorted().enumerated() {
+            let anchor = ticks.count == 1 ? "middle" : ["start", "middle", "end"][min(2, position)]
+            svg += text(x(index), height - 10, label(start + Int64(index * secondsPerPoint)), anchor: anchor)
+        }
+        return svg + "</svg>\n"
+    }
+
+    /// Columns with their labels under them and counts over them.
+    static func verticalBars(_ bars: [(label: String, value: Double)]) -> String {
+        let (width, height) = (960.0, 240.0)
+        let (top, bottom) = (20.0, 36.0)
+        let plotHeight = height - top - bottom
+        let slot = width / Double(max(1, bars.count))
+        let highest = bars.map(\.value).max() ?? 0
+        var svg = open(width, height, "latency distribution")
+        svg += line(0, height - bottom, width, height - bottom, "axis")
+        for (index, bar) in bars.enumerated() {
+            let barHeight = highest > 0 ? (bar.value > 0 ? max(2, plotHeight * bar.value / highest) : 0) : 0
+            let x = Double(index) * slot
+            svg += "<rect class=\"bar\" x=\"\(format(x + slot * 0.15))\" y=\"\(format(height - bottom - barHeight))\" "
+            svg += "width=\"\(format(slot * 0.7))\" height=\"\(format(barHeight))\" rx=\"2\"/>"
+            svg += text(x + slot / 2, height - bottom - barHeight - 5, number(bar.value), anchor: "middle")
+            svg += text(x + slot / 2, height - 14, bar.label, anchor: "middle")
+        }
+        return svg + "</svg>\n"
+    }
+
+    // MARK: Pieces
+
+    static func open(_ width: Double, _ height: Double, _ label: String) -> String {
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 \(format(width)) \(format(height))\" role=\"img\" "
+            + "aria-label=\"\(escape(label))\">"
+    }
+
+    static func text(_ x: Double, _ y: Double, _ content: String, anchor: String = "start") -> String {
+        "<text x=\"\(format(x))\" y=\"\(format(y))\" text-anchor=\"\(anchor)\">\(escape(content))</text>"
+    }
+
+    static func line(_ x1: Double, _ y1: Double, _ x2: Double, _ y2: Double, _ kind: String) -> String {
+        "<line class=\"\(kind)\" x1=\"\(format(x1))\" y1=\"\(format(y1))\" x2=\"\(format(x2))\" y2=\"\(format(y2))\"/>"
+    }
+
+    /// A coordinate to a tenth.
+    static func format(_ value: Double) -> String {
+        let tenths = (value * 10).rounded() / 10
+        return tenths == tenths.rounded() ? String(Int(tenths)) : String(tenths)
+    }
+
+    /// `950`, `12.5k`, `1.2M`.
+    static func number(_ value: Double) -> String {
+        if value >= 1_000_000 { return String(format: "%.1fM", value / 1_000_000) }
+        if value >= 10_000 { return String(format: "%.0fk", value / 1000) }
+        if value >= 1000 { return String(format: "%.1fk", value / 1000) }
+        return value == value.rounded() ? String(Int(value)) : String(format: "%.1f", value)
+    }
+
+    /// The axis top: 1, 2 or 5 × a power of ten, at or above `value` (1 for nothing).
+    static func niceCeiling(_ value: Double) -> Double {
+        guard value > 0 else { return 1 }
+        let magnitude = pow(10, (log10(value)).rounded(.down))
+        for factor in [1.0, 2, 5, 10] where factor * magnitude >= value { return factor * magnitude }
+        return 10 * magnitude
+    }
+}

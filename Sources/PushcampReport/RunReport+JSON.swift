@@ -1,0 +1,93 @@
+import PushcampJournal
+import PushcampModel
+
+extension RunReport {
+    /// The report as JSON for dashboards and scripts; keys and their order are stable
+    /// (docs/report-json.md). Times are ISO 8601 UTC, durations and latencies seconds.
+    public func json() -> String {
+        let outcomesJSON = outcomes.map { outcome -> JSONValue in
+            .object([
+                ("kind", .string(outcome.kind.rawValue)), ("status", outcome.status.map { .integer($0) } ?? .null),
+                ("reason", .optional(outcome.reason)), ("count", .integer(outcome.count)),
+            ])
+        }
+        let latencyJSON: JSONValue =
+            latency.map { latency in
+                .object([
+                    ("count", .integer(Int(latency.count))), ("p50", .number(latency.p50)),
+                    ("p90", .number(latency.p90)),
+                    ("p99", .number(latency.p99)), ("p99_9", .number(latency.p999)), ("max", .number(latency.max)),
+                    (
+                        "distribution",
+                        .array(
+                            latencyDistribution.map {
+                                .object([
+                                    ("from", .number(Double($0.from) / 1_000_000)),
+                                    ("to", .number(Double($0.to) / 1_000_000)), ("count", .integer(Int($0.count))),
+                                ])
+                            }
+                        )
+                    ),
+                ])
+            } ?? .null
+        let document: JSONValue = .object([
+            ("run", .integer(Int(run.id.rawValue))), ("campaign", .string(run.campaign)),
+            ("revision", .string(run.revision)), ("status", .string(run.status.rawValue)),
+            ("file", .optional(run.file)),
+            (
+                "replay_of",
+                run.replay.map {
+                    .object([
+                        ("run", .integer(Int($0.run.rawValue))), ("reasons", .array($0.reasons.map { .string($0) })),
+                    ])
+                } ?? .null
+            ),
+            ("started_at", .string(Timestamps.iso(run.startedAt))),
+            ("updated_at", .string(Timestamps.iso(run.updatedAt))),
+            ("wall_seconds", .number(Self.rounded(wallSeconds))),
+            ("sending_seconds", .number(Self.rounded(stats.seconds))),
+            ("planned", run.planned.map { .integer($0) } ?? .null), ("recipients", .integer(recipients)),
+            ("delivered", .integer(delivered)), ("failed", .integer(failed)), ("outcomes", .array(outcomesJSON)),
+            (
+                "retries",
+                .object([
+                    ("total", .integer(stats.totalRetries)),
+                    ("by_cause", .object(sortedRetries.map { ($0.cause, .integer($0.count)) })),
+                ])
+            ),
+            ("possible_duplicates", .integer(run.possibleDuplicates)), ("latency", latencyJSON),
+            (
+                "throughput",
+                .object([
+                    ("average_per_second", .number(Self.rounded(averagePerSecond))),
+                    ("peak_per_second", .integer(peak.map { $0.delivered + $0.failed } ?? 0)),
+                    (
+                        "per_second",
+                        .array(
+                            perSecond.map {
+                                .object([
+                                    ("at", .string(Timestamps.iso(Double($0.second)))),
+                                    ("delivered", .integer($0.delivered)), ("failed", .integer($0.failed)),
+                                ])
+                            }
+                        )
+                    ),
+                ])
+            ),
+            (
+                "connections",
+                .object([
+                    ("opened", .integer(stats.connectionsOpened)),
+                    (
+                        "ended",
+                        .object(stats.disconnects.sorted { $0.key < $1.key }.map { ($0.key, .integer($0.value)) })
+                    ),
+                ])
+            ),
+        ])
+        return document.text + "\n"
+    }
+
+    /// To the microsecond: enough for seconds and rates, and stable output.
+    static func rounded(_ value: Double) -> Double { (value * 1_000_000).rounded() / 1_000_000 }
+}

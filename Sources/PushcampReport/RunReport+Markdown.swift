@@ -1,0 +1,42 @@
+import Foundation
+import PushcampJournal
+
+extension RunReport {
+    /// The report for a pull request, an issue or a wiki page.
+    public func markdown() -> String {
+        var out = "### Run \(run.id) of `\(run.campaign)`: \(run.status.rawValue)\n\n"
+        out += "| | |\n|---|---|\n"
+        out += "| revision | `\(run.revision)` |\n"
+        if let replay = run.replay {
+            out += "| replay of | run \(replay.run) (\(replay.reasons.map { "`\($0)`" }.joined(separator: ", "))) |\n"
+        }
+        out += "| started | \(Timestamps.text(run.startedAt)) |\n| last update | \(Timestamps.text(run.updatedAt)) |\n"
+        out += "| duration | \(Durations.text(wallSeconds)) (\(Durations.text(stats.seconds)) sending) |\n"
+        out += String(format: "| throughput | %.0f answers/s while sending", averagePerSecond)
+        out += (peak.map { "; busiest second \($0.delivered + $0.failed)" } ?? "") + " |\n"
+        out += "| retries | \(stats.totalRetries) |\n| possible duplicates | \(run.possibleDuplicates) |\n\n"
+
+        out += "#### Outcomes\n\n| outcome | recipients | share |\n|---|---:|---:|\n"
+        let total = max(1, recipients)
+        for outcome in outcomes where outcome.count > 0 || outcome.kind == .delivered {
+            out += "| \(outcome.label) | \(outcome.count) | "
+            out += String(format: "%.2f%%", Double(outcome.count) * 100 / Double(total)) + " |\n"
+        }
+        out += "| **total** | **\(recipients)** | |\n\n"
+
+        if !stats.retries.isEmpty {
+            out += "#### Retries\n\n| cause | sends |\n|---|---:|\n"
+            for retry in sortedRetries { out += "| \(retry.cause) | \(retry.count) |\n" }
+            out += "\n"
+        }
+        if let latency {
+            out +=
+                "#### Latency (\(latency.count) answers)\n\n| p50 | p90 | p99 | p99.9 | max |\n|---:|---:|---:|---:|---:|\n"
+            out +=
+                "| "
+                + [latency.p50, latency.p90, latency.p99, latency.p999, latency.max].map(Durations.milliseconds)
+                .joined(separator: " | ") + " |\n"
+        }
+        return out
+    }
+}

@@ -1,0 +1,154 @@
+import PushcampJournal
+
+/// Everything `pushcamp report` says about one run, read back from the journal: every recipient's
+/// outcome by status and reason, retries, possible duplicates, latency percentiles, answers per
+/// second and how long it took. A value: the renderers (text, JSON, Markdown, HTML) are pure.
+public struct RunReport: Sendable {
+    /// Final outcomes and where the rest stand, one entry per (state, status, reason).
+    public struct Outcome: Sendable, Hashable {
+        public enum Kind: String, Sendable, Hashable, CaseIterable {
+            case delivered
+            case failed
+            /// To be sent again (a retry's due time, or held back by refused credentials).
+            case waiting
+            /// Sent with no answer recorded (in flight when the run stopped).
+            case unknown
+            /// Planned but never sent (the run stopped first).
+            case unsent
+        }
+
+        public var kind: Kind
+        /// APNs' HTTP status: 200 for delivered, the failure's status, nil when no answer came.
+        public var status: Int?
+        /// APNs' reason (or Pushcamp's, like `connection-lost`) for failures.
+        public var reason: String?
+        public var count: Int
+
+        /// How people call it: `delivered`, `410 Unregistered`, `waiting to retry`…
+        public var label: String {
+            switch kind {
+            case .delivered: return "delivered"
+            case .failed: return [status.map(String.init), reason].compactMap { $0 }.joined(separator: " ")
+            case .waiting: return "waiting to retry"
+            case .unknown: return "no answer (in flight at stop)"
+            case .unsent: return "not sent"
+            }
+        }
+    }
+
+    /// Latency percentiles, in seconds.
+    public struct Latency: Sendable, Hashable {
+        public var count: UInt64
+        public var p50: Double
+        public var p90: Double
+        public var p99: Double
+        public var p999: Double
+        public var max: Double
+    }
+
+    public var run: RunRecord
+    public var outcomes: [Outcome]
+    public var stats: RunStats
+    public var perSecond: [AnswersInSecond]
+
+    public init(run: RunRecord, outcomes: [Outcome], stats: RunStats, perSecond: [AnswersInSecond]) {
+        self.run = run
+        self.outcomes = outcomes
+        self.stats = stats
+        self.perSecond = perSecond
+    }
+
+    /// Reads run `id` from `journal`; nil when there is no such run.
+    public static func load(_ id: RunID, from journal: any JournalStore) throws -> RunReport? {
+        guard let run = try journal.run(id) else { return nil }
+        // Failures by status and reason from their rows; everything else from the journal's counts.
+        var failures: [String: Outcome] = [:]
+        try journal.forEachRecipient(of: id) { row in
+            guard case .failed(let status, let reason, _) = row.state else { return }
+            failures[
+                "\(status.map(String.init) ?? "-") \(reason)",
+                default: Outcome(kind: .failed, status: status, reason: reason, count: 0)
+            ]
+            .count += 1
+        }
+        let counts = try journal.counts(of: id)
+        var outcomes = [Outcome(kind: .delivered, status: 200, reason: nil, count: counts.delivered)]
+        outcomes += failures.values.sorted { $0.count != $1.count ? $0.count > $1.count : $0.label < $1.label }
+        outcomes.append(Outcome(kind: .waiting, status: nil, reason: nil, count: counts.waiting))
+        outcomes.append(Outcome(kind: .unknown, status: nil, reason: nil, count: counts.unknown + counts.inFlight))
+        let neverSent = counts.planned + max(0, (run.planned ?? 0) - counts.total)
+        outcomes.append(Outcome(kind: .unsent, status: nil, reason: nil, count: neverSent))
+        return RunReport(
+            run: run,
+            outcomes: outcomes,
+            stats: try journal.stats(of: id) ?? RunStats(),
+            perSecond: try journal.answersPerSecond(of: id)
+        )
+    }
+
+    // MARK: Derived figures
+
+    public func count(_ kind: Outcome.Kind) -> Int {
+        outcomes.lazy.filter { $0.kind == kind }.reduce(0) { $0 + $1.count }
+    }
+
+    public var delivered: Int { count(.delivered) }
+    public var failed: Int { count(.failed) }
+    /// Recipients the report accounts for: the plan's when known, else those the journal has.
+    public var recipients: Int { outcomes.reduce(0) { $0 + $1.count } }
+
+    /// Final failures by reason, most first.
+    public var failures: [Outcome] { outcomes.filter { $0.kind == .failed } }
+
+    public var latency: Latency? {
+        let histogram = stats.latency
+        guard let p50 = histogram.percentile(0.5), let p90 = histogram.percentile(0.9),
+            let p99 = histogram.percentile(0.99), let p999 = histogram.percentile(0.999), let max = histogram.maximum
+        else { return nil }
+        return Latency(count: histogram.count, p50: p50, p90: p90, p99: p99, p999: p999, max: max)
+    }
+
+    /// From the run's start to its last update (its end, for a finished run), gaps between resumed
+    /// sends included.
+    public var wallSeconds: Double { max(0, run.updatedAt - run.startedAt) }
+
+    /// Final answers per second of sending.
+    public var averagePerSecond: Double {
+        stats.seconds > 0 ? Double(delivered + failed) / stats.seconds : 0
+    }
+
+    /// The busiest second.
+    public var peak: AnswersInSecond? {
+        perSecond.max { $0.delivered + $0.failed < $1.delivered + $1.failed }
+    }
+
+    /// Answers per second from the first answer's second to the last, `width` points at most: each
+    /// point averages `secondsPerPoint` seconds (1 unless the run is longer than `width` seconds).
+    public func series(width: Int) -> (start: Int64, secondsPerPoint: Int, points: [Double]) {
+        guard let first = perSecond.first?.second, let last = perSecond.last?.second else { return (0, 1, []) }
+        let span = Int(last - first) + 1
+        let step = max(1, (span + width - 1) / width)
+        var points = [Double](repeating: 0, count: (span + step - 1) / step)
+        for second in perSecond {
+            points[Int(second.second - first) / step] += Double(second.delivered + second.failed)
+        }
+        return (first, step, points.map { $0 / Double(step) })
+    }
+
+    /// Latency counts between log-spaced bounds (1, 2, 5 per decade from 100 µs), trimmed to the
+    /// recorded range: (lower bound µs, upper bound µs, count).
+    public var latencyDistribution: [(from: UInt64, to: UInt64, count: UInt64)] {
+        var bounds: [UInt64] = [0]
+        var decade: UInt64 = 100
+        while decade <= 100_000_000 {
+            bounds += [decade, decade * 2, decade * 5]
+            decade *= 10
+        }
+        bounds.append(LatencyHistogram.highestMicroseconds + 1)
+        let counts = stats.latency.counts(between: bounds)
+        guard let first = counts.firstIndex(where: { $0 > 0 }), let last = counts.lastIndex(where: { $0 > 0 }) else {
+            return []
+        }
+        return (first...last).map { (bounds[$0], bounds[$0 + 1], counts[$0]) }
+    }
+}

@@ -1,0 +1,91 @@
+import ArgumentParser
+import Foundation
+import PushcampJournal
+import PushcampReport
+
+struct Report: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Say what a run did: outcomes by status and reason, retries, latency, throughput.",
+        discussion: """
+            Reads the run from the journal, so it works during a send, after it, and after a crash. \
+            Every recipient of the run is accounted for: delivered, failed (by APNs status and \
+            reason), waiting to retry, sent with no answer (in flight when the run stopped) or not \
+            sent. Also: retries by cause, possible duplicates, latency percentiles (an \
+            HdrHistogram of every answer, retries included), answers per second over time, and how \
+            long it took (wall time from start to last update, and time spent sending, which \
+            leaves out the gaps between a killed send and its resume).
+
+            Latencies, retries and connection counts are saved about once a second while sending: \
+            after a kill -9 the last second's may be missing from them. Outcomes are never missing.
+
+            Formats: text (the terminal), markdown (a pull request or issue), json (dashboards and \
+            scripts; shape in docs/report-json.md), html (one self-contained page with charts of \
+            outcomes by reason, answers per second and the latency distribution).
+
+            Examples:
+              pushcamp report
+              pushcamp report 12 --format markdown
+              pushcamp report 12 --format html --output run-12.html
+              pushcamp report --format json | jq '.outcomes[] | select(.kind == "failed")'
+            """
+    )
+
+    @Argument(help: ArgumentHelp("The run (its number in `pushcamp runs`); default: the latest run.", valueName: "run"))
+    var runNumber: Int64?
+
+    @Option(help: "text, json, markdown or html.")
+    var format: ReportFormat = .text
+
+    @Option(
+        name: [.short, .long],
+        help: ArgumentHelp("Write the report to this file instead of printing it.", valueName: "file")
+    )
+    var output: String?
+
+    @OptionGroup var journalOption: JournalOption
+
+    enum ReportFormat: String, ExpressibleByArgument, CaseIterable {
+        case text, json, markdown, html
+    }
+
+    func run() throws {
+        let (journal, path) = try journalOption.open()
+        let report: RunReport
+        do {
+            let id: RunID
+            if let runNumber {
+                id = RunID(runNumber)
+            } else if let latest = try journal.runs(limit: 1).first {
+                id = latest.id
+            } else {
+                printError("error: the journal \(path) has no runs yet")
+                throw ExitCode(1)
+            }
+            guard let loaded = try RunReport.load(id, from: journal) else {
+                printError("error: no run \(id) in \(path); `pushcamp runs` lists them")
+                throw ExitCode(1)
+            }
+            report = loaded
+        } catch let error as JournalError {
+            printError("error: \(error.message)")
+            throw ExitCode(1)
+        }
+        let text: String
+        switch format {
+        case .text: text = report.text()
+        case .json: text = report.json()
+        case .markdown: text = report.markdown()
+        case .html: text = report.html()
+        }
+        guard let output else {
+            print(text, terminator: "")
+            return
+        }
+        do {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: output))
+        } catch {
+            printError("error: cannot write \(output): \(error.localizedDescription)")
+            throw ExitCode(1)
+        }
+    }
+}

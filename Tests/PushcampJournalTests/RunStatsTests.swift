@@ -1,0 +1,87 @@
+import Foundation
+import PushcampJournal
+import Testing
+
+@Suite("Run statistics")
+struct RunStatsTests {
+    @Test func latencyPercentilesAreAccurateToThreeDigits() {
+        var histogram = LatencyHistogram()
+        for millisecond in 1...100 { histogram.record(nanoseconds: Int64(millisecond) * 1_000_000) }
+        #expect(histogram.count == 100)
+        let p50 = histogram.percentile(0.5)!
+        let p99 = histogram.percentile(0.99)!
+        #expect(abs(p50 - 0.050) / 0.050 < 0.001)
+        #expect(abs(p99 - 0.099) / 0.099 < 0.001)
+        #expect(abs(histogram.maximum! - 0.1) / 0.1 < 0.001)
+        #expect(histogram.counts(between: [0, 10_500, 50_500, 1_000_000]) == [10, 40, 50])
+        #expect(LatencyHistogram().percentile(0.5) == nil)
+    }
+
+    @Test func statsSurviveTheJournalAndAddUpAcrossResumes() throws {
+        var first = RunStats()
+        for microseconds in [800, 1_200, 15_000] { first.latency.record(nanoseconds: Int64(microseconds) * 1000) }
+        first.retries = ["TooManyRequests": 2]
+        first.seconds = 1.5
+        first.connectionsOpened = 2
+        first.disconnects = ["GOAWAY": 1]
+        let decoded = try RunStats.decode(first.encoded())
+        #expect(decoded == first)
+
+        var second = RunStats()
+        second.latency.record(nanoseconds: 2_000_000)
+        second.retries = ["TooManyRequests": 1, "timeout": 4]
+        second.seconds = 0.5
+        let total = first.adding(second)
+        #expect(total.latency.count == 4)
+        #expect(total.retries == ["TooManyRequests": 3, "timeout": 4])
+        #expect(total.totalRetries == 7)
+        #expect(total.seconds == 2.0)
+
+        #expect(throws: JournalError.self) { try RunStats.decode("{\"latency\": 3}") }
+    }
+
+    @Test(arguments: [false, true])
+    func storesKeepTheLatestStatsAndCountAnswersPerSecond(sqlite: Bool) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("stats-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store: any JournalStore =
+            sqlite ? try SQLiteJournal(path: directory.appendingPathComponent("j.sqlite").path) : MemoryJournal()
+        let run = try store.createRun(campaign: "c", revision: "r", now: 1000)
+        #expect(try store.stats(of: run.id) == nil)
+        var stats = RunStats()
+        stats.seconds = 1
+        try store.record(JournalBatch(stats: stats), run: run.id, now: 1000.2)
+        stats.seconds = 2
+        stats.latency.record(nanoseconds: 5_000_000)
+        try store.record(
+            JournalBatch(delivered: [DeliveredRange(first: 0, tokens: ["a", "b", "c"])], stats: stats),
+            run: run.id,
+            now: 1000.5
+        )
+        try store.record(
+            JournalBatch(
+                updates: [
+                    RecipientUpdate(
+                        seq: 3,
+                        token: "d",
+                        state: .failed(status: 410, reason: "Unregistered", apnsTimestamp: 1)
+                    ),
+                    RecipientUpdate(seq: 4, token: "e", state: .delivered(attempt: 2)),
+                    RecipientUpdate(seq: 5, token: "f", state: .waiting(until: 2000, attempt: 1)),
+                ],
+                delivered: [DeliveredRange(first: 6, tokens: ["g"])]
+            ),
+            run: run.id,
+            now: 1002.9
+        )
+        #expect(try store.stats(of: run.id) == stats)
+        #expect(
+            try store.answersPerSecond(of: run.id) == [
+                AnswersInSecond(second: 1000, delivered: 3, failed: 0),
+                AnswersInSecond(second: 1002, delivered: 2, failed: 1),
+            ]
+        )
+        // A resume picks the stats up.
+        #expect(try ResumePoint(journal: store, run: run.id).stats == stats)
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import PushcampJournal
+import PushcampReport
+import Testing
+
+@Suite("Run reports")
+struct RunReportTests {
+    /// A run of 10 recipients: 0-5 delivered first time (two commits, a second apart), 6 delivered on
+    /// its second attempt, 7 and 8 failed, 9 in flight when the run stopped; 12 planned.
+    static func journal() throws -> (MemoryJournal, RunID) {
+        let journal = MemoryJournal()
+        let run = try journal.createRun(campaign: "spring", revision: "abc", now: 1_000)
+        try journal.record(JournalBatch(dispatched: [0...9]), run: run.id, now: 1_000.1)
+        try journal.record(
+            JournalBatch(delivered: [DeliveredRange(first: 0, tokens: ["t0", "t1", "t2", "t3"])]),
+            run: run.id,
+            now: 1_000.4
+        )
+        var stats = RunStats()
+        for milliseconds in [2, 3, 3, 4, 5, 8, 9, 12, 40, 250] {
+            stats.latency.record(nanoseconds: Int64(milliseconds) * 1_000_000)
+        }
+        stats.retries = ["TooManyRequests": 1]
+        stats.seconds = 2.5
+        stats.connectionsOpened = 2
+        stats.disconnects = ["GOAWAY NO_ERROR": 1]
+        try journal.record(
+            JournalBatch(
+                updates: [
+                    RecipientUpdate(seq: 6, token: "t6", state: .delivered(attempt: 2)),
+                    RecipientUpdate(
+                        seq: 7,
+                        token: "t7",
+                        state: .failed(status: 410, reason: "Unregistered", apnsTimestamp: 5)
+                    ),
+                    RecipientUpdate(
+                        seq: 8,
+                        token: "t8",
+                        state: .failed(status: 400, reason: "BadDeviceToken", apnsTimestamp: nil)
+                    ),
+                ],
+                delivered: [DeliveredRange(first: 4, tokens: ["t4", "t5"])],
+                possibleDuplicates: 1,
+                stats: stats
+            ),
+            run: run.id,
+            now: 1_001.6
+        )
+        try journal.setPlanned(12, of: run.id)
+        try journal.setStatus(.interrupted, of: run.id, now: 1_003)
+        return (journal, run.id)
+    }
+
+    @Test func everyRecipientIsAccountedForByStatusAndReason() throws {
+        let (journal, id) = try Self.journal()
+        let report = try #require(try RunReport.load(id, from: journal))
+        #expect(report.delivered == 7)
+        #expect(report.failed == 2)
+        #expect(report.recipients == 12)
+        let byLabel = Dictionary(uniqueKeysWithValues: report.outcomes.map { ($0.label, $0.count) })
+        #expect(byLabel["delivered"] == 7)
+        #expect(byLabel["410 Unregistered"] == 1)
+        #expect(byLabel["400 BadDeviceToken"] == 1)
+        #expect(byLabel["no answer (in flight at stop)"] == 1)
+        #expect(byLabel["not sent"] == 2)
+        #expect(
+            report.perSecond == [
+                AnswersInSecond(second: 1_000, delivered: 4, failed: 0),
+                AnswersInSecond(second: 1_001, delivered: 3, failed: 2),
+            ]
+        )
+        #expect(report.peak?.second == 1_001)
+        #expect(abs(report.averagePerSecond - 9 / 2.5) < 1e-9)
+        #expect(report.wallSeconds == 3)
+        let latency = try #require(report.latency)
+        #expect(latency.count == 10)
+        #expect(abs(latency.p50 - 0.005) < 0.0001)
+        #expect(abs(latency.max - 0.25) / 0.25 < 0.001)
+        // 2–5 ms: 2, 3, 3, 4 (5 ms opens the next bin); 5–10: 5, 8, 9; 10–20: 12; 20–50: 40; 200–500: 250.
+        #expect(report.latencyDistribution.map(\.count) == [4, 3, 1, 1, 0, 0, 1])
+        #expect(try RunReport.load(RunID(99), from: journal) == nil)
+    }
+
+    @Test func theJSONShapeIsStable() throws {
+        let (journal, id) = try Self.journal()
+        let json = try #require(try RunReport.load(id, from: journal)).json()
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        #expect(
+            Array(object.keys).sorted() == [
+                "campaign", "connections", "delivered", "failed", "file", "latency", "outcomes", "planned",
+                "possible_duplicates", "recipients", "replay_of", "retries", "revision", "run", "sending_seconds",
+                "started_at", "status", "throughput", "updated_at", "wall_seconds",
+            ]
+        )
+        #expect(json.hasPrefix(#"{"run":1,"campaign":"spring","revision":"abc","status":"interrupted","file":null,"#))
+        #expect(json.contains(#"{"kind":"failed","status":410,"reason":"Unregistered","count":1}"#))
+        #expect(json.contains(#""retries":{"total":1,"by_cause":{"TooManyRequests":1}}"#))
+        #expect(json.contains(#""per_second":[{"at":"1970-01-01T00:16:40Z","delivered":4,"failed":0},"#))
+        #expect(json.contains(#""possible_duplicates":1"#))
+    }
+
+    @Test func textMarkdownAndHTMLSayTheSame() throws {
+        let (journal, id) = try Self.journal()
+        let report = try #require(try RunReport.load(id, from: journal))
+        let text = report.text()
+        #expect(text.hasPrefix("Run 1 of spring: interrupted\n"))
+        #expect(text.contains("\n  410 Unregistered                         1    8.33%\n"), "\(text)")
+        #expect(text.contains("  total                                   12  (the whole plan)\n"), "\(text)")
+        #expect(text.contains("Retries 1: TooManyRequests 1\n"))
+        #expect(text.contains("Latency (10 answers): p50 5.00 ms"))
+        #expect(text.contains("\n  ▇█  (a mark a second)\n"), "\(text)")
+        let markdown = report.markdown()
+        #expect(markdown.contains("| 400 BadDeviceToken | 1 | 8.33% |"))
+        let html = report.html()
+        #expect(html.hasPrefix("<!DOCTYPE html>"))
+        #expect(html.components(separatedBy: "<svg ").count == 4)
+        // Self-contained: no scripts, nothing loaded; the only URLs are the three charts' SVG namespace.
+        #expect(!html.contains("<script") && !html.contains("src=") && !html.contains("href="))
+        #expect(html.components(separatedBy: "http").count - 1 == 3)
+        #expect(html.contains(">400 BadDeviceToken</text>"))
+        #expect(html.contains(">2 ms–5 ms</text>"))
+    }
+
+    @Test func htmlEscapesWhatTheJournalHolds() throws {
+        let journal = MemoryJournal()
+        let run = try journal.createRun(campaign: "c", revision: "<r&>", now: 0, file: "/a/\"b\".yaml", replay: nil)
+        try journal.record(
+            JournalBatch(updates: [
+                RecipientUpdate(seq: 0, token: "t", state: .failed(status: nil, reason: "<img>", apnsTimestamp: nil))
+            ]),
+            run: run.id,
+            now: 1
+        )
+        let html = try #require(try RunReport.load(run.id, from: journal)).html()
+        #expect(!html.contains("<img>") && !html.contains("<r&>"))
+        #expect(html.contains("&lt;img&gt;") && html.contains("&lt;r&amp;&gt;") && html.contains("&quot;b&quot;"))
+        #expect(html.contains("No answers measured."))
+    }
+}
