@@ -42,8 +42,10 @@ enum Charts {
         }
         func y(_ value: Double) -> Double { top + plotHeight * (1 - value / ceiling) }
         var svg = open(width, height, "answers per second over time")
-        for step in 0...4 {
-            let value = ceiling * Double(step) / 4
+        // Gridlines at round values: a 2 × 10ⁿ axis in quarters, the others in fifths.
+        let steps = (ceiling / pow(10, log10(ceiling).rounded(.down))).rounded() == 2 ? 4 : 5
+        for step in 0...steps {
+            let value = ceiling * Double(step) / Double(steps)
             svg += line(left, y(value), width - right, y(value), step == 0 ? "axis" : "grid")
             svg += text(left - 6, y(value) + 4, number(value), anchor: "end")
         }

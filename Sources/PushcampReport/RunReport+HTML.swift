@@ -136,7 +136,7 @@ extension RunReport {
         .meta{color:#5b6575;margin:0}code{font-size:12px}
         .status{font-size:12px;padding:2px 8px;border-radius:10px;vertical-align:middle;background:#e6e9ef}
         .status.finished{background:#d6f0dd;color:#1b6b34}.status.cancelled,.status.interrupted{background:#fbe6cf;color:#8a4b08}
-        .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(130px,1fr));gap:10px;margin-top:18px}
+        .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(108px,1fr));gap:10px;margin-top:18px}
         .card{border:1px solid #e2e6ec;border-radius:8px;padding:10px}
         .card .label{color:#5b6575;font-size:12px}.card .value{font-size:20px;font-weight:600}
         .card .note,.note,.empty{color:#7a8494;font-size:12px}
