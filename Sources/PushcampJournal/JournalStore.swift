@@ -94,7 +94,7 @@ public struct JournalBatch: Sendable, Equatable {
     public var possibleDuplicates: Int
     /// Tokens APNs just called dead, remembered as `rememberInvalidTokens` does.
     public var invalidTokens: [InvalidToken]
-    /// The run's statistics so far, replacing those stored.
+    /// The run's statistics so far, replacing those stored; the run's `updatedAt` becomes the commit's time.
     public var stats: RunStats?
 
     public init(

@@ -80,6 +80,7 @@ public final class MemoryJournal: JournalStore {
 
     public func record(_ batch: JournalBatch, run: RunID, now: Double) throws(JournalError) {
         if batch.possibleDuplicates > 0 { try update(run) { $0.possibleDuplicates += batch.possibleDuplicates } }
+        if batch.stats != nil { try update(run) { $0.updatedAt = now } }
         try rememberInvalidTokens(batch.invalidTokens)
         state.withLock { state in
             if let stats = batch.stats { state.stats[run] = stats }

@@ -265,6 +265,8 @@ public final class SQLiteJournal: JournalStore {
                     sql: "INSERT OR REPLACE INTO run_stats (run, stats, updated_at) VALUES (?, ?, ?)",
                     arguments: [run.rawValue, stats.encoded(), now]
                 )
+                // About once a second: a running (or killed) run's last update stays near its last send.
+                try db.execute(sql: "UPDATE run SET updated_at = ? WHERE id = ?", arguments: [now, run.rawValue])
             }
             if batch.possibleDuplicates > 0 {
                 try db.execute(

@@ -75,6 +75,8 @@ struct RunStatsTests {
             now: 1002.9
         )
         #expect(try store.stats(of: run.id) == stats)
+        // Saving stats marks the run as updated: a killed run's last update is near its last send.
+        #expect(try store.run(run.id)?.updatedAt == 1000.5)
         #expect(
             try store.answersPerSecond(of: run.id) == [
                 AnswersInSecond(second: 1000, delivered: 3, failed: 0),
