@@ -36,16 +36,16 @@ enum Charts {
         let (left, right, top, bottom) = (64.0, 16.0, 12.0, 32.0)
         let plotWidth = width - left - right
         let plotHeight = height - top - bottom
-        let ceiling = niceCeiling(points.max() ?? 0)
+        let step = niceStep(for: points.max() ?? 0)
+        let steps = max(1, Int(((points.max() ?? 0) / step).rounded(.up)))
+        let ceiling = step * Double(steps)
         func x(_ index: Int) -> Double {
             points.count > 1 ? left + plotWidth * Double(index) / Double(points.count - 1) : left + plotWidth / 2
         }
         func y(_ value: Double) -> Double { top + plotHeight * (1 - value / ceiling) }
         var svg = open(width, height, "answers per second over time")
-        // Gridlines at round values: a 2 × 10ⁿ axis in quarters, the others in fifths.
-        let steps = (ceiling / pow(10, log10(ceiling).rounded(.down))).rounded() == 2 ? 4 : 5
-        for step in 0...steps {
-            let value = ceiling * Double(step) / Double(steps)
+        for index in 0...steps {
+            let value = step * Double(index)
             svg += line(left, y(value), width - right, y(value), step == 0 ? "axis" : "grid")
             svg += text(left - 6, y(value) + 4, number(value), anchor: "end")
         }
@@ -107,19 +107,25 @@ enum Charts {
         return tenths == tenths.rounded() ? String(Int(tenths)) : String(tenths)
     }
 
-    /// `950`, `12.5k`, `1.2M`.
+    /// `950`, `5k`, `12.5k`, `1.2M`: a tenth at most, no trailing `.0`.
     static func number(_ value: Double) -> String {
-        if value >= 1_000_000 { return String(format: "%.1fM", value / 1_000_000) }
+        func short(_ scaled: Double, _ unit: String) -> String {
+            let text = String(format: "%.1f", scaled)
+            return (text.hasSuffix(".0") ? String(text.dropLast(2)) : text) + unit
+        }
+        if value >= 1_000_000 { return short(value / 1_000_000, "M") }
         if value >= 10_000 { return String(format: "%.0fk", value / 1000) }
-        if value >= 1000 { return String(format: "%.1fk", value / 1000) }
-        return value == value.rounded() ? String(Int(value)) : String(format: "%.1f", value)
+        if value >= 1000 { return short(value / 1000, "k") }
+        return short(value, "")
     }
 
-    /// The axis top: 1, 2 or 5 × a power of ten, at or above `value` (1 for nothing).
-    static func niceCeiling(_ value: Double) -> Double {
-        guard value > 0 else { return 1 }
-        let magnitude = pow(10, (log10(value)).rounded(.down))
-        for factor in [1.0, 2, 5, 10] where factor * magnitude >= value { return factor * magnitude }
+    /// Gridline spacing for values up to `top`: 1, 2, 2.5 or 5 × a power of ten, giving at most
+    /// five gridlines above zero (1 for nothing).
+    static func niceStep(for top: Double) -> Double {
+        guard top > 0 else { return 1 }
+        let raw = top / 5
+        let magnitude = pow(10, log10(raw).rounded(.down))
+        for factor in [1.0, 2, 2.5, 5] where factor * magnitude >= raw { return factor * magnitude }
         return 10 * magnitude
     }
 }

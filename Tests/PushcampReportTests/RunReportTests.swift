@@ -137,3 +137,22 @@ struct RunReportTests {
         #expect(html.contains("No answers measured."))
     }
 }
+
+@Suite("Report charts")
+struct ChartTests {
+    @Test func axesUseRoundSteps() throws {
+        let (journal, id) = try RunReportTests.journal()
+        var report = try #require(try RunReport.load(id, from: journal))
+        // 22,368 answers in the busiest second: gridlines every 5k up to 25k.
+        report.perSecond = [
+            AnswersInSecond(second: 10, delivered: 19_000), AnswersInSecond(second: 11, delivered: 22_368),
+            AnswersInSecond(second: 13, delivered: 7_000),
+        ]
+        let html = report.html()
+        for label in ["0", "5k", "10k", "15k", "20k", "25k"] { #expect(html.contains(">\(label)</text>"), "\(label)") }
+        #expect(!html.contains(">30k</text>") && !html.contains(">50k</text>"))
+        // A second without answers is a zero point; two points a second average them.
+        #expect(report.series(width: 600).points == [19_000, 22_368, 0, 7_000])
+        #expect(report.series(width: 2).points == [20_684, 3_500])
+    }
+}
