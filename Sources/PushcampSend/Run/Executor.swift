@@ -34,6 +34,8 @@ public final class Executor: Sendable {
         public var resume = ResumePoint()
         /// Seconds between checks for `pushcamp cancel`.
         public var cancelCheckInterval = 0.5
+        /// Batches being recorded in the journal while an earlier one is submitted.
+        public var journalDepth = 8
         /// How often the run's statistics (latencies, retries) are saved to the journal while sending.
         public var statsInterval = 1.0
         /// A replay's recipients (plan seqs): only these are sent; nil sends the whole plan.
@@ -217,34 +219,67 @@ public final class Executor: Sendable {
     }
 
     /// Feeds planned batches to the transport at the campaign's rate.
+    ///
+    /// With a journal, each batch is recorded in flight (committed) before it is submitted. Waiting
+    /// for each commit before taking the next batch would leave the connections idle during every
+    /// commit, so up to `journalDepth` batches are being recorded while the oldest is submitted: the
+    /// writer commits them together and the transport's queue stays full. Batches recorded but not
+    /// submitted when the run stops are recorded as not sent.
     private func sendPlan() async {
-        while let batch = await feed.next() {
-            if control.withLock({ $0.stop != nil }) { break }
-            let count = batch.count
-            await pace(count)
-            // Stopped while waiting for the throttle: nothing of this batch was recorded or sent.
-            if control.withLock({ $0.stop != nil }) { break }
-            var dispatched = false
+        var recording: [(batch: [APNsRequest], resent: Int, commit: Task<Void, any Error>)] = []
+        var stopped: Bool { control.withLock { $0.stop != nil } }
+
+        /// Submits the oldest recorded batch; false when sending must end.
+        func submitOldest() async -> Bool {
+            let (batch, resent, commit) = recording.removeFirst()
             do {
-                if let journal = options.journal {
-                    // Only a resume puts later attempts in the plan's feed: requests whose first send
-                    // was in flight when the run stopped.
-                    let resent = batch.reduce(0) { $0 + ($1.attempt > 0 ? 1 : 0) }
-                    try await journal.dispatch(batch, possibleDuplicates: resent)
-                    dispatched = true
-                    if resent > 0 { report.withLock { $0.possibleDuplicates += resent } }
-                }
-                try await transport.submit(batch)
-            } catch let error as JournalError {
-                halt(.journal(error.message))
-                break
+                try await commit.value
             } catch {
-                // The transport is closing (the run stopped): recorded in flight, but never sent.
-                if dispatched { recordUnsent(batch) }
-                break
+                halt(.journal((error as? JournalError)?.message ?? "\(error)"))
+                return false
             }
-            control.withLock { $0.submitted += count }
+            if resent > 0 { report.withLock { $0.possibleDuplicates += resent } }
+            // Recorded in flight but stopped before it was handed over: never sent.
+            guard !stopped else {
+                recordUnsent(batch)
+                return false
+            }
+            do {
+                try await transport.submit(batch)
+            } catch {
+                // The transport is closing (the run stopped).
+                recordUnsent(batch)
+                return false
+            }
+            control.withLock { $0.submitted += batch.count }
+            return true
         }
+
+        var sending = true
+        while sending, let batch = await feed.next() {
+            if stopped { break }
+            await pace(batch.count)
+            // Stopped while waiting for the throttle: nothing of this batch was recorded or sent.
+            if stopped { break }
+            guard let journal = options.journal else {
+                do {
+                    try await transport.submit(batch)
+                } catch {
+                    break
+                }
+                control.withLock { $0.submitted += batch.count }
+                continue
+            }
+            // Only a resume puts later attempts in the plan's feed: requests whose first send was in
+            // flight when the run stopped.
+            let resent = batch.reduce(0) { $0 + ($1.attempt > 0 ? 1 : 0) }
+            let commit = Task { try await journal.dispatch(batch, possibleDuplicates: resent) }
+            recording.append((batch, resent, commit))
+            if recording.count >= options.journalDepth { sending = await submitOldest() }
+        }
+        while sending, !recording.isEmpty { sending = await submitOldest() }
+        // Stopped with batches still being recorded: once recorded, they are recorded as not sent.
+        for (batch, _, commit) in recording where (try? await commit.value) != nil { recordUnsent(batch) }
         control.withLock { $0.planDone = true }
         finishIfDone()
     }
