@@ -59,6 +59,7 @@ let package = Package(
         .target(
             name: "PushcampJournal",
             dependencies: [
+                "PushcampModel",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for binding the hot insert directly.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -177,7 +178,8 @@ let package = Package(
         .testTarget(
             name: "PushcampJournalTests",
             dependencies: [
-                "PushcampJournal", "PushcampTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                "PushcampJournal", "PushcampModel", "PushcampTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict
         ),

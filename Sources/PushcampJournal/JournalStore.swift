@@ -1,3 +1,5 @@
+import PushcampModel
+
 /// Where a run's every recipient is remembered, so a killed send resumes without sending anyone
 /// the same notification twice, and where tokens APNs called dead are kept for later campaigns.
 ///
@@ -42,8 +44,8 @@ public protocol JournalStore: Sendable {
     /// a delivered range count as in flight.
     func counts(of run: RunID) throws(JournalError) -> RecipientCounts
     /// Every delivery recorded at or after `since` (seconds since 1970), in any run of any campaign:
-    /// the device token of each, once per delivery. For frequency caps.
-    func forEachDelivery(since: Double, _ body: (Substring) throws -> Void) throws
+    /// the `StableHash` of each delivered device token, once per delivery. For frequency caps.
+    func forEachDelivery(since: Double, _ body: (UInt64) throws -> Void) throws
     /// Final answers of `run` (delivered and failed) per wall-clock second, oldest first; seconds
     /// without any are left out.
     func answersPerSecond(of run: RunID) throws(JournalError) -> [AnswersInSecond]
@@ -119,31 +121,58 @@ public struct JournalBatch: Sendable, Equatable {
     }
 }
 
-/// Recipients `first`, `first + 1`, … delivered on their first attempt, with their tokens in order.
+/// Recipients `first`, `first + 1`, … delivered on their first attempt, with the `StableHash` of
+/// each one's device token, in order: enough for frequency caps, 8 bytes a delivery instead of the
+/// token's 64 hex digits (the journal's largest write at full speed), and no device token kept for
+/// a delivery.
 public struct DeliveredRange: Sendable, Hashable {
     public var first: Int
-    public var tokens: [String]
+    public var tokenHashes: [UInt64]
 
-    public init(first: Int, tokens: [String]) {
-        precondition(!tokens.isEmpty, "a delivered range has at least one recipient")
+    public init(first: Int, tokenHashes: [UInt64]) {
+        precondition(!tokenHashes.isEmpty, "a delivered range has at least one recipient")
         self.first = first
-        self.tokens = tokens
+        self.tokenHashes = tokenHashes
     }
 
-    public var seqs: ClosedRange<Int> { first...(first + tokens.count - 1) }
+    /// The range of `tokens`, hashed.
+    public init(first: Int, tokens: [String]) {
+        self.init(first: first, tokenHashes: tokens.map { StableHash.hash($0) })
+    }
+
+    public var seqs: ClosedRange<Int> { first...(first + tokenHashes.count - 1) }
 
     /// Groups (seq, token) pairs into ranges of consecutive seqs, in seq order.
     public static func ranges(of deliveries: [(seq: Int, token: String)]) -> [DeliveredRange] {
         var ranges: [DeliveredRange] = []
         for delivery in deliveries.sorted(by: { $0.seq < $1.seq }) {
             if let last = ranges.last, last.seqs.contains(delivery.seq) { continue }
-            if let last = ranges.last, last.first + last.tokens.count == delivery.seq {
-                ranges[ranges.count - 1].tokens.append(delivery.token)
+            if let last = ranges.last, last.first + last.tokenHashes.count == delivery.seq {
+                ranges[ranges.count - 1].tokenHashes.append(StableHash.hash(delivery.token))
             } else {
-                ranges.append(DeliveredRange(first: delivery.seq, tokens: [delivery.token]))
+                ranges.append(DeliveredRange(first: delivery.seq, tokenHashes: [StableHash.hash(delivery.token)]))
             }
         }
         return ranges
+    }
+
+    /// The hashes as stored: 8 bytes each, little-endian.
+    public var encodedHashes: [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(tokenHashes.count * 8)
+        for hash in tokenHashes {
+            withUnsafeBytes(of: hash.littleEndian) { bytes.append(contentsOf: $0) }
+        }
+        return bytes
+    }
+
+    /// Calls `body` with each hash of `encodedHashes`.
+    static func forEachHash(in bytes: UnsafeRawBufferPointer, _ body: (UInt64) throws -> Void) rethrows {
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            try body(UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
+            offset += 8
+        }
     }
 }
 

@@ -1,3 +1,4 @@
+import PushcampModel
 import Synchronization
 
 /// The in-memory twin of `SQLiteJournal`: the same behaviour, nothing on disk. For tests and as
@@ -109,19 +110,21 @@ public final class MemoryJournal: JournalStore {
         }
     }
 
-    public func forEachDelivery(since: Double, _ body: (Substring) throws -> Void) throws {
+    public func forEachDelivery(since: Double, _ body: (UInt64) throws -> Void) throws {
         let (rows, ranges) = state.withLock { state in (state.recipients, state.delivered) }
         for row in rows.values.lazy.flatMap(\.values) {
-            if case .delivered = row.state, row.updatedAt >= since { try body(Substring(row.token)) }
+            if case .delivered = row.state, row.updatedAt >= since { try body(StableHash.hash(row.token)) }
         }
         for (range, at) in ranges.values.joined() where at >= since {
-            for token in range.tokens { try body(Substring(token)) }
+            for hash in range.tokenHashes { try body(hash) }
         }
     }
 
     public func answersPerSecond(of run: RunID) throws(JournalError) -> [AnswersInSecond] {
         state.withLock { state in
-            let ranges = (state.delivered[run] ?? []).map { (at: $0.at, delivered: $0.range.tokens.count, failed: 0) }
+            let ranges = (state.delivered[run] ?? []).map {
+                (at: $0.at, delivered: $0.range.tokenHashes.count, failed: 0)
+            }
             let rows = (state.recipients[run] ?? [:]).values.compactMap {
                 row -> (at: Double, delivered: Int, failed: Int)? in
                 switch row.state {
@@ -148,7 +151,7 @@ public final class MemoryJournal: JournalStore {
             var counts = RecipientCounts()
             let rows = state.recipients[run] ?? [:]
             for row in rows.values { counts.add(row.state) }
-            counts.delivered += (state.delivered[run] ?? []).reduce(0) { $0 + $1.range.tokens.count }
+            counts.delivered += (state.delivered[run] ?? []).reduce(0) { $0 + $1.range.tokenHashes.count }
             let dispatched = (state.dispatched[run] ?? []).reduce(0) { $0 + $1.count }
             counts.inFlight += max(0, dispatched - counts.total)
             return counts

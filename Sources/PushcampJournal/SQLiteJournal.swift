@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GRDBSQLite
+import PushcampModel
 
 /// The embedded journal: one SQLite file (WAL, so `pushcamp runs` and `cancel` can read and write
 /// it from another process while a send runs). Schema changes go through numbered migrations from
@@ -135,6 +136,16 @@ public final class SQLiteJournal: JournalStore {
                         stats TEXT NOT NULL,
                         updated_at REAL NOT NULL
                     );
+                    """
+            )
+        }
+        migrator.registerMigration("v5: delivered token hashes") { db in
+            try db.execute(
+                sql: """
+                    -- Delivered ranges keep the StableHash of each token (8 bytes, little-endian, in seq
+                    -- order) instead of the token: a quarter of the bytes written while sending. Rows
+                    -- written before keep their tokens (and a NULL here).
+                    ALTER TABLE delivery ADD COLUMN token_hashes BLOB;
                     """
             )
         }
@@ -285,12 +296,14 @@ public final class SQLiteJournal: JournalStore {
                 try ranges.execute()
             }
             let delivered = try db.cachedStatement(
-                sql: "INSERT INTO delivery (run, first_seq, last_seq, delivered_at, tokens) VALUES (?, ?, ?, ?, ?)"
+                sql: """
+                    INSERT INTO delivery (run, first_seq, last_seq, delivered_at, tokens, token_hashes)
+                    VALUES (?, ?, ?, ?, '', ?)
+                    """
             )
             for range in batch.delivered {
                 delivered.setUncheckedArguments([
-                    run.rawValue, range.seqs.lowerBound, range.seqs.upperBound, now,
-                    range.tokens.joined(separator: "\n"),
+                    run.rawValue, range.seqs.lowerBound, range.seqs.upperBound, now, Data(range.encodedHashes),
                 ])
                 try delivered.execute()
             }
@@ -378,7 +391,7 @@ public final class SQLiteJournal: JournalStore {
         ) ?? 0
     }
 
-    public func forEachDelivery(since: Double, _ body: (Substring) throws -> Void) throws {
+    public func forEachDelivery(since: Double, _ body: (UInt64) throws -> Void) throws {
         do {
             try database.read { db in
                 let rows = try String.fetchCursor(
@@ -386,14 +399,21 @@ public final class SQLiteJournal: JournalStore {
                     sql: "SELECT token FROM recipient WHERE state = 'delivered' AND updated_at >= ?",
                     arguments: [since]
                 )
-                while let token = try rows.next() { try body(Substring(token)) }
-                let ranges = try String.fetchCursor(
+                while let token = try rows.next() { try body(StableHash.hash(token)) }
+                let ranges = try Row.fetchCursor(
                     db,
-                    sql: "SELECT tokens FROM delivery WHERE delivered_at >= ?",
+                    sql: "SELECT tokens, token_hashes FROM delivery WHERE delivered_at >= ?",
                     arguments: [since]
                 )
-                while let tokens = try ranges.next() {
-                    for token in tokens.split(separator: "\n") { try body(token) }
+                while let range = try ranges.next() {
+                    if let hashes = range["token_hashes"] as Data? {
+                        try hashes.withUnsafeBytes { try DeliveredRange.forEachHash(in: $0, body) }
+                    } else {
+                        // Written before v5: the tokens themselves, one per line.
+                        for token in (range["tokens"] as String).split(separator: "\n") {
+                            try body(StableHash.hash(token))
+                        }
+                    }
                 }
             }
         } catch let error as DatabaseError {

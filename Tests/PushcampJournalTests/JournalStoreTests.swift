@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import PushcampJournal
+import PushcampModel
 import PushcampTestSupport
 import Testing
 
@@ -123,7 +124,8 @@ struct JournalStoreTests {
         let tokens = (0..<10).map(TemporaryProject.token)
         let ranges = DeliveredRange.ranges(of: [5, 3, 4, 9, 0, 4].map { (seq: $0, token: tokens[$0]) })
         #expect(ranges.map(\.seqs) == [0...0, 3...5, 9...9])
-        #expect(ranges[1].tokens == [tokens[3], tokens[4], tokens[5]])
+        #expect(ranges[1].tokenHashes == [3, 4, 5].map { StableHash.hash(tokens[$0]) })
+        #expect(ranges[1] == DeliveredRange(first: 3, tokens: [tokens[3], tokens[4], tokens[5]]))
     }
 
     @Test(arguments: Store.allCases)
@@ -165,14 +167,27 @@ struct JournalStoreTests {
             run: other.id,
             now: 7
         )
-        func deliveries(since: Double) throws -> [String] {
-            var seen: [String] = []
-            try journal.forEachDelivery(since: since) { seen.append(String($0)) }
+        func deliveries(since: Double) throws -> [UInt64] {
+            var seen: [UInt64] = []
+            try journal.forEachDelivery(since: since) { seen.append($0) }
             return seen.sorted()
         }
-        #expect(try deliveries(since: 0) == [0, 0, 1, 2, 3, 5, 6].map(token).sorted())
-        #expect(try deliveries(since: 4) == [0, 5].map(token).sorted())
+        func hashes(_ indexes: [Int]) -> [UInt64] { indexes.map { StableHash.hash(token($0)) }.sorted() }
+        #expect(try deliveries(since: 0) == hashes([0, 0, 1, 2, 3, 5, 6]))
+        #expect(try deliveries(since: 4) == hashes([0, 5]))
         #expect(try deliveries(since: 8) == [])
+
+        // A journal written before v5 kept delivered ranges' tokens as text: they count the same.
+        if store == .sqlite {
+            let database = try DatabaseQueue(path: project.path(".pushcamp/journal.sqlite"))
+            try database.write { db in
+                try db.execute(
+                    sql: "INSERT INTO delivery (run, first_seq, last_seq, delivered_at, tokens) VALUES (?, 1, 2, 9, ?)",
+                    arguments: [other.id.rawValue, token(7) + "\n" + token(8)]
+                )
+            }
+            #expect(try deliveries(since: 8) == hashes([7, 8]))
+        }
     }
 
     @Test(arguments: Store.allCases)

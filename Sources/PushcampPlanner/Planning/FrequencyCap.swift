@@ -11,13 +11,14 @@ public struct FrequencyCap: Sendable {
     /// Hashes of the tokens at or over the cap.
     private var capped: Set<UInt64>
 
-    /// Counts the deliveries `forEachDelivery` yields (each delivered token, once per delivery).
+    /// Counts the deliveries `forEachDelivery` yields: the `StableHash` of each delivered token, once
+    /// per delivery.
     public init(
         _ spec: FrequencyCapSpec,
-        counting forEachDelivery: ((Substring) throws -> Void) throws -> Void
+        counting forEachDelivery: ((UInt64) throws -> Void) throws -> Void
     ) rethrows {
         var hashes: [UInt64] = []
-        try forEachDelivery { hashes.append(StableHash.hash($0)) }
+        try forEachDelivery { hashes.append($0) }
         self.init(spec, deliveryHashes: &hashes)
     }
 
