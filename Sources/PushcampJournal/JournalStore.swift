@@ -89,7 +89,7 @@ public struct JournalBatch: Sendable, Equatable {
     public var updates: [RecipientUpdate]
     /// First attempts about to be sent, as seq ranges: in flight until an answer comes.
     public var dispatched: [ClosedRange<Int>]
-    /// First attempts delivered, as runs of consecutive seqs with their tokens. A recipient with a
+    /// First attempts delivered, as runs of consecutive seqs with their token hashes. A recipient with a
     /// row is never here.
     public var delivered: [DeliveredRange]
     /// Recipients being sent again after a resume although their first request may have arrived.
