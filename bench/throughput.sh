@@ -21,7 +21,8 @@ bench_audience "$count" "$out/audience.csv"
 bench_project "$out" "$port"
 bench_campaign "$out/campaign.yaml" throughput-bench 10000000/s
 
-# The same h2load request: same headers and payload size, 1 connection x 100 streams.
+# The same h2load request: same headers (the default apns-collapse-id, the campaign id, included)
+# and payload size, 1 connection x 100 streams.
 body='{"aps":{"alert":{"title":"Spring sale","body":"Hello Name123, 20% off everything until Sunday"},"sound":"default"}}'
 printf '%s' "$body" > "$out/body.json"
 token=$(sed -n '2s/,.*//p' "$out/audience.csv")
@@ -50,6 +51,7 @@ for round in $(seq 1 "$rounds"); do
         -H "authorization: bearer eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWTEyMzQ1NjcifQ.eyJpc3MiOiJBQkNERTEyMzQ1IiwiaWF0IjoxNzAwMDAwMDAwfQ.c2lnbmF0dXJlLXBsYWNlaG9sZGVyLW9mLXRoZS1zYW1lLWxlbmd0aC1hcy1hbi1FUzI1Ni1zaWduYXR1cmUtMTIzNDU2Nzg" \
         -H "apns-id: 5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5b" -H "apns-topic: com.example.shop" \
         -H "apns-push-type: alert" -H "apns-priority: 10" -H "apns-expiration: 1767225600" \
+        -H "apns-collapse-id: throughput-bench" \
         "https://127.0.0.1:$port/3/device/$token" > "$out/h2load.txt"
     h2load_rate=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' "$out/h2load.txt")
     h2load_ok=$(sed -n 's/^status codes: \([0-9]*\) 2xx.*/\1/p' "$out/h2load.txt")
