@@ -79,7 +79,9 @@ struct LoopbackTests {
             $0.goawayAfter = 700
         }
         #expect(result.report.delivered == 3000)
-        #expect(result.recorder.goaways >= 4)
+        // Each connection answers its first 700 and the streams already open when its GOAWAY goes out
+        // (at most 100 more): at least three connections must have ended that way.
+        #expect(result.recorder.goaways >= 3)
         let deliveries = result.recorder.deliveries()
         #expect(deliveries.count == 3000)
         #expect(deliveries.values.allSatisfy { $0 == 1 })

@@ -146,13 +146,14 @@ final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 requests.reverseByMoving()
                 while let request = requests.popLast() {
                     do {
+                        // Moved in: a refusal hands the request back, so nothing here copies it.
                         _ = try session.submit(request, token: token, now: now)
                         machine.streamOpened(now: now)
                     } catch {
                         // nghttp2 refused it: this one and the rest go back to the queue.
-                        requeue.append(request)
+                        requeue.append(error.request)
                         requeue.append(contentsOf: requests.reversed())
-                        fail(error.message)
+                        fail(error.error.message)
                         break
                     }
                 }

@@ -109,11 +109,17 @@ final class NGHTTP2Session {
     /// HPACK follows Apple: `:path` and `authorization` as literals never indexed; `apns-id`,
     /// `apns-expiration` and `apns-collapse-id` indexed the first time on this connection and not after;
     /// everything else with incremental indexing (nghttp2's default).
+    /// nghttp2 refused a request: why, and the request, handed back (submit consumes it).
+    struct Refused: Error {
+        var error: APNsClientError
+        var request: APNsRequest
+    }
+
     func submit(
         _ request: consuming APNsRequest,
         token: ProviderTokens.Current?,
         now: NIODeadline
-    ) throws(APNsClientError)
+    ) throws(Refused)
         -> Int32
     {
         let noIndex = UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
@@ -147,7 +153,10 @@ final class NGHTTP2Session {
             nghttp2_submit_request(session, nil, list.baseAddress, list.count, &body, nil)
         }
         guard streamID > 0 else {
-            throw APNsClientError(.protocolError, "HTTP/2: " + String(cString: nghttp2_strerror(streamID)))
+            throw Refused(
+                error: APNsClientError(.protocolError, "HTTP/2: " + String(cString: nghttp2_strerror(streamID))),
+                request: request
+            )
         }
         streams[streamID] = Stream(request: request, started: now, tokenGeneration: token?.generation ?? 0)
         return streamID
