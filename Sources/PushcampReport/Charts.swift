@@ -58,9 +58,10 @@ enum Charts {
             svg += coordinates.joined(separator: " ") + " \(format(x(points.count - 1))),\(format(y(0)))\"/>"
             svg += "<polyline class=\"line\" points=\"" + coordinates.joined(separator: " ") + "\"/>"
         }
-        let ticks = points.count > 1 ? [0, (points.count - 1) / 2, points.count - 1] : [0]
-        for (position, index) in Set(ticks).sorted().enumerated() {
-            let anchor = ticks.count == 1 ? "middle" : ["start", "middle", "end"][min(2, position)]
+        // Time labels under the first, middle and last points, anchored so none leaves the chart.
+        let last = points.count - 1
+        for index in Set([0, last / 2, last]).sorted() {
+            let anchor = last == 0 || (index != 0 && index != last) ? "middle" : index == 0 ? "start" : "end"
             svg += text(x(index), height - 10, label(start + Int64(index * secondsPerPoint)), anchor: anchor)
         }
         return svg + "</svg>\n"
