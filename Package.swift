@@ -26,12 +26,22 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
+        // What the APNs client, the simulator and the journal share without knowing each other: APNs
+        // reasons and what to do about them, provider-token JWTs, the clock.
+        .target(
+            name: "PushcampAPNsCore",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
         // Campaign and project files: schema, located diagnostics, durations, rates, filters.
         .target(
             name: "PushcampModel",
-            dependencies: [.product(name: "Yams", package: "Yams")],
+            dependencies: ["PushcampAPNsCore", .product(name: "Yams", package: "Yams")],
             swiftSettings: strict
         ),
         // Payload templates: Mustache leaves in JSON/YAML structures, localized strings.
@@ -59,7 +69,7 @@ let package = Package(
         .target(
             name: "PushcampJournal",
             dependencies: [
-                "PushcampModel",
+                "PushcampModel", "PushcampAPNsCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for binding the hot insert directly.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -79,7 +89,7 @@ let package = Package(
         .target(
             name: "PushcampAPNs",
             dependencies: [
-                "CNghttp2",
+                "CNghttp2", "PushcampAPNsCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
@@ -92,7 +102,8 @@ let package = Package(
         .target(
             name: "PushcampSimulator",
             dependencies: [
-                "PushcampAPNs",
+                "PushcampAPNsCore",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -112,28 +123,48 @@ let package = Package(
             dependencies: ["PushcampJournal", "PushcampModel"],
             swiftSettings: strict
         ),
-        // Plan → outcomes: the executor (rate, retries, credential stops) and the send report.
+        // Plan → outcomes: the run factory (SendRun), the executor state machine and its driver (a
+        // Service), pacing and retry policies, the send report.
         .target(
             name: "PushcampSend",
             dependencies: [
-                "PushcampPlanner", "PushcampModel", "PushcampAPNs", "PushcampSimulator", "PushcampJournal",
+                "PushcampPlanner", "PushcampModel", "PushcampAPNs", "PushcampAPNsCore", "PushcampJournal",
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        // `pushcamp rehearse`: the simulator with throwaway credentials, and a SendRun against it.
+        .target(
+            name: "PushcampRehearsal",
+            dependencies: [
+                "PushcampSend", "PushcampSimulator", "PushcampAPNs", "PushcampAPNsCore", "PushcampPlanner",
+                "PushcampModel",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "pushcamp",
             dependencies: [
-                "PushcampPlanner", "PushcampModel", "PushcampAudience", "PushcampSend", "PushcampAPNs",
-                "PushcampSimulator", "PushcampJournal", "PushcampReport",
-                .product(name: "NIOCore", package: "swift-nio"),
+                "PushcampPlanner", "PushcampModel", "PushcampAudience", "PushcampSend", "PushcampRehearsal",
+                "PushcampAPNsCore", "PushcampSimulator", "PushcampJournal", "PushcampReport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
-        .target(name: "PushcampTestSupport", path: "Tests/PushcampTestSupport", swiftSettings: strict),
+        .target(
+            name: "PushcampTestSupport",
+            dependencies: ["PushcampAPNsCore"],
+            path: "Tests/PushcampTestSupport",
+            swiftSettings: strict
+        ),
         .testTarget(name: "PushcampModelTests", dependencies: ["PushcampModel"], swiftSettings: strict),
         .testTarget(
             name: "PushcampTemplatesTests",
@@ -158,7 +189,7 @@ let package = Package(
         .testTarget(
             name: "PushcampAPNsTests",
             dependencies: [
-                "PushcampAPNs", "PushcampSimulator",
+                "PushcampAPNs", "PushcampAPNsCore", "PushcampSimulator", "PushcampTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -168,8 +199,8 @@ let package = Package(
         .testTarget(
             name: "PushcampSendTests",
             dependencies: [
-                "PushcampSend", "PushcampAPNs", "PushcampSimulator", "PushcampPlanner", "PushcampModel",
-                "PushcampJournal",
+                "PushcampSend", "PushcampRehearsal", "PushcampAPNs", "PushcampAPNsCore", "PushcampSimulator",
+                "PushcampPlanner", "PushcampModel", "PushcampJournal",
                 "PushcampTestSupport", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

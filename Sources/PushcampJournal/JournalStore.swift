@@ -1,3 +1,4 @@
+import PushcampAPNsCore
 import PushcampModel
 
 /// Where a run's every recipient is remembered, so a killed send resumes without sending anyone
@@ -9,6 +10,8 @@ import PushcampModel
 public protocol JournalStore: Sendable {
     /// The newest run of `campaign` that has not finished or been cancelled, if any; replays aside.
     func unfinishedRun(campaign: String) throws(JournalError) -> RunRecord?
+    /// The newest run of `campaign` whatever its status, if any; replays aside.
+    func latestRun(campaign: String) throws(JournalError) -> RunRecord?
     /// The newest unfinished replay of `run`, if any.
     func unfinishedReplay(of run: RunID) throws(JournalError) -> RunRecord?
     /// Starts a new run of `campaign` at `revision`, sent from the campaign file `file`; a replay
@@ -395,7 +398,7 @@ public struct AnswersInSecond: Sendable, Hashable {
 /// A token APNs said is dead, for one topic.
 public struct InvalidToken: Sendable, Hashable {
     /// The reasons that mean a token is dead for its topic.
-    public static let reasons: Set<String> = ["Unregistered", "ExpiredToken", "BadDeviceToken"]
+    public static let reasons: Set<String> = Set(APNsReason.deadToken.map(\.description))
 
     public var topic: String
     public var token: String

@@ -23,6 +23,10 @@ public final class MemoryJournal: JournalStore {
         }
     }
 
+    public func latestRun(campaign: String) throws(JournalError) -> RunRecord? {
+        state.withLock { state in state.runs.last { $0.campaign == campaign && $0.replay == nil } }
+    }
+
     public func unfinishedReplay(of run: RunID) throws(JournalError) -> RunRecord? {
         state.withLock { state in state.runs.last { $0.replay?.run == run && $0.status.isUnfinished } }
     }

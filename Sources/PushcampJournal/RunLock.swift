@@ -29,6 +29,11 @@ public final class RunLock: Sendable {
         }
     }
 
+    /// Lets the lock go before this object does.
+    public func unlock() {
+        flock(descriptor, LOCK_UN)
+    }
+
     deinit {
         flock(descriptor, LOCK_UN)
         close(descriptor)

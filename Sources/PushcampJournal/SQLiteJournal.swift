@@ -167,6 +167,16 @@ public final class SQLiteJournal: JournalStore {
         }
     }
 
+    public func latestRun(campaign: String) throws(JournalError) -> RunRecord? {
+        try read { db in
+            try Row.fetchOne(
+                db,
+                sql: "SELECT * FROM run WHERE campaign = ? AND replay_of IS NULL ORDER BY id DESC",
+                arguments: [campaign]
+            ).map(Self.run(from:))
+        }
+    }
+
     public func unfinishedReplay(of run: RunID) throws(JournalError) -> RunRecord? {
         try read { db in
             try Row.fetchOne(

@@ -1,6 +1,6 @@
 import Crypto
 import NIOCore
-import PushcampAPNs
+import PushcampAPNsCore
 
 /// What the simulator checks and what it does wrong on purpose.
 public struct SimulatorConfiguration: Sendable {

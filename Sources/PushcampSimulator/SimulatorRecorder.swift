@@ -1,4 +1,4 @@
-import PushcampAPNs
+import PushcampAPNsCore
 import Synchronization
 
 /// Everything the simulator received and answered, for tests and for `pushcamp sim`'s summary.

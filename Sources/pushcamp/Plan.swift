@@ -3,6 +3,7 @@ import PushcampAudience
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
+import PushcampSend
 
 struct Plan: ParsableCommand {
     static let configuration = CommandConfiguration(

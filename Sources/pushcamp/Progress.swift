@@ -17,7 +17,7 @@ struct ProgressPrinter: Sendable {
             }
             let rate = progress.seconds > 0 ? Double(progress.delivered + progress.failed) / progress.seconds : 0
             var line = String(
-                format: "%@ %d/%d%@ answered, %.0f/s, delivered %d, failed %d, in flight %d",
+                format: "%@ %d/%d%@ answered, %.0f/s, delivered %d, failed %d, on the wire %d",
                 terminal ? "sending" : "progress:",
                 progress.delivered + progress.failed,
                 progress.planned,
@@ -25,9 +25,13 @@ struct ProgressPrinter: Sendable {
                 rate,
                 progress.delivered,
                 progress.failed,
-                progress.inFlight
+                progress.onTheWire
             )
-            if progress.waitingToRetry > 0 { line += ", retrying \(progress.waitingToRetry)" }
+            if progress.queued > 0 { line += ", queued \(progress.queued)" }
+            if progress.waitingToRetry > 0 {
+                line += ", retrying \(progress.waitingToRetry)"
+                if let next = progress.nextRetryIn, next >= 1 { line += String(format: " (next in %.0f s)", next) }
+            }
             if progress.planFinished, rate > 0 {
                 let left = Double(progress.planned - progress.delivered - progress.failed) / rate
                 line += String(format: ", ETA %.0f s", max(0, left))
@@ -57,34 +61,5 @@ private final class LastLog: Sendable {
             last = now
             return true
         }
-    }
-}
-
-/// Calls `handler` once on SIGINT or SIGTERM (a second signal exits at once).
-final class StopSignals {
-    private let sources: [any DispatchSourceSignal]
-
-    init(_ handler: @escaping @Sendable () -> Void) {
-        let fired = Mutex(false)
-        sources = [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                if fired.withLock({ fired in
-                    defer { fired = true }
-                    return fired
-                }) {
-                    exit(130)
-                }
-                printError("\nstopping: draining in-flight requests (Ctrl-C again to quit at once)")
-                handler()
-            }
-            source.resume()
-            return source
-        }
-    }
-
-    deinit {
-        for source in sources { source.cancel() }
     }
 }

@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
+import PushcampJournal
+import PushcampPlanner
+import PushcampRehearsal
 import PushcampSend
 import PushcampSimulator
-import Synchronization
 
 struct Rehearse: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -17,6 +19,12 @@ struct Rehearse: AsyncParsableCommand {
             --tokens gives device behaviours, one per line: `TOKEN ok|unregistered [ms]|bad|\
             wrong-topic|flaky [n]|throttled [n]|reason NAME` (see `pushcamp sim --help`); \
             --scenario gives them, and faults, in a YAML file kept beside the campaign.
+
+            The rehearsal is recorded in a journal of its own (.pushcamp/rehearsal.sqlite beside \
+            the project's journal): `pushcamp runs --rehearsal`, `report --rehearsal` and `cancel \
+            --rehearsal` show and stop it, and a rehearsal killed part-way resumes when rehearsed \
+            again. Rehearsals read the project's journal (dead tokens and frequency caps apply as \
+            in a real send) but never write to it: they suppress no token and count toward no cap.
 
             Exit status as for `pushcamp send`.
 
@@ -35,30 +43,36 @@ struct Rehearse: AsyncParsableCommand {
     @Flag(help: "No progress line, only the report.")
     var quiet = false
 
+    @OptionGroup var stall: StallOption
+
     func run() async throws {
         let (campaign, _) = try loadCampaign(file)
         var rehearsal = Rehearsal(campaign: campaign)
         let scenario = try faults.resolve()
         rehearsal.tokens = scenario.tokens
         rehearsal.adjust = { scenario.apply(to: &$0) }
+        rehearsal.journalPath = campaign.rehearsalJournalPath
+        rehearsal.projectJournalPath = campaign.journalPath
+        rehearsal.stallTimeout = stall.stallTimeout
         let printer = ProgressPrinter()
-        let stopper = ExecutorBox()
-        let signals = StopSignals { stopper.stop() }
-        let progress = printer.callback(enabled: !quiet)
-        let result = try await rehearsal.run(started: { stopper.set($0) }, progress: progress)
-        withExtendedLifetime(signals) {}
-        printer.finish()
-        print(result.report.text(), terminator: "")
+        let prepared: Rehearsal.Prepared
+        do {
+            prepared = try await rehearsal.prepare(progress: printer.callback(enabled: !quiet))
+        } catch let error as RunRefusal {
+            printError("\(campaign.path): error: \(error.message)")
+            throw ExitCode(error.exitCode)
+        }
+        defer { prepared.cleanUp() }
+        if let note = prepared.send.note { printError(note + " (rehearsal)") }
+        let report = try await runServices(prepared.services, until: prepared.send, printer: printer)
+        let recorder = prepared.simulator.recorder
+        print(report.text(), terminator: "")
         print(
-            "simulator: \(result.recorder.connections) connection(s), at most \(result.recorder.maxOpenStreams) streams open at once"
+            "simulator: \(recorder.connections) connection(s), at most \(recorder.maxOpenStreams) streams open at once"
         )
-        if result.report.exitCode != 0 { throw ExitCode(result.report.exitCode) }
+        print(
+            "recorded as rehearsal run \(prepared.send.run.id): `pushcamp runs --rehearsal`, `pushcamp report --rehearsal`"
+        )
+        if report.exitCode != 0 { throw ExitCode(report.exitCode) }
     }
-}
-
-/// Holds the running executor for the signal handler.
-final class ExecutorBox: Sendable {
-    private let executor = Mutex<Executor?>(nil)
-    func set(_ executor: Executor) { self.executor.withLock { $0 = executor } }
-    func stop() { executor.withLock { $0 }?.stop() }
 }

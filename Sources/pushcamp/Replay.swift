@@ -3,6 +3,7 @@ import Foundation
 import PushcampJournal
 import PushcampPlanner
 import PushcampSend
+import ServiceLifecycle
 
 struct Replay: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -43,6 +44,8 @@ struct Replay: AsyncParsableCommand {
 
     @Flag(help: "No progress line, only the report.")
     var quiet = false
+
+    @OptionGroup var stall: StallOption
 
     func validate() throws {
         if reasons.isEmpty {
@@ -88,67 +91,29 @@ struct Replay: AsyncParsableCommand {
             )
             throw ExitCode(1)
         }
-        let opened: OpenedRun
+        var options = SendRun.Options(journalPath: path)
+        options.kind = .replay(original: original, reasons: reasons, recipients: targets)
+        options.stallTimeout = stall.stallTimeout
+        let printer = ProgressPrinter()
+        let send: SendRun
         do {
-            opened = try OpenedRun.replay(
-                original,
-                reasons: reasons,
-                campaign: campaign,
-                journal: journal,
-                journalPath: path
+            send = try SendRun.prepare(
+                campaign,
+                options: options,
+                transport: .app(paths: paths, environment: ProcessInfo.processInfo.environment),
+                progress: printer.callback(enabled: !quiet)
             )
-        } catch let error as RunRefusal {
+        } catch {
             printError("\(campaign.path): error: \(error.message)")
             throw ExitCode(error.exitCode)
         }
         printError(
-            opened.note
-                ?? "replaying run \(number) of \(campaign.id) as run \(opened.journal.run.id): \(targets.count) recipient(s) "
+            send.note
+                ?? "replaying run \(number) of \(campaign.id) as run \(send.run.id): \(targets.count) recipient(s) "
                 + "that failed with \(reasons.joined(separator: ", "))"
         )
-        try await sendRun(campaign, paths: paths, opened: opened, history: nil, only: targets, quiet: quiet)
-    }
-}
-
-extension OpenedRun {
-    /// The replay run of `original` for `reasons`: an unfinished one resumed, or a new one.
-    /// Throws `RunRefusal` only.
-    static func replay(
-        _ original: RunRecord,
-        reasons: [String],
-        campaign: LoadedCampaign,
-        journal: SQLiteJournal,
-        journalPath: String
-    ) throws -> OpenedRun {
-        do {
-            let lock = try lock(journalPath: journalPath, campaign: campaign.id)
-            let now = Date().timeIntervalSince1970
-            if let unfinished = try journal.unfinishedReplay(of: original.id) {
-                if unfinished.replay?.reasons.sorted() == reasons.sorted() {
-                    return try resuming(
-                        unfinished,
-                        in: journal,
-                        lock: lock,
-                        named: "replay run \(unfinished.id) of run \(original.id)"
-                    )
-                }
-                try journal.setStatus(.superseded, of: unfinished.id, now: now)
-            }
-            let run = try journal.createRun(
-                campaign: campaign.id,
-                revision: campaign.revision,
-                now: now,
-                file: original.file,
-                replay: ReplayOrigin(run: original.id, reasons: reasons)
-            )
-            return OpenedRun(
-                journal: RunJournal(store: journal, run: run),
-                resume: ResumePoint(),
-                lock: lock,
-                note: nil
-            )
-        } catch let error as JournalError {
-            throw RunRefusal(message: error.message + "; nothing was sent", exitCode: 1)
-        }
+        let report = try await runServices([send], until: send, printer: printer)
+        print(report.text(), terminator: "")
+        if report.exitCode != 0 { throw ExitCode(report.exitCode) }
     }
 }

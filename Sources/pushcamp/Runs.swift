@@ -14,9 +14,12 @@ struct JournalOption: ParsableArguments {
     )
     var journal: String?
 
+    @Flag(help: "Read the rehearsal journal (what `pushcamp rehearse` recorded) instead of the real one.")
+    var rehearsal = false
+
     /// Opens the journal; prints the problem and exits 1 when it cannot be used.
     func open() throws -> (SQLiteJournal, path: String) {
-        let path: String
+        var path: String
         if let journal {
             path = journal
         } else {
@@ -27,8 +30,18 @@ struct JournalOption: ParsableArguments {
                 throw ExitCode(1)
             }
         }
+        if rehearsal { path = ProjectJournal.rehearsalPath(beside: path) }
         guard FileManager.default.fileExists(atPath: path) else {
-            printError("error: no journal at \(path): nothing has been sent from this project yet")
+            if rehearsal {
+                printError("error: no rehearsal journal at \(path): nothing has been rehearsed in this project yet")
+            } else if FileManager.default.fileExists(atPath: ProjectJournal.rehearsalPath(beside: path)) {
+                printError(
+                    "error: no journal at \(path): nothing has been sent from this project yet; "
+                        + "rehearsals are kept apart: add --rehearsal"
+                )
+            } else {
+                printError("error: no journal at \(path): nothing has been sent from this project yet")
+            }
             throw ExitCode(1)
         }
         do {
@@ -44,9 +57,10 @@ struct Runs: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the runs in the journal, newest first.",
         discussion: """
-            Each `pushcamp send` of a campaign records a run: running (being sent, or killed while \
-            sending), interrupted (stopped; the next send of the campaign resumes it), finished, \
-            cancelled, or superseded (given up for a new run with --new-run).
+            Each `pushcamp send` of a campaign records a run: running (a process is sending it), \
+            interrupted (stopped or killed; the next send of the campaign resumes it), finished, \
+            cancelled, or superseded (given up for a new run with --new-run). --rehearsal lists \
+            what `pushcamp rehearse` recorded, in its own journal.
 
             "sent" counts recipients with at least one request sent; "pending" those waiting to \
             retry or whose last request had no answer.
@@ -70,12 +84,26 @@ struct Runs: ParsableCommand {
     }
 
     func run() throws {
-        let (journal, _) = try journalOption.open()
-        let rows = try journal.runs(limit: limit).map { run in (run, try journal.counts(of: run.id)) }
+        let (journal, path) = try journalOption.open()
+        let rows = try journal.runs(limit: limit).map { run in
+            (Self.livenessChecked(run, journalPath: path), try journal.counts(of: run.id))
+        }
         switch format {
         case .text: print(Self.table(rows), terminator: "")
         case .json: print(Self.json(rows))
         }
+    }
+
+    /// A run recorded as running whose campaign lock is free has no process sending it (it was
+    /// killed, or its machine went down): it is shown as interrupted, as the next send will treat it.
+    static func livenessChecked(_ run: RunRecord, journalPath: String) -> RunRecord {
+        guard run.status == .running, let lock = try? RunLock(journalPath: journalPath, campaign: run.campaign) else {
+            return run
+        }
+        lock.unlock()
+        var shown = run
+        shown.status = .interrupted
+        return shown
     }
 
     static func table(_ rows: [(RunRecord, RecipientCounts)]) -> String {
@@ -162,7 +190,7 @@ struct Cancel: ParsableCommand {
         if let lock = try RunLock(journalPath: path, campaign: record.campaign) {
             // Nobody is sending it: cancel it here and now.
             try journal.setStatus(.cancelled, of: id, now: now)
-            withExtendedLifetime(lock) {}
+            lock.unlock()
         } else {
             try journal.requestCancel(id, now: now)
             let deadline = Date().addingTimeInterval(wait)

@@ -1,10 +1,11 @@
 import ArgumentParser
 import Foundation
-import PushcampAPNs
-import PushcampJournal
+import Logging
 import PushcampModel
 import PushcampPlanner
 import PushcampSend
+import ServiceLifecycle
+import UnixSignals
 
 struct Send: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -27,6 +28,20 @@ struct Send: AsyncParsableCommand {
             is refused unless --new-run is given. `pushcamp runs` lists runs, `pushcamp cancel RUN` \
             stops one from another terminal.
 
+            Sends are deliberate: a campaign whose last run finished or was cancelled is not sent \
+            again (whatever its revision: an edited campaign would reach the same people again); \
+            the refusal names the run and what it delivered. --new-run sends it again on purpose. \
+            A campaign whose schedule.at is in the future is refused unless --now is given \
+            (`pushcamp serve` fires scheduled campaigns); expirations always count from the real \
+            send time.
+
+            A new connection ramps up from the server's first stream limit, doubling per round of \
+            answers; requests lost with a dropped connection are sent again on a budget of their \
+            own (the pool slows down instead of failing them). An endpoint that answers nothing \
+            for --stall-timeout seconds while requests are pending (no streams allowed, no HTTP/2 \
+            SETTINGS, no answers) stops the send with exit status 2, naming what it did. \
+            TooManyProviderTokenUpdates stops the run at once: no new token is minted.
+
             Tokens APNs answers Unregistered, ExpiredToken or BadDeviceToken are remembered for the \
             topic, and later campaigns pass over them (counted as suppressed) unless the audience's \
             registered_at attribute (audience.registered_at names another) is newer. `pushcamp tokens \
@@ -36,8 +51,9 @@ struct Send: AsyncParsableCommand {
 
             Try a campaign with `pushcamp rehearse` first: the same send against a local simulator.
 
-            Exit status: 0 every push delivered; 1 invalid campaign or audience, or a journal that \
-            cannot be used; 2 credentials refused or no connection; 4 some pushes failed or were not \
+            Exit status: 0 every push delivered; 1 invalid campaign or audience, a journal that \
+            cannot be used, a campaign already sent or scheduled later; 2 credentials missing or \
+            refused, no connection, or a stalled endpoint; 4 some pushes failed or were not \
             sent; 5 the campaign is being sent by another process; 130 interrupted or cancelled.
 
             Examples:
@@ -54,8 +70,8 @@ struct Send: AsyncParsableCommand {
 
     @Flag(
         help: """
-            Start a new run even though the campaign has an unfinished one (which is then given up). \
-            Recipients the old run reached may get the notification again.
+            Start a new run although the campaign was already sent, or has an unfinished run (which \
+            is then given up). Recipients earlier runs reached may get the notification again.
             """
     )
     var newRun = false
@@ -70,63 +86,92 @@ struct Send: AsyncParsableCommand {
     )
     var journal: String?
 
+    @Flag(
+        help: """
+            Send now although the campaign's schedule.at is in the future (expirations count from \
+            the real send time).
+            """
+    )
+    var now = false
+
+    @OptionGroup var stall: StallOption
+
     func run() async throws {
         let (campaign, paths) = try loadCampaign(file)
-        // The journal first: a journal that cannot be used stops the send before anything is sent.
-        let opened: OpenedRun
+        var options = SendRun.Options(journalPath: journal ?? campaign.journalPath)
+        options.newRun = newRun
+        options.ignoreSchedule = now
+        options.stallTimeout = stall.stallTimeout
+        let printer = ProgressPrinter()
+        let send: SendRun
         do {
-            opened = try OpenedRun.open(campaign, journalPath: journal ?? campaign.journalPath, newRun: newRun)
-        } catch let error as RunRefusal {
+            send = try SendRun.prepare(
+                campaign,
+                options: options,
+                transport: .app(paths: paths, environment: ProcessInfo.processInfo.environment),
+                progress: printer.callback(enabled: !quiet)
+            )
+        } catch {
             printError("\(campaign.path): error: \(error.message)")
             throw ExitCode(error.exitCode)
         }
-        if let note = opened.note { printError(note) }
-        let history: DeliveryHistory
-        do {
-            history = try DeliveryHistory.read(for: campaign, from: opened.journal.store)
-        } catch {
-            printError("\(campaign.path): error: \(error); nothing was sent")
-            throw ExitCode(1)
-        }
-        try await sendRun(campaign, paths: paths, opened: opened, history: history, quiet: quiet)
+        if let note = send.note { printError(note) }
+        let report = try await runServices([send], until: send, printer: printer)
+        print(report.text(), terminator: "")
+        if report.exitCode != 0 { throw ExitCode(report.exitCode) }
     }
 }
 
-/// Sends `opened` (a new, resumed or replay run): connects, runs the executor with progress and
-/// Ctrl-C handling, prints the report and exits with its status.
-func sendRun(
-    _ campaign: LoadedCampaign,
-    paths: ProjectPaths,
-    opened: OpenedRun,
-    history: DeliveryHistory?,
-    only: SeqSet? = nil,
-    quiet: Bool
-) async throws {
-    let transport: APNsConnectionPool
-    let endpoint: String
-    do {
-        (transport, endpoint) = try SendPipeline.transport(for: campaign, paths: paths)
-    } catch {
-        printError("\(campaign.path): error: \(error.message)")
-        throw ExitCode(2)
-    }
-    let executor = SendPipeline.executor(
-        campaign: campaign,
-        transport: transport,
-        endpoint: endpoint,
-        journal: opened.journal,
-        resume: opened.resume,
-        history: history,
-        only: only
+/// `--stall-timeout`, for every command that sends.
+struct StallOption: ParsableArguments {
+    @Option(
+        name: .customLong("stall-timeout"),
+        help: ArgumentHelp(
+            """
+            Seconds the endpoint may answer nothing while requests are pending (no streams allowed, \
+            no HTTP/2 SETTINGS, no answers) before the send stops with exit status 2.
+            """,
+            valueName: "seconds"
+        )
     )
-    let printer = ProgressPrinter()
-    let signals = StopSignals { executor.stop() }
-    let progress = printer.callback(enabled: !quiet)
-    let report = await executor.run(progress: progress)
-    withExtendedLifetime((signals, opened.lock)) {}
+    var stallTimeout: Double = 60
+
+    func validate() throws {
+        guard stallTimeout.isFinite, stallTimeout >= 1, stallTimeout <= 86_400 else {
+            throw ValidationError("--stall-timeout takes 1 to 86400 seconds")
+        }
+    }
+}
+
+/// Runs `services` in a ServiceGroup until `send` ends (or SIGINT, SIGTERM or SIGHUP drains it),
+/// with the progress line, and returns its report.
+func runServices(_ services: [any Service], until send: SendRun, printer: ProgressPrinter) async throws -> SendReport {
+    var configurations = services.map {
+        ServiceGroupConfiguration.ServiceConfiguration(service: $0, successTerminationBehavior: .ignore)
+    }
+    if let index = configurations.firstIndex(where: { $0.service as? SendRun === send }) {
+        configurations[index].successTerminationBehavior = .gracefullyShutdownGroup
+        configurations[index].failureTerminationBehavior = .gracefullyShutdownGroup
+    }
+    var logger = Logger(label: "pushcamp")
+    logger.logLevel = .critical
+    let group = ServiceGroup(
+        configuration: ServiceGroupConfiguration(
+            services: configurations,
+            gracefulShutdownSignals: [.sigint, .sigterm, .sighup],
+            logger: logger
+        )
+    )
+    try await group.run()
     printer.finish()
-    print(report.text(), terminator: "")
-    if report.exitCode != 0 { throw ExitCode(report.exitCode) }
+    guard let report = send.report else {
+        printError("error: the send ended without a report")
+        throw ExitCode(1)
+    }
+    if report.stop == .interrupted {
+        printError("interrupted: in-flight requests were drained; send the campaign again to resume")
+    }
+    return report
 }
 
 /// Loads and checks a campaign, printing diagnostics; exits 1 when it is invalid.
@@ -139,119 +184,4 @@ func loadCampaign(_ file: String) throws -> (LoadedCampaign, ProjectPaths) {
         let paths = ProjectPaths.locate(campaign: url, workingDirectory: workingDirectory)
     else { throw ExitCode(1) }
     return (campaign, paths)
-}
-
-/// Why a send does not start: the journal cannot be used, the campaign changed under an unfinished
-/// run, or another process is sending it.
-struct RunRefusal: Error {
-    var message: String
-    var exitCode: Int32
-}
-
-/// The run a send records into: the campaign's unfinished run (resumed) or a new one, with the lock
-/// that keeps a second process from sending the same campaign.
-struct OpenedRun {
-    var journal: RunJournal
-    var resume: ResumePoint
-    /// Nil for an in-memory journal, which no other process can see.
-    var lock: RunLock?
-    /// What to tell the user before sending (resuming, giving up an old run).
-    var note: String?
-
-    /// The journal path that means "in memory, gone when the process ends".
-    static let inMemory = ":memory:"
-
-    /// Throws `RunRefusal` only.
-    static func open(_ campaign: LoadedCampaign, journalPath path: String, newRun: Bool) throws -> OpenedRun {
-        if path == inMemory {
-            let store = MemoryJournal()
-            let run = try store.createRun(
-                campaign: campaign.id,
-                revision: campaign.revision,
-                now: Date().timeIntervalSince1970
-            )
-            return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: nil, note: nil)
-        }
-        do {
-            let store = try SQLiteJournal(path: path)
-            let lock = try lock(journalPath: path, campaign: campaign.id)
-            let now = Date().timeIntervalSince1970
-            var note: String?
-            if let unfinished = try store.unfinishedRun(campaign: campaign.id) {
-                if unfinished.revision == campaign.revision && !newRun {
-                    return try resuming(
-                        unfinished,
-                        in: store,
-                        lock: lock,
-                        named: "run \(unfinished.id) of \(campaign.id)"
-                    )
-                }
-                guard newRun else {
-                    throw RunRefusal(
-                        message: """
-                            campaign \(campaign.id) has an unfinished run \(unfinished.id) (started \
-                            \(Timestamps.text(unfinished.startedAt))) from revision \(unfinished.revision), but \
-                            the campaign file, its templates or its audience changed since (revision now \
-                            \(campaign.revision)); resuming would send a different plan. Restore the files to \
-                            finish run \(unfinished.id), or start over with `pushcamp send --new-run` (recipients \
-                            run \(unfinished.id) reached may get it again)
-                            """,
-                        exitCode: 1
-                    )
-                }
-                try store.setStatus(.superseded, of: unfinished.id, now: now)
-                note = "run \(unfinished.id) of \(campaign.id) given up for a new run (--new-run)"
-            }
-            let run = try store.createRun(
-                campaign: campaign.id,
-                revision: campaign.revision,
-                now: now,
-                file: URL(fileURLWithPath: campaign.path).standardizedFileURL.path,
-                replay: nil
-            )
-            return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: lock, note: note)
-        } catch let error as JournalError {
-            throw RunRefusal(message: error.message + "; nothing was sent", exitCode: 1)
-        } catch let refusal as RunRefusal {
-            throw refusal
-        } catch {
-            throw RunRefusal(message: "the journal \(path) cannot be read: \(error); nothing was sent", exitCode: 1)
-        }
-    }
-}
-
-extension OpenedRun {
-    /// The campaign's run lock; refused (exit 5) while another process sends it.
-    static func lock(journalPath: String, campaign: String) throws -> RunLock {
-        guard let lock = try RunLock(journalPath: journalPath, campaign: campaign) else {
-            throw RunRefusal(
-                message: "campaign \(campaign) is being sent by another pushcamp process; "
-                    + "wait for it, or stop it with `pushcamp cancel`",
-                exitCode: 5
-            )
-        }
-        return lock
-    }
-
-    /// Picks up the unfinished `run`, saying so in the note (`name` is how it calls the run).
-    static func resuming(
-        _ run: RunRecord,
-        in store: SQLiteJournal,
-        lock: RunLock,
-        named name: String
-    ) throws -> OpenedRun {
-        let resume = try ResumePoint(journal: store, run: run.id)
-        try store.setStatus(.running, of: run.id, now: Date().timeIntervalSince1970)
-        let duplicates = resume.possibleDuplicates
-        let note =
-            "resuming \(name): \(resume.delivered) delivered and \(resume.failed) failed before, "
-            + "\(resume.pending.count) to pick up"
-            + (duplicates > 0 ? " (\(duplicates) were in flight: sent again, possible duplicates)" : "")
-        return OpenedRun(
-            journal: RunJournal(store: store, run: run, resume: resume),
-            resume: resume,
-            lock: lock,
-            note: note
-        )
-    }
 }

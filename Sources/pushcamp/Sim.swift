@@ -1,8 +1,10 @@
 import ArgumentParser
 import Crypto
 import Foundation
-import PushcampAPNs
+import Logging
 import PushcampSimulator
+import ServiceLifecycle
+import UnixSignals
 
 struct Sim: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -112,19 +114,29 @@ struct Sim: AsyncParsableCommand {
             )
             clientFile = file
         }
-        // Signals are caught before the first line is printed: whoever reads it may stop us at once.
-        let stopped = AsyncStream<Void>.makeStream()
-        let signals = StopSignals { stopped.continuation.finish() }
         let simulator = APNsSimulator(configuration: configuration)
+        var logger = Logger(label: "pushcamp-sim")
+        logger.logLevel = .critical
+        // Listening first, then the group (and its signal handlers) runs before the first line is
+        // printed: whoever reads it may stop us at once.
         let bound = try await simulator.start()
-        print("pushcamp sim: listening on https://127.0.0.1:\(bound)")
-        print("  trust:  \(caFile)")
-        print("  key:    \(key ?? keyFile)")
-        if let clientFile { print("  client certificate: \(clientFile)") }
-        fflush(nil)
-        for await _ in stopped.stream {}
-        withExtendedLifetime(signals) {}
-        await simulator.stop()
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [.init(service: simulator)],
+                gracefulShutdownSignals: [.sigint, .sigterm, .sighup],
+                logger: logger
+            )
+        )
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            await Task.yield()
+            print("pushcamp sim: listening on https://127.0.0.1:\(bound)")
+            print("  trust:  \(caFile)")
+            print("  key:    \(key ?? keyFile)")
+            if let clientFile { print("  client certificate: \(clientFile)") }
+            fflush(nil)
+            try await tasks.waitForAll()
+        }
         let recorder = simulator.recorder
         print(
             "received \(recorder.records.count) request(s) on \(recorder.connections) connection(s); at most \(recorder.maxOpenStreams) streams open at once"

@@ -1,4 +1,5 @@
 import NIOCore
+import PushcampAPNsCore
 import Testing
 
 @testable import PushcampAPNs
@@ -10,30 +11,63 @@ struct ConnectionStateMachineTests {
     @Test func oneStreamUntilTheTokenIsAcceptedThenTheServersLimit() {
         var machine = ConnectionStateMachine(authentication: .providerToken, now: start)
         #expect(machine.budget == 1)  // before any SETTINGS
-        machine.settingsReceived(maxConcurrentStreams: 1000)
+        _ = machine.settingsReceived(maxConcurrentStreams: 1000)
         #expect(machine.budget == 1)  // not authenticated yet
         machine.streamOpened(now: start)
         #expect(machine.budget == 0)
-        machine.streamClosed(status: 200, reason: nil, now: start)
+        _ = machine.streamClosed(status: 200, reason: nil, now: start)
         #expect(machine.budget == 1000)
+    }
+
+    @Test func aNewConnectionRampsUpFromTheServersFirstLimit() {
+        var machine = ConnectionStateMachine(authentication: .providerToken, now: start)
+        #expect(machine.settingsReceived(maxConcurrentStreams: 1) == .reportStreamLimit(1))
+        machine.streamOpened(now: start)
+        // The token is accepted; the server raises its limit to 500: the ramp doubles per round of answers.
+        #expect(machine.streamClosed(status: 200, reason: nil, now: start) == .none)
+        #expect(machine.settingsReceived(maxConcurrentStreams: 500) == .none)
+        var limits: Set<Int> = []
+        for _ in 0..<1200 {
+            limits.insert(machine.streamLimit)
+            while machine.budget > 0 { machine.streamOpened(now: start) }
+            _ = machine.streamClosed(status: 200, reason: nil, now: start)
+        }
+        #expect(machine.streamLimit == 500)
+        #expect(limits.sorted() == [1, 2, 4, 8, 16, 32, 64, 128, 256, 500])
+    }
+
+    @Test func aServerThatSendsNoSettingsIsClosed() {
+        var machine = ConnectionStateMachine(authentication: .providerToken, now: start, settingsTimeout: .seconds(10))
+        #expect(machine.tick(now: start + .seconds(9)) == .none)
+        guard case .close(let reason) = machine.tick(now: start + .seconds(10)) else {
+            Issue.record("expected close")
+            return
+        }
+        #expect(reason.contains("no HTTP/2 SETTINGS"))
     }
 
     @Test func aRefusedTokenKeepsOneStream() {
         var machine = ConnectionStateMachine(authentication: .providerToken, now: start)
-        machine.settingsReceived(maxConcurrentStreams: 500)
+        _ = machine.settingsReceived(maxConcurrentStreams: 500)
         machine.streamOpened(now: start)
-        machine.streamClosed(status: 403, reason: .invalidProviderToken, now: start)
+        _ = machine.streamClosed(status: 403, reason: .invalidProviderToken, now: start)
         #expect(machine.budget == 1)
     }
 
     @Test func aKeyRefusedAFewTimesDrainsTheConnection() {
         var machine = ConnectionStateMachine(authentication: .providerToken, now: start)
-        machine.settingsReceived(maxConcurrentStreams: 500)
+        _ = machine.settingsReceived(maxConcurrentStreams: 500)
+        var actions: [ConnectionStateMachine.Action] = []
         for _ in 0..<ConnectionStateMachine.credentialRefusalLimit {
             #expect(machine.budget == 1)
             machine.streamOpened(now: start)
-            machine.streamClosed(status: 403, reason: .invalidProviderToken, now: start)
+            actions.append(machine.streamClosed(status: 403, reason: .invalidProviderToken, now: start))
         }
+        guard case .drain(let reason) = actions.last else {
+            Issue.record("the third refusal drains")
+            return
+        }
+        #expect(reason.contains("InvalidProviderToken"))
         #expect(machine.credentialsRefused)
         #expect(machine.phase == .draining)
         #expect(machine.budget == 0)
@@ -42,10 +76,10 @@ struct ConnectionStateMachineTests {
 
     @Test func refusalsOtherThanCredentialsDoNotDrain() {
         var machine = ConnectionStateMachine(authentication: .providerToken, now: start)
-        machine.settingsReceived(maxConcurrentStreams: 500)
+        _ = machine.settingsReceived(maxConcurrentStreams: 500)
         for _ in 0..<10 {
             machine.streamOpened(now: start)
-            machine.streamClosed(status: 403, reason: .expiredProviderToken, now: start)
+            _ = machine.streamClosed(status: 403, reason: .expiredProviderToken, now: start)
         }
         #expect(machine.phase == .active)
         #expect(machine.budget == 1)
@@ -53,39 +87,39 @@ struct ConnectionStateMachineTests {
 
     @Test func certificatesUseTheServersLimitAtOnce() {
         var machine = ConnectionStateMachine(authentication: .certificate, now: start)
-        machine.settingsReceived(maxConcurrentStreams: 50)
+        _ = machine.settingsReceived(maxConcurrentStreams: 50)
         #expect(machine.budget == 50)
     }
 
     @Test func aLoweredLimitIsFollowedDown() {
         var machine = ConnectionStateMachine(authentication: .certificate, now: start)
-        machine.settingsReceived(maxConcurrentStreams: 10)
+        _ = machine.settingsReceived(maxConcurrentStreams: 10)
         for _ in 0..<10 { machine.streamOpened(now: start) }
-        machine.settingsReceived(maxConcurrentStreams: 2)
+        _ = machine.settingsReceived(maxConcurrentStreams: 2)
         #expect(machine.budget == 0)
-        for _ in 0..<8 { machine.streamClosed(status: 200, reason: nil, now: start) }
+        for _ in 0..<8 { _ = machine.streamClosed(status: 200, reason: nil, now: start) }
         #expect(machine.budget == 0)
-        machine.streamClosed(status: 200, reason: nil, now: start)
+        _ = machine.streamClosed(status: 200, reason: nil, now: start)
         #expect(machine.budget == 1)
     }
 
     @Test func drainingOpensNothingAndFinishesWhenEmpty() {
         var machine = ConnectionStateMachine(authentication: .certificate, now: start)
-        machine.settingsReceived(maxConcurrentStreams: 10)
+        _ = machine.settingsReceived(maxConcurrentStreams: 10)
         machine.streamOpened(now: start)
         machine.drain()
         #expect(machine.budget == 0)
         #expect(!machine.finished)
-        machine.streamClosed(status: nil, reason: nil, now: start)
+        _ = machine.streamClosed(status: nil, reason: nil, now: start)
         #expect(machine.finished)
     }
 
     @Test func aBurstOfBadTokensCutsTheBudgetToAQuarter() {
         var machine = ConnectionStateMachine(authentication: .certificate, now: start)
-        machine.settingsReceived(maxConcurrentStreams: 100)
+        _ = machine.settingsReceived(maxConcurrentStreams: 100)
         for index in 0..<ConnectionStateMachine.healthWindow {
             machine.streamOpened(now: start)
-            machine.streamClosed(
+            _ = machine.streamClosed(
                 status: index % 2 == 0 ? 400 : 200,
                 reason: index % 2 == 0 ? .badDeviceToken : nil,
                 now: start
@@ -94,7 +128,7 @@ struct ConnectionStateMachineTests {
         #expect(machine.streamLimit == 25)
         for _ in 0..<ConnectionStateMachine.healthWindow {
             machine.streamOpened(now: start)
-            machine.streamClosed(status: 200, reason: nil, now: start)
+            _ = machine.streamClosed(status: 200, reason: nil, now: start)
         }
         #expect(machine.streamLimit == 100)
     }
@@ -106,6 +140,7 @@ struct ConnectionStateMachineTests {
             idleTimeout: .seconds(60),
             pingTimeout: .seconds(10)
         )
+        _ = machine.settingsReceived(maxConcurrentStreams: 10)
         #expect(machine.tick(now: start + .seconds(59)) == .none)
         #expect(machine.tick(now: start + .seconds(60)) == .ping)
         #expect(machine.tick(now: start + .seconds(65)) == .none)

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHPACK
+import PushcampAPNsCore
 import Testing
 
 @testable import PushcampAPNs

@@ -1,16 +1,10 @@
 import Crypto
 import PushcampAPNs
+import PushcampAPNsCore
 import PushcampSimulator
+import PushcampTestSupport
 import Synchronization
 import Testing
-
-/// A clock tests move by hand.
-final class ManualClock: WallClock {
-    private let seconds: Mutex<Double>
-    init(_ start: Double) { seconds = Mutex(start) }
-    func now() -> Double { seconds.withLock { $0 } }
-    func advance(_ by: Double) { seconds.withLock { $0 += by } }
-}
 
 @Suite("Provider tokens")
 struct ProviderTokenTests {
@@ -69,20 +63,20 @@ struct ProviderTokenTests {
             keyID: "KEY1234567",
             clock: clock
         )
-        let good = ProviderTokens.token(teamID: "TEAM123456", keyID: "KEY1234567", issuedAt: 1_800_000_000, key: key)
-        let otherKey = ProviderTokens.token(
+        let good = ProviderTokenJWT.make(teamID: "TEAM123456", keyID: "KEY1234567", issuedAt: 1_800_000_000, key: key)
+        let otherKey = ProviderTokenJWT.make(
             teamID: "TEAM123456",
             keyID: "KEY1234567",
             issuedAt: 1_800_000_000,
             key: P256.Signing.PrivateKey()
         )
-        let wrongTeam = ProviderTokens.token(
+        let wrongTeam = ProviderTokenJWT.make(
             teamID: "OTHER12345",
             keyID: "KEY1234567",
             issuedAt: 1_800_000_000,
             key: key
         )
-        let old = ProviderTokens.token(
+        let old = ProviderTokenJWT.make(
             teamID: "TEAM123456",
             keyID: "KEY1234567",
             issuedAt: 1_800_000_000 - 3601,
@@ -94,7 +88,12 @@ struct ProviderTokenTests {
         #expect(verifier.check("bearer " + old) == .expiredProviderToken)
         #expect(verifier.check("bearer " + good) == nil)
         clock.advance(60)
-        let tooSoon = ProviderTokens.token(teamID: "TEAM123456", keyID: "KEY1234567", issuedAt: 1_800_000_060, key: key)
+        let tooSoon = ProviderTokenJWT.make(
+            teamID: "TEAM123456",
+            keyID: "KEY1234567",
+            issuedAt: 1_800_000_060,
+            key: key
+        )
         #expect(verifier.check("bearer " + tooSoon) == .tooManyProviderTokenUpdates)
     }
 }

@@ -21,10 +21,10 @@ struct RequestQueueTests {
         }
     }
 
-    @Test func takesInArrivalOrderAcrossBatches() async throws {
-        let queue = RequestQueue(capacity: 1000)
-        try await queue.enqueue(Self.requests(0..<5))
-        try await queue.enqueue(Self.requests(5..<12))
+    @Test func takesInArrivalOrderAcrossBatches() {
+        let queue = RequestQueue()
+        #expect(queue.add(Self.requests(0..<5)) == nil)
+        #expect(queue.add(Self.requests(5..<12)) == nil)
         #expect(queue.count == 12)
         var tags: [Int] = []
         for limit in [3, 1, 4, 10] {
@@ -36,22 +36,22 @@ struct RequestQueueTests {
         #expect(queue.count == 0)
     }
 
-    @Test func requeuedRequestsGoFirstAndCloseHandsBackTheRestInOrder() async throws {
-        let queue = RequestQueue(capacity: 1000)
-        try await queue.enqueue(Self.requests(0..<6))
+    @Test func requeuedRequestsGoFirstAndCloseHandsBackTheRestInOrder() {
+        let queue = RequestQueue()
+        #expect(queue.add(Self.requests(0..<6)) == nil)
         let first = queue.take(4, connection: 0, wake: {})
         queue.requeue(Array(first[2...]))
         #expect(queue.take(3, connection: 0, wake: {}).map(\.tag) == [2, 3, 4])
-        try await queue.enqueue(Self.requests(6..<8))
+        #expect(queue.add(Self.requests(6..<8)) == nil)
         #expect(queue.close().map(\.tag) == [5, 6, 7])
-        await #expect(throws: APNsClientError.self) { try await queue.enqueue(Self.requests(8..<9)) }
+        #expect(queue.add(Self.requests(8..<9))?.map(\.tag) == [8])
     }
 
-    @Test func anEmptyTakeLeavesAWakeUpForTheNextArrival() async throws {
-        let queue = RequestQueue(capacity: 1000)
+    @Test func anEmptyTakeLeavesAWakeUpForTheNextArrival() {
+        let queue = RequestQueue()
         let woken = Counter()
         #expect(queue.take(5, connection: 1, wake: { woken.add() }).isEmpty)
-        try await queue.enqueue(Self.requests(0..<2))
+        #expect(queue.add(Self.requests(0..<2)) == nil)
         #expect(woken.value == 1)
         // Taken in full: the wake-up was used once and is not kept.
         _ = queue.take(2, connection: 1, wake: { woken.add() })

@@ -1,4 +1,5 @@
 import PushcampAPNs
+import PushcampAPNsCore
 import PushcampSimulator
 import Testing
 

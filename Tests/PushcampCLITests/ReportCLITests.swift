@@ -71,10 +71,13 @@ struct ReportCLITests {
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("no run 7 in "), "\(missing.stderr)")
 
-        // A second run: the report defaults to it.
+        // A second run, sent on purpose (the campaign was sent already): the report defaults to it.
         sim = try JournalCLITests.start(project)
         try SendCLITests.writeCampaign(project, extra: "# a new revision\n")
-        _ = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
+        let refused = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("was already sent: run 1 finished"), "\(refused.stderr)")
+        _ = try CLI.run(["send", "--quiet", "--new-run", "campaigns/c.yaml"], in: project.root)
         _ = sim.stop()
         let latest = try CLI.run(["report", "--format", "json"], in: project.root)
         #expect(

@@ -149,9 +149,9 @@ struct SendCLITests {
         try project.write(
             "rehearsal/outage.yaml",
             """
-            # GOAWAY every 50 requests, a limit lowered to 2, one device gone, one bad, one flaky.
+            # GOAWAY every 50 requests, a limit lowered to 2 (after the ramp reached 20), one device gone, one bad, one flaky.
             max_streams: 20
-            lower_limit: { after: 30, to: 2 }
+            lower_limit: { after: 40, to: 2 }
             goaway_after: 50
             tokens:
               "\(TemporaryProject.token(1))": unregistered 1700000000000

@@ -2,8 +2,10 @@ import Crypto
 import Foundation
 import NIOCore
 import PushcampAPNs
+import PushcampAPNsCore
 import PushcampModel
 import PushcampPlanner
+import PushcampRehearsal
 import PushcampSend
 import PushcampSimulator
 import PushcampTestSupport

@@ -1,16 +1,22 @@
 import PushcampAPNs
+import PushcampAPNsCore
 import PushcampModel
 import PushcampSend
 import Testing
 
 @Suite("Send policies")
 struct PolicyTests {
-    @Test func tokenBucketPacesBatches() {
-        var bucket = TokenBucket(rate: 100, burst: 10)
-        #expect(bucket.reserve(10, now: 0) == 0)
-        #expect(abs(bucket.reserve(10, now: 0) - 0.1) < 1e-9)
-        #expect(abs(bucket.reserve(5, now: 0.1) - 0.05) < 1e-9)
-        #expect(bucket.reserve(5, now: 10) == 0)
+    @Test func pacerSendsTheFirstAtOnceAndSavesNothingUpWhileIdle() {
+        var pacer = Pacer(rate: 100)
+        #expect(pacer.earliest(now: 5) == 5)
+        pacer.take(10, now: 5)
+        #expect(abs(pacer.earliest(now: 5) - 5.1) < 1e-9)
+        pacer.take(5, now: 5.1)
+        #expect(abs(pacer.earliest(now: 5.12) - 5.15) < 1e-9)
+        // Idle for a long time: the next batch leaves at once, and the one after it is paced again.
+        #expect(pacer.earliest(now: 60) == 60)
+        pacer.take(10, now: 60)
+        #expect(abs(pacer.earliest(now: 60) - 60.1) < 1e-9)
     }
 
     @Test func neverRetryReasonsAreNeverRetried() {
@@ -52,6 +58,26 @@ struct PolicyTests {
                 == .failed(reason: "Shutdown")
         )
         #expect(policy.decide(.connectionLost, attempt: 0, random: 0) == .retry(after: 0, cause: "connection-lost"))
+        // Losses have their own budget: a push lost four times still has all its attempts.
+        guard
+            case .retry(let wait, "connection-lost") = policy.decide(.connectionLost, attempt: 4, losses: 4, random: 1)
+        else {
+            Issue.record("a lost push within its loss budget is sent again")
+            return
+        }
+        #expect(wait == 0.8)
+        #expect(policy.decide(busy, attempt: 5, losses: 4, random: 0) != .failed(reason: "TooManyRequests"))
+        #expect(
+            policy.decide(.connectionLost, attempt: 10, losses: 10, random: 0) == .failed(reason: "connection-lost")
+        )
+        #expect(
+            policy.decide(
+                .response(status: 429, reason: .tooManyProviderTokenUpdates, timestamp: nil),
+                attempt: 0,
+                random: 0
+            )
+                == .stopRun(reason: "TooManyProviderTokenUpdates")
+        )
         #expect(
             policy.decide(.response(status: 403, reason: .invalidProviderToken, timestamp: nil), attempt: 0, random: 0)
                 == .credentials(reason: "InvalidProviderToken")

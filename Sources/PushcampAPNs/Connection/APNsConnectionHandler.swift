@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOSSL
 import NIOTLS
+import PushcampAPNsCore
 
 /// One APNs connection: sits behind NIOSSL and drives an `NGHTTP2Session` with the rules of
 /// `ConnectionStateMachine`.
@@ -25,6 +26,9 @@ final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         var requestTimeout: TimeAmount
         var idleTimeout: TimeAmount
         var pingTimeout: TimeAmount
+        var settingsTimeout: TimeAmount
+        /// The pool's count of open streams.
+        var streams: StreamCounter
     }
 
     private let configuration: Configuration
@@ -38,7 +42,6 @@ final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
     private var requeue: [APNsRequest] = []
     private var timedOut: Set<Int32> = []
     private var closeReason: String?
-    private var reportedLimit = 0
 
     init(configuration: Configuration, ready: EventLoopPromise<Void>) {
         self.configuration = configuration
@@ -47,8 +50,22 @@ final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             authentication: configuration.tokens == nil ? .certificate : .providerToken,
             now: .now(),
             idleTimeout: configuration.idleTimeout,
-            pingTimeout: configuration.pingTimeout
+            pingTimeout: configuration.pingTimeout,
+            settingsTimeout: configuration.settingsTimeout
         )
+    }
+
+    /// Carries out what the state machine decided.
+    private func apply(_ action: ConnectionStateMachine.Action) {
+        switch action {
+        case .none:
+            break
+        case .reportStreamLimit(let limit):
+            configuration.events.yield(.streamLimit(connection: configuration.id, limit: limit))
+        case .drain(let reason):
+            configuration.queue.forget(connection: configuration.id)
+            if closeReason == nil { closeReason = reason }
+        }
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -108,7 +125,9 @@ final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         timer?.cancel()
         configuration.queue.forget(connection: configuration.id)
         let now = NIODeadline.now()
-        for stream in session?.abandonStreams() ?? [] {
+        let abandoned = session?.abandonStreams() ?? []
+        configuration.streams.add(-abandoned.count)
+        for stream in abandoned {
             outcomes.append(
                 APNsOutcome(
                     request: stream.request,
@@ -149,6 +168,7 @@ final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                         // Moved in: a refusal hands the request back, so nothing here copies it.
                         _ = try session.submit(request, token: token, now: now)
                         machine.streamOpened(now: now)
+                        configuration.streams.add(1)
                     } catch {
                         // nghttp2 refused it: this one and the rest go back to the queue.
                         requeue.append(error.request)
@@ -182,7 +202,7 @@ final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         for event in events {
             switch event {
             case .settings(let limit):
-                machine.settingsReceived(maxConcurrentStreams: limit)
+                apply(machine.settingsReceived(maxConcurrentStreams: limit))
             case .goaway(let lastStreamID, let errorCode, let debugData):
                 machine.drain()
                 configuration.queue.forget(connection: configuration.id)
@@ -190,22 +210,20 @@ final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             case .pingAcknowledged:
                 machine.pingAcknowledged(now: now)
             case .notSent(let stream):
-                machine.streamClosed(status: nil, reason: nil, now: now)
+                apply(machine.streamClosed(status: nil, reason: nil, now: now))
+                configuration.streams.add(-1)
                 requeue.append(stream.request)
             case .streamClosed(let stream, let errorCode):
                 closed(stream, errorCode: errorCode, now: now)
             }
         }
-        if machine.streamLimit != reportedLimit {
-            reportedLimit = machine.streamLimit
-            configuration.events.yield(.streamLimit(connection: configuration.id, limit: reportedLimit))
-        }
     }
 
     private func closed(_ stream: NGHTTP2Session.Stream, errorCode: UInt32, now: NIODeadline) {
         let latency = now - stream.started
+        configuration.streams.add(-1)
         guard let status = stream.status else {
-            machine.streamClosed(status: nil, reason: nil, now: now)
+            apply(machine.streamClosed(status: nil, reason: nil, now: now))
             if errorCode == NGHTTP2_REFUSED_STREAM.rawValue {
                 // Above GOAWAY's last stream id, or refused outright: never processed, so send it again.
                 requeue.append(stream.request)
@@ -227,12 +245,7 @@ final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         if status != 200 {
             (reason, timestamp) = Self.parseError(stream.body)
         }
-        machine.streamClosed(status: status, reason: reason, now: now)
-        if machine.credentialsRefused, closeReason == nil {
-            configuration.queue.forget(connection: configuration.id)
-            closeReason =
-                "APNs refused the credentials \(ConnectionStateMachine.credentialRefusalLimit) times (\(status) \(reason.map { "\($0)" } ?? ""))"
-        }
+        apply(machine.streamClosed(status: status, reason: reason, now: now))
         if reason == .expiredProviderToken, let tokens = configuration.tokens {
             switch tokens.expired(generation: stream.tokenGeneration) {
             case .mint, .alreadyReplaced:

@@ -1,4 +1,5 @@
 import NIOCore
+import PushcampAPNsCore
 
 /// The rules of one APNs connection, without sockets: how many streams may be open, when to stop
 /// taking work, when to PING and when to give up on it.
@@ -6,6 +7,10 @@ import NIOCore
 /// - Streams: never more than the server's current `SETTINGS_MAX_CONCURRENT_STREAMS`; with provider
 ///   tokens, one until a request was answered with anything but 403 (the token was accepted). Before the
 ///   server's first SETTINGS frame, one.
+/// - Ramp: a new connection starts at the server's first limit and doubles it each time that many
+///   answers came back, up to the server's current limit, so a connection that is dropped soon after
+///   it opened loses a few streams, not a thousand.
+/// - SETTINGS: a server that sends none within `settingsTimeout` of TLS is closed (and replaced).
 /// - Health: when a quarter or more of the last 64 answers were `BadDeviceToken` (APNs drops providers
 ///   who send many), the connection uses a quarter of its budget until the next window looks better.
 /// - Refused credentials: a connection whose token was never accepted drains after
@@ -34,9 +39,15 @@ public struct ConnectionStateMachine: Sendable {
     private var credentialRefusals = 0
     private var windowAnswers = 0
     private var windowBadTokens = 0
+    /// The ramp's current ceiling, and answers toward its next step.
+    public private(set) var ramp = 1
+    private var rampAnswers = 0
+    private var reportedLimit: Int?
 
     public var idleTimeout: TimeAmount
     public var pingTimeout: TimeAmount
+    public var settingsTimeout: TimeAmount
+    private let openedAt: NIODeadline
     private var lastActivity: NIODeadline
     private var pingSentAt: NIODeadline?
 
@@ -44,20 +55,40 @@ public struct ConnectionStateMachine: Sendable {
         authentication: Authentication,
         now: NIODeadline,
         idleTimeout: TimeAmount = .seconds(60),
-        pingTimeout: TimeAmount = .seconds(10)
+        pingTimeout: TimeAmount = .seconds(10),
+        settingsTimeout: TimeAmount = .seconds(10)
     ) {
         self.authenticated = authentication == .certificate
+        self.openedAt = now
         self.lastActivity = now
         self.idleTimeout = idleTimeout
         self.pingTimeout = pingTimeout
+        self.settingsTimeout = settingsTimeout
     }
 
     /// How many streams this connection may hold open now.
     public var streamLimit: Int {
         guard let serverLimit else { return 1 }
         guard authenticated else { return min(1, Int(serverLimit)) }
-        let limit = Int(min(serverLimit, UInt32(Int32.max)))
+        var limit = Int(min(serverLimit, UInt32(Int32.max)))
+        limit = min(limit, ramp)
         return throttledForBadTokens ? max(1, limit / 4) : limit
+    }
+
+    /// What the handler does after an event.
+    public enum Action: Equatable, Sendable {
+        case none
+        /// The stream limit applied changed: report it.
+        case reportStreamLimit(Int)
+        /// Stop taking work: finish open streams, then close (the reason says why).
+        case drain(reason: String)
+    }
+
+    /// Reports the limit when it changed since last reported (never before the server's first SETTINGS).
+    private mutating func limitAction() -> Action {
+        guard serverLimit != nil, reportedLimit != streamLimit else { return .none }
+        reportedLimit = streamLimit
+        return .reportStreamLimit(streamLimit)
     }
 
     /// How many more streams may be opened now (0 while draining).
@@ -71,8 +102,10 @@ public struct ConnectionStateMachine: Sendable {
     /// Draining and nothing left in flight: the connection can close.
     public var finished: Bool { phase == .draining && openStreams == 0 }
 
-    public mutating func settingsReceived(maxConcurrentStreams: UInt32) {
+    public mutating func settingsReceived(maxConcurrentStreams: UInt32) -> Action {
+        if serverLimit == nil { ramp = max(1, Int(min(maxConcurrentStreams, UInt32(Int32.max)))) }
         serverLimit = maxConcurrentStreams
+        return limitAction()
     }
 
     public mutating func streamOpened(now: NIODeadline) {
@@ -81,14 +114,28 @@ public struct ConnectionStateMachine: Sendable {
     }
 
     /// A stream ended; `status` is nil when no response arrived (reset, refused, lost).
-    public mutating func streamClosed(status: Int?, reason: APNsReason?, now: NIODeadline) {
+    public mutating func streamClosed(status: Int?, reason: APNsReason?, now: NIODeadline) -> Action {
         openStreams -= 1
         lastActivity = now
-        guard let status else { return }
+        guard let status else { return .none }
         if status != 403 { authenticated = true }
         if !authenticated, reason?.disposition == .credentials {
             credentialRefusals += 1
-            if credentialsRefused { phase = .draining }
+            if credentialsRefused {
+                phase = .draining
+                return .drain(
+                    reason:
+                        "APNs refused the credentials \(Self.credentialRefusalLimit) times (\(status) \(reason.map { "\($0)" } ?? ""))"
+                )
+            }
+        }
+        // Doubles while it is what holds the connection back (a server may raise its limit later).
+        if authenticated, let serverLimit, ramp < Int(min(serverLimit, UInt32(Int32.max))) {
+            rampAnswers += 1
+            if rampAnswers >= ramp {
+                rampAnswers = 0
+                ramp *= 2
+            }
         }
         windowAnswers += 1
         if reason == .badDeviceToken { windowBadTokens += 1 }
@@ -97,6 +144,7 @@ public struct ConnectionStateMachine: Sendable {
             windowAnswers = 0
             windowBadTokens = 0
         }
+        return limitAction()
     }
 
     /// GOAWAY from the server, or our own decision to stop using the connection.
@@ -112,6 +160,9 @@ public struct ConnectionStateMachine: Sendable {
 
     /// Called periodically: decides on PINGs for idle connections and closes dead ones.
     public mutating func tick(now: NIODeadline) -> TickAction {
+        if serverLimit == nil, now - openedAt >= settingsTimeout {
+            return .close(reason: "the server sent no HTTP/2 SETTINGS within \(settingsTimeout) of TLS")
+        }
         if let pingSentAt {
             return now - pingSentAt >= pingTimeout ? .close(reason: "no answer to PING within \(pingTimeout)") : .none
         }

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOSSL
+import PushcampAPNsCore
 
 /// Where and how a pool connects.
 public struct APNsClientConfiguration: Sendable {
@@ -20,9 +21,11 @@ public struct APNsClientConfiguration: Sendable {
     public var idleTimeout: TimeAmount = .seconds(60)
     public var pingTimeout: TimeAmount = .seconds(10)
     public var connectTimeout: TimeAmount = .seconds(10)
-    /// Requests waiting for a stream, across the pool.
-    public var queueCapacity = 4096
+    /// A connection whose server sends no SETTINGS this long after TLS is closed and replaced.
+    public var settingsTimeout: TimeAmount = .seconds(10)
     public var reconnectBackoff = Backoff()
+    /// The clock reconnect back-offs wait on (and provider tokens are minted by).
+    public var clock: any WallClock = SystemWallClock()
 
     public init(host: String, port: Int, authentication: Authentication, caFile: String? = nil, connections: Int) {
         self.host = host

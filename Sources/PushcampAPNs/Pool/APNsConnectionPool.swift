@@ -1,6 +1,7 @@
 import NIOCore
 import NIOPosix
 import NIOSSL
+import PushcampAPNsCore
 import Synchronization
 
 /// N long-lived HTTP/2 connections to one APNs endpoint, fed from one bounded queue.
@@ -14,8 +15,9 @@ public final class APNsConnectionPool: PushTransport {
     private let configuration: APNsClientConfiguration
     private let group: any EventLoopGroup
     private let tlsContext: NIOSSLContext
-    private let queue: RequestQueue
+    private let queue = RequestQueue()
     private let state = Mutex(State())
+    private let streams = StreamCounter()
 
     private struct State {
         var stopping = false
@@ -29,13 +31,14 @@ public final class APNsConnectionPool: PushTransport {
         self.configuration = configuration
         self.group = group
         self.tlsContext = try configuration.makeTLSContext()
-        self.queue = RequestQueue(capacity: configuration.queueCapacity)
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
     }
 
-    public func submit(_ requests: consuming [APNsRequest]) async throws {
-        try await queue.enqueue(consume requests)
+    public func submit(_ requests: consuming [APNsRequest]) {
+        if let refused = queue.add(requests) { continuation.yield(.unsent(refused)) }
     }
+
+    public var openStreams: Int { streams.value }
 
     public func shutdown() {
         let channels = state.withLock { state in
@@ -80,11 +83,14 @@ public final class APNsConnectionPool: PushTransport {
                 continuation.yield(.connectFailed(connection: slot, error: APNsClientError(.connect, "\(error)")))
             }
             guard !stopping else { break }
-            var wait = backoff.next()
-            while wait > .zero, !stopping {
-                let step = min(wait, .milliseconds(50))
-                try? await Task.sleep(nanoseconds: UInt64(step.nanoseconds))
-                wait = wait - step
+            // The back-off, in steps so a shutdown does not wait for it; cancellation ends the slot.
+            let until = configuration.clock.now() + Double(backoff.next().nanoseconds) / 1e9
+            do {
+                while !stopping, configuration.clock.now() < until {
+                    try await configuration.clock.sleep(until: min(until, configuration.clock.now() + 0.05))
+                }
+            } catch {
+                break
             }
         }
     }
@@ -103,7 +109,9 @@ public final class APNsConnectionPool: PushTransport {
             events: continuation,
             requestTimeout: configuration.requestTimeout,
             idleTimeout: configuration.idleTimeout,
-            pingTimeout: configuration.pingTimeout
+            pingTimeout: configuration.pingTimeout,
+            settingsTimeout: configuration.settingsTimeout,
+            streams: streams
         )
         let tlsContext = self.tlsContext
         let eventLoop = group.next()
@@ -135,4 +143,11 @@ public final class APNsConnectionPool: PushTransport {
         }
         return channel
     }
+}
+
+/// Streams open across the pool's connections, for progress ("on the wire").
+final class StreamCounter: Sendable {
+    private let count = Atomic<Int>(0)
+    func add(_ delta: Int) { count.add(delta, ordering: .relaxed) }
+    var value: Int { max(0, count.load(ordering: .relaxed)) }
 }

@@ -1,11 +1,12 @@
 import NIOCore
 import Synchronization
 
-/// Pushcamp's own bounded queue in front of the connections: requests wait here, not in nghttp2.
+/// Pushcamp's own queue in front of the connections: requests wait here, not in nghttp2.
 ///
-/// Producers `enqueue` (suspending while it is full); connections `take` as many as their stream
-/// budget allows, on their event loop, and when they find it empty they leave a wake-up that the next
-/// `enqueue` calls. Requests a connection could not send (refused by GOAWAY) go back to the front.
+/// The sender `add`s (never waiting: it bounds what it hands over itself, by the streams the
+/// connections announced); connections `take` as many as their stream budget allows, on their event
+/// loop, and when they find it empty they leave a wake-up that the next `add` calls. Requests a
+/// connection could not send (refused by GOAWAY) go back to the front.
 final class RequestQueue: Sendable {
     typealias Wake = @Sendable () -> Void
 
@@ -15,7 +16,6 @@ final class RequestQueue: Sendable {
         var batches = CircularBuffer<[APNsRequest]>(initialCapacity: 64)
         var count = 0
         var hungry: [Int: Wake] = [:]
-        var producers: [CheckedContinuation<Void, any Error>] = []
         var closed = false
 
         mutating func wakeHungry() -> [Wake] {
@@ -24,43 +24,31 @@ final class RequestQueue: Sendable {
         }
     }
 
-    let capacity: Int
     private let state = Mutex(State())
 
-    init(capacity: Int) {
-        self.capacity = capacity
-    }
+    init() {}
 
     var count: Int { state.withLock { $0.count } }
 
-    /// Adds requests, waiting while the queue holds `capacity` or more.
-    func enqueue(_ requests: consuming [APNsRequest]) async throws {
-        guard !requests.isEmpty else { return }
+    /// Adds requests; hands them back when the queue is closed.
+    func add(_ requests: consuming [APNsRequest]) -> [APNsRequest]? {
         var batch = requests
+        guard !batch.isEmpty else { return nil }
         batch.reverseByMoving()
-        while true {
-            let outcome: (added: Bool, wake: [Wake]) = try state.withLock { state in
-                if state.closed { throw APNsClientError(.shutdown, "the connection pool is shut down") }
-                guard state.count < capacity else { return (false, []) }
-                state.count += batch.count
-                state.batches.append(batch)
-                // Let go of our reference under the lock, so the queue's copy is unique when taken.
-                batch = []
-                return (true, state.wakeHungry())
-            }
-            if outcome.added {
-                for wake in outcome.wake { wake() }
-                return
-            }
-            try await withCheckedThrowingContinuation { continuation in
-                let resumeNow = state.withLock { state in
-                    if state.closed || state.count < capacity { return true }
-                    state.producers.append(continuation)
-                    return false
-                }
-                if resumeNow { continuation.resume() }
-            }
+        let outcome: (added: Bool, wake: [Wake]) = state.withLock { state in
+            if state.closed { return (false, []) }
+            state.count += batch.count
+            state.batches.append(batch)
+            // Let go of our reference under the lock, so the queue's copy is unique when taken.
+            batch = []
+            return (true, state.wakeHungry())
         }
+        guard outcome.added else {
+            batch.reverseByMoving()
+            return batch
+        }
+        for wake in outcome.wake { wake() }
+        return nil
     }
 
     /// Puts requests back at the front (they were never processed), whatever the capacity.
@@ -77,7 +65,7 @@ final class RequestQueue: Sendable {
     /// Up to `limit` requests for connection `id`; when that empties the queue, `wake` is kept and called
     /// on the next arrival.
     func take(_ limit: Int, connection id: Int, wake: @escaping Wake) -> [APNsRequest] {
-        let (taken, producers) = state.withLock { state -> ([APNsRequest], [CheckedContinuation<Void, any Error>]) in
+        state.withLock { state -> [APNsRequest] in
             var taken: [APNsRequest] = []
             taken.reserveCapacity(min(limit, state.count))
             while taken.count < limit, !state.batches.isEmpty {
@@ -88,12 +76,8 @@ final class RequestQueue: Sendable {
             }
             state.count -= taken.count
             if taken.count < limit { state.hungry[id] = wake }
-            guard !taken.isEmpty, state.count < capacity, !state.producers.isEmpty else { return (taken, []) }
-            defer { state.producers.removeAll() }
-            return (taken, state.producers)
+            return taken
         }
-        for producer in producers { producer.resume() }
-        return taken
     }
 
     /// The connection is gone or draining: no more wake-ups for it.
@@ -103,17 +87,14 @@ final class RequestQueue: Sendable {
 
     /// Refuses further requests and hands back the ones still waiting, in order.
     func close() -> [APNsRequest] {
-        let (left, producers) = state.withLock { state in
+        state.withLock { state in
             state.closed = true
             defer {
                 state.batches.removeAll()
                 state.count = 0
-                state.producers.removeAll()
             }
-            return (state.batches.flatMap { $0.reversed() }, state.producers)
+            return state.batches.flatMap { $0.reversed() }
         }
-        for producer in producers { producer.resume(throwing: APNsClientError(.shutdown, "the pool is shut down")) }
-        return left
     }
 }
 

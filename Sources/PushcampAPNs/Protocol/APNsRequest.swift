@@ -1,4 +1,5 @@
 import NIOCore
+import PushcampAPNsCore
 
 /// One HTTP/2 request to APNs, as the transport sends it: `POST /3/device/<token>`.
 ///
@@ -17,6 +18,8 @@ public struct APNsRequest: Sendable {
     public var payload: [UInt8]
     /// How many times this request was handed to a connection before (0 for the first send).
     public var attempt: Int = 0
+    /// How many of those attempts were lost with their connection (no answer, APNs may have it).
+    public var losses: Int = 0
 
     public init(
         tag: Int,

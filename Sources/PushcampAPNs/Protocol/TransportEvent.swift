@@ -8,14 +8,16 @@ public enum TransportEvent: Sendable {
     case connectFailed(connection: Int, error: APNsClientError)
     /// A connection ended; `reason` says why (GOAWAY with its reason, closed by peer, PING timeout…).
     case disconnected(connection: Int, reason: String)
-    /// The server's stream limit for a connection changed, as applied by Pushcamp.
+    /// The stream limit Pushcamp applies to a connection changed: the server's SETTINGS, one stream
+    /// until the provider token is accepted, and the ramp of a new connection. Never reported before
+    /// the server's first SETTINGS frame.
     case streamLimit(connection: Int, limit: Int)
     /// Requests never processed (refused after GOAWAY) went back to the queue for another connection.
     case requeued(count: Int)
     /// APNs called the provider token expired; a new one was minted (or already was) and the request
     /// went back to the queue.
     case providerTokenRenewed(minted: Bool)
-    /// Requests still queued when the transport shut down: never sent.
+    /// Requests still queued when the transport shut down, or submitted after: never sent.
     case unsent([APNsRequest])
 }
 
@@ -24,8 +26,11 @@ public protocol PushTransport: Sendable {
     var events: AsyncStream<TransportEvent> { get }
     /// Keeps the transport going until `shutdown()` and every connection has ended; then finishes `events`.
     func run() async
-    /// Hands requests over, suspending while the transport's bounded queue is full.
-    func submit(_ requests: consuming [APNsRequest]) async throws
+    /// Hands requests over without waiting: the caller bounds how many it submits (by the stream
+    /// limits reported). Requests submitted after `shutdown()` come back as `unsent`.
+    func submit(_ requests: consuming [APNsRequest])
     /// Stops taking requests; in-flight streams finish, queued ones are reported as `unsent`.
     func shutdown()
+    /// Requests written to a connection and not yet answered: what is really on the wire.
+    var openStreams: Int { get }
 }

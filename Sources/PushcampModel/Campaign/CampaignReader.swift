@@ -1,3 +1,4 @@
+import PushcampAPNsCore
 import Yams
 
 /// Reads a campaign file into a `Campaign`, reporting every problem of the file at once.
@@ -396,10 +397,12 @@ public enum CampaignReader {
         return .cap(FrequencyCapSpec(max: max, per: per))
     }
 
-    static let retryable = ["TooManyRequests", "InternalServerError", "ServiceUnavailable", "Shutdown", "timeout"]
-    static let neverRetried = [
-        "BadDeviceToken", "DeviceTokenNotForTopic", "Forbidden", "ExpiredToken", "Unregistered", "PayloadTooLarge",
-    ]
+    /// Reasons a campaign may give its own retry delay: those APNs asks to be retried later, and
+    /// Pushcamp's own `timeout`.
+    static let retryable =
+        APNsReason.documented.filter { [.deviceBusy, .serverError].contains($0.disposition) }.map(\.description)
+        + ["timeout"]
+    static let neverRetried = APNsReason.neverRetried.map(\.description)
 
     public static func readRetry(_ node: Node, _ reader: YAMLReader) -> RetrySpec {
         guard let entries = reader.freeMapping(node, in: "retry") else { return RetrySpec() }

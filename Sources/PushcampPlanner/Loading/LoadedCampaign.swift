@@ -43,6 +43,8 @@ public struct LoadedCampaign: Sendable {
     public var messageLocation: SourceLocation
     /// The project's run journal (`journal.path` in pushcamp.yaml, resolved).
     public var journalPath: String
+    /// Where rehearsals of it are recorded: `rehearsal.sqlite` beside the project's journal.
+    public var rehearsalJournalPath: String { ProjectJournal.rehearsalPath(beside: journalPath) }
     /// The audience attribute with each token's registration time (`audience.registered_at`).
     public var registeredAtAttribute: String
     /// The campaign's `frequency_cap`, else the project's default; nil when there is none (or `off`).

@@ -4,6 +4,11 @@ import PushcampModel
 /// Finds the project's run journal for commands that take no campaign file (`runs`, `cancel`,
 /// `report`, `tokens`): the nearest `pushcamp.yaml` at or above the working directory names it.
 public enum ProjectJournal {
+    /// The rehearsal journal kept beside the journal at `path`: rehearsals never write the real one.
+    public static func rehearsalPath(beside path: String) -> String {
+        (path as NSString).deletingLastPathComponent + "/rehearsal.sqlite"
+    }
+
     public static func path(
         workingDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
     ) -> Result<String, DiagnosticsError> {

@@ -1,4 +1,5 @@
 import PushcampAPNs
+import PushcampAPNsCore
 import PushcampModel
 
 /// What to do with each outcome: Apple's rules plus the campaign's `retry:` settings.
@@ -7,16 +8,19 @@ import PushcampModel
 /// |---|---|
 /// | 200 | delivered |
 /// | BadDeviceToken, DeviceTokenNotForTopic, Forbidden, ExpiredToken, Unregistered, PayloadTooLarge | failed, never retried |
-/// | InvalidProviderToken, MissingProviderToken, BadCertificate… | failed; a few of them stop the run |
+/// | InvalidProviderToken, MissingProviderToken, BadCertificate… | not final; a few of them stop the run |
+/// | TooManyProviderTokenUpdates | not final; the first one stops the run (minting again would make it worse) |
 /// | TooManyRequests | that device again after 10 s |
 /// | InternalServerError, ServiceUnavailable | again after 10 s, doubling, with jitter (at most 15 min) |
 /// | Shutdown | again after 1 s, on whichever connection is up |
-/// | connection lost with the request in flight | again at once (counted: APNs may have had it) |
+/// | connection lost with the request in flight | again after 50 ms, doubling to 5 s, on a budget of its own (`maxLosses`): a pool that keeps losing connections slows down instead of failing pushes nobody answered (counted: APNs may have had it) |
 /// | no answer before the deadline | again after 5 s |
 /// | other 4xx (a bug in the request) | failed |
 public struct RetryPolicy: Sendable {
     public var maxAttempts: Int
     public var delays: [String: RetrySpec.Delay]
+    /// How often one push may be lost with its connection before it counts as failed (`connection-lost`).
+    public var maxLosses = 10
 
     public static let defaultDelays: [String: Double] = [
         "TooManyRequests": 10, "InternalServerError": 10, "ServiceUnavailable": 10, "Shutdown": 1, "timeout": 5,
@@ -36,11 +40,21 @@ public struct RetryPolicy: Sendable {
         case retry(after: Double, cause: String)
         /// The credentials are refused: count it, and stop the run after a few.
         case credentials(reason: String)
+        /// A condition of the whole run, not of this push: stop the run at once (the push waits for a resume).
+        case stopRun(reason: String)
     }
 
-    /// `attempt` is the request's attempt number (0 for the first send); `random` in 0..<1 gives the jitter
-    /// and is evaluated only when a retry is decided.
-    public func decide(_ result: APNsOutcome.Result, attempt: Int, random: @autoclosure () -> Double) -> Decision {
+    /// `attempt` is the request's attempt number (0 for the first send) and `losses` how many of those
+    /// attempts were lost with their connection; `random` in 0..<1 gives the jitter and is evaluated only
+    /// when a retry is decided.
+    public func decide(
+        _ result: APNsOutcome.Result,
+        attempt: Int,
+        losses: Int = 0,
+        random: @autoclosure () -> Double
+    ) -> Decision {
+        // Attempts lost with a connection have their own budget.
+        let attempt = max(0, attempt - losses)
         let reasonName: String
         switch result {
         case .response(200, _, _):
@@ -50,11 +64,13 @@ public struct RetryPolicy: Sendable {
             switch reason.disposition {
             case .neverRetry, .requestBug: return .failed(reason: "\(reason)")
             case .credentials, .refreshProviderToken: return .credentials(reason: "\(reason)")
-            case .deviceBusy, .serverError, .slowTokenRefresh: reasonName = "\(reason)"
+            case .slowTokenRefresh: return .stopRun(reason: "\(reason)")
+            case .deviceBusy, .serverError: reasonName = "\(reason)"
             }
         case .connectionLost:
-            return attempt + 1 < maxAttempts
-                ? .retry(after: 0, cause: "connection-lost") : .failed(reason: "connection-lost")
+            guard losses + 1 <= maxLosses else { return .failed(reason: "connection-lost") }
+            let delay = min(0.05 * Double(1 << min(losses, 16)), 5)
+            return .retry(after: losses == 0 ? 0 : delay * (0.5 + 0.5 * random()), cause: "connection-lost")
         case .timedOut:
             reasonName = "timeout"
         }

@@ -17,7 +17,8 @@ extension SendReport {
         switch stop {
         case .interrupted?: lines.append("stopped: interrupted; in-flight requests were drained")
         case .credentials(let message)?: lines.append("stopped: \(message)")
-        case .cannotConnect(let message)?, .planFailed(let message)?: lines.append("stopped: \(message)")
+        case .cannotConnect(let message)?, .planFailed(let message)?, .stalled(let message)?:
+            lines.append("stopped: \(message)")
         case .cancelled?: lines.append("stopped: cancelled by `pushcamp cancel`; in-flight requests were drained")
         case .journal(let message)?: lines.append("stopped: the journal cannot be written: \(message)")
         case nil: break

@@ -23,6 +23,8 @@ public struct SendReport: Sendable {
         case cancelled
         /// The journal could not be written: without it a resume could send twice, so the send stops.
         case journal(String)
+        /// The pool made no progress (no answers, no streams) for the stall timeout while work was pending.
+        case stalled(String)
     }
 
     /// What a resumed run had settled before this send picked it up.
@@ -91,12 +93,12 @@ public struct SendReport: Sendable {
     public var throughput: Double { seconds > 0 ? Double(answered) / seconds : 0 }
     public var totalRetries: Int { retries.values.reduce(0, +) }
 
-    /// 0 every push delivered; 2 credentials refused or no connection; 4 some pushes failed or were not
-    /// sent; 130 interrupted.
+    /// 0 every push delivered; 2 credentials refused, no connection or a stalled endpoint; 4 some pushes
+    /// failed or were not sent; 130 interrupted.
     public var exitCode: Int32 {
         switch stop {
         case .interrupted?, .cancelled?: return 130
-        case .credentials?, .cannotConnect?: return 2
+        case .credentials?, .cannotConnect?, .stalled?: return 2
         case .planFailed?, .journal?: return 1
         case nil: return failed > 0 || unsent > 0 || preflightFailed > 0 ? 4 : 0
         }

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import PushcampAPNs
+import PushcampAPNsCore
 import Synchronization
 
 /// Checks provider tokens as APNs does: ES256 only, the right key and team, signature valid, not older
@@ -59,6 +59,6 @@ public final class ProviderTokenVerifier: Sendable {
 
     /// The token's `iat` when its form, key, team and signature are right.
     func verify(_ token: String) -> Int64? {
-        ProviderTokens.issuedAt(token, publicKey: publicKey, teamID: teamID, keyID: keyID)
+        ProviderTokenJWT.issuedAt(token, publicKey: publicKey, teamID: teamID, keyID: keyID)
     }
 }

@@ -1,4 +1,4 @@
-import PushcampAPNs
+import PushcampAPNsCore
 
 /// APNs' request checks, in the order APNs reports them, without sockets.
 public struct RequestRules: Sendable {

@@ -1,4 +1,4 @@
-import PushcampAPNs
+import PushcampAPNsCore
 
 /// How the simulator answers one device token (a line of a tokens file).
 ///

@@ -84,6 +84,9 @@ public final class APNsSimulator: Sendable {
         return server.localAddress?.port ?? configuration.port
     }
 
+    /// The port it listens on, once started.
+    public var port: Int? { channel.withLock { $0?.localAddress?.port } }
+
     public func stop() async {
         let server = channel.withLock { channel in
             defer { channel = nil }

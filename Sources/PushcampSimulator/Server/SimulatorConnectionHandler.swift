@@ -1,7 +1,7 @@
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
-import PushcampAPNs
+import PushcampAPNsCore
 
 /// One client connection of the simulator, at the HTTP/2 frame level (swift-nio-http2, no multiplexer).
 ///

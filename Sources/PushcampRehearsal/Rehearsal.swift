@@ -1,20 +1,31 @@
 import Foundation
 import PushcampAPNs
+import PushcampAPNsCore
 import PushcampModel
 import PushcampPlanner
+import PushcampSend
 import PushcampSimulator
+import ServiceLifecycle
 
 /// `pushcamp rehearse`: the real send, against an in-process simulator with throwaway credentials.
 ///
 /// Nothing leaves the machine: the simulator listens on 127.0.0.1, trusts a key made on the spot and
-/// checks every request as APNs would; the campaign's own connections, rate and retries apply.
-public struct Rehearsal {
+/// checks every request as APNs would; the campaign's own connections, rate and retries apply. The
+/// run goes through the same factory as `send` (`SendRun`) and is recorded in a journal of its own
+/// (`.pushcamp/rehearsal.sqlite` for the CLI), so `runs`, `report`, `cancel` and resume work after
+/// it, while the project's journal — dead tokens, frequency caps — is only read, never written.
+public struct Rehearsal: Sendable {
     public var campaign: LoadedCampaign
     /// Token behaviours for the simulator (unlisted tokens are delivered).
     public var tokens: [String: TokenBehaviour] = [:]
     public var adjust: @Sendable (inout SimulatorConfiguration) -> Void = { _ in }
     /// The clock provider tokens are minted by (tests give it a skew).
     public var clientClock: any WallClock = SystemWallClock()
+    /// Where the rehearsal is recorded (`SendRun.inMemory` keeps nothing).
+    public var journalPath = SendRun.inMemory
+    /// The project's journal, read for dead tokens and frequency caps as a real send would.
+    public var projectJournalPath: String?
+    public var stallTimeout: Double = 60
 
     public init(campaign: LoadedCampaign) {
         self.campaign = campaign
@@ -25,15 +36,26 @@ public struct Rehearsal {
         public var recorder: SimulatorRecorder
     }
 
-    /// Starts the simulator, sends, stops it. `started` gets the executor (for Ctrl-C).
-    public func run(
-        started: @Sendable (Executor) -> Void = { _ in },
-        progress: @escaping @Sendable (SendProgress) -> Void = { _ in }
-    ) async throws -> Result {
+    /// A rehearsal ready to run: the simulator listening, the run opened.
+    public struct Prepared: Sendable {
+        public let simulator: APNsSimulator
+        public let send: SendRun
+        let directory: String
+
+        /// The services to run in a `ServiceGroup`, in start order: the simulator, then the send.
+        public var services: [any Service] { [simulator, send] }
+
+        /// Removes the throwaway credentials.
+        public func cleanUp() {
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    /// Starts the simulator and opens the run. Throws `RunRefusal` when the run cannot start.
+    public func prepare(progress: @escaping @Sendable (SendProgress) -> Void = { _ in }) async throws -> Prepared {
         let credentials = try SimulatorCredentials.generate()
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("pushcamp-rehearsal-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let (caFile, _) = try credentials.write(to: directory)
 
         let teamID: String
@@ -80,10 +102,32 @@ public struct Rehearsal {
                 connections: campaign.connections
             )
         )
-        let executor = SendPipeline.executor(campaign: campaign, transport: pool, endpoint: endpoint)
-        started(executor)
-        let report = await executor.run(progress: progress)
-        await simulator.stop()
-        return Result(report: report, recorder: simulator.recorder)
+        var options = SendRun.Options(journalPath: journalPath)
+        options.kind = .rehearsal
+        options.historyJournalPath = projectJournalPath
+        options.stallTimeout = stallTimeout
+        let send: SendRun
+        do {
+            send = try SendRun.prepare(
+                campaign,
+                options: options,
+                transport: .given(pool, endpoint: endpoint),
+                progress: progress
+            )
+        } catch {
+            await simulator.stop()
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
+        return Prepared(simulator: simulator, send: send, directory: directory)
+    }
+
+    /// Starts the simulator, sends, stops it.
+    public func run(progress: @escaping @Sendable (SendProgress) -> Void = { _ in }) async throws -> Result {
+        let prepared = try await prepare(progress: progress)
+        defer { prepared.cleanUp() }
+        let report = await prepared.send.executor.send()
+        await prepared.simulator.stop()
+        return Result(report: report, recorder: prepared.simulator.recorder)
     }
 }

@@ -1,13 +1,12 @@
 import Dispatch
-import PushcampAPNs
 import Synchronization
 
 /// A bounded hand-over from the planning thread to the async sender: the planner blocks while
 /// `capacity` batches wait, so memory stays flat whatever the audience size.
 final class PlanFeed: Sendable {
     private struct State {
-        var batches: [[APNsRequest]] = []
-        var consumer: CheckedContinuation<[APNsRequest]?, Never>?
+        var batches: [ExecutorStateMachine.PlanBatch] = []
+        var consumer: CheckedContinuation<ExecutorStateMachine.PlanBatch?, Never>?
         var finished = false
         var cancelled = false
     }
@@ -25,10 +24,10 @@ final class PlanFeed: Sendable {
     var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     /// Planner side: hands over a batch, blocking while the feed is full; false once cancelled.
-    func put(_ batch: [APNsRequest]) -> Bool {
+    func put(_ batch: ExecutorStateMachine.PlanBatch) -> Bool {
         if isCancelled { return false }
         space.wait()
-        let consumer: CheckedContinuation<[APNsRequest]?, Never>? = state.withLock { state in
+        let consumer: CheckedContinuation<ExecutorStateMachine.PlanBatch?, Never>? = state.withLock { state in
             if state.cancelled { return nil }
             if let consumer = state.consumer {
                 state.consumer = nil
@@ -55,9 +54,9 @@ final class PlanFeed: Sendable {
     }
 
     /// Sender side: the next batch, or nil when the plan is done or cancelled.
-    func next() async -> [APNsRequest]? {
+    func next() async -> ExecutorStateMachine.PlanBatch? {
         await withCheckedContinuation { continuation in
-            let ready: [APNsRequest]?? = state.withLock { state in
+            let ready: ExecutorStateMachine.PlanBatch?? = state.withLock { state in
                 if state.cancelled { return .some(nil) }
                 if !state.batches.isEmpty { return .some(state.batches.removeFirst()) }
                 if state.finished { return .some(nil) }

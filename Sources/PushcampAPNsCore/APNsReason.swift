@@ -76,6 +76,18 @@ public enum APNsReason: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Every reason Apple documents.
+    public static var documented: [APNsReason] { known.map(\.1) }
+
+    /// Reasons that say the device token is dead for the topic (remembered, skipped by later campaigns).
+    public static let deadToken: Set<APNsReason> = [.unregistered, .expiredToken, .badDeviceToken]
+
+    /// Reasons that are never retried, whatever a campaign's `retry:` says.
+    public static var neverRetried: [APNsReason] { documented.filter { $0.disposition == .neverRetry } }
+
+    /// Reasons that mean the credentials are wrong.
+    public static var credentialReasons: [APNsReason] { documented.filter { $0.disposition == .credentials } }
+
     public enum Disposition: String, Hashable, Sendable {
         /// Apple: do not retry (dead or foreign token, forbidden, too large).
         case neverRetry

@@ -6,7 +6,7 @@ import PushcampPlanner
 extension DeliveryHistory {
     /// What `journal` knows that changes `campaign`'s plan: the dead tokens of its topic and, when
     /// it has a frequency cap, the deliveries within the cap's window before `now`.
-    static func read(
+    public static func read(
         for campaign: LoadedCampaign,
         from journal: any JournalStore,
         now: Date = Date()
@@ -25,7 +25,7 @@ extension DeliveryHistory {
 
     /// For `plan`: the journal at `path` if there is one (a project that never sent has none, and
     /// planning does not create it).
-    static func read(for campaign: LoadedCampaign, journalPath path: String) throws -> DeliveryHistory {
+    public static func read(for campaign: LoadedCampaign, journalPath path: String) throws -> DeliveryHistory {
         guard FileManager.default.fileExists(atPath: path) else {
             return DeliveryHistory(suppression: Suppression(registeredAtAttribute: campaign.registeredAtAttribute))
         }

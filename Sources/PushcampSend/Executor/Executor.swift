@@ -1,0 +1,256 @@
+import PushcampAPNs
+import PushcampAPNsCore
+import PushcampJournal
+import ServiceLifecycle
+import Synchronization
+
+/// Stage three of the pipeline: `Plan → Outcome stream → SendReport`, as a swift-service-lifecycle
+/// `Service`.
+///
+/// A thin driver: `ExecutorStateMachine` decides, this carries its actions out. Everything that
+/// happens (a planned batch, a journal commit, transport events, a timer, a stop) becomes an input
+/// on one stream, handled one at a time by the task running `run()`; child tasks wait for the slow
+/// parts (the planner, commits, the clock). Graceful shutdown (SIGINT, SIGTERM, SIGHUP in a
+/// `ServiceGroup`) and `stop()` drain: nothing new is sent, in-flight requests are answered and
+/// recorded, the journal is flushed, and the report says "interrupted".
+public final class Executor: Service, Sendable {
+    public struct Options: Sendable {
+        /// Seconds between progress callbacks.
+        public var progressInterval = 1.0
+        /// Seconds between checks for `pushcamp cancel` and a failed journal.
+        public var cancelCheckInterval = 0.5
+        /// How often the run's statistics (latencies, retries) are saved to the journal while sending.
+        public var statsInterval = 1.0
+
+        public init() {}
+    }
+
+    enum Input: Sendable {
+        case planned(ExecutorStateMachine.PlanBatch)
+        case planEnded
+        case recorded(id: Int, failure: String?)
+        case transport(TransportEvent)
+        case transportEnded
+        case timer
+        case housekeeping
+        case stop(SendReport.Stop)
+    }
+
+    private let machine: Mutex<ExecutorStateMachine?>
+    private let producer: PlanProducer
+    private let transport: any PushTransport
+    private let journal: RunJournal
+    private let clock: any WallClock
+    private let options: Options
+    private let progress: @Sendable (SendProgress) -> Void
+    private let inputs: AsyncStream<Input>
+    private let input: AsyncStream<Input>.Continuation
+    private let result = Mutex<SendReport?>(nil)
+
+    init(
+        machine: ExecutorStateMachine,
+        producer: PlanProducer,
+        transport: any PushTransport,
+        journal: RunJournal,
+        clock: any WallClock,
+        options: Options = Options(),
+        progress: @escaping @Sendable (SendProgress) -> Void = { _ in }
+    ) {
+        self.machine = Mutex(machine)
+        self.producer = producer
+        self.transport = transport
+        self.journal = journal
+        self.clock = clock
+        self.options = options
+        self.progress = progress
+        (inputs, input) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+    }
+
+    /// Drains and stops, as Ctrl-C does.
+    public func stop() {
+        input.yield(.stop(.interrupted))
+    }
+
+    /// The report, once `run()` returned.
+    public var report: SendReport? { result.withLock { $0 } }
+
+    /// Sends the run to its end; the report is then `report`.
+    public func run() async throws {
+        _ = await send()
+    }
+
+    /// Sends the run to its end and returns the report.
+    public func send() async -> SendReport {
+        guard var machine = machine.withLock({ $0.take() }) else {
+            preconditionFailure("an executor runs once")
+        }
+        producer.start()
+        var final: SendReport?
+        await withGracefulShutdownHandler {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    await self.transport.run()
+                }
+                group.addTask {
+                    for await event in self.transport.events { self.input.yield(.transport(event)) }
+                    self.input.yield(.transportEnded)
+                }
+                group.addTask { await self.housekeepingTicks() }
+                var timers = TimerSet()
+                var nextProgress = clock.now() + options.progressInterval
+                var nextCancelCheck = clock.now() + options.cancelCheckInterval
+                var nextStats = clock.now() + options.statsInterval
+                var actions = machine.start(now: clock.now())
+                var iterator = inputs.makeAsyncIterator()
+                while final == nil {
+                    for action in actions {
+                        if case .finish(let report) = action { final = report }
+                        perform(action, timers: &timers, group: &group)
+                    }
+                    if final != nil { break }
+                    guard let next = await iterator.next() else {
+                        // Cancelled: stop at once, keeping what was answered.
+                        actions = machine.stop(.interrupted, now: clock.now())
+                        final = machine.report
+                        for action in actions { perform(action, timers: &timers, group: &group) }
+                        break
+                    }
+                    let now = clock.now()
+                    switch next {
+                    case .planned(let batch): actions = machine.planned(batch, now: now)
+                    case .planEnded:
+                        let (summary, failure) = producer.outcome
+                        actions = machine.planEnded(summary: summary, failure: failure, now: now)
+                    case .recorded(let id, let failure): actions = machine.recorded(id: id, failure: failure, now: now)
+                    case .transport(let event): actions = machine.transportEvent(event, now: now)
+                    case .transportEnded: actions = machine.transportEnded(now: now)
+                    case .timer:
+                        timers.fired(now: now)
+                        actions = machine.timerFired(now: now)
+                    case .stop(let reason): actions = machine.stop(reason, now: now)
+                    case .housekeeping:
+                        actions = []
+                        if now >= nextCancelCheck {
+                            nextCancelCheck = now + options.cancelCheckInterval
+                            if let error = journal.error {
+                                actions += machine.stop(.journal(error.message), now: now)
+                            } else if journal.cancelRequested() {
+                                actions += machine.stop(.cancelled, now: now)
+                            }
+                        }
+                        if now >= nextStats {
+                            nextStats = now + options.statsInterval
+                            journal.saveStats(machine.report.stats(seconds: now - machine.started))
+                        }
+                        if now >= nextProgress {
+                            nextProgress = now + options.progressInterval
+                            progress(SendProgress(machine, openStreams: transport.openStreams, now: now))
+                        }
+                    }
+                }
+                group.cancelAll()
+            }
+        } onGracefulShutdown: {
+            self.input.yield(.stop(.interrupted))
+        }
+        producer.cancel()
+        var report = final ?? SendReport(campaign: "", revision: "", endpoint: "")
+        report = close(report)
+        result.withLock { $0 = report }
+        return report
+    }
+
+    private func perform(
+        _ action: ExecutorStateMachine.Action,
+        timers: inout TimerSet,
+        group: inout TaskGroup<Void>
+    ) {
+        switch action {
+        case .pullPlan:
+            group.addTask {
+                if let batch = await self.producer.next() {
+                    self.input.yield(.planned(batch))
+                } else {
+                    self.input.yield(.planEnded)
+                }
+            }
+        case .record(let id, let requests, let possibleDuplicates):
+            group.addTask {
+                do {
+                    try await self.journal.dispatch(requests, possibleDuplicates: possibleDuplicates)
+                    self.input.yield(.recorded(id: id, failure: nil))
+                } catch {
+                    self.input.yield(.recorded(id: id, failure: (error as? JournalError)?.message ?? "\(error)"))
+                }
+            }
+        case .submit(let requests):
+            transport.submit(requests)
+        case .settle(let updates, let possibleDuplicates, let invalidTokens):
+            journal.settle(updates, possibleDuplicates: possibleDuplicates, invalidTokens: invalidTokens)
+        case .arm(let deadline):
+            guard timers.arm(deadline) else { return }
+            group.addTask {
+                do {
+                    try await self.clock.sleep(until: deadline)
+                    self.input.yield(.timer)
+                } catch {
+                    // Cancelled: the run is over.
+                }
+            }
+        case .cancelPlan:
+            producer.cancel()
+        case .shutdownTransport:
+            transport.shutdown()
+        case .finish:
+            break
+        }
+    }
+
+    /// Wakes the loop for cancel checks, statistics and progress.
+    private func housekeepingTicks() async {
+        let step = min(options.cancelCheckInterval, options.progressInterval, options.statsInterval, 0.25)
+        while true {
+            do {
+                try await clock.sleep(until: clock.now() + step)
+            } catch {
+                return
+            }
+            input.yield(.housekeeping)
+        }
+    }
+
+    /// Records the statistics and the run's final status.
+    private func close(_ report: SendReport) -> SendReport {
+        var result = report
+        journal.saveStats(result.stats)
+        let status: RunStatus
+        switch result.stop {
+        case .cancelled?: status = .cancelled
+        case nil where result.planFinished && result.unsent == 0: status = .finished
+        default: status = .interrupted
+        }
+        do {
+            try journal.close(status: status, planned: result.planFinished ? result.planned : nil)
+        } catch {
+            if result.stop == nil { result.stop = .journal(error.message) }
+        }
+        result.run = journal.run.id.rawValue
+        return result
+    }
+}
+
+/// The timers armed and not yet fired: a new one is only started when it is earlier than all of them.
+struct TimerSet {
+    private var pending: [Double] = []
+
+    /// Whether a timer must be started for `deadline`.
+    mutating func arm(_ deadline: Double) -> Bool {
+        if let earliest = pending.min(), earliest <= deadline + 0.000_5 { return false }
+        pending.append(deadline)
+        return true
+    }
+
+    mutating func fired(now: Double) {
+        pending.removeAll { $0 <= now + 0.000_5 }
+    }
+}

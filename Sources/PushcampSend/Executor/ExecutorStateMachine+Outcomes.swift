@@ -1,0 +1,135 @@
+import NIOCore
+import PushcampAPNs
+import PushcampAPNsCore
+import PushcampJournal
+
+extension ExecutorStateMachine {
+    /// Answers and losses: delivered, failed, or waiting in the retry heap, as `RetryPolicy` decides;
+    /// refused credentials and run-level conditions stop the run.
+    mutating func handle(_ outcomes: [APNsOutcome], now: Double) -> [Action] {
+        unanswered -= outcomes.count
+        var updates: [RecipientUpdate] = []
+        updates.reserveCapacity(outcomes.count)
+        var dead: [InvalidToken] = []
+        var lostInFlight = 0
+        var stopReason: SendReport.Stop?
+        for outcome in outcomes {
+            let request = outcome.request
+            if case .response = outcome.result {
+                report.latency.record(nanoseconds: outcome.latency.nanoseconds)
+                lastProgress = now
+            }
+            if case .timedOut = outcome.result { timeouts += 1 }
+            // The journal counts sends, this one included.
+            let attempt = request.attempt + 1
+            func note(_ state: RecipientState) {
+                updates.append(RecipientUpdate(seq: request.tag, token: request.deviceToken, state: state))
+            }
+            switch configuration.retry.decide(
+                outcome.result,
+                attempt: request.attempt,
+                losses: request.losses,
+                random: Double.random(in: 0..<1)
+            ) {
+            case .delivered:
+                report.delivered += 1
+                report.statuses[200, default: 0] += 1
+                note(.delivered(attempt: attempt))
+            case .failed(let reason):
+                fail(outcome, reason: reason)
+                var stamp: Int64?
+                if case .response(_, _, let timestamp) = outcome.result { stamp = timestamp }
+                note(.failed(status: outcome.status, reason: reason, apnsTimestamp: stamp))
+                if InvalidToken.reasons.contains(reason) {
+                    // Remembered for the topic: later campaigns skip the token.
+                    dead.append(
+                        InvalidToken(
+                            topic: request.topic,
+                            token: request.deviceToken,
+                            reason: reason,
+                            apnsTimestamp: stamp,
+                            seenAt: now
+                        )
+                    )
+                }
+            case .credentials(let reason):
+                // Not final for the journal: once the credentials are fixed, a resume sends it.
+                fail(outcome, reason: reason)
+                note(.waiting(until: now, attempt: attempt))
+                credentialFailures += 1
+                if credentialFailures >= configuration.credentialStopAfter, stopReason == nil {
+                    stopReason = .credentials(Self.explain(reason))
+                }
+            case .stopRun(let reason):
+                fail(outcome, reason: reason)
+                note(.waiting(until: now, attempt: attempt))
+                if stopReason == nil { stopReason = .credentials(Self.explain(reason)) }
+            case .retry(let after, let cause):
+                report.retries[cause, default: 0] += 1
+                var retry = request
+                retry.attempt += 1
+                if outcome.status == nil, case .connectionLost = outcome.result {
+                    // Lost in flight: APNs may have it, so the next send is a possible duplicate.
+                    retry.losses += 1
+                    lostInFlight += 1
+                    note(.unknown(attempt: attempt))
+                } else if outcome.status == nil {
+                    lostInFlight += 1
+                    note(.unknown(attempt: attempt))
+                } else {
+                    note(.waiting(until: now + after, attempt: attempt))
+                }
+                if stop == nil && stopReason == nil {
+                    scheduleRetry(retry, due: now + after)
+                }
+            }
+        }
+        report.possibleDuplicates += lostInFlight
+        var actions: [Action] = [
+            .settle(updates, possibleDuplicates: lostInFlight, invalidTokens: dead)
+        ]
+        if let stopReason {
+            // Retries decided in this same read are not sent (the report counts them as not sent).
+            actions += halt(stopReason, now: now)
+        }
+        return actions
+    }
+
+    mutating func fail(_ outcome: APNsOutcome, reason: String) {
+        report.failures[reason, default: 0] += 1
+        if let status = outcome.status { report.statuses[status, default: 0] += 1 }
+        guard InvalidToken.reasons.contains(reason) else { return }
+        if report.deadTokens.count < SendReport.deadTokenLimit {
+            var timestamp: Int64?
+            if case .response(_, _, let stamp) = outcome.result { timestamp = stamp }
+            report.deadTokens.append(.init(token: outcome.request.deviceToken, reason: reason, timestamp: timestamp))
+        } else {
+            report.deadTokensOmitted += 1
+        }
+    }
+
+    /// What to check when APNs refuses the credentials, or the run's use of them.
+    public static func explain(_ reason: String) -> String {
+        switch APNsReason(reason) {
+        case .invalidProviderToken:
+            return "APNs refused the provider token (InvalidProviderToken): check team_id and key_id in pushcamp.yaml "
+                + "and that the .p8 key is theirs and not revoked"
+        case .missingProviderToken:
+            return "APNs got no provider token (MissingProviderToken): configure token credentials or a certificate"
+        case .badCertificate:
+            return "APNs refused the client certificate (BadCertificate): check the certificate file and password"
+        case .badCertificateEnvironment:
+            return "the certificate is for the other environment (BadCertificateEnvironment): check `environment`"
+        case .expiredProviderToken:
+            return "APNs calls the provider token expired although it was issued less than 20 minutes ago "
+                + "(ExpiredProviderToken): this machine's clock and APNs' disagree; check the clock (NTP)"
+        case .tooManyProviderTokenUpdates:
+            return "APNs refuses a new provider token because another one for this key was introduced less than "
+                + "20 minutes ago (TooManyProviderTokenUpdates): another process or machine is sending with the "
+                + "same key and a token of its own. Nothing more was sent and no new token minted; send again in "
+                + "20 minutes to resume, and let one sender use the key at a time"
+        default:
+            return "APNs refused the credentials (\(reason)): check the app's credentials in pushcamp.yaml"
+        }
+    }
+}

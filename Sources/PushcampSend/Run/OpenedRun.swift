@@ -1,0 +1,169 @@
+import Foundation
+import PushcampJournal
+import PushcampPlanner
+
+/// The run a send records into — the campaign's unfinished run (resumed) or a new one — with the
+/// lock that keeps a second process from sending the same campaign.
+struct OpenedRun {
+    var journal: RunJournal
+    var resume: ResumePoint
+    /// Nil for an in-memory journal, which no other process can see.
+    var lock: RunLock?
+    /// What to tell the user before sending (resuming, giving up an old run).
+    var note: String?
+
+    /// Throws `RunRefusal` only.
+    static func open(_ campaign: LoadedCampaign, options: SendRun.Options, now: Double) throws(RunRefusal) -> OpenedRun
+    {
+        let path = options.journalPath
+        if path == SendRun.inMemory {
+            let store = MemoryJournal()
+            do {
+                let run = try store.createRun(campaign: campaign.id, revision: campaign.revision, now: now)
+                return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: nil)
+            } catch {
+                throw RunRefusal(error.message, exitCode: 1)
+            }
+        }
+        do {
+            try FileManager.default.createDirectory(
+                atPath: (path as NSString).deletingLastPathComponent,
+                withIntermediateDirectories: true
+            )
+            let store = try SQLiteJournal(path: path)
+            let lock = try lock(journalPath: path, campaign: campaign.id)
+            if case .replay(let original, let reasons, _) = options.kind {
+                return try replay(original, reasons: reasons, campaign: campaign, store: store, lock: lock, now: now)
+            }
+            return try sendOrRehearse(campaign, options: options, store: store, lock: lock, now: now)
+        } catch let error as JournalError {
+            throw RunRefusal(error.message + "; nothing was sent", exitCode: 1)
+        } catch let refusal as RunRefusal {
+            throw refusal
+        } catch {
+            throw RunRefusal("the journal \(path) cannot be used: \(error); nothing was sent", exitCode: 1)
+        }
+    }
+
+    /// A send's run: the unfinished one resumed, or a new one, unless the campaign was sent already.
+    private static func sendOrRehearse(
+        _ campaign: LoadedCampaign,
+        options: SendRun.Options,
+        store: SQLiteJournal,
+        lock: RunLock,
+        now: Double
+    ) throws -> OpenedRun {
+        var note: String?
+        if let unfinished = try store.unfinishedRun(campaign: campaign.id) {
+            if unfinished.revision == campaign.revision && !options.newRun {
+                return try resuming(unfinished, in: store, lock: lock, named: "run \(unfinished.id) of \(campaign.id)")
+            }
+            guard options.newRun || options.kind == .rehearsal else {
+                throw RunRefusal(
+                    """
+                    campaign \(campaign.id) has an unfinished run \(unfinished.id) (started \
+                    \(Timestamps.text(unfinished.startedAt))) from revision \(unfinished.revision), but \
+                    the campaign file, its templates or its audience changed since (revision now \
+                    \(campaign.revision)); resuming would send a different plan. Restore the files to \
+                    finish run \(unfinished.id), or start over with `pushcamp send --new-run` (recipients \
+                    run \(unfinished.id) reached may get it again)
+                    """,
+                    exitCode: 1
+                )
+            }
+            try store.setStatus(.superseded, of: unfinished.id, now: now)
+            note =
+                "run \(unfinished.id) of \(campaign.id) given up for a new run"
+                + (options.newRun ? " (--new-run)" : " (the campaign changed since)")
+        } else if options.kind == .send, !options.newRun, let last = try store.latestRun(campaign: campaign.id),
+            last.status == .finished || last.status == .cancelled
+        {
+            let counts = try store.counts(of: last.id)
+            throw RunRefusal(
+                """
+                campaign \(campaign.id) was already sent: run \(last.id) \(last.status.rawValue) at \
+                \(Timestamps.text(last.updatedAt)) (\(counts.delivered) delivered, \(counts.failed) failed). \
+                Sending it again would reach the same people again, so nothing was sent. To send it again on \
+                purpose: `pushcamp send --new-run`; to send again only to those who failed: `pushcamp replay \
+                \(last.id) --reason REASON`
+                """,
+                exitCode: 1
+            )
+        }
+        let run = try store.createRun(
+            campaign: campaign.id,
+            revision: campaign.revision,
+            now: now,
+            file: URL(fileURLWithPath: campaign.path).standardizedFileURL.path,
+            replay: nil
+        )
+        return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: lock, note: note)
+    }
+
+    /// The replay run of `original` for `reasons`: an unfinished one resumed, or a new one.
+    private static func replay(
+        _ original: RunRecord,
+        reasons: [String],
+        campaign: LoadedCampaign,
+        store: SQLiteJournal,
+        lock: RunLock,
+        now: Double
+    ) throws -> OpenedRun {
+        if let unfinished = try store.unfinishedReplay(of: original.id) {
+            if unfinished.replay?.reasons.sorted() == reasons.sorted() {
+                return try resuming(
+                    unfinished,
+                    in: store,
+                    lock: lock,
+                    named: "replay run \(unfinished.id) of run \(original.id)"
+                )
+            }
+            try store.setStatus(.superseded, of: unfinished.id, now: now)
+        }
+        let run = try store.createRun(
+            campaign: campaign.id,
+            revision: campaign.revision,
+            now: now,
+            file: original.file,
+            replay: ReplayOrigin(run: original.id, reasons: reasons)
+        )
+        return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: lock)
+    }
+
+    /// The campaign's run lock; refused (exit 5) while another process sends it.
+    static func lock(journalPath: String, campaign: String) throws -> RunLock {
+        guard let lock = try RunLock(journalPath: journalPath, campaign: campaign) else {
+            throw RunRefusal(
+                "campaign \(campaign) is being sent by another pushcamp process; "
+                    + "wait for it, or stop it with `pushcamp cancel`",
+                exitCode: 5
+            )
+        }
+        return lock
+    }
+
+    /// Picks up the unfinished `run`, saying so in the note (`name` is how it calls the run).
+    private static func resuming(
+        _ run: RunRecord,
+        in store: SQLiteJournal,
+        lock: RunLock,
+        named name: String
+    ) throws -> OpenedRun {
+        let resume = try ResumePoint(journal: store, run: run.id)
+        try store.setStatus(.running, of: run.id, now: Date().timeIntervalSince1970)
+        let duplicates = resume.possibleDuplicates
+        var toPickUp = "\(resume.pending.count) to pick up"
+        if let planned = run.planned {
+            toPickUp = "\(max(0, planned - resume.settled.count)) of \(planned) left"
+        }
+        let note =
+            "resuming \(name): \(resume.delivered) delivered and \(resume.failed) failed before, \(toPickUp)"
+            + (duplicates > 0 ? " (\(duplicates) were in flight: sent again, possible duplicates)" : "")
+        return OpenedRun(
+            journal: RunJournal(store: store, run: run, resume: resume),
+            resume: resume,
+            lock: lock,
+            note: note
+        )
+    }
+}

@@ -1,0 +1,219 @@
+import Foundation
+import PushcampAPNs
+import PushcampAPNsCore
+import PushcampJournal
+import PushcampModel
+import PushcampPlanner
+import ServiceLifecycle
+
+/// The one factory every send goes through — `send`, `replay`, `rehearse`, and next `serve`:
+///
+/// `LoadedCampaign → checks → transport → journal run (new or resumed, locked) → Planner → Executor`
+///
+/// Everything that can refuse a send is checked before a run row exists (the schedule, the
+/// credentials, the journal, the lock, a campaign already sent), so a refused send leaves nothing
+/// behind. Collaborators are injected through defaulted parameters: the transport (the app's APNs
+/// pool, or a given one such as the rehearsal simulator's or an in-memory twin), the clock and the
+/// environment credentials are read from.
+///
+/// A `SendRun` is a swift-service-lifecycle `Service`: `run()` sends to the end (or to a graceful
+/// shutdown), and `report` then holds the outcome. It holds the campaign's run lock while it lives.
+public final class SendRun: Service, Sendable {
+    public enum Kind: Sendable, Equatable {
+        /// `pushcamp send`: resumes an unfinished run, refuses a campaign already sent.
+        case send
+        /// `pushcamp replay`: the recipients of `original` that failed with `reasons`.
+        case replay(original: RunRecord, reasons: [String], recipients: SeqSet)
+        /// `pushcamp rehearse`: recorded in the rehearsal journal; a finished rehearsal is simply run again.
+        case rehearsal
+    }
+
+    public struct Options: Sendable {
+        public var kind: Kind = .send
+        /// The journal file, or `SendRun.inMemory`.
+        public var journalPath: String
+        /// The journal whose dead tokens and deliveries shape the plan (suppression, frequency caps);
+        /// `journalPath` when nil. A rehearsal reads the project's journal and records into its own.
+        public var historyJournalPath: String?
+        /// Start a new run even though the campaign was sent (or has an unfinished run of another revision).
+        public var newRun = false
+        /// Send now although `schedule.at` is in the future.
+        public var ignoreSchedule = false
+        /// Seconds without an answer, while requests are pending, that stop the run.
+        public var stallTimeout: Double = 60
+        public var executor = Executor.Options()
+
+        public init(journalPath: String) {
+            self.journalPath = journalPath
+        }
+    }
+
+    /// Where the pushes go.
+    public enum Transport: Sendable {
+        /// The app's connections from pushcamp.yaml: Apple's host for its environment, or its endpoint.
+        case app(paths: ProjectPaths, environment: [String: String])
+        /// A transport built elsewhere (the rehearsal simulator's pool, an in-memory twin).
+        case given(any PushTransport, endpoint: String)
+    }
+
+    /// The journal path that means "in memory, gone when the process ends".
+    public static let inMemory = ":memory:"
+
+    public let executor: Executor
+    public let run: RunRecord
+    public let endpoint: String
+    /// What to tell the user before sending (resuming, giving up an old run).
+    public let note: String?
+    /// How many recipients a resumed run still had to send.
+    public let pending: Int
+    private let lock: RunLock?
+
+    private init(
+        executor: Executor,
+        run: RunRecord,
+        endpoint: String,
+        note: String?,
+        pending: Int,
+        lock: RunLock?
+    ) {
+        self.executor = executor
+        self.run = run
+        self.endpoint = endpoint
+        self.note = note
+        self.pending = pending
+        self.lock = lock
+    }
+
+    /// Sends to the end; the outcome is then `report`.
+    public func run() async throws {
+        _ = await executor.send()
+    }
+
+    /// The report, once `run()` returned.
+    public var report: SendReport? { executor.report }
+
+    /// Checks everything, opens (or resumes) the run and builds its executor. Throws `RunRefusal`
+    /// with a message and an exit code; nothing is recorded when it does.
+    public static func prepare(
+        _ campaign: LoadedCampaign,
+        options: Options,
+        transport: Transport,
+        clock: any WallClock = SystemWallClock(),
+        progress: @escaping @Sendable (SendProgress) -> Void = { _ in }
+    ) throws(RunRefusal) -> SendRun {
+        let now = clock.now()
+        if let at = campaign.scheduledAt, Double(at.secondsSince1970) > now, !options.ignoreSchedule,
+            options.kind == .send
+        {
+            throw RunRefusal(
+                """
+                the campaign is scheduled for \(Timestamps.text(Double(at.secondsSince1970))) (schedule.at), which is \
+                in the future; `pushcamp send` sends at once, so nothing was sent. Send it now anyway with --now \
+                (expirations count from the real send time)
+                """,
+                exitCode: 1
+            )
+        }
+        let (pool, endpoint): (any PushTransport, String)
+        switch transport {
+        case .app(let paths, let environment):
+            do {
+                (pool, endpoint) = try appTransport(
+                    for: campaign,
+                    paths: paths,
+                    environment: environment,
+                    clock: clock,
+                    tokenCache: options.journalPath == inMemory
+                        ? nil : (options.journalPath as NSString).deletingLastPathComponent
+                )
+            } catch {
+                throw RunRefusal(error.message + "; nothing was sent", exitCode: 2)
+            }
+        case .given(let given, let name):
+            (pool, endpoint) = (given, name)
+        }
+        let opened = try OpenedRun.open(campaign, options: options, now: now)
+        let history: DeliveryHistory?
+        if case .replay = options.kind {
+            history = nil  // the recipients are named by the run replayed
+        } else {
+            do {
+                if let path = options.historyJournalPath {
+                    history = try DeliveryHistory.read(for: campaign, journalPath: path)
+                } else {
+                    history = try DeliveryHistory.read(for: campaign, from: opened.journal.store)
+                }
+            } catch {
+                try? opened.journal.close(status: .interrupted, planned: nil)
+                throw RunRefusal("the journal cannot be read: \(error); nothing was sent", exitCode: 1)
+            }
+        }
+        var configuration = ExecutorStateMachine.Configuration(
+            rate: campaign.rate.perSecond,
+            retry: RetryPolicy(campaign.retry),
+            endpoint: endpoint,
+            connections: campaign.connections
+        )
+        configuration.stallTimeout = options.stallTimeout
+        var report = SendReport(campaign: campaign.id, revision: campaign.revision, endpoint: endpoint)
+        let resume = opened.resume
+        if resume.settled.count > 0 || !resume.pending.isEmpty {
+            report.resumed = SendReport.Resumed(
+                run: opened.journal.run.id.rawValue,
+                delivered: resume.delivered,
+                failed: resume.failed
+            )
+        }
+        let machine = ExecutorStateMachine(
+            configuration: configuration,
+            report: report,
+            alreadySettled: resume.settled.count,
+            now: now
+        )
+        // Expirations count from the moment the send really starts, never from schedule.at.
+        let sendTime = Timestamp(secondsSince1970: Int64(now))
+        var planner = Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "now", sampleLimit: 0)
+        planner.history = history
+        var only: SeqSet?
+        if case .replay(_, _, let recipients) = options.kind { only = recipients }
+        let producer = PlanProducer(
+            planner: planner,
+            sendTime: sendTime,
+            batchSize: configuration.handOverSize,
+            resume: resume,
+            only: only
+        )
+        let executor = Executor(
+            machine: machine,
+            producer: producer,
+            transport: pool,
+            journal: opened.journal,
+            clock: clock,
+            options: options.executor,
+            progress: progress
+        )
+        return SendRun(
+            executor: executor,
+            run: opened.journal.run,
+            endpoint: endpoint,
+            note: opened.note,
+            pending: resume.pending.count,
+            lock: opened.lock
+        )
+    }
+}
+
+/// Why a send does not start: its schedule, its credentials, a journal that cannot be used, a
+/// campaign already sent or changed under an unfinished run, another process sending it.
+public struct RunRefusal: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    /// 1 invalid or refused on purpose; 2 credentials; 5 another process sends the campaign.
+    public var exitCode: Int32
+
+    public init(_ message: String, exitCode: Int32) {
+        self.message = message
+        self.exitCode = exitCode
+    }
+
+    public var description: String { message }
+}
