@@ -203,6 +203,8 @@ let package = Package(
                 "PushcampPlanner", "PushcampModel", "PushcampJournal",
                 "PushcampTestSupport", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
             ],
             swiftSettings: strict
         ),

@@ -17,7 +17,7 @@ extension ExecutorStateMachine {
             let request = outcome.request
             if case .response = outcome.result {
                 report.latency.record(nanoseconds: outcome.latency.nanoseconds)
-                lastProgress = now
+                silentSince = nil
             }
             if case .timedOut = outcome.result { timeouts += 1 }
             // The journal counts sends, this one included.

@@ -136,8 +136,9 @@ public struct ExecutorStateMachine: Sendable {
     var connected: Set<Int> = []
     var streamLimits: [Int: Int] = [:]
     var timeouts = 0
-    /// The last answer, or the last moment nothing was pending: what stall detection measures from.
-    var lastProgress: Double
+    /// Since when requests have been going out without any answer coming back (nil after an answer):
+    /// what stall detection measures. Timeouts and lost connections are no answer.
+    var silentSince: Double?
     var started: Double
 
     public init(configuration: Configuration, report: SendReport, alreadySettled: Int = 0, now: Double) {
@@ -145,7 +146,6 @@ public struct ExecutorStateMachine: Sendable {
         self.report = report
         self.pacer = Pacer(rate: configuration.rate)
         self.planned = alreadySettled
-        self.lastProgress = now
         self.started = now
     }
 
@@ -248,7 +248,9 @@ public struct ExecutorStateMachine: Sendable {
 
     /// A timer armed earlier is due (or a stale one fired: harmless).
     public mutating func timerFired(now: Double) -> [Action] {
-        if stop == nil, unanswered > 0, now - lastProgress >= configuration.stallTimeout {
+        if stop == nil, let silentSince, now - silentSince >= configuration.stallTimeout,
+            unanswered > 0 || !retries.isEmpty || !ready.isEmpty
+        {
             return halt(.stalled(stallMessage(now: now)), now: now)
         }
         return pump(now: now)
@@ -314,6 +316,7 @@ public struct ExecutorStateMachine: Sendable {
                 break
             }
             pacer.take(batch.count, now: now)
+            if silentSince == nil { silentSince = now }
             ready.removeFirst()
             unanswered += batch.count
             nextRecordingID += 1
@@ -324,10 +327,9 @@ public struct ExecutorStateMachine: Sendable {
             plan = .pulling
             actions.append(.pullPlan)
         }
-        if unanswered == 0 { lastProgress = now }
         if let due = retries.min?.due { wake = min(wake ?? due, due) }
-        if unanswered > 0 {
-            let stall = lastProgress + configuration.stallTimeout
+        if let silentSince, unanswered > 0 || !retries.isEmpty || !ready.isEmpty {
+            let stall = silentSince + configuration.stallTimeout
             wake = min(wake ?? stall, stall)
         }
         if let wake { actions.append(.arm(at: wake)) }

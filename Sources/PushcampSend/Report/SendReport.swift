@@ -74,6 +74,12 @@ public struct SendReport: Sendable {
 
     public static let deadTokenLimit = 100_000
 
+    public init(campaign: String, revision: String, endpoint: String) {
+        self.campaign = campaign
+        self.revision = revision
+        self.endpoint = endpoint
+    }
+
     public var failed: Int { failures.values.reduce(0, +) }
 
     /// What the journal keeps of this send beyond outcomes; `seconds` is the time spent so far.
