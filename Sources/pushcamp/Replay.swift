@@ -94,26 +94,10 @@ struct Replay: AsyncParsableCommand {
         var options = SendRun.Options(journalPath: path)
         options.kind = .replay(original: original, reasons: reasons, recipients: targets)
         options.stallTimeout = stall.stallTimeout
-        let printer = ProgressPrinter()
-        let send: SendRun
-        do {
-            send = try SendRun.prepare(
-                campaign,
-                options: options,
-                transport: .app(paths: paths, environment: ProcessInfo.processInfo.environment),
-                progress: printer.callback(enabled: !quiet)
-            )
-        } catch {
-            printError("\(campaign.path): error: \(error.message)")
-            throw ExitCode(error.exitCode)
-        }
-        printError(
+        try await sendToApp(campaign, paths: paths, options: options, quiet: quiet) { send in
             send.note
                 ?? "replaying run \(number) of \(campaign.id) as run \(send.run.id): \(targets.count) recipient(s) "
                 + "that failed with \(reasons.joined(separator: ", "))"
-        )
-        let report = try await runServices([send], until: send, printer: printer)
-        print(report.text(), terminator: "")
-        if report.exitCode != 0 { throw ExitCode(report.exitCode) }
+        }
     }
 }

@@ -102,24 +102,36 @@ struct Send: AsyncParsableCommand {
         options.newRun = newRun
         options.ignoreSchedule = now
         options.stallTimeout = stall.stallTimeout
-        let printer = ProgressPrinter()
-        let send: SendRun
-        do {
-            send = try SendRun.prepare(
-                campaign,
-                options: options,
-                transport: .app(paths: paths, environment: ProcessInfo.processInfo.environment),
-                progress: printer.callback(enabled: !quiet)
-            )
-        } catch {
-            printError("\(campaign.path): error: \(error.message)")
-            throw ExitCode(error.exitCode)
-        }
-        if let note = send.note { printError(note) }
-        let report = try await runServices([send], until: send, printer: printer)
-        print(report.text(), terminator: "")
-        if report.exitCode != 0 { throw ExitCode(report.exitCode) }
+        try await sendToApp(campaign, paths: paths, options: options, quiet: quiet) { $0.note }
     }
+}
+
+/// Prepares a run to the app's endpoint, says `announce` of it, sends it with the progress line,
+/// prints the report and exits with its status: what `send` and `replay` share.
+func sendToApp(
+    _ campaign: LoadedCampaign,
+    paths: ProjectPaths,
+    options: SendRun.Options,
+    quiet: Bool,
+    announce: (SendRun) -> String?
+) async throws {
+    let printer = ProgressPrinter()
+    let send: SendRun
+    do {
+        send = try SendRun.prepare(
+            campaign,
+            options: options,
+            transport: .app(paths: paths, environment: ProcessInfo.processInfo.environment),
+            progress: printer.callback(enabled: !quiet)
+        )
+    } catch {
+        printError("\(campaign.path): error: \(error.message)")
+        throw ExitCode(error.exitCode)
+    }
+    if let line = announce(send) { printError(line) }
+    let report = try await runServices([send], until: send, printer: printer)
+    print(report.text(), terminator: "")
+    if report.exitCode != 0 { throw ExitCode(report.exitCode) }
 }
 
 /// `--stall-timeout`, for every command that sends.

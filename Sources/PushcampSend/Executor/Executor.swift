@@ -11,7 +11,7 @@ import Synchronization
 /// happens (a planned batch, a journal commit, transport events, a timer, a stop) becomes an input
 /// on one stream, handled one at a time by the task running `run()`; child tasks wait for the slow
 /// parts (the planner, commits, the clock). Graceful shutdown (SIGINT, SIGTERM, SIGHUP in a
-/// `ServiceGroup`) and `stop()` drain: nothing new is sent, in-flight requests are answered and
+/// `ServiceGroup`) drains: nothing new is sent, in-flight requests are answered and
 /// recorded, the journal is flushed, and the report says "interrupted".
 public final class Executor: Service, Sendable {
     public struct Options: Sendable {
@@ -64,11 +64,6 @@ public final class Executor: Service, Sendable {
         self.options = options
         self.progress = progress
         (inputs, input) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
-    }
-
-    /// Drains and stops, as Ctrl-C does.
-    public func stop() {
-        input.yield(.stop(.interrupted))
     }
 
     /// The report, once `run()` returned.

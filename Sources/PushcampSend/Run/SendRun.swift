@@ -64,8 +64,6 @@ public final class SendRun: Service, Sendable {
     public let endpoint: String
     /// What to tell the user before sending (resuming, giving up an old run).
     public let note: String?
-    /// How many recipients a resumed run still had to send.
-    public let pending: Int
     private let lock: RunLock?
 
     private init(
@@ -73,14 +71,12 @@ public final class SendRun: Service, Sendable {
         run: RunRecord,
         endpoint: String,
         note: String?,
-        pending: Int,
         lock: RunLock?
     ) {
         self.executor = executor
         self.run = run
         self.endpoint = endpoint
         self.note = note
-        self.pending = pending
         self.lock = lock
     }
 
@@ -197,7 +193,6 @@ public final class SendRun: Service, Sendable {
             run: opened.journal.run,
             endpoint: endpoint,
             note: opened.note,
-            pending: resume.pending.count,
             lock: opened.lock
         )
     }
