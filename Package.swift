@@ -128,7 +128,8 @@ let package = Package(
         .target(
             name: "PushcampSend",
             dependencies: [
-                "PushcampPlanner", "PushcampModel", "PushcampAPNs", "PushcampAPNsCore", "PushcampJournal",
+                "PushcampPlanner", "PushcampModel", "PushcampAudience", "PushcampAPNs", "PushcampAPNsCore",
+                "PushcampJournal",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
@@ -161,7 +162,11 @@ let package = Package(
         ),
         .target(
             name: "PushcampTestSupport",
-            dependencies: ["PushcampAPNsCore"],
+            dependencies: [
+                "PushcampAPNsCore", "PushcampAPNs",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
             path: "Tests/PushcampTestSupport",
             swiftSettings: strict
         ),
@@ -202,6 +207,8 @@ let package = Package(
                 "PushcampSend", "PushcampRehearsal", "PushcampAPNs", "PushcampAPNsCore", "PushcampSimulator",
                 "PushcampPlanner", "PushcampModel", "PushcampJournal",
                 "PushcampTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),

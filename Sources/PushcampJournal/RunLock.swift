@@ -39,3 +39,17 @@ public final class RunLock: Sendable {
         close(descriptor)
     }
 }
+
+extension RunRecord {
+    /// This run as the next send will treat it: a run recorded as running whose campaign lock is
+    /// free has no process sending it (it was killed, or its machine went down), so it is interrupted.
+    public func livenessChecked(journalPath: String) -> RunRecord {
+        guard status == .running, let lock = try? RunLock(journalPath: journalPath, campaign: campaign) else {
+            return self
+        }
+        lock.unlock()
+        var shown = self
+        shown.status = .interrupted
+        return shown
+    }
+}

@@ -5,7 +5,7 @@ extension RunReport {
     /// The report as one self-contained HTML page: no scripts, no external files; the charts
     /// (outcomes by reason, answers per second over time, latency distribution) are inline SVG.
     public func html() -> String {
-        let title = "Run \(run.id) of \(run.campaign)"
+        let title = "\(runTitle) of \(run.campaign)"
         var body = "<header><h1>\(escape(title)) <span class=\"status \(run.status.rawValue)\">"
         body += "\(run.status.rawValue)</span></h1>\n<p class=\"meta\">revision <code>\(escape(run.revision))</code>"
         if let file = run.file { body += " · <code>\(escape(file))</code>" }

@@ -31,7 +31,8 @@ extension RunReport {
                 ])
             } ?? .null
         let document: JSONValue = .object([
-            ("run", .integer(Int(run.id.rawValue))), ("campaign", .string(run.campaign)),
+            ("run", .integer(Int(run.id.rawValue))), ("rehearsal", .bool(rehearsal)),
+            ("campaign", .string(run.campaign)),
             ("revision", .string(run.revision)), ("status", .string(run.status.rawValue)),
             ("file", .optional(run.file)),
             (

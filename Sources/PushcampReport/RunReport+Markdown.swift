@@ -4,7 +4,7 @@ import PushcampJournal
 extension RunReport {
     /// The report for a pull request, an issue or a wiki page.
     public func markdown() -> String {
-        var out = "### Run \(run.id) of `\(run.campaign)`: \(run.status.rawValue)\n\n"
+        var out = "### \(runTitle) of `\(run.campaign)`: \(run.status.rawValue)\n\n"
         out += "| | |\n|---|---|\n"
         out += "| revision | `\(run.revision)` |\n"
         if let replay = run.replay {

@@ -4,7 +4,7 @@ import PushcampJournal
 extension RunReport {
     /// The report for a terminal.
     public func text() -> String {
-        var out = "Run \(run.id) of \(run.campaign): \(run.status.rawValue)\n"
+        var out = "\(runTitle) of \(run.campaign): \(run.status.rawValue)\n"
         out += "  revision \(run.revision)" + (run.file.map { " · \($0)" } ?? "") + "\n"
         if let replay = run.replay {
             out += "  replay of run \(replay.run) (reasons: \(replay.reasons.joined(separator: ", ")))\n"

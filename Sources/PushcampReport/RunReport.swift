@@ -47,6 +47,10 @@ public struct RunReport: Sendable {
     }
 
     public var run: RunRecord
+    /// Read from the rehearsal journal: sent to the local simulator, never to APNs.
+    public var rehearsal = false
+    /// "Run 3" or "Rehearsal run 3", as titles say it.
+    public var runTitle: String { (rehearsal ? "Rehearsal run " : "Run ") + "\(run.id)" }
     public var outcomes: [Outcome]
     public var stats: RunStats
     public var perSecond: [AnswersInSecond]

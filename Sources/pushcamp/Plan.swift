@@ -1,6 +1,6 @@
 import ArgumentParser
+import Foundation
 import PushcampAudience
-import PushcampJournal
 import PushcampModel
 import PushcampPlanner
 import PushcampSend
@@ -20,6 +20,16 @@ struct Plan: ParsableCommand {
             failure by reason with its first examples, rendered samples and the duration at the \
             campaign's throttle. The same files (and journal) give the same output, byte for byte.
 
+            The plan starts with what the project's journal says of the campaign: never sent, \
+            already sent by run N (which `send` refuses to repeat without --new-run), or run N \
+            interrupted (which `send` resumes, picking up the recipients left).
+
+            --out FILE writes a plan file beside the output: the campaign id and revision, the \
+            SHA-256 of every file the campaign is made of (campaign, templates, strings, audiences, \
+            pushcamp.yaml), the counts and the time. Commit it with the campaign for review; \
+            `pushcamp send --plan FILE` sends only while every one of those files still matches, \
+            and otherwise refuses, naming what changed.
+
             Exit status: 0 when every push passes; 1 when the campaign, a template or the audience \
             is invalid or nobody would be sent anything; 3 when some pushes would be refused.
 
@@ -27,6 +37,7 @@ struct Plan: ParsableCommand {
               pushcamp plan campaigns/spring-sale.yaml
               pushcamp plan --format markdown campaigns/spring-sale.yaml > plan.md
               pushcamp plan --at 2027-03-20T09:00:00Z --samples 5 campaigns/spring-sale.yaml
+              pushcamp plan --out plans/spring-sale.json campaigns/spring-sale.yaml
             """
     )
 
@@ -49,6 +60,15 @@ struct Plan: ParsableCommand {
     )
     var at: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Also write a plan file: the campaign's revision, a digest of each of its files and the counts.",
+            discussion: "`pushcamp send --plan FILE` then sends only while the campaign still matches it.",
+            valueName: "file"
+        )
+    )
+    var out: String?
+
     func validate() throws {
         if samples < 0 { throw ValidationError("--samples must be 0 or more") }
         if let at, case .failure(let error) = Timestamp.parse(at) { throw ValidationError("--at: \(error.message)") }
@@ -59,18 +79,20 @@ struct Plan: ParsableCommand {
         for diagnostic in loaded.diagnostics { printError(diagnostic.description) }
         guard let campaign = loaded.campaign else { throw ExitCode(1) }
         let sendTime = at.flatMap { try? Timestamp.parse($0).get() }
-        var planner = Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "--at", sampleLimit: samples)
-        do {
-            planner.history = try DeliveryHistory.read(for: campaign, journalPath: campaign.journalPath)
-        } catch {
-            printError("\(campaign.path): error: \(error)")
-            throw ExitCode(1)
-        }
         let summary: PlanSummary
         do {
-            summary = try planner.run()
+            summary = try PlanSummary.planned(
+                campaign,
+                journalPath: campaign.journalPath,
+                sendTime: sendTime,
+                sendTimeSource: "--at",
+                samples: samples
+            )
         } catch let error as AudienceError {
             printError(error.diagnostic.description)
+            throw ExitCode(1)
+        } catch {
+            printError("\(campaign.path): error: \(error)")
             throw ExitCode(1)
         }
         switch format {
@@ -87,6 +109,25 @@ struct Plan: ParsableCommand {
                 "\(campaign.path): error: nobody would be sent anything: all \(summary.audience.read) rows were invalid, duplicates, filtered out, excluded, suppressed, capped or held out"
             )
             throw ExitCode(1)
+        }
+        if let out {
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: (out as NSString).deletingLastPathComponent.isEmpty
+                        ? "." : (out as NSString).deletingLastPathComponent,
+                    withIntermediateDirectories: true
+                )
+                try PlanFile(summary, of: campaign, now: Date().timeIntervalSince1970).write(to: out)
+            } catch let error as PlanFileError {
+                printError("error: \(error.message)")
+                throw ExitCode(1)
+            } catch {
+                printError("error: cannot create the directory of \(out): \(error.localizedDescription)")
+                throw ExitCode(1)
+            }
+            printError(
+                "plan written to \(out): `pushcamp send --plan \(out) \(file)` sends it while the campaign matches"
+            )
         }
         if summary.failed > 0 { throw ExitCode(3) }
     }

@@ -45,6 +45,8 @@ struct Replay: AsyncParsableCommand {
     @Flag(help: "No progress line, only the report.")
     var quiet = false
 
+    @OptionGroup var confirm: ConfirmOption
+
     @OptionGroup var stall: StallOption
 
     func validate() throws {
@@ -94,10 +96,21 @@ struct Replay: AsyncParsableCommand {
         var options = SendRun.Options(journalPath: path)
         options.kind = .replay(original: original, reasons: reasons, recipients: targets)
         options.stallTimeout = stall.stallTimeout
-        try await sendToApp(campaign, paths: paths, options: options, quiet: quiet) { send in
-            send.note
-                ?? "replaying run \(number) of \(campaign.id) as run \(send.run.id): \(targets.count) recipient(s) "
-                + "that failed with \(reasons.joined(separator: ", "))"
-        }
+        try await sendToApp(
+            campaign,
+            paths: paths,
+            options: options,
+            quiet: quiet,
+            confirm: confirm,
+            preview: {
+                "  a replay of run \(number) of \(campaign.id): \(targets.count) recipient(s) that failed with "
+                    + reasons.joined(separator: ", ") + "\n"
+            },
+            announce: { send in
+                send.note
+                    ?? "replaying run \(number) of \(campaign.id) as run \(send.run.id): \(targets.count) recipient(s) "
+                    + "that failed with \(reasons.joined(separator: ", "))"
+            }
+        )
     }
 }

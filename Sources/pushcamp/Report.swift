@@ -50,7 +50,7 @@ struct Report: ParsableCommand {
 
     func run() throws {
         let (journal, path) = try journalOption.open()
-        let report: RunReport
+        var report: RunReport
         do {
             let id: RunID
             if let runNumber {
@@ -66,6 +66,7 @@ struct Report: ParsableCommand {
                 throw ExitCode(1)
             }
             report = loaded
+            report.rehearsal = journalOption.rehearsal
         } catch let error as JournalError {
             printError("error: \(error.message)")
             throw ExitCode(1)

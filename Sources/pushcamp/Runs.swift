@@ -86,24 +86,16 @@ struct Runs: ParsableCommand {
     func run() throws {
         let (journal, path) = try journalOption.open()
         let rows = try journal.runs(limit: limit).map { run in
-            (Self.livenessChecked(run, journalPath: path), try journal.counts(of: run.id))
+            (run.livenessChecked(journalPath: path), try journal.counts(of: run.id))
         }
         switch format {
-        case .text: print(Self.table(rows), terminator: "")
+        case .text:
+            if journalOption.rehearsal {
+                print("Rehearsals (against the local simulator; nothing reached APNs), from \(path)")
+            }
+            print(Self.table(rows), terminator: "")
         case .json: print(Self.json(rows))
         }
-    }
-
-    /// A run recorded as running whose campaign lock is free has no process sending it (it was
-    /// killed, or its machine went down): it is shown as interrupted, as the next send will treat it.
-    static func livenessChecked(_ run: RunRecord, journalPath: String) -> RunRecord {
-        guard run.status == .running, let lock = try? RunLock(journalPath: journalPath, campaign: run.campaign) else {
-            return run
-        }
-        lock.unlock()
-        var shown = run
-        shown.status = .interrupted
-        return shown
     }
 
     static func table(_ rows: [(RunRecord, RecipientCounts)]) -> String {

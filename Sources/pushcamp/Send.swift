@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import PushcampAudience
 import PushcampModel
 import PushcampPlanner
 import PushcampSend
@@ -49,16 +50,25 @@ struct Send: AsyncParsableCommand {
             journal shows delivered frequency_cap.max times within frequency_cap.per (counted as \
             capped).
 
+            A send to APNs production (an app with environment: production and no endpoint) \
+            shows the plan's summary and asks for `yes` first; --yes skips the question, and so \
+            does --plan FILE, which sends only while the campaign's files are byte for byte the \
+            ones `pushcamp plan --out FILE` planned (otherwise it refuses, naming what changed). \
+            Without a terminal, a production send needs one of the two.
+
             Try a campaign with `pushcamp rehearse` first: the same send against a local simulator.
 
             Exit status: 0 every push delivered; 1 invalid campaign or audience, a journal that \
-            cannot be used, a campaign already sent or scheduled later; 2 credentials missing or \
+            cannot be used, a campaign already sent or scheduled later, a plan file that no longer \
+            matches, a production send not confirmed; 2 credentials missing or \
             refused, no connection, or a stalled endpoint; 4 some pushes failed or were not \
             sent; 5 the campaign is being sent by another process; 130 interrupted or cancelled.
 
             Examples:
               pushcamp send campaigns/spring-sale.yaml
               pushcamp send --quiet campaigns/order-tracking.yaml 2> send.log
+              pushcamp plan --out plans/spring-sale.json campaigns/spring-sale.yaml   # review, then:
+              pushcamp send --plan plans/spring-sale.json campaigns/spring-sale.yaml
             """
     )
 
@@ -94,6 +104,19 @@ struct Send: AsyncParsableCommand {
     )
     var now = false
 
+    @Option(
+        help: ArgumentHelp(
+            """
+            A plan file from `pushcamp plan --out`: send only while the campaign, its templates, its \
+            audience and pushcamp.yaml are byte for byte the ones planned (and without asking).
+            """,
+            valueName: "file"
+        )
+    )
+    var plan: String?
+
+    @OptionGroup var confirm: ConfirmOption
+
     @OptionGroup var stall: StallOption
 
     func run() async throws {
@@ -102,19 +125,89 @@ struct Send: AsyncParsableCommand {
         options.newRun = newRun
         options.ignoreSchedule = now
         options.stallTimeout = stall.stallTimeout
-        try await sendToApp(campaign, paths: paths, options: options, quiet: quiet) { $0.note }
+        if let plan {
+            do {
+                options.plan = (try PlanFile.read(from: plan), plan)
+            } catch {
+                printError("error: \(error.message)")
+                throw ExitCode(1)
+            }
+        }
+        try await sendToApp(
+            campaign,
+            paths: paths,
+            options: options,
+            quiet: quiet,
+            confirm: confirm,
+            preview: {
+                try PlanSummary.planned(
+                    campaign,
+                    journalPath: options.journalPath,
+                    sendTime: Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)),
+                    sendTimeSource: "now",
+                    samples: 0
+                ).brief()
+            },
+            announce: { $0.note }
+        )
     }
 }
 
-/// Prepares a run to the app's endpoint, says `announce` of it, sends it with the progress line,
+/// `--yes`, for every command that may send to APNs production.
+struct ConfirmOption: ParsableArguments {
+    @Flag(
+        help: """
+            Send to APNs production without asking first (required without a terminal, unless \
+            --plan is given).
+            """
+    )
+    var yes = false
+
+    /// Asks on the terminal before a send to APNs production (`preview` says what would be sent),
+    /// or refuses one without a terminal; throws `ExitCode(1)` when the send must not go ahead.
+    func check(_ campaign: LoadedCampaign, planFile: Bool, preview: () throws -> String) throws {
+        let interactive = isatty(STDIN_FILENO) == 1 && isatty(STDERR_FILENO) == 1
+        switch SendRun.confirmation(for: campaign, yes: yes, planFile: planFile, interactive: interactive) {
+        case .notNeeded:
+            return
+        case .refuse(let message):
+            printError("\(campaign.path): error: \(message)")
+            throw ExitCode(1)
+        case .ask:
+            let summary: String
+            do {
+                summary = try preview()
+            } catch let error as AudienceError {
+                printError(error.diagnostic.description)
+                throw ExitCode(1)
+            }
+            printError(
+                "About to send to APNs production (\(campaign.app.environment.host)):\n"
+                    + summary.trimmingCharacters(in: .newlines)
+            )
+            FileHandle.standardError.write(Data("Type yes to send: ".utf8))
+            let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased()
+            guard answer == "yes" else {
+                printError("not confirmed: nothing was sent")
+                throw ExitCode(1)
+            }
+        }
+    }
+}
+
+/// Asks before a send to APNs production (see `ConfirmOption`), prepares a run to the app's
+/// endpoint, says `announce` of it, sends it with the progress line,
 /// prints the report and exits with its status: what `send` and `replay` share.
 func sendToApp(
     _ campaign: LoadedCampaign,
     paths: ProjectPaths,
     options: SendRun.Options,
     quiet: Bool,
+    confirm: ConfirmOption,
+    preview: () throws -> String,
     announce: (SendRun) -> String?
 ) async throws {
+    try confirm.check(campaign, planFile: options.plan != nil, preview: preview)
     let printer = ProgressPrinter()
     let send: SendRun
     do {

@@ -2,6 +2,10 @@ import Foundation
 import PushcampTestSupport
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Runs the built `pushcamp` binary.
 struct CLI {
     static let binary: URL = {
@@ -38,6 +42,39 @@ struct CLI {
             stdout: String(decoding: stdout, as: UTF8.self),
             stderr: String(decoding: stderr, as: UTF8.self)
         )
+    }
+
+    /// Runs the binary on a pseudo-terminal (stdin, stdout and stderr all on it), typing `input`;
+    /// returns its exit status and everything it wrote, in order.
+    static func runOnTerminal(
+        _ arguments: [String],
+        in directory: URL,
+        typing input: String
+    ) throws -> (status: Int32, output: String) {
+        var primary: Int32 = -1
+        var secondary: Int32 = -1
+        guard openpty(&primary, &secondary, nil, nil, nil) == 0 else { throw CLIError("openpty failed") }
+        defer { close(primary) }
+        let terminal = FileHandle(fileDescriptor: secondary, closeOnDealloc: false)
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        process.standardInput = terminal
+        process.standardOutput = terminal
+        process.standardError = terminal
+        try process.run()
+        close(secondary)
+        _ = input.utf8CString.withUnsafeBufferPointer { write(primary, $0.baseAddress, $0.count - 1) }
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(primary, &buffer, buffer.count)
+            if count <= 0 { break }  // EIO once the process and its terminal are gone
+            output += buffer[0..<count]
+        }
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
     }
 
     /// The repository root, where the example campaigns are.

@@ -88,11 +88,16 @@ struct RunReportTests {
         #expect(
             Array(object.keys).sorted() == [
                 "campaign", "connections", "delivered", "failed", "file", "latency", "outcomes", "planned",
-                "possible_duplicates", "recipients", "replay_of", "retries", "revision", "run", "sending_seconds",
+                "possible_duplicates", "recipients", "rehearsal", "replay_of", "retries", "revision", "run",
+                "sending_seconds",
                 "started_at", "status", "throughput", "updated_at", "wall_seconds",
             ]
         )
-        #expect(json.hasPrefix(#"{"run":1,"campaign":"spring","revision":"abc","status":"interrupted","file":null,"#))
+        #expect(
+            json.hasPrefix(
+                #"{"run":1,"rehearsal":false,"campaign":"spring","revision":"abc","status":"interrupted","file":null,"#
+            )
+        )
         #expect(json.contains(#"{"kind":"failed","status":410,"reason":"Unregistered","count":1}"#))
         #expect(json.contains(#""retries":{"total":1,"by_cause":{"TooManyRequests":1}}"#))
         #expect(json.contains(#""per_second":[{"at":"1970-01-01T00:16:40Z","delivered":4,"failed":0},"#))

@@ -18,6 +18,7 @@ struct LoopbackTests {
     static func campaign(
         rows: Int,
         extra: String = "",
+        throttle: String = "{ rate: 100000/s, connections: 2 }",
         projectFile: String = TemporaryProject.defaultProjectFile
     ) throws -> (TemporaryProject, LoadedCampaign) {
         let project = try TemporaryProject(projectFile: projectFile)
@@ -33,7 +34,7 @@ struct LoopbackTests {
             audience: { source: { csv: audiences/a.csv } }
             message:
               payload: { aps: { alert: { title: "Hi {{name}}" } } }
-            throttle: { rate: 100000/s, connections: 2 }
+            throttle: \(throttle)
             \(extra)
             """
         )

@@ -13,8 +13,9 @@ struct CampaignAssembler {
     let paths: ProjectPaths
     let document: YAMLDocument
     var diagnostics: [Diagnostic] = []
-    /// Files whose bytes make up the revision, in a fixed order.
-    var revisionFiles: [URL] = []
+    /// Files whose bytes make up the revision, in a fixed order, with their role and their path as
+    /// written (relative to the project root).
+    var revisionFiles: [(role: CampaignInput.Role, path: String, url: URL)] = []
 
     init(campaign: Campaign, project: Project, paths: ProjectPaths, document: YAMLDocument) {
         self.campaign = campaign
@@ -40,6 +41,7 @@ struct CampaignAssembler {
         guard let app, let source, let variants, !diagnostics.hasErrors else { return nil }
         let throttle = campaign.throttle
         let rate = throttle.rate ?? project.defaults.throttle.rate
+        let (revision, inputs) = revision()
         let loaded = LoadedCampaign(
             id: campaign.id,
             description: campaign.description,
@@ -63,7 +65,8 @@ struct CampaignAssembler {
             connections: throttle.connections ?? project.defaults.throttle.connections ?? Project.defaultConnections,
             retry: campaign.retry,
             scheduledAt: campaign.schedule?.at,
-            revision: revision(),
+            revision: revision,
+            inputs: inputs,
             messageLocation: message.location,
             journalPath: paths.url(project.journalPath).path,
             registeredAtAttribute: campaign.audience.registeredAt ?? "registered_at",
@@ -100,7 +103,7 @@ struct CampaignAssembler {
     mutating func makeSource(_ spec: SourceSpec) -> (any AudienceSource)? {
         switch spec.kind {
         case .csv(let path, let delimiter):
-            revisionFiles.append(paths.url(path))
+            revisionFiles.append((.audience, path, paths.url(path)))
             return CSVSource(
                 path: paths.url(path).path,
                 name: paths.display(path),
@@ -109,7 +112,7 @@ struct CampaignAssembler {
                 location: spec.location
             )
         case .jsonLines(let path):
-            revisionFiles.append(paths.url(path))
+            revisionFiles.append((.audience, path, paths.url(path)))
             return JSONLinesSource(
                 path: paths.url(path).path,
                 name: paths.display(path),
@@ -117,7 +120,7 @@ struct CampaignAssembler {
                 location: spec.location
             )
         case .sqlite(let path, let query):
-            revisionFiles.append(paths.url(path))
+            revisionFiles.append((.audience, path, paths.url(path)))
             return SQLiteSource(
                 path: paths.url(path).path,
                 name: paths.display(path),
@@ -210,7 +213,7 @@ struct CampaignAssembler {
                 diagnostics.append(.error("\(what) file '\(paths.display(path))' does not exist", at: location))
                 return nil
             }
-            revisionFiles.append(url)
+            revisionFiles.append((.template, path, url))
             let (document, problems) = YAMLDocument.load(url, displayPath: paths.display(path))
             diagnostics += problems
             guard let document else { return nil }
@@ -331,20 +334,40 @@ struct CampaignAssembler {
     // MARK: Revision
 
     /// SHA-256 over the campaign file, then each template and audience file, in order; the first 16
-    /// hex digits name the revision.
-    func revision() -> String {
+    /// hex digits name the revision. Each file's own SHA-256 comes with it, and the project file's
+    /// (not part of the revision), for plan files to say what changed.
+    func revision() -> (String, [CampaignInput]) {
         var hasher = SHA256()
         hasher.update(data: Array("pushcamp-revision-1\n".utf8))
         hasher.update(data: document.bytes)
-        for url in revisionFiles {
+        let campaignPath = ProjectPaths.display(URL(fileURLWithPath: campaign.path), workingDirectory: paths.root)
+        var inputs = [
+            CampaignInput(role: .campaign, path: campaignPath, sha256: Self.hex(SHA256.hash(data: document.bytes)))
+        ]
+        for (role, path, url) in revisionFiles {
             hasher.update(data: Array("\n\(url.lastPathComponent)\n".utf8))
-            guard let handle = try? FileHandle(forReadingFrom: url) else { continue }
-            defer { try? handle.close() }
-            while let chunk = try? handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-                hasher.update(data: chunk)
+            var own = SHA256()
+            if let handle = try? FileHandle(forReadingFrom: url) {
+                defer { try? handle.close() }
+                while let chunk = try? handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+                    hasher.update(data: chunk)
+                    own.update(data: chunk)
+                }
             }
+            inputs.append(CampaignInput(role: role, path: path, sha256: Self.hex(own.finalize())))
         }
-        let digest = hasher.finalize()
-        return digest.prefix(8).map { String(format: "%02x", $0) }.joined()
+        let projectBytes = (try? Data(contentsOf: paths.projectFile)) ?? Data()
+        inputs.append(
+            CampaignInput(
+                role: .project,
+                path: ProjectPaths.projectFileName,
+                sha256: Self.hex(SHA256.hash(data: projectBytes))
+            )
+        )
+        return (Self.hex(hasher.finalize()).prefix(16).description, inputs)
+    }
+
+    static func hex(_ digest: some Sequence<UInt8>) -> String {
+        digest.map { String(format: "%02x", $0) }.joined()
     }
 }

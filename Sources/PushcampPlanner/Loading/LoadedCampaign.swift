@@ -40,6 +40,8 @@ public struct LoadedCampaign: Sendable {
     public var scheduledAt: Timestamp?
     /// A hash of the campaign file, its templates and its audience inputs: a changed file is a new revision.
     public var revision: String
+    /// The files the campaign is made of, each with its SHA-256: what a plan file checks.
+    public var inputs: [CampaignInput]
     public var messageLocation: SourceLocation
     /// The project's run journal (`journal.path` in pushcamp.yaml, resolved).
     public var journalPath: String
@@ -49,4 +51,29 @@ public struct LoadedCampaign: Sendable {
     public var registeredAtAttribute: String
     /// The campaign's `frequency_cap`, else the project's default; nil when there is none (or `off`).
     public var frequencyCap: FrequencyCapSpec?
+}
+
+/// One file a campaign is made of, with a digest of its bytes.
+public struct CampaignInput: Sendable, Hashable {
+    public enum Role: String, Sendable, Hashable {
+        case campaign
+        /// A payload template or a strings file.
+        case template
+        /// An audience source or exclusion.
+        case audience
+        /// `pushcamp.yaml`: the app, its environment and credentials.
+        case project
+    }
+
+    public var role: Role
+    /// As written in the project's files: relative to the project root.
+    public var path: String
+    /// Lowercase hex.
+    public var sha256: String
+
+    public init(role: Role, path: String, sha256: String) {
+        self.role = role
+        self.path = path
+        self.sha256 = sha256
+    }
 }

@@ -6,6 +6,9 @@ public struct PlanSummary: Sendable {
     public var campaign: String
     public var description: String?
     public var revision: String
+    /// What the journal says of the campaign (never sent, already sent, a run to resume); nil when
+    /// the plan was made without looking.
+    public var journal: CampaignJournalStatus?
     public var app: String
     public var pushType: PushType
     public var priority: Int

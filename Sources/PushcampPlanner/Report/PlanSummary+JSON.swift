@@ -46,9 +46,19 @@ extension PlanSummary {
                 ("payload", .encoded(push.payload)),
             ])
         }
+        let journalJSON: JSONValue =
+            journal.map { status in
+                .object([
+                    ("state", .string(status.state.rawValue)), ("run", status.run.map { .integer(Int($0)) } ?? .null),
+                    ("at", .optional(status.at)), ("delivered", .integer(status.delivered)),
+                    ("failed", .integer(status.failed)), ("left", status.left.map { .integer($0) } ?? .null),
+                    ("text", .string(status.text)),
+                ])
+            } ?? .null
         let document: JSONValue = .object([
             ("campaign", .string(campaign)), ("description", .optional(description)), ("revision", .string(revision)),
-            ("app", .string(app)), ("push_type", .string(pushType.rawValue)), ("priority", .integer(priority)),
+            ("journal", journalJSON), ("app", .string(app)), ("push_type", .string(pushType.rawValue)),
+            ("priority", .integer(priority)),
             ("topic", .string(topic)), ("expiration", .string(expirationText)), ("collapse_id", .optional(collapseID)),
             ("send_time", .optional(sendTime?.description)), ("audience", audienceJSON), ("planned", .integer(planned)),
             ("refused", .integer(failed)),

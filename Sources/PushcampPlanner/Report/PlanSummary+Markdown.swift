@@ -8,6 +8,7 @@ extension PlanSummary {
         var out = "### Plan: `\(campaign)` (revision `\(revision)`)\n\n"
         if let description { out += "\(escape(description))\n\n" }
         out += "| | |\n|---|---|\n"
+        if let journal { out += "| journal | \(escape(journal.text)) |\n" }
         out +=
             "| app | `\(app)` |\n| push type | `\(pushType.rawValue)` |\n| priority | \(priority) |\n| topic | `\(topic)` |\n"
         out += "| expiration | \(escape(expirationText)) |\n"

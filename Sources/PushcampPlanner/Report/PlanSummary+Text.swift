@@ -5,6 +5,7 @@ extension PlanSummary {
     /// The plan for a terminal.
     public func text() -> String {
         var out = "Plan for \(campaign) (revision \(revision))\n"
+        if let journal { out += "  journal: \(journal.text)\n" }
         if let description { out += "  \(description)\n" }
         out += "  app \(app) · push type \(pushType.rawValue) · priority \(priority) · topic \(topic)\n"
         out += "  expiration \(expirationText)"
@@ -79,6 +80,22 @@ extension PlanSummary {
                 " (\(sendTime) to \(Timestamp(secondsSince1970: sendTime.secondsSince1970 + Int64(estimatedSeconds.rounded(.up)))))"
         }
         return out + "\n"
+    }
+
+    /// A few lines for a confirmation prompt: what goes where, what the journal says, how long.
+    public func brief() -> String {
+        var out = "  campaign \(campaign) (revision \(revision)) · app \(app) · topic \(topic)\n"
+        if let journal { out += "  journal: \(journal.text)\n" }
+        var held: [String] = []
+        for (count, label) in [
+            (failed, "refused by pre-flight checks"), (suppressed, "suppressed"), (capped, "capped"),
+        ]
+        where count > 0 {
+            held.append("\(count) \(label)")
+        }
+        out += "  \(planned) push\(planned == 1 ? "" : "es") planned"
+        out += held.isEmpty ? "" : " (\(held.joined(separator: ", ")))"
+        return out + " · about \(durationText) at \(rateText)\n"
     }
 
     func pad(_ text: String, _ width: Int, right: Bool = false) -> String {

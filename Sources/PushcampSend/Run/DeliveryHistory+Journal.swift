@@ -32,3 +32,28 @@ extension DeliveryHistory {
         return try read(for: campaign, from: SQLiteJournal(path: path))
     }
 }
+
+extension PlanSummary {
+    /// `campaign` planned as `send` would send it with the journal at `journalPath` as it is now:
+    /// what `plan` shows and what a production send asks about. Throws `AudienceError` for an
+    /// audience that cannot be read, other errors for a journal that cannot be.
+    public static func planned(
+        _ campaign: LoadedCampaign,
+        journalPath: String,
+        sendTime: Timestamp?,
+        sendTimeSource: String,
+        samples: Int
+    ) throws -> PlanSummary {
+        var planner = Planner(
+            campaign: campaign,
+            sendTime: sendTime,
+            sendTimeSource: sendTimeSource,
+            sampleLimit: samples
+        )
+        planner.history = try DeliveryHistory.read(for: campaign, journalPath: journalPath)
+        let journal = try CampaignJournalStatus.read(for: campaign, journalPath: journalPath)
+        var summary = try planner.run()
+        summary.journal = journal
+        return summary
+    }
+}

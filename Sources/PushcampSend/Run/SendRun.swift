@@ -41,6 +41,8 @@ public final class SendRun: Service, Sendable {
         public var ignoreSchedule = false
         /// Seconds without an answer, while requests are pending, that stop the run.
         public var stallTimeout: Double = 60
+        /// A reviewed plan (`send --plan FILE`) the campaign must still match, and its file's name.
+        public var plan: (file: PlanFile, path: String)?
         public var executor = Executor.Options()
 
         public init(journalPath: String) {
@@ -109,6 +111,19 @@ public final class SendRun: Service, Sendable {
                 """,
                 exitCode: 1
             )
+        }
+        if let (plan, path) = options.plan {
+            let differences = plan.differences(from: campaign)
+            guard differences.isEmpty else {
+                throw RunRefusal(
+                    """
+                    the campaign is not the one planned in \(path) (made \(plan.createdAt)): \
+                    \(differences.joined(separator: "; ")); nothing was sent. Review the new plan \
+                    (`pushcamp plan --out \(path)`) and send with it
+                    """,
+                    exitCode: 1
+                )
+            }
         }
         let (pool, endpoint): (any PushTransport, String)
         switch transport {
@@ -194,6 +209,36 @@ public final class SendRun: Service, Sendable {
             endpoint: endpoint,
             note: opened.note,
             lock: opened.lock
+        )
+    }
+}
+
+extension SendRun {
+    /// Whether a send must be confirmed before it starts: one to Apple's production host (the
+    /// `production` environment without a custom endpoint) is, unless `--yes` or a reviewed plan
+    /// file says so already; without a terminal to ask on, it is refused.
+    public enum Confirmation: Sendable, Equatable {
+        case notNeeded
+        case ask
+        case refuse(String)
+    }
+
+    public static func confirmation(
+        for campaign: LoadedCampaign,
+        yes: Bool,
+        planFile: Bool,
+        interactive: Bool
+    ) -> Confirmation {
+        guard campaign.app.environment == .production, campaign.app.endpoint == nil, !yes, !planFile else {
+            return .notNeeded
+        }
+        if interactive { return .ask }
+        return .refuse(
+            """
+            campaign \(campaign.id) would send to APNs production (app \(campaign.app.name)) and there is no \
+            terminal to confirm on; nothing was sent. Pass --yes, or --plan FILE with a plan made by \
+            `pushcamp plan --out FILE`
+            """
         )
     }
 }

@@ -1,0 +1,44 @@
+import Foundation
+import PushcampJournal
+import PushcampPlanner
+
+extension CampaignJournalStatus {
+    /// What the journal at `path` says of `campaign`, as `send` will act on it: its unfinished run
+    /// (resumed, refused when the campaign changed, or being sent elsewhere), else its last run
+    /// (finished or cancelled: refused), else never sent. Replays aside. Reads without creating
+    /// a journal where there is none.
+    public static func read(for campaign: LoadedCampaign, journalPath path: String) throws -> CampaignJournalStatus {
+        guard path != SendRun.inMemory, FileManager.default.fileExists(atPath: path) else { return .neverSent }
+        let store = try SQLiteJournal(path: path)
+        if let unfinished = try store.unfinishedRun(campaign: campaign.id) {
+            let run = unfinished.livenessChecked(journalPath: path)
+            var status = try status(of: run, state: run.status == .running ? .running : .interrupted, in: store)
+            status.at = Timestamps.text(run.startedAt)
+            status.changedSince = run.revision != campaign.revision
+            if let planned = run.planned {
+                let settled = status.delivered + status.failed
+                status.left = max(0, planned - settled)
+            }
+            return status
+        }
+        if let last = try store.latestRun(campaign: campaign.id) {
+            switch last.status {
+            case .finished: return try status(of: last, state: .finished, in: store)
+            case .cancelled: return try status(of: last, state: .cancelled, in: store)
+            default: return .neverSent  // superseded runs only: a new one starts
+            }
+        }
+        return .neverSent
+    }
+
+    private static func status(of run: RunRecord, state: State, in store: SQLiteJournal) throws -> Self {
+        let counts = try store.counts(of: run.id)
+        var status = CampaignJournalStatus(state: state)
+        status.run = run.id.rawValue
+        status.at = Timestamps.text(run.updatedAt)
+        status.revision = run.revision
+        status.delivered = counts.delivered
+        status.failed = counts.failed
+        return status
+    }
+}

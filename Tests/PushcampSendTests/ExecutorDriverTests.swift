@@ -1,0 +1,182 @@
+import Foundation
+import PushcampAPNs
+import PushcampAPNsCore
+import PushcampJournal
+import PushcampModel
+import PushcampPlanner
+import PushcampSend
+import PushcampTestSupport
+import ServiceLifecycle
+import ServiceLifecycleTestKit
+import Synchronization
+import Testing
+
+/// The whole send path above the connections — `SendRun.prepare`, the `Executor` driver and its
+/// child tasks, the planner, a real SQLite journal — against the in-memory transport on a manual
+/// clock: virtual time jumps to the next deadline whenever the tasks have had a moment to run.
+@Suite("Executor driver, in memory")
+struct ExecutorDriverTests {
+    struct Setup {
+        var project: TemporaryProject
+        var campaign: LoadedCampaign
+        var clock = ManualClock(1_800_000_000)
+        var journalPath: String { project.path(".pushcamp/journal.sqlite") }
+    }
+
+    static func setup(rows: Int, throttle: String = "{ rate: 100000/s, connections: 2 }") throws -> Setup {
+        let (project, campaign) = try LoopbackTests.campaign(rows: rows, throttle: throttle)
+        return Setup(project: project, campaign: campaign)
+    }
+
+    static func prepare(
+        _ setup: Setup,
+        transport: InMemoryTransport,
+        configure: (inout SendRun.Options) -> Void = { _ in }
+    ) throws -> SendRun {
+        var options = SendRun.Options(journalPath: setup.journalPath)
+        configure(&options)
+        return try SendRun.prepare(
+            setup.campaign,
+            options: options,
+            transport: .given(transport, endpoint: "https://memory.test"),
+            clock: setup.clock
+        )
+    }
+
+    /// Runs `send` to its end, moving `clock` to the next deadline every millisecond of real time;
+    /// `during` is called at each step (to trigger a shutdown, say).
+    static func drive(
+        _ send: SendRun,
+        on clock: ManualClock,
+        during: @escaping @Sendable () -> Void = {}
+    ) async throws -> SendReport {
+        let finished = Mutex(false)
+        async let sending: Void = {
+            try await send.run()
+            finished.withLock { $0 = true }
+        }()
+        while !finished.withLock({ $0 }) {
+            try await Task.sleep(for: .milliseconds(1))
+            during()
+            if let next = clock.nextDeadline { clock.advance(to: next) }
+        }
+        try await sending
+        return try #require(send.report)
+    }
+
+    @Test func frequentDropsStillDeliverEveryoneExactlyOnce() async throws {
+        let setup = try Self.setup(rows: 3000, throttle: "{ rate: 100000/s, connections: 4 }")
+        defer { setup.project.remove() }
+        var rules = InMemoryTransport.Rules()
+        rules.connections = 4
+        rules.dropAfter = 300
+        let transport = InMemoryTransport(rules: rules, clock: setup.clock)
+        let report = try await Self.drive(try Self.prepare(setup, transport: transport), on: setup.clock)
+        #expect(report.exitCode == 0, "\(report.text())")
+        #expect(report.delivered == 3000)
+        #expect(transport.delivered.count == 3000)
+        #expect(transport.delivered.values.allSatisfy { $0 == 1 })
+        // 3,000 answers over four connections, each dropped every 300th: at least 3000/300 - 4 drops.
+        #expect((report.disconnects.values.reduce(0, +)) >= 6)
+        let journal = try SQLiteJournal(path: setup.journalPath)
+        let run = try #require(try journal.latestRun(campaign: setup.campaign.id))
+        #expect(run.status == .finished)
+        #expect(try journal.counts(of: run.id).delivered == 3000)
+    }
+
+    @Test func aScheduledCampaignSentNowExpiresFromTheRealSendTime() async throws {
+        let (project, campaign) = try LoopbackTests.campaign(
+            rows: 10,
+            extra: "schedule: { at: \"2031-01-01T09:00:00Z\" }",
+            projectFile: TemporaryProject.defaultProjectFile + "\ndefaults:\n  expiration: 24h\n"
+        )
+        defer { project.remove() }
+        let setup = Setup(project: project, campaign: campaign)
+        let transport = InMemoryTransport(clock: setup.clock)
+        // Refused without --now, before anything is recorded.
+        #expect(throws: RunRefusal.self) { try Self.prepare(setup, transport: transport) }
+        #expect(!FileManager.default.fileExists(atPath: setup.journalPath))
+        let send = try Self.prepare(setup, transport: transport) { $0.ignoreSchedule = true }
+        let report = try await Self.drive(send, on: setup.clock)
+        #expect(report.delivered == 10)
+        // 24h after the real send (the clock's start), not after schedule.at in 2031.
+        let expiration = try #require(transport.firstWritten?.expiration)
+        #expect(expiration == Int64(1_800_000_000 + 86_400))
+    }
+
+    @Test func refusedCredentialsStopTheRunWithinAHandfulOfRequests() async throws {
+        let setup = try Self.setup(rows: 2000)
+        defer { setup.project.remove() }
+        var rules = InMemoryTransport.Rules()
+        rules.connections = 2
+        rules.reason = { _ in .invalidProviderToken }
+        let transport = InMemoryTransport(rules: rules, clock: setup.clock)
+        let report = try await Self.drive(try Self.prepare(setup, transport: transport), on: setup.clock)
+        guard case .credentials? = report.stop else {
+            Issue.record("expected a credentials stop, got \(String(describing: report.stop))")
+            return
+        }
+        #expect(report.exitCode == 2)
+        #expect(transport.written.values.reduce(0, +) <= 12)
+        // Nothing is lost: a resume finds every recipient still to send.
+        let journal = try SQLiteJournal(path: setup.journalPath)
+        let run = try #require(try journal.latestRun(campaign: setup.campaign.id))
+        #expect(run.status == .interrupted)
+        #expect(try journal.counts(of: run.id).delivered == 0)
+    }
+
+    @Test func anEndpointThatAllowsNoStreamsStopsAfterTheStallTimeout() async throws {
+        let setup = try Self.setup(rows: 200)
+        defer { setup.project.remove() }
+        var rules = InMemoryTransport.Rules()
+        rules.streamLimit = 0
+        let transport = InMemoryTransport(rules: rules, clock: setup.clock)
+        let send = try Self.prepare(setup, transport: transport) { $0.stallTimeout = 20 }
+        let report = try await Self.drive(send, on: setup.clock)
+        guard case .stalled(let message)? = report.stop else {
+            Issue.record("expected a stall, got \(String(describing: report.stop))")
+            return
+        }
+        #expect(message.contains("https://memory.test"), "\(message)")
+        #expect(message.contains("allows 0 concurrent streams"), "\(message)")
+        #expect(report.exitCode == 2)
+        #expect(transport.written.isEmpty)
+        #expect(message.contains("answered nothing for 20 s"), "\(message)")
+    }
+
+    @Test func aGracefulShutdownDrainsWhatIsOnTheWireAndTheRunResumes() async throws {
+        let setup = try Self.setup(rows: 1500, throttle: "{ rate: 500/s, connections: 2 }")
+        defer { setup.project.remove() }
+        var rules = InMemoryTransport.Rules()
+        rules.connections = 2
+        rules.latency = 0.2
+        let transport = InMemoryTransport(rules: rules, clock: setup.clock)
+        let report = try await testGracefulShutdown { trigger in
+            let send = try Self.prepare(setup, transport: transport)
+            return try await Self.drive(send, on: setup.clock) {
+                if transport.delivered.count >= 300 { trigger.triggerGracefulShutdown() }
+            }
+        }
+        #expect(report.stop == .interrupted)
+        #expect(report.exitCode == 130)
+        #expect(report.delivered < 1500)
+        // Everything written was answered before the run ended: nothing is left in flight, and the
+        // journal's deliveries are exactly the transport's.
+        #expect(report.delivered == transport.delivered.count)
+        let journal = try SQLiteJournal(path: setup.journalPath)
+        let run = try #require(try journal.latestRun(campaign: setup.campaign.id))
+        #expect(run.status == .interrupted)
+        let counts = try journal.counts(of: run.id)
+        #expect(counts.inFlight == 0)
+        #expect(counts.delivered == transport.delivered.count)
+
+        // The next send resumes the run, sends only the rest, and nobody gets it twice.
+        let again = InMemoryTransport(rules: rules, clock: setup.clock)
+        let resumed = try await Self.drive(try Self.prepare(setup, transport: again), on: setup.clock)
+        #expect(resumed.exitCode == 0, "\(resumed.text())")
+        #expect(resumed.possibleDuplicates == 0)
+        let deliveries = transport.delivered.merging(again.delivered, uniquingKeysWith: +)
+        #expect(deliveries.count == 1500)
+        #expect(deliveries.values.allSatisfy { $0 == 1 })
+    }
+}
