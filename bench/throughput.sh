@@ -7,6 +7,9 @@
 #
 #   bench/throughput.sh            # 200,000 pushes, 3 rounds
 #   bench/throughput.sh 50000 1    # a quicker look: 50,000 pushes, 1 round
+#   BASELINE=/path/to/old/pushcamp bench/throughput.sh 200000 5
+#                                  # also sends with an older build each round (SQLite journal) and
+#                                  # prints this build's median against it: before/after in one run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib/nginx.sh
@@ -27,12 +30,13 @@ body='{"aps":{"alert":{"title":"Spring sale","body":"Hello Name123, 20% off ever
 printf '%s' "$body" > "$out/body.json"
 token=$(sed -n '2s/,.*//p' "$out/audience.csv")
 
-# pushcamp_round SIDE [ARGS...]: one send; appends "rate peak-KB" to $out/SIDE.txt.
+# pushcamp_round SIDE LABEL [ARGS...]: one send; appends "rate peak-KB" to $out/SIDE.txt. $bin is
+# the binary ($binary unless a round sets it).
 pushcamp_round() {
     local side=$1 label=$2
     shift 2
     rm -rf "$out/.pushcamp"  # a fresh journal each round: every send is a new run of `count` recipients
-    /usr/bin/time -f '%e %M' -o "$out/time.txt" "$binary" send --quiet "$@" "$out/campaign.yaml" > "$out/report.txt"
+    /usr/bin/time -f '%e %M' -o "$out/time.txt" "${bin:-$binary}" send --quiet "$@" "$out/campaign.yaml" > "$out/report.txt"
     read -r seconds kilobytes < "$out/time.txt"
     delivered=$(sed -n 's/^delivered \([0-9]*\),.*/\1/p' "$out/report.txt")
     rate=$(python3 -c "print($delivered / $seconds)")
@@ -46,6 +50,9 @@ printf '%-6s %-40s %12s\n' "round" "" "requests/s"
 for round in $(seq 1 "$rounds"); do
     pushcamp_round sqlite "pushcamp send (SQLite journal)"
     pushcamp_round memory "pushcamp send --journal :memory:" --journal :memory:
+    if [[ -n "${BASELINE:-}" ]]; then
+        bin=$BASELINE pushcamp_round baseline "baseline: \$BASELINE send (SQLite journal)"
+    fi
 
     h2load -n "$count" -c 1 -m 100 -d "$out/body.json" \
         -H "authorization: bearer eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWTEyMzQ1NjcifQ.eyJpc3MiOiJBQkNERTEyMzQ1IiwiaWF0IjoxNzAwMDAwMDAwfQ.c2lnbmF0dXJlLXBsYWNlaG9sZGVyLW9mLXRoZS1zYW1lLWxlbmd0aC1hcy1hbi1FUzI1Ni1zaWduYXR1cmUtMTIzNDU2Nzg" \
@@ -59,8 +66,8 @@ for round in $(seq 1 "$rounds"); do
     printf '%-6s %-40s %12.0f   (%s 2xx)\n' "$round" "h2load -c 1 -m 100" "$h2load_rate" "$h2load_ok"
 done
 
-python3 - "$out/sqlite.txt" "$out/memory.txt" "$out/h2load-rates.txt" <<'PY'
-import statistics, sys
+python3 - "$out/sqlite.txt" "$out/memory.txt" "$out/h2load-rates.txt" "$out/baseline.txt" <<'PY'
+import os, statistics, sys
 def side(path):
     rows = [line.split() for line in open(path)]
     return statistics.median(float(rate) for rate, _ in rows), max(int(kb) for _, kb in rows) / 1024
@@ -72,4 +79,8 @@ print("median pushcamp send, in-memory journal: %.0f req/s (peak RSS %.1f MB)" %
 print("median h2load:                           %.0f req/s" % h2load)
 print("ratio pushcamp (SQLite) / h2load: %.2f" % (sqlite / h2load))
 print("ratio SQLite / in-memory journal: %.2f (journal cost %.1f%%)" % (sqlite / memory, 100 * (1 - sqlite / memory)))
+if os.path.exists(sys.argv[4]):
+    baseline, baseline_peak = side(sys.argv[4])
+    print("median baseline send, SQLite journal:    %.0f req/s (peak RSS %.1f MB)" % (baseline, baseline_peak))
+    print("ratio this build / baseline: %.2f (peak RSS %.2f)" % (sqlite / baseline, sqlite_peak / baseline_peak))
 PY

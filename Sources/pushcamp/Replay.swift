@@ -57,44 +57,17 @@ struct Replay: AsyncParsableCommand {
 
     func run() async throws {
         let (journal, path) = try journalOption.open()
-        let id = RunID(number)
-        guard let original = try journal.run(id) else {
-            printError("error: no run \(number) in \(path); `pushcamp runs` lists them")
-            throw ExitCode(1)
+        let selection: ReplaySelection
+        do {
+            selection = try ReplaySelection.select(run: RunID(number), reasons: reasons, in: journal, path: path)
+        } catch {
+            printError("error: \(error.message)")
+            throw ExitCode(error.exitCode)
         }
-        // The recipients to send again: final failures with one of the reasons.
-        var targets = SeqSet()
-        var failures: [String: Int] = [:]
-        try journal.forEachRecipient(of: id) { row in
-            guard case .failed(_, let reason, _) = row.state else { return }
-            failures[reason, default: 0] += 1
-            if reasons.contains(reason) { targets.insert(row.seq) }
-        }
-        guard targets.count > 0 else {
-            let found = failures.sorted { $0.value > $1.value }.map { "\($0.key) (\($0.value))" }
-            printError(
-                "error: no recipient of run \(number) failed with \(reasons.joined(separator: " or ")); "
-                    + (found.isEmpty ? "it has no failures" : "its failures: \(found.joined(separator: ", "))")
-            )
-            throw ExitCode(1)
-        }
-        guard let file = original.file else {
-            printError(
-                "error: run \(number) does not record its campaign file (an older Pushcamp sent it); it cannot be replayed"
-            )
-            throw ExitCode(1)
-        }
-        let (campaign, paths) = try loadCampaign(file)
-        guard campaign.id == original.campaign, campaign.revision == original.revision else {
-            printError(
-                "\(campaign.path): error: the campaign changed since run \(number) was sent (revision \(original.revision), "
-                    + "now \(campaign.revision)); a replay plans it again and would not reach the same recipients. "
-                    + "Restore the file, its templates and its audience to replay run \(number)"
-            )
-            throw ExitCode(1)
-        }
+        let targets = selection.recipients
+        let (campaign, paths) = try loadCampaign(selection.file)
         var options = SendRun.Options(journalPath: path)
-        options.kind = .replay(original: original, reasons: reasons, recipients: targets)
+        options.kind = .replay(selection)
         options.stallTimeout = stall.stallTimeout
         try await sendToApp(
             campaign,

@@ -3,6 +3,7 @@ import Foundation
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
+import PushcampSend
 
 /// Options of the commands that read the journal without a campaign file.
 struct JournalOption: ParsableArguments {
@@ -169,43 +170,11 @@ struct Cancel: ParsableCommand {
 
     func run() throws {
         let (journal, path) = try journalOption.open()
-        let id = RunID(number)
-        guard let record = try journal.run(id) else {
-            printError("error: no run \(number) in \(path); `pushcamp runs` lists them")
-            throw ExitCode(1)
+        do {
+            print(try RunCancellation.cancel(RunID(number), in: journal, path: path, wait: wait).text)
+        } catch {
+            printError("error: \(error.message)")
+            throw ExitCode(error.exitCode)
         }
-        guard record.status.isUnfinished else {
-            printError("error: run \(number) of \(record.campaign) is already \(record.status.rawValue)")
-            throw ExitCode(1)
-        }
-        let now = Date().timeIntervalSince1970
-        if let lock = try RunLock(journalPath: path, campaign: record.campaign) {
-            // Nobody is sending it: cancel it here and now.
-            try journal.setStatus(.cancelled, of: id, now: now)
-            lock.unlock()
-        } else {
-            try journal.requestCancel(id, now: now)
-            let deadline = Date().addingTimeInterval(wait)
-            while try journal.run(id)?.status == .running {
-                guard Date() < deadline else {
-                    printError(
-                        "error: asked run \(number) to stop, but its process has not stopped after \(Int(wait)) s; "
-                            + "it will stop when it next checks"
-                    )
-                    throw ExitCode(6)
-                }
-                Thread.sleep(forTimeInterval: 0.1)
-            }
-        }
-        let counts = try journal.counts(of: id)
-        let final = try journal.run(id) ?? record
-        let sent = counts.total - counts.planned
-        var line = "run \(number) of \(record.campaign) \(final.status.rawValue): \(sent) sent before the cancel "
-        line += "(\(counts.delivered) delivered, \(counts.failed) failed"
-        if counts.waiting > 0 { line += ", \(counts.waiting) waiting to retry" }
-        if counts.inFlight + counts.unknown > 0 { line += ", \(counts.inFlight + counts.unknown) without an answer" }
-        line += ")"
-        if let planned = final.planned { line += "; \(max(0, planned - sent)) of \(planned) planned never sent" }
-        print(line)
     }
 }

@@ -10,6 +10,7 @@ struct DeliberateSendCLITests {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }
         var sim = try JournalCLITests.start(project)
+        defer { if sim.process.isRunning { _ = sim.stop() } }
         try SendCLITests.writeAudience(project, count: 30)
         try SendCLITests.writeCampaign(project)
 
@@ -67,7 +68,6 @@ struct DeliberateSendCLITests {
         _ = sim.stop()
         try SendCLITests.writeCampaign(project, extra: "throttle: { rate: 20/s }\n")
         sim = try JournalCLITests.start(project)
-        defer { if sim.process.isRunning { _ = sim.stop() } }
         let send = Process()
         send.executableURL = CLI.binary
         send.arguments = ["send", "--quiet", "--new-run", "campaigns/c.yaml"]

@@ -32,8 +32,15 @@ struct OpenedRun {
             )
             let store = try SQLiteJournal(path: path)
             let lock = try lock(journalPath: path, campaign: campaign.id)
-            if case .replay(let original, let reasons, _) = options.kind {
-                return try replay(original, reasons: reasons, campaign: campaign, store: store, lock: lock, now: now)
+            if case .replay(let selection) = options.kind {
+                return try replay(
+                    selection.original,
+                    reasons: selection.reasons,
+                    campaign: campaign,
+                    store: store,
+                    lock: lock,
+                    now: now
+                )
             }
             return try sendOrRehearse(campaign, options: options, store: store, lock: lock, now: now)
         } catch let error as JournalError {

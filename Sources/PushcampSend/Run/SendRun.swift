@@ -22,8 +22,8 @@ public final class SendRun: Service, Sendable {
     public enum Kind: Sendable, Equatable {
         /// `pushcamp send`: resumes an unfinished run, refuses a campaign already sent.
         case send
-        /// `pushcamp replay`: the recipients of `original` that failed with `reasons`.
-        case replay(original: RunRecord, reasons: [String], recipients: SeqSet)
+        /// `pushcamp replay`: the recipients of a run that failed with the given reasons.
+        case replay(ReplaySelection)
         /// `pushcamp rehearse`: recorded in the rehearsal journal; a finished rehearsal is simply run again.
         case rehearsal
     }
@@ -100,8 +100,21 @@ public final class SendRun: Service, Sendable {
         progress: @escaping @Sendable (SendProgress) -> Void = { _ in }
     ) throws(RunRefusal) -> SendRun {
         let now = clock.now()
-        if let at = campaign.scheduledAt, Double(at.secondsSince1970) > now, !options.ignoreSchedule,
-            options.kind == .send
+        if case .replay(let selection) = options.kind {
+            let original = selection.original
+            guard campaign.id == original.campaign, campaign.revision == original.revision else {
+                throw RunRefusal(
+                    """
+                    the campaign changed since run \(original.id) was sent (revision \(original.revision), now \
+                    \(campaign.revision)); a replay plans it again and would not reach the same recipients. Restore \
+                    the file, its templates and its audience to replay run \(original.id)
+                    """,
+                    exitCode: 1
+                )
+            }
+        }
+        if case .send = options.kind, let at = campaign.scheduledAt, Double(at.secondsSince1970) > now,
+            !options.ignoreSchedule
         {
             throw RunRefusal(
                 """
@@ -186,7 +199,7 @@ public final class SendRun: Service, Sendable {
         var planner = Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "now", sampleLimit: 0)
         planner.history = history
         var only: SeqSet?
-        if case .replay(_, _, let recipients) = options.kind { only = recipients }
+        if case .replay(let selection) = options.kind { only = selection.recipients }
         let producer = PlanProducer(
             planner: planner,
             sendTime: sendTime,

@@ -1,0 +1,71 @@
+import Foundation
+import PushcampJournal
+
+/// `pushcamp cancel RUN`: a run no process is sending is cancelled at once; a run being sent is
+/// asked to stop (its process checks twice a second, drains and records it cancelled), and this
+/// waits for that.
+public enum RunCancellation {
+    public struct Outcome: Sendable {
+        public var run: RunRecord
+        public var counts: RecipientCounts
+
+        /// One line: how many recipients were sent to before the cancel, and what became of them.
+        public var text: String {
+            let sent = counts.total - counts.planned
+            var line = "run \(run.id) of \(run.campaign) \(run.status.rawValue): \(sent) sent before the cancel "
+            line += "(\(counts.delivered) delivered, \(counts.failed) failed"
+            if counts.waiting > 0 { line += ", \(counts.waiting) waiting to retry" }
+            if counts.inFlight + counts.unknown > 0 {
+                line += ", \(counts.inFlight + counts.unknown) without an answer"
+            }
+            line += ")"
+            if let planned = run.planned { line += "; \(max(0, planned - sent)) of \(planned) planned never sent" }
+            return line
+        }
+    }
+
+    /// Cancels run `id` of the journal at `path`, waiting up to `wait` seconds for its sending
+    /// process. Refuses with exit 1 a run that does not exist or already ended, with exit 6 when
+    /// the process has not stopped in time.
+    public static func cancel(
+        _ id: RunID,
+        in journal: any JournalStore,
+        path: String,
+        wait: Double
+    ) throws(RunRefusal) -> Outcome {
+        do {
+            guard let record = try journal.run(id) else {
+                throw RunRefusal("no run \(id) in \(path); `pushcamp runs` lists them", exitCode: 1)
+            }
+            guard record.status.isUnfinished else {
+                throw RunRefusal("run \(id) of \(record.campaign) is already \(record.status.rawValue)", exitCode: 1)
+            }
+            let now = Date().timeIntervalSince1970
+            if let lock = try RunLock(journalPath: path, campaign: record.campaign) {
+                // Nobody is sending it: cancel it here and now.
+                try journal.setStatus(.cancelled, of: id, now: now)
+                lock.unlock()
+            } else {
+                try journal.requestCancel(id, now: now)
+                let deadline = Date().addingTimeInterval(wait)
+                while try journal.run(id)?.status == .running {
+                    guard Date() < deadline else {
+                        throw RunRefusal(
+                            "asked run \(id) to stop, but its process has not stopped after \(Int(wait)) s; "
+                                + "it will stop when it next checks",
+                            exitCode: 6
+                        )
+                    }
+                    Thread.sleep(forTimeInterval: 0.1)
+                }
+            }
+            return Outcome(run: try journal.run(id) ?? record, counts: try journal.counts(of: id))
+        } catch let refusal as RunRefusal {
+            throw refusal
+        } catch let error as JournalError {
+            throw RunRefusal(error.message, exitCode: 1)
+        } catch {
+            throw RunRefusal("the journal \(path) cannot be used: \(error)", exitCode: 1)
+        }
+    }
+}
