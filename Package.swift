@@ -102,7 +102,7 @@ let package = Package(
         .target(
             name: "PushcampSimulator",
             dependencies: [
-                "PushcampAPNsCore",
+                "PushcampAPNsCore", "PushcampModel",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

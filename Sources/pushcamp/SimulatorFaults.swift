@@ -78,15 +78,3 @@ struct SimulatorFaults: ParsableArguments {
         }
     }
 }
-
-extension SimulatorScenario {
-    func apply(to configuration: inout SimulatorConfiguration) {
-        configuration.tokens = tokens
-        if let maxStreams { configuration.maxConcurrentStreams = UInt32(maxStreams) }
-        configuration.goawayAfter = goawayAfter
-        configuration.dropAfter = dropAfter
-        configuration.lowerLimit = lowerLimit.map { ($0.after, UInt32($0.to)) }
-        configuration.latency = .milliseconds(Int64(latencyMilliseconds ?? 0))
-        configuration.errorRate = errorRate ?? 0
-    }
-}

@@ -141,22 +141,28 @@ struct DeliberateSendCLITests {
         defer { project.remove() }
         try SendCLITests.writeAudience(project, count: 12)
         try SendCLITests.writeCampaign(project)
-        let rehearsal = try CLI.run(["rehearse", "campaigns/c.yaml"], in: project.root)
-        #expect(rehearsal.status == 0, "\(rehearsal.stderr)")
+        try project.write("gone.txt", "\(TemporaryProject.token(4)) unregistered 1700000000000\n")
+        let rehearsal = try CLI.run(["rehearse", "--tokens", "gone.txt", "campaigns/c.yaml"], in: project.root)
+        #expect(rehearsal.status == 4, "\(rehearsal.stderr)")
+        #expect(rehearsal.stdout.contains("delivered 11, failed 1\n"), "\(rehearsal.stdout)")
         let runs = try CLI.run(["runs", "--rehearsal"], in: project.root)
         #expect(runs.status == 0)
         #expect(runs.stdout.contains(" finished "), "\(runs.stdout)")
-        #expect(runs.stdout.contains(" 12 "), "\(runs.stdout)")
+        #expect(runs.stdout.contains(" 11 "), "\(runs.stdout)")
         #expect(runs.stdout.hasPrefix("Rehearsals (against the local simulator; nothing reached APNs)"))
         let report = try CLI.run(["report", "--rehearsal"], in: project.root)
         #expect(report.stdout.hasPrefix("Rehearsal run 1 of c: finished\n"), "\(report.stdout)")
-        #expect(report.stdout.contains(" 12  100.00%"), "\(report.stdout)")
+        #expect(report.stdout.contains("Unregistered"), "\(report.stdout)")
         // The project's own journal knows nothing of it: the campaign was never really sent.
         #expect(try Self.nothingSent(project))
+        // …and the token the rehearsal's simulator called Unregistered is not suppressed for real sends.
         let plan = try CLI.run(["plan", "--samples", "0", "campaigns/c.yaml"], in: project.root)
         #expect(plan.stdout.contains("journal: never sent"), "\(plan.stdout)")
-        // A finished rehearsal is simply rehearsed again.
-        #expect(try CLI.run(["rehearse", "campaigns/c.yaml"], in: project.root).status == 0)
+        #expect(plan.stdout.contains("  suppressed               0"), "\(plan.stdout)")
+        #expect(plan.stdout.contains("  planned                 12"), "\(plan.stdout)")
+        // A rehearsal is simply rehearsed again, with the same 12 planned.
+        let again = try CLI.run(["rehearse", "campaigns/c.yaml"], in: project.root)
+        #expect(again.stdout.contains("delivered 12, failed 0\n"), "\(again.stdout)")
     }
 
     /// Whether the project's journal has no run (or does not exist).

@@ -118,6 +118,26 @@ struct LoopbackTests {
         #expect(Set(result.recorder.deliveries().keys).count == 2000)
     }
 
+    /// Issue #12's target: a server dropping each connection every 300 requests, on 10 connections,
+    /// still ends with every token delivered (exactly once, or counted as a possible duplicate).
+    @Test func aDropEvery300RequestsOnTenConnectionsLosesNobody() async throws {
+        let (project, campaign) = try Self.campaign(rows: 10_000, throttle: "{ rate: 100000/s, connections: 10 }")
+        defer { project.remove() }
+        var rehearsal = Rehearsal(campaign: campaign)
+        rehearsal.adjust = {
+            $0.maxConcurrentStreams = 1000
+            $0.dropAfter = 300
+        }
+        let result = try await rehearsal.run()
+        #expect(result.report.exitCode == 0, "\(result.report.text())")
+        #expect(result.report.delivered == 10_000)
+        #expect(result.recorder.drops >= 20)
+        let deliveries = result.recorder.deliveries()
+        #expect(deliveries.count == 10_000)
+        let twice = deliveries.values.reduce(0) { $0 + $1 - 1 }
+        #expect(twice <= result.report.retries["connection-lost", default: 0], "\(twice) delivered twice")
+    }
+
     @Test func tooManyRequestsIsRetriedNoSoonerThanTheDelay() async throws {
         let started = ContinuousClock.now
         let result = try await Self.rehearse(

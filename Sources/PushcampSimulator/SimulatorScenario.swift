@@ -1,7 +1,6 @@
 import Foundation
+import NIOCore
 import PushcampModel
-import PushcampSimulator
-import Yams
 
 /// A scenario file for `pushcamp sim` and `rehearse`: how the stand-in APNs behaves, kept in git
 /// beside the campaigns it rehearses. Every key is optional; flags given on the command line win.
@@ -16,14 +15,16 @@ import Yams
 ///       "0f3a…": unregistered 1700000000000
 ///       "9bc1…": flaky 2
 ///     tokens_file: rehearsal-tokens.txt  # more of them, relative to this file
-struct SimulatorScenario: Sendable {
-    var maxStreams: Int?
-    var lowerLimit: (after: Int, to: Int)?
-    var goawayAfter: Int?
-    var dropAfter: Int?
-    var latencyMilliseconds: Int?
-    var errorRate: Double?
-    var tokens: [String: TokenBehaviour] = [:]
+public struct SimulatorScenario: Sendable {
+    public var maxStreams: Int?
+    public var lowerLimit: (after: Int, to: Int)?
+    public var goawayAfter: Int?
+    public var dropAfter: Int?
+    public var latencyMilliseconds: Int?
+    public var errorRate: Double?
+    public var tokens: [String: TokenBehaviour] = [:]
+
+    public init() {}
 
     static let keys = [
         "max_streams", "lower_limit", "goaway_after", "drop_after", "latency_ms", "error_rate", "tokens",
@@ -31,7 +32,7 @@ struct SimulatorScenario: Sendable {
     ]
 
     /// Reads `path`; every problem comes back as a located diagnostic.
-    static func load(_ path: String) -> Result<SimulatorScenario, DiagnosticsError> {
+    public static func load(_ path: String) -> Result<SimulatorScenario, DiagnosticsError> {
         let (document, problems) = YAMLDocument.load(URL(fileURLWithPath: path), displayPath: path)
         guard problems.isEmpty, let document else { return .failure(DiagnosticsError(problems)) }
         guard let root = document.root else { return .success(SimulatorScenario()) }
@@ -83,5 +84,18 @@ struct SimulatorScenario: Sendable {
                 }
             }
         }
+    }
+}
+
+extension SimulatorScenario {
+    /// The simulator configured as the scenario says.
+    public func apply(to configuration: inout SimulatorConfiguration) {
+        configuration.tokens = tokens
+        if let maxStreams { configuration.maxConcurrentStreams = UInt32(maxStreams) }
+        configuration.goawayAfter = goawayAfter
+        configuration.dropAfter = dropAfter
+        configuration.lowerLimit = lowerLimit.map { ($0.after, UInt32($0.to)) }
+        configuration.latency = .milliseconds(Int64(latencyMilliseconds ?? 0))
+        configuration.errorRate = errorRate ?? 0
     }
 }
