@@ -93,14 +93,26 @@ extension RunStats: Codable {
     }
 
     public init(from decoder: any Decoder) throws {
+        // Every number is range-checked: a damaged or forged row is reported as corrupt, never trapped on.
         let container = try decoder.container(keyedBy: Keys.self)
+        let most = 1_000_000_000_000  // a trillion answers, retries or connections
+        func check(_ valid: Bool, _ key: Keys) throws {
+            guard valid else {
+                throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "out of range")
+            }
+        }
         for pair in try container.decode([[UInt64]].self, forKey: .latency) where pair.count == 2 {
+            try check(pair[1] <= UInt64(most) && latency.count <= UInt64(most), .latency)
             latency.record(microseconds: pair[0], count: pair[1])
         }
         retries = try container.decode([String: Int].self, forKey: .retries)
+        try check(retries.values.allSatisfy { (0...most).contains($0) }, .retries)
         seconds = try container.decode(Double.self, forKey: .seconds)
+        try check(seconds.isFinite && (0...1e10).contains(seconds), .seconds)
         connectionsOpened = try container.decode(Int.self, forKey: .connectionsOpened)
+        try check((0...most).contains(connectionsOpened), .connectionsOpened)
         disconnects = try container.decode([String: Int].self, forKey: .disconnects)
+        try check(disconnects.values.allSatisfy { (0...most).contains($0) }, .disconnects)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -123,7 +135,21 @@ extension RunStats: Codable {
         do {
             return try JSONDecoder().decode(RunStats.self, from: Data(text.utf8))
         } catch {
-            throw JournalError(.corrupt, "a run's stored statistics cannot be read: \(error)")
+            var detail = "it is not the JSON Pushcamp writes"
+            let context: DecodingError.Context? =
+                switch error as? DecodingError {
+                case .dataCorrupted(let context)?, .typeMismatch(_, let context)?, .valueNotFound(_, let context)?,
+                    .keyNotFound(_, let context)?:
+                    context
+                default: nil
+                }
+            if let path = context?.codingPath.first?.stringValue {
+                detail = "'\(path)' is out of range or of the wrong type"
+            }
+            throw JournalError(
+                .corrupt,
+                "a run's stored statistics (table run_stats) cannot be read: \(detail); the journal was damaged or edited"
+            )
         }
     }
 }

@@ -130,7 +130,10 @@ public struct RunReport: Sendable {
     /// point averages `secondsPerPoint` seconds (1 unless the run is longer than `width` seconds).
     public func series(width: Int) -> (start: Int64, secondsPerPoint: Int, points: [Double]) {
         guard let first = perSecond.first?.second, let last = perSecond.last?.second else { return (0, 1, []) }
-        let span = Int(last - first) + 1
+        // Seconds from a damaged journal can be anything: a span beyond a century draws nothing.
+        let (difference, overflow) = last.subtractingReportingOverflow(first)
+        guard !overflow, (0..<3_153_600_000).contains(difference) else { return (first, 1, []) }
+        let span = Int(difference) + 1
         let step = max(1, (span + width - 1) / width)
         var points = [Double](repeating: 0, count: (span + step - 1) / step)
         for second in perSecond {

@@ -87,3 +87,24 @@ struct RunStatsTests {
         #expect(try ResumePoint(journal: store, run: run.id).stats == stats)
     }
 }
+
+@Suite("Run statistics from a damaged journal")
+struct DamagedRunStatsTests {
+    @Test(arguments: [
+        #"{"latency":[[1000,18446744073709551615]],"retries":{},"seconds":1,"connections_opened":1,"disconnects":{}}"#,
+        #"{"latency":[],"retries":{"TooManyRequests":-5},"seconds":1,"connections_opened":1,"disconnects":{}}"#,
+        #"{"latency":[],"retries":{},"seconds":1e300,"connections_opened":1,"disconnects":{}}"#,
+        #"{"latency":[],"retries":{},"seconds":-1,"connections_opened":1,"disconnects":{}}"#,
+        #"{"latency":[],"retries":{},"seconds":1,"connections_opened":-9223372036854775808,"disconnects":{}}"#,
+        #"{"latency":[],"retries":{},"seconds":1,"connections_opened":1,"disconnects":{"GOAWAY":9223372036854775807}}"#,
+    ])
+    func outOfRangeNumbersAreReportedNotTrappedOn(_ text: String) {
+        do {
+            _ = try RunStats.decode(text)
+            Issue.record("accepted: \(text)")
+        } catch {
+            #expect(error.message.contains("out of range"), "\(error.message)")
+            #expect(error.message.contains("table run_stats"))
+        }
+    }
+}

@@ -322,7 +322,13 @@ final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
             return (nil, nil)
         }
         let reason = (object["reason"] as? String).map(APNsReason.init)
-        let timestamp = (object["timestamp"] as? NSNumber)?.int64Value
+        // Milliseconds since 1970, as APNs sends for 410; anything outside years 1970–9999 is ignored.
+        var timestamp: Int64?
+        if let number = object["timestamp"] as? NSNumber, number.doubleValue.isFinite,
+            (0...253_402_300_799_000).contains(number.doubleValue)
+        {
+            timestamp = Int64(number.doubleValue)
+        }
         return (reason, timestamp)
     }
 

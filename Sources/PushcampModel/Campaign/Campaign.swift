@@ -144,7 +144,10 @@ public struct RetrySpec: Hashable, Sendable {
         case never
     }
 
+    /// At most 100 (`max_attempts`).
     public var maxAttempts: Int?
+    /// The longest delay `retry:` may give a reason: an hour.
+    public static let longestDelay = TimeSpan(seconds: 3600)
     /// By Apple's reason name (`TooManyRequests`, `InternalServerError`, `ServiceUnavailable`, `Shutdown`)
     /// or `timeout`.
     public var delays: [String: Delay] = [:]

@@ -417,7 +417,14 @@ public enum CampaignReader {
                 if text == "never" {
                     spec.delays[key] = .never
                 } else if let span = reader.parsed(value, "retry.\(key)", TimeSpan.parse) {
-                    spec.delays[key] = .after(span)
+                    if span > RetrySpec.longestDelay {
+                        reader.error(
+                            "'retry.\(key)' is \(span); a retry delay is at most \(RetrySpec.longestDelay) (write never to not retry)",
+                            at: value
+                        )
+                    } else {
+                        spec.delays[key] = .after(span)
+                    }
                 }
             } else {
                 let known = ["max_attempts"] + retryable

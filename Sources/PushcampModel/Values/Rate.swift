@@ -9,6 +9,12 @@ public struct Rate: Hashable, Sendable, CustomStringConvertible {
         self.text = text ?? Rate.format(perSecond)
     }
 
+    /// The slowest rate a campaign may name: one push an hour.
+    public static let minimumPerSecond = 1.0 / 3600
+    /// The fastest: far above what any connection carries, and small enough for every sum and
+    /// product the pacer makes.
+    public static let maximumPerSecond = 100_000_000.0
+
     public static func parse(_ text: String) -> Result<Rate, ValueError> {
         let parts = text.trimmingSpaces.split(separator: "/", omittingEmptySubsequences: false)
         let usage = "write a rate like 2000/s, 90000/min or 1000000/h"
@@ -23,7 +29,14 @@ public struct Rate: Hashable, Sendable, CustomStringConvertible {
         default: return .failure(ValueError("'\(text)' has an unknown unit; \(usage)"))
         }
         guard count > 0 else { return .failure(ValueError("'\(text)': a rate must be above zero")) }
-        return .success(Rate(perSecond: count / seconds, text: text.trimmingSpaces))
+        let perSecond = count / seconds
+        guard perSecond >= minimumPerSecond else {
+            return .failure(ValueError("'\(text)' is too slow: at least 1/h"))
+        }
+        guard perSecond <= maximumPerSecond else {
+            return .failure(ValueError("'\(text)' is too fast: at most 100000000/s"))
+        }
+        return .success(Rate(perSecond: perSecond, text: text.trimmingSpaces))
     }
 
     public var description: String { text }

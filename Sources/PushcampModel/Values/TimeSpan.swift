@@ -2,6 +2,10 @@
 public struct TimeSpan: Hashable, Sendable, Comparable, CustomStringConvertible {
     public var seconds: Int64
 
+    /// The longest span a file may write: ten years (3650d). Every span read is within it, so adding
+    /// one to any timestamp (years 0000–9999) can never overflow.
+    public static let maximum = TimeSpan(seconds: 3650 * 86_400)
+
     public init(seconds: Int64) {
         self.seconds = seconds
     }
@@ -28,11 +32,16 @@ public struct TimeSpan: Hashable, Sendable, Comparable, CustomStringConvertible 
             default:
                 return .failure(ValueError("'\(text)' is not a duration; write it like 90s, 15m, 24h, 7d or 1h30m"))
             }
+            if number.count > 18 {
+                return .failure(ValueError("'\(text)' is too long: at most \(maximum) (ten years)"))
+            }
             guard let value = Int64(number) else {
                 return .failure(ValueError("'\(text)' is not a duration; write it like 90s, 15m, 24h, 7d or 1h30m"))
             }
             let (product, overflow) = value.multipliedReportingOverflow(by: unit)
-            guard !overflow, total <= Int64.max - product else { return .failure(ValueError("'\(text)' is too long")) }
+            guard !overflow, total <= maximum.seconds - product else {
+                return .failure(ValueError("'\(text)' is too long: at most \(maximum) (ten years)"))
+            }
             total += product
             number = ""
             sawUnit = true

@@ -23,7 +23,7 @@ public struct Suppression: Sendable {
     /// Adds a dead token: dead since APNs' timestamp (the last time it knew the token valid) when
     /// APNs gave one, else since Pushcamp was told (`seenAt`, seconds since 1970).
     public mutating func add(token: String, apnsTimestamp: Int64?, seenAt: Double) {
-        let since = apnsTimestamp ?? Int64(seenAt * 1000)
+        let since = apnsTimestamp ?? Self.milliseconds(seconds: seenAt) ?? Int64.max
         let key = StableHash.hash(token)
         deadSince[key] = max(deadSince[key] ?? since, since)
     }
@@ -39,15 +39,23 @@ public struct Suppression: Sendable {
 
     /// A registration time as milliseconds since 1970: a timestamp (`2026-11-21T09:30:00Z`, as
     /// campaign files take them) or a number of seconds since 1970.
+    /// Anything else — `nan`, `inf`, a number outside years 0000–9999 — is no registration time:
+    /// the recipient stays suppressed, and the send goes on.
     static func milliseconds(_ value: AttributeValue) -> Int64? {
         switch value {
-        case .integer(let seconds): return seconds * 1000
-        case .number(let seconds): return Int64(seconds * 1000)
+        case .integer(let seconds): return milliseconds(seconds: Double(seconds))
+        case .number(let seconds): return milliseconds(seconds: seconds)
         case .string(let text):
-            if let seconds = Double(text) { return Int64(seconds * 1000) }
+            if let seconds = Double(text) { return milliseconds(seconds: seconds) }
             guard case .success(let timestamp) = Timestamp.parse(text) else { return nil }
             return timestamp.secondsSince1970 * 1000
         default: return nil
         }
+    }
+
+    /// Seconds since 1970 as milliseconds, when finite and within years 0000–9999.
+    static func milliseconds(seconds: Double) -> Int64? {
+        guard seconds.isFinite, abs(seconds) <= 253_402_300_799 else { return nil }
+        return Int64((seconds * 1000).rounded(.down))
     }
 }
