@@ -24,7 +24,9 @@ struct CLI {
         var stderr: String
     }
 
-    static func run(_ arguments: [String], in directory: URL) throws -> Output {
+    /// Runs the binary; a run still going after `timeout` seconds is killed (and fails the test
+    /// through its status: a hang is a bug, never a wait).
+    static func run(_ arguments: [String], in directory: URL, timeout: Double = 120) throws -> Output {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
@@ -34,6 +36,9 @@ struct CLI {
         process.standardOutput = out
         process.standardError = err
         try process.run()
+        let watchdog = DispatchWorkItem { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
+        defer { watchdog.cancel() }
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         let stderr = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()

@@ -16,6 +16,15 @@ public struct FilterParser {
 
     var tokens: [(token: Token, offset: Int)] = []
     var position = 0
+    /// How deep `(` and `!` nest here, and how many comparisons the condition has so far: both are
+    /// bounded, so neither parsing nor evaluating a hostile condition can exhaust the stack.
+    var depth = 0
+    var comparisons = 0
+
+    /// The deepest nesting of parentheses and `!` a condition may have.
+    public static let maximumDepth = 64
+    /// The most comparisons a condition may join with `&&` and `||`.
+    public static let maximumComparisons = 500
 
     public static func parse(_ text: String) -> Result<FilterExpression, ParseError> {
         do {
@@ -76,6 +85,14 @@ public struct FilterParser {
     }
 
     mutating func parseUnary() throws(ParseError) -> FilterExpression {
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= Self.maximumDepth else {
+            throw ParseError(
+                message: "the condition nests parentheses and '!' more than \(Self.maximumDepth) deep",
+                offset: currentOffset
+            )
+        }
         if current == .symbol("!") || isKeyword("not") {
             advance()
             return .not(try parseUnary())
@@ -97,6 +114,14 @@ public struct FilterParser {
     }
 
     mutating func parseComparison() throws(ParseError) -> FilterExpression {
+        comparisons += 1
+        guard comparisons <= Self.maximumComparisons else {
+            throw ParseError(
+                message:
+                    "the condition has more than \(Self.maximumComparisons) comparisons; filter the audience at its source",
+                offset: currentOffset
+            )
+        }
         guard case .identifier(let name) = current, !["and", "or", "not", "in", "true", "false", "null"].contains(name)
         else {
             throw ParseError(message: "expected an attribute name but found \(describeCurrent)", offset: currentOffset)

@@ -9,6 +9,12 @@ public struct JSONParser {
 
     let bytes: [UInt8]
     var index = 0
+    /// Objects and lists open around the value being parsed.
+    var depth = 0
+
+    /// The deepest nesting of objects and lists a value may have (audience rows are shallow; a
+    /// hostile row must not exhaust the stack).
+    public static let maximumDepth = 64
 
     public init(_ bytes: [UInt8]) {
         self.bytes = bytes
@@ -37,8 +43,13 @@ public struct JSONParser {
     public mutating func parseValue() throws(ParseError) -> AttributeValue? {
         guard index < bytes.count else { throw error("unexpected end of JSON") }
         switch bytes[index] {
-        case 0x7B: return try parseObject()
-        case 0x5B: return try parseArray()
+        case 0x7B, 0x5B:
+            guard depth < Self.maximumDepth else {
+                throw error("objects and lists nest more than \(Self.maximumDepth) deep")
+            }
+            depth += 1
+            defer { depth -= 1 }
+            return bytes[index] == 0x7B ? try parseObject() : try parseArray()
         case 0x22: return .string(try parseString())
         case 0x74:
             try literal("true")

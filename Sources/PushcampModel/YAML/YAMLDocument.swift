@@ -30,12 +30,52 @@ public struct YAMLDocument {
         }
         do {
             let root = try Yams.compose(yaml: text)
+            if let root, let problem = bounds(of: root, path: path) { return (nil, [problem]) }
             return (YAMLDocument(path: path, root: root, bytes: bytes), [])
         } catch let error as YamlError {
             return (nil, [diagnostic(for: error, path: path)])
         } catch {
             return (nil, [.error("cannot parse YAML: \(error)", at: SourceLocation(path: path))])
         }
+    }
+
+    /// The most nodes a document may expand to, aliases expanded (a campaign has hundreds; ten
+    /// nested aliases of ten would make ten billion).
+    public static let maximumNodes = 100_000
+    /// The deepest nesting of mappings and sequences a document may have.
+    public static let maximumDepth = 64
+
+    /// Walks the tree as readers will see it — every alias expanded — without recursion, and stops
+    /// at the first node beyond `maximumNodes` or `maximumDepth`.
+    static func bounds(of root: Node, path: String) -> Diagnostic? {
+        var pending: [(node: Node, depth: Int)] = [(root, 0)]
+        var count = 0
+        while let (node, depth) = pending.popLast() {
+            count += 1
+            let location = SourceLocation(path: path, line: node.mark?.line ?? 0, column: node.mark?.column ?? 0)
+            guard count <= maximumNodes else {
+                return .error(
+                    "the document expands to more than \(maximumNodes) values (YAML aliases that repeat aliases?); "
+                        + "write the values out",
+                    at: location
+                )
+            }
+            guard depth <= maximumDepth else {
+                return .error("mappings and lists nest more than \(maximumDepth) deep", at: location)
+            }
+            switch node {
+            case .mapping(let mapping):
+                for (key, value) in mapping.reversed() {
+                    pending.append((value, depth + 1))
+                    pending.append((key, depth + 1))
+                }
+            case .sequence(let sequence):
+                for item in sequence.reversed() { pending.append((item, depth + 1)) }
+            default:
+                break
+            }
+        }
+        return nil
     }
 
     static func diagnostic(for error: YamlError, path: String) -> Diagnostic {

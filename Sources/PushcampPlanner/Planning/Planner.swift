@@ -156,7 +156,7 @@ struct PlanState {
                 problems.append((Self.reason(for: error), "collapse_id: \(error)"))
             }
         }
-        let rendered = problems.allSatisfy { $0.0 != .missingVariable && $0.0 != .missingString }
+        let rendered = problems.allSatisfy { ![.missingVariable, .missingString, .renderBudget].contains($0.0) }
         if rendered {
             let size = writer.bytes.count
             sizes.record(size)
@@ -218,6 +218,7 @@ struct PlanState {
         switch error {
         case .missingVariable: return .missingVariable
         case .missingString, .tooDeep: return .missingString
+        case .overBudget: return .renderBudget
         }
     }
 

@@ -12,6 +12,7 @@ public enum PreflightReason: String, Sendable, Hashable, CaseIterable, Comparabl
     case topicMismatch = "topic-mismatch"
     case missingVariable = "missing-variable"
     case missingString = "missing-string"
+    case renderBudget = "render-budget"
 
     /// What the reason means and what to do about it.
     public var summary: String {
@@ -29,6 +30,7 @@ public enum PreflightReason: String, Sendable, Hashable, CaseIterable, Comparabl
         case .topicMismatch: return "apns-topic does not fit the push type"
         case .missingVariable: return "a template names a variable the recipient does not have"
         case .missingString: return "no localized string for the recipient's locale or the default"
+        case .renderBudget: return "rendering the payload goes beyond its budget (64 KB or 100,000 steps)"
         }
     }
 

@@ -15,17 +15,21 @@ extension MustacheTemplate {
     public init(_ text: String) throws(ParseError) {
         let scalars = Array(text.unicodeScalars)
         var index = 0
-        let parts = try Self.parseParts(scalars, &index, closing: nil)
+        let parts = try Self.parseParts(scalars, &index, closing: nil, depth: 0)
         self.parts = parts
         self.text = text
     }
 
     private static let open: [Unicode.Scalar] = ["{", "{"]
 
+    /// The deepest `{{#section}}` nesting a template may have.
+    public static let maximumSectionDepth = 32
+
     private static func parseParts(
         _ s: [Unicode.Scalar],
         _ index: inout Int,
-        closing: Name?
+        closing: Name?,
+        depth: Int
     ) throws(ParseError) -> [Part] {
         var parts: [Part] = []
         var text: [UInt8] = []
@@ -83,8 +87,11 @@ extension MustacheTemplate {
                 parts.append(.localized(content, offset: tagStart))
             case "#", "^":
                 let name = try parseName(content, tagStart)
+                guard depth < maximumSectionDepth else {
+                    throw ParseError(message: "sections nest more than \(maximumSectionDepth) deep", offset: tagStart)
+                }
                 flush()
-                let inner = try parseParts(s, &index, closing: name)
+                let inner = try parseParts(s, &index, closing: name, depth: depth + 1)
                 parts.append(.section(name, inner, inverted: sigil == "^"))
             case "/":
                 let name = try parseName(content, tagStart)

@@ -5,9 +5,14 @@ public enum RenderError: Error, Sendable, Hashable, CustomStringConvertible {
     case missingVariable(String)
     case missingString(String)
     case tooDeep(String)
+    /// Rendering went beyond `RenderContext.maximumBytes` or `maximumSteps`.
+    case overBudget
 
     public var description: String {
         switch self {
+        case .overBudget:
+            return
+                "rendering goes beyond \(RenderContext.maximumBytes) bytes or \(RenderContext.maximumSteps) steps (sections over long lists, nested)"
         case .missingVariable(let name): return "missing variable '\(name)'"
         case .missingString(let key): return "no localized string '\(key)' for the recipient's locale or the default"
         case .tooDeep(let key): return "localized string '\(key)' includes itself"
@@ -22,6 +27,12 @@ public struct RenderContext {
     public var variables: Attributes
     public var strings: [String: MustacheTemplate]
     var stack: [AttributeValue] = []
+    /// Parts rendered so far for this recipient.
+    var steps = 0
+
+    /// A push body is at most 5 KB; rendering stops long before it could cost real time or memory.
+    public static let maximumBytes = 65_536
+    public static let maximumSteps = 100_000
 
     public init(attributes: Attributes, variables: Attributes, strings: [String: MustacheTemplate]) {
         self.attributes = attributes
@@ -86,6 +97,10 @@ extension MustacheTemplate {
         depth: Int
     ) throws(RenderError) {
         for part in parts {
+            context.steps += 1
+            guard context.steps <= RenderContext.maximumSteps, output.count <= RenderContext.maximumBytes else {
+                throw .overBudget
+            }
             switch part {
             case .text(let bytes):
                 output.append(contentsOf: bytes)

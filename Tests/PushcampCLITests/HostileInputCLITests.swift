@@ -1,0 +1,118 @@
+import Foundation
+import PushcampTestSupport
+import Testing
+
+/// Campaign files come from pull requests and audiences from other teams: extreme input gives a
+/// located error (or a bounded result) quickly, never a crash, a hang or unbounded memory.
+@Suite("hostile input from the command line")
+struct HostileInputCLITests {
+    static let token = TemporaryProject.token(1)
+
+    static func project() throws -> TemporaryProject {
+        let project = try TemporaryProject()
+        try project.write("audiences/a.csv", "token,name,x\n\(token),a,1\n")
+        return project
+    }
+
+    static func campaign(
+        _ extra: String,
+        payload: String = "{ aps: { alert: hi } }",
+        source: String = "{ csv: audiences/a.csv }"
+    ) -> String {
+        "campaign: c\napp: shop\naudience:\n  source: \(source)\n\(extra)\nmessage:\n  payload: \(payload)\n"
+    }
+
+    /// `plan` of `campaign` exits 1 within 20 s, its first line `expected`.
+    static func refused(_ project: TemporaryProject, _ campaign: String, _ expected: String) throws {
+        try project.write("campaigns/c.yaml", campaign)
+        let started = Date()
+        let plan = try CLI.run(["plan", "--samples", "0", "campaigns/c.yaml"], in: project.root, timeout: 20)
+        #expect(plan.status == 1, "\(plan.stderr.prefix(300))")
+        #expect(plan.stderr.hasPrefix(expected), "\(plan.stderr.prefix(300))")
+        #expect(Date().timeIntervalSince(started) < 20)
+    }
+
+    @Test func nestedAliasesAreBounded() throws {
+        let project = try Self.project()
+        defer { project.remove() }
+        var variables = "variables:\n  l0: &l0 [\(Array(repeating: "\"lol\"", count: 10).joined(separator: ","))]\n"
+        for level in 1..<10 {
+            variables +=
+                "  l\(level): &l\(level) [\(Array(repeating: "*l\(level - 1)", count: 10).joined(separator: ","))]\n"
+        }
+        try Self.refused(
+            project,
+            "campaign: c\napp: shop\naudience:\n  source: { csv: audiences/a.csv }\n" + variables
+                + "message:\n  payload: { aps: { alert: hi } }\n",
+            "campaigns/c.yaml:"
+        )
+        let again = try CLI.run(["validate", "campaigns/c.yaml"], in: project.root, timeout: 20)
+        #expect((again.stdout + again.stderr).contains("expands to more than 100000 values"), "\(again.stdout)")
+    }
+
+    @Test func deepConditionsAreLocatedErrors() throws {
+        let project = try Self.project()
+        defer { project.remove() }
+        let parens = String(repeating: "(", count: 50_000) + "x == 1" + String(repeating: ")", count: 50_000)
+        try Self.refused(
+            project,
+            Self.campaign("  where: \"\(parens)\""),
+            "campaigns/c.yaml:5:75: error: invalid filter: the condition nests parentheses and '!' more than 64 deep"
+        )
+        let nots = String(repeating: "!", count: 50_000) + "x"
+        try Self.refused(project, Self.campaign("  where: \"\(nots)\""), "campaigns/c.yaml:5:")
+        let chain = Array(repeating: "x == 1", count: 50_000).joined(separator: " && ")
+        try Self.refused(
+            project,
+            Self.campaign("  where: \"\(chain)\""),
+            "campaigns/c.yaml:5:5011: error: invalid filter: the condition has more than 500 comparisons"
+        )
+    }
+
+    @Test func deepTemplatesAndDocumentsAreLocatedErrors() throws {
+        let project = try Self.project()
+        defer { project.remove() }
+        let sections = String(repeating: "{{#x}}", count: 50_000) + "hi" + String(repeating: "{{/x}}", count: 50_000)
+        try project.write("templates/deep.yaml", "aps: { alert: \"\(sections)\" }\n")
+        try Self.refused(
+            project,
+            Self.campaign("", payload: "templates/deep.yaml"),
+            "templates/deep.yaml:1:208: error: template: sections nest more than 32 deep"
+        )
+        try project.write(
+            "templates/nested.yaml",
+            "aps: { alert: hi, x: \(String(repeating: "[", count: 50_000))\(String(repeating: "]", count: 50_000)) }\n"
+        )
+        try Self.refused(project, Self.campaign("", payload: "templates/nested.yaml"), "templates/nested.yaml:1:")
+        try project.write(
+            "audiences/deep.jsonl",
+            "{\"token\":\"\(Self.token)\",\"x\":\(String(repeating: "[", count: 50_000))\(String(repeating: "]", count: 50_000))}\n"
+        )
+        try Self.refused(
+            project,
+            Self.campaign("", source: "{ jsonl: audiences/deep.jsonl }"),
+            "audiences/deep.jsonl:1:144: error: invalid JSON: objects and lists nest more than 64 deep"
+        )
+    }
+
+    @Test func renderingHasABudgetAndARecipientOverItIsRefused() throws {
+        let project = try Self.project()
+        defer { project.remove() }
+        let items = "[" + (0..<100).map { "\($0)" }.joined(separator: ",") + "]"
+        try project.write(
+            "audiences/list.jsonl",
+            "{\"token\":\"\(Self.token)\",\"items\":\(items)}\n{\"token\":\"\(TemporaryProject.token(2))\",\"items\":[1]}\n"
+        )
+        let nested = String(repeating: "{{#items}}", count: 5) + "x" + String(repeating: "{{/items}}", count: 5)
+        try project.write("templates/p.yaml", "aps: { alert: \"\(nested)\" }\n")
+        try project.write(
+            "campaigns/c.yaml",
+            Self.campaign("", payload: "templates/p.yaml", source: "{ jsonl: audiences/list.jsonl }")
+        )
+        let plan = try CLI.run(["plan", "--samples", "0", "campaigns/c.yaml"], in: project.root, timeout: 20)
+        // 100⁵ renders for the first recipient: refused with a reason, and the second one planned.
+        #expect(plan.status == 3, "\(plan.stdout)\(plan.stderr)")
+        #expect(plan.stdout.contains("render-budget: 1"), "\(plan.stdout)")
+        #expect(plan.stdout.contains("  planned                  1"), "\(plan.stdout)")
+    }
+}
