@@ -53,7 +53,7 @@ let package = Package(
         // Audience sources, streamed: CSV, JSON Lines, inline lists, SQLite queries.
         .target(
             name: "PushcampAudience",
-            dependencies: ["PushcampModel", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["PushcampModel", "PushcampAPNsCore", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict
         ),
         // Campaign → Plan: loading, deterministic expansion, pre-flight checks, plan reports.

@@ -1,14 +1,16 @@
 import Foundation
 import PushcampJournal
+import PushcampModel
 
 extension RunReport {
     /// The report for a pull request, an issue or a wiki page.
     public func markdown() -> String {
-        var out = "### \(runTitle) of `\(run.campaign)`: \(run.status.rawValue)\n\n"
+        var out = "### \(runTitle) of \(Markdown.code(run.campaign)): \(run.status.rawValue)\n\n"
         out += "| | |\n|---|---|\n"
-        out += "| revision | `\(run.revision)` |\n"
+        out += "| revision | \(Markdown.code(run.revision)) |\n"
         if let replay = run.replay {
-            out += "| replay of | run \(replay.run) (\(replay.reasons.map { "`\($0)`" }.joined(separator: ", "))) |\n"
+            out +=
+                "| replay of | run \(replay.run) (\(replay.reasons.map { "\(Markdown.code($0))" }.joined(separator: ", "))) |\n"
         }
         out += "| started | \(Timestamps.text(run.startedAt)) |\n| last update | \(Timestamps.text(run.updatedAt)) |\n"
         out += "| duration | \(Durations.text(wallSeconds)) (\(Durations.text(stats.seconds)) sending) |\n"
@@ -19,14 +21,14 @@ extension RunReport {
         out += "#### Outcomes\n\n| outcome | recipients | share |\n|---|---:|---:|\n"
         let total = max(1, recipients)
         for outcome in outcomes where outcome.count > 0 || outcome.kind == .delivered {
-            out += "| \(outcome.label) | \(outcome.count) | "
+            out += "| \(Markdown.text(outcome.label)) | \(outcome.count) | "
             out += String(format: "%.2f%%", Double(outcome.count) * 100 / Double(total)) + " |\n"
         }
         out += "| **total** | **\(recipients)** | |\n\n"
 
         if !stats.retries.isEmpty {
             out += "#### Retries\n\n| cause | sends |\n|---|---:|\n"
-            for retry in sortedRetries { out += "| \(retry.cause) | \(retry.count) |\n" }
+            for retry in sortedRetries { out += "| \(Markdown.text(retry.cause)) | \(retry.count) |\n" }
             out += "\n"
         }
         if let latency {

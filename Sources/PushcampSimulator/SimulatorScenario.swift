@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import PushcampAPNsCore
 import PushcampModel
 
 /// A scenario file for `pushcamp sim` and `rehearse`: how the stand-in APNs behaves, kept in git
@@ -62,7 +63,8 @@ public struct SimulatorScenario: Sendable {
         }
         if let node = map["tokens_file"], let file = reader.string(node, "tokens_file") {
             let url = URL(fileURLWithPath: file, relativeTo: directory)
-            if let text = try? String(contentsOf: url, encoding: .utf8) {
+            if let bytes = try? InputFile.read(url.path, limit: 256 << 20) {
+                let text = String(decoding: bytes, as: UTF8.self)
                 do {
                     tokens.merge(try TokenBehaviour.parseFile(text, path: file)) { _, new in new }
                 } catch {

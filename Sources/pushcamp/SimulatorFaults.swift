@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NIOCore
+import PushcampAPNsCore
 import PushcampModel
 import PushcampSimulator
 
@@ -65,9 +66,9 @@ struct SimulatorFaults: ParsableArguments {
     private func tokenRules(_ path: String) throws -> [String: TokenBehaviour] {
         let text: String
         do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
+            text = String(decoding: try InputFile.read(path, limit: 256 << 20), as: UTF8.self)
         } catch {
-            printError("\(path): error: cannot read the tokens file")
+            printError("\(path): error: the tokens file \(error.description)")
             throw ExitCode(1)
         }
         do {

@@ -2,6 +2,10 @@ import Foundation
 import PushcampTestSupport
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Campaign files come from pull requests and audiences from other teams: extreme input gives a
 /// located error (or a bounded result) quickly, never a crash, a hang or unbounded memory.
 @Suite("hostile input from the command line")
@@ -114,5 +118,86 @@ struct HostileInputCLITests {
         #expect(plan.status == 3, "\(plan.stdout)\(plan.stderr)")
         #expect(plan.stdout.contains("render-budget: 1"), "\(plan.stdout)")
         #expect(plan.stdout.contains("  planned                  1"), "\(plan.stdout)")
+    }
+
+    @Test func specialFilesAreRefusedBeforeTheyAreOpened() throws {
+        let project = try Self.project()
+        defer { project.remove() }
+        #expect(mkfifo(project.path("audiences/fifo.csv"), 0o600) == 0)
+        try Self.refused(
+            project,
+            Self.campaign("", source: "{ csv: audiences/fifo.csv }"),
+            "campaigns/c.yaml:4:11: error: audience file 'audiences/fifo.csv' is a named pipe (FIFO), not a regular file"
+        )
+        try project.write("pushcamp.yaml", TemporaryProject.defaultProjectFile + "\nfiles:\n  allow: [/dev]\n")
+        try Self.refused(
+            project,
+            Self.campaign("", source: "{ csv: /dev/zero }"),
+            "campaigns/c.yaml:4:11: error: audience file '/dev/zero' is a device, not a regular file"
+        )
+        try Self.refused(
+            project,
+            Self.campaign("", payload: "/dev/zero"),
+            "/dev/zero: error: is a device, not a regular file"
+        )
+    }
+
+    @Test func filesOutsideTheProjectAreNotRead() throws {
+        let project = try Self.project()
+        defer { project.remove() }
+        try project.write("campaigns/c.yaml", Self.campaign("", source: "{ csv: /proc/self/environ }"))
+        let validate = try CLI.run(
+            ["validate", "--format", "github", "campaigns/c.yaml"],
+            in: project.root,
+            timeout: 20
+        )
+        #expect(validate.status == 1)
+        #expect(
+            validate.stdout.contains(
+                "::error file=campaigns/c.yaml,line=4,col=11::audience file '/proc/self/environ' is outside the project"
+            ),
+            "\(validate.stdout)"
+        )
+        #expect(!(validate.stdout + validate.stderr).contains("PATH="))
+        try project.write("campaigns/c.yaml", Self.campaign("", payload: "../../etc/passwd"))
+        let plan = try CLI.run(["plan", "campaigns/c.yaml"], in: project.root, timeout: 20)
+        #expect(plan.stderr.contains("payload file '../../etc/passwd' is outside the project"), "\(plan.stderr)")
+        #expect(!plan.stderr.contains("root:"))
+    }
+
+    @Test func aKeyReadAsAnAudienceIsNeverPrintedWhole() throws {
+        let project = try Self.project()
+        defer { project.remove() }
+        let keyLine = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgSECRETSECRETSECRET"
+        try project.write(
+            "keys/AuthKey.p8",
+            "token\n-----BEGIN PRIVATE KEY-----\n\(keyLine)\n-----END PRIVATE KEY-----\n\(Self.token)\n"
+        )
+        try project.write("campaigns/c.yaml", Self.campaign("", source: "{ csv: keys/AuthKey.p8 }"))
+        for format in ["text", "json", "markdown"] {
+            let plan = try CLI.run(["plan", "--format", format, "campaigns/c.yaml"], in: project.root, timeout: 20)
+            #expect(plan.status == 0, "\(plan.stderr)")
+            #expect(!plan.stdout.contains("SECRET"), "\(format): \(plan.stdout)")
+            if format != "markdown" {  // Markdown lists where, not what
+                #expect(plan.stdout.contains("MIGHAgEA… (\(keyLine.count) characters)"), "\(format): \(plan.stdout)")
+            }
+        }
+    }
+
+    @Test func controlCharactersCannotForgeOutput() throws {
+        let project = try Self.project()
+        defer { project.remove() }
+        try project.write(
+            "campaigns/c.yaml",
+            "campaign: c\ndescription: \"ok\\rFAKE: all 28 pushes OK\\u001B[2K <script>x</script> | cell\"\napp: shop\n"
+                + "audience:\n  source: { csv: audiences/a.csv }\nmessage:\n  payload: { aps: { alert: hi } }\n"
+        )
+        let text = try CLI.run(["plan", "campaigns/c.yaml"], in: project.root, timeout: 20)
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(!text.stdout.contains("\r") && !text.stdout.contains("\u{1B}"))
+        #expect(text.stdout.contains("  ok\\rFAKE: all 28 pushes OK\\u{1B}[2K"), "\(text.stdout)")
+        let markdown = try CLI.run(["plan", "--format", "markdown", "campaigns/c.yaml"], in: project.root, timeout: 20)
+        #expect(markdown.stdout.contains("&lt;script&gt;x&lt;/script&gt; \\| cell"), "\(markdown.stdout)")
+        #expect(!markdown.stdout.contains("<script>"))
     }
 }

@@ -76,9 +76,10 @@ public final class ProviderTokens: Sendable {
     ) throws(APNsClientError) {
         let pem: String
         do {
-            pem = try String(contentsOfFile: path, encoding: .utf8)
+            // A .p8 key is a few hundred bytes.
+            pem = String(decoding: try InputFile.read(path, limit: 64 << 10), as: UTF8.self)
         } catch {
-            throw APNsClientError(.credentials, "cannot read key file \(path): \(error.localizedDescription)")
+            throw APNsClientError(.credentials, "key file \(path) \(error.description)")
         }
         let key: P256.Signing.PrivateKey
         do {

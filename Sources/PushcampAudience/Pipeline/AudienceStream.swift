@@ -35,7 +35,9 @@ public struct AudienceStream: Sendable {
                 counts.invalid[problem, default: 0] += 1
                 if counts.invalidExamples.count < AudienceCounts.exampleLimit {
                     let location = SourceLocation(path: source.name, line: row.row)
-                    counts.invalidExamples.append(.init(location: location, token: row.token ?? "", problem: problem))
+                    counts.invalidExamples.append(
+                        .init(location: location, token: DeviceToken.masked(row.token ?? ""), problem: problem)
+                    )
                 }
                 return
             }

@@ -1,3 +1,4 @@
+import PushcampAPNsCore
 import PushcampModel
 
 #if canImport(Glibc)
@@ -18,17 +19,11 @@ struct ChunkedFileReader: ~Copyable {
     var atEOF = false
 
     init(path: String, displayName: String, at location: SourceLocation) throws(AudienceError) {
-        let descriptor = open(path, O_RDONLY)
-        guard descriptor >= 0 else {
-            let reason = errno == ENOENT ? "does not exist" : "cannot be opened (\(String(cString: strerror(errno))))"
-            throw AudienceError("audience file '\(displayName)' \(reason)", at: location)
+        do {
+            self.descriptor = try InputFile.open(path)
+        } catch {
+            throw AudienceError("audience file '\(displayName)' \(error.description)", at: location)
         }
-        var info = stat()
-        if fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
-            close(descriptor)
-            throw AudienceError("audience file '\(displayName)' is a directory", at: location)
-        }
-        self.descriptor = descriptor
         self.buffer = [UInt8](repeating: 0, count: Self.chunkSize)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import PushcampAPNsCore
 import PushcampModel
 
 /// A SQLite audience: a read-only query whose columns are the token and the attributes, such as
@@ -22,8 +23,8 @@ public struct SQLiteSource: AudienceSource {
     }
 
     func open() throws(AudienceError) -> DatabaseQueue {
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw AudienceError("audience database '\(name)' does not exist", at: location)
+        if let problem = InputFile.check(path) {
+            throw AudienceError("audience database '\(name)' \(problem)", at: location)
         }
         var configuration = Configuration()
         configuration.readonly = true

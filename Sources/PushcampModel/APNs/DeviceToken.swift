@@ -22,6 +22,15 @@ public enum DeviceToken {
         }
     }
 
+    /// What examples of invalid tokens show: the first 8 characters (control characters escaped)
+    /// and the length. The cell can be anything — a line of a key file read as CSV — so it is never
+    /// printed whole.
+    public static func masked(_ raw: String) -> String {
+        raw.count <= 8
+            ? raw.escapingControlCharacters
+            : "\(raw.prefix(8).description.escapingControlCharacters)… (\(raw.count) characters)"
+    }
+
     /// The token in lowercase, or why it is not one. Surrounding spaces are ignored.
     public static func normalize(_ raw: String) -> Result<String, Problem> {
         // Native strings are contiguous UTF-8: check them in place (this runs once per recipient).

@@ -168,7 +168,7 @@ public enum CampaignReader {
                 if let byte = allowed[text] {
                     delimiter = byte
                 } else {
-                    reader.error("delimiter must be one of , ; | or tab, found '\(text)'", at: node)
+                    reader.error("delimiter must be one of , ; | or tab, found '\(text.excerpt())'", at: node)
                 }
             }
             kind = .csv(path: path, delimiter: delimiter)

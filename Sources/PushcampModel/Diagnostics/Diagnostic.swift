@@ -47,7 +47,9 @@ public struct Diagnostic: Hashable, Sendable, CustomStringConvertible {
         Diagnostic(.warning, message, at: location)
     }
 
+    /// One line: the message's control characters are escaped, so no input can forge output.
     public var description: String {
+        let message = message.escapingControlCharacters
         if let location {
             return "\(location): \(severity.rawValue): \(message)"
         }

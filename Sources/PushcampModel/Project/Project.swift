@@ -8,6 +8,8 @@ public struct Project {
     public var defaults: Defaults
     /// The file this project was read from, as printed in diagnostics.
     public var path: String
+    /// Folders outside the project that campaigns may read files from (`files.allow`), as written.
+    public var allowedFolders: [String] = []
 
     public struct Defaults: Hashable, Sendable {
         public var throttle: ThrottleSpec

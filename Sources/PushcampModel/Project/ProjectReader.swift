@@ -2,7 +2,7 @@ import Yams
 
 /// Reads `pushcamp.yaml`, reporting every problem of the file at once.
 public enum ProjectReader {
-    static let topKeys = ["apps", "journal", "defaults"]
+    static let topKeys = ["apps", "journal", "defaults", "files"]
     static let appKeys = [
         "topic", "team_id", "key_id", "key_file", "certificate", "certificate_password", "environment", "endpoint",
         "ca_file",
@@ -38,6 +38,19 @@ public enum ProjectReader {
         {
             journalPath = path
         }
+        var allowedFolders: [String] = []
+        if let filesNode = top["files"], let map = reader.mapping(filesNode, in: "files", allowed: ["allow"]),
+            let allow = map["allow"]
+        {
+            if case .sequence(let items) = allow {
+                allowedFolders = items.compactMap { reader.string($0, "files.allow") }
+            } else {
+                reader.error(
+                    "'files.allow' lists folders outside the project campaigns may read, like [/srv/exports]",
+                    at: allow
+                )
+            }
+        }
         var defaults = Project.Defaults(throttle: ThrottleSpec(), expiration: nil)
         if let defaultsNode = top["defaults"],
             let map = reader.mapping(
@@ -58,7 +71,14 @@ public enum ProjectReader {
         }
         guard !reader.diagnostics.hasErrors else { return (nil, reader.diagnostics) }
         return (
-            Project(apps: apps, appNames: appNames, journalPath: journalPath, defaults: defaults, path: document.path),
+            Project(
+                apps: apps,
+                appNames: appNames,
+                journalPath: journalPath,
+                defaults: defaults,
+                path: document.path,
+                allowedFolders: allowedFolders
+            ),
             reader.diagnostics
         )
     }
@@ -74,7 +94,7 @@ public enum ProjectReader {
             guard let node = map[key], let text = reader.string(node, "\(context).\(key)") else { return nil }
             guard text.count == 10, text.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) else {
                 reader.error(
-                    "'\(key)' must be Apple's 10-character id (uppercase letters and digits), found '\(text)'",
+                    "'\(key)' must be Apple's 10-character id (uppercase letters and digits), found '\(text.excerpt())'",
                     at: node
                 )
                 return nil
@@ -116,7 +136,7 @@ public enum ProjectReader {
                 environment = value
             } else {
                 reader.error(
-                    "environment must be production or sandbox, found '\(text)'\(Suggestion.didYouMean(text, in: ["production", "sandbox"]))",
+                    "environment must be production or sandbox, found '\(text.excerpt())'\(Suggestion.didYouMean(text, in: ["production", "sandbox"]))",
                     at: environmentNode
                 )
             }
@@ -127,7 +147,7 @@ public enum ProjectReader {
                 endpoint = text
             } else {
                 reader.error(
-                    "endpoint must be an https:// URL (APNs speaks HTTP/2 over TLS only), found '\(text)'",
+                    "endpoint must be an https:// URL (APNs speaks HTTP/2 over TLS only), found '\(text.excerpt())'",
                     at: endpointNode
                 )
             }

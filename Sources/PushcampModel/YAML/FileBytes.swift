@@ -1,4 +1,5 @@
 import Foundation
+import PushcampAPNsCore
 
 /// Small, whole-file reads (campaigns, templates, projects) with errors that read well.
 public enum FileBytes {
@@ -6,16 +7,16 @@ public enum FileBytes {
         public var description: String
     }
 
+    /// The most bytes a campaign, template, strings or project file may have.
+    public static let limit = 16 << 20
+
+    /// A regular file's bytes (at most `limit`); a FIFO, a device or a folder is an error, not a hang.
     public static func read(_ url: URL) throws(ReadError) -> [UInt8] {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
-            throw ReadError(description: "no such file")
+        do {
+            return try InputFile.read(url.path, limit: limit)
+        } catch {
+            throw ReadError(description: error.description == "does not exist" ? "no such file" : error.description)
         }
-        if isDirectory.boolValue { throw ReadError(description: "is a directory, not a file") }
-        guard let data = FileManager.default.contents(atPath: url.path) else {
-            throw ReadError(description: "cannot read file (permission denied?)")
-        }
-        return [UInt8](data)
     }
 
     /// 1-based line and column (in bytes) of the first byte that breaks UTF-8.

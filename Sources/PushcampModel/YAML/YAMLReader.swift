@@ -1,3 +1,4 @@
+import Foundation
 import Yams
 
 /// Reads a YAML node tree into typed values, collecting located diagnostics instead of stopping at the
@@ -112,7 +113,7 @@ public final class YAMLReader {
     public func int(_ node: Node, _ what: String, in range: ClosedRange<Int>) -> Int? {
         guard let text = scalar(node, what) else { return nil }
         guard let value = Int(text) else {
-            error("'\(what)' must be a whole number, found '\(text)'", at: node)
+            error("'\(what)' must be a whole number, found '\(text.excerpt())'", at: node)
             return nil
         }
         guard range.contains(value) else {
@@ -128,7 +129,7 @@ public final class YAMLReader {
         case "true", "yes", "on": return true
         case "false", "no", "off": return false
         default:
-            error("'\(what)' must be true or false, found '\(text)'", at: node)
+            error("'\(what)' must be true or false, found '\(text.excerpt())'", at: node)
             return nil
         }
     }
@@ -147,7 +148,10 @@ public final class YAMLReader {
         switch parse(text) {
         case .success(let value): return value
         case .failure(let failure):
-            error("'\(what)': \(failure.message)", at: node)
+            // Quote at most an excerpt of the value: it may be a secret from a file read by mistake.
+            let message =
+                text.count > 40 ? failure.message.replacingOccurrences(of: text, with: text.excerpt()) : failure.message
+            error("'\(what)': \(message)", at: node)
             return nil
         }
     }

@@ -100,7 +100,28 @@ struct CampaignAssembler {
 
     // MARK: Audience
 
+    /// Whether the campaign may read `path`: inside the project, or a folder pushcamp.yaml allows.
+    mutating func permitted(_ path: String, _ what: String, at location: SourceLocation) -> Bool {
+        guard paths.permits(paths.url(path), allowed: project.allowedFolders) else {
+            diagnostics.append(
+                .error(
+                    "\(what) '\(path)' is outside the project (the folder of pushcamp.yaml); campaigns read files "
+                        + "inside it, or in a folder pushcamp.yaml lists under files.allow",
+                    at: location
+                )
+            )
+            return false
+        }
+        return true
+    }
+
     mutating func makeSource(_ spec: SourceSpec) -> (any AudienceSource)? {
+        switch spec.kind {
+        case .csv(let path, _), .jsonLines(let path), .sqlite(let path, _):
+            guard permitted(path, "audience file", at: spec.location) else { return nil }
+        default:
+            break
+        }
         switch spec.kind {
         case .csv(let path, let delimiter):
             revisionFiles.append((.audience, path, paths.url(path)))
@@ -209,6 +230,7 @@ struct CampaignAssembler {
             return (node, path)
         case .file(let path, let location):
             let url = paths.url(path)
+            guard permitted(path, "\(what) file", at: location) else { return nil }
             guard FileManager.default.fileExists(atPath: url.path) else {
                 diagnostics.append(.error("\(what) file '\(paths.display(path))' does not exist", at: location))
                 return nil

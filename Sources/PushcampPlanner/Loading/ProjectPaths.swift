@@ -46,6 +46,18 @@ public struct ProjectPaths: Sendable {
     }
 
     public var projectFile: URL { root.appendingPathComponent(Self.projectFileName) }
+
+    /// Whether `url` (symbolic links resolved) lies inside the project or one of `allowed` folders
+    /// (paths as written in pushcamp.yaml): a campaign from a pull request must not read, and so
+    /// echo in messages, files such as /proc/self/environ or a key elsewhere on the machine.
+    public func permits(_ url: URL, allowed: [String]) -> Bool {
+        let target = url.standardizedFileURL.resolvingSymlinksInPath().path
+        let folders = [root] + allowed.map { self.url($0) }
+        return folders.contains { folder in
+            let base = folder.standardizedFileURL.resolvingSymlinksInPath().path
+            return target == base || target.hasPrefix(base.hasSuffix("/") ? base : base + "/")
+        }
+    }
     public var projectFileDisplay: String { display(Self.projectFileName) }
 
     /// `url` relative to the working directory when it is inside it, else absolute.

@@ -5,24 +5,24 @@ import PushcampModel
 extension PlanSummary {
     /// The plan for a pull request description or comment.
     public func markdown() -> String {
-        var out = "### Plan: `\(campaign)` (revision `\(revision)`)\n\n"
+        var out = "### Plan: \(Markdown.code(campaign)) (revision \(Markdown.code(revision)))\n\n"
         if let description { out += "\(escape(description))\n\n" }
         out += "| | |\n|---|---|\n"
         if let journal { out += "| journal | \(escape(journal.text)) |\n" }
         out +=
-            "| app | `\(app)` |\n| push type | `\(pushType.rawValue)` |\n| priority | \(priority) |\n| topic | `\(topic)` |\n"
+            "| app | \(Markdown.code(app)) |\n| push type | \(Markdown.code(pushType.rawValue)) |\n| priority | \(priority) |\n| topic | \(Markdown.code(topic)) |\n"
         out += "| expiration | \(escape(expirationText)) |\n"
-        if let collapseID { out += "| collapse id | `\(collapseID)` |\n" }
+        if let collapseID { out += "| collapse id | \(Markdown.code(collapseID)) |\n" }
         out += "| send time | \(escape(sendTimeText)) |\n"
         out += "| throttle | \(escape(rateText)) |\n| estimated duration | \(durationText) |\n\n"
 
-        out += "#### Audience (`\(source)`)\n\n| step | recipients | note |\n|---|---:|---|\n"
+        out += "#### Audience (\(Markdown.code(source)))\n\n| step | recipients | note |\n|---|---:|---|\n"
         out += "| read | \(audience.read) | |\n"
         out += "| invalid tokens | \(audience.invalidTotal) | \(escape(invalidText)) |\n"
         out += "| duplicates | \(audience.duplicates) | first row of a token wins |\n"
-        out += "| filtered out | \(audience.filteredOut) | \(filter.map { "`\(escape($0))`" } ?? "") |\n"
+        out += "| filtered out | \(audience.filteredOut) | \(filter.map { "\(Markdown.code($0))" } ?? "") |\n"
         out += "| excluded | \(audience.excluded) | |\n"
-        out += "| suppressed | \(suppressed) | \(suppressed > 0 ? "dead tokens for `\(topic)`" : "") |\n"
+        out += "| suppressed | \(suppressed) | \(suppressed > 0 ? "dead tokens for \(Markdown.code(topic))" : "") |\n"
         out += "| capped | \(capped) | \(frequencyCap.map { "frequency cap: \($0)" } ?? "no frequency cap") |\n"
         out += "| held out | \(heldOut) | holdout \(holdout) |\n"
         out += "| **planned** | **\(planned)** | |\n"
@@ -30,12 +30,14 @@ extension PlanSummary {
 
         if !variants.isEmpty {
             out += "#### Variants\n\n| variant | weight | planned |\n|---|---:|---:|\n"
-            for variant in variants { out += "| `\(variant.name)` | \(variant.weight) | \(variant.planned) |\n" }
+            for variant in variants {
+                out += "| \(Markdown.code(variant.name)) | \(variant.weight) | \(variant.planned) |\n"
+            }
             out += "\n"
         }
         if !locales.isEmpty {
             out += "#### Locales\n\n| locale | planned |\n|---|---:|\n"
-            for locale in locales { out += "| `\(locale.locale)` | \(locale.planned) |\n" }
+            for locale in locales { out += "| \(Markdown.code(locale.locale)) | \(locale.planned) |\n" }
             out += "\n"
         }
         if payloadSizes.total > 0 {
@@ -47,15 +49,17 @@ extension PlanSummary {
         } else {
             out += "#### Pre-flight failures\n\n| reason | pushes | first examples |\n|---|---:|---|\n"
             for (reason, stat) in sortedFailures {
-                let examples = stat.examples.map { "`\($0.location)`: \(escape($0.detail))" }.joined(separator: "<br>")
-                out += "| `\(reason.rawValue)` — \(escape(reason.summary)) | \(stat.count) | \(examples) |\n"
+                let examples = stat.examples.map { "\(Markdown.code($0.location.description)): \(escape($0.detail))" }
+                    .joined(separator: "<br>")
+                out +=
+                    "| \(Markdown.code(reason.rawValue)) — \(escape(reason.summary)) | \(stat.count) | \(examples) |\n"
             }
             out += "\n"
         }
         if !audience.invalidExamples.isEmpty {
             out += "#### Invalid tokens (first \(audience.invalidExamples.count))\n\n"
             for example in audience.invalidExamples {
-                out += "- `\(example.location)`: \(escape(example.problem.explanation))\n"
+                out += "- \(Markdown.code(example.location.description)): \(escape(example.problem.explanation))\n"
             }
             out += "\n"
         }
@@ -63,8 +67,8 @@ extension PlanSummary {
             out += "<details><summary>\(samples.count) rendered sample\(samples.count == 1 ? "" : "s")</summary>\n\n"
             for (index, push) in samples.enumerated() {
                 var title = "**#\(index + 1)** row \(push.row)"
-                if !variants.isEmpty { title += ", variant `\(push.variant)`" }
-                if let locale = push.locale { title += ", locale `\(locale)`" }
+                if !variants.isEmpty { title += ", variant \(Markdown.code(push.variant))" }
+                if let locale = push.locale { title += ", locale \(Markdown.code(locale))" }
                 out += title + "\n\n```http\n"
                 for (name, value) in headers(of: push) { out += "\(name): \(value)\n" }
                 out += "\n\(String(decoding: push.payload, as: UTF8.self))\n```\n\n"
@@ -74,7 +78,5 @@ extension PlanSummary {
         return out
     }
 
-    func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "|", with: "\\|")
-    }
+    func escape(_ text: String) -> String { Markdown.text(text) }
 }

@@ -6,17 +6,19 @@ extension PlanSummary {
     public func text() -> String {
         var out = "Plan for \(campaign) (revision \(revision))\n"
         if let journal { out += "  journal: \(journal.text)\n" }
-        if let description { out += "  \(description)\n" }
+        if let description { out += "  \(description.escapingControlCharacters)\n" }
         out += "  app \(app) · push type \(pushType.rawValue) · priority \(priority) · topic \(topic)\n"
         out += "  expiration \(expirationText)"
         if let collapseID { out += " · collapse id \(collapseID)" }
         out += "\n  send time \(sendTimeText)\n\n"
 
-        out += "Audience (\(source))\n"
+        out += "Audience (\(source.escapingControlCharacters))\n"
         var rows: [(String, Int, String)] = [("read", audience.read, "")]
         rows.append(("invalid tokens", audience.invalidTotal, invalidText))
         rows.append(("duplicates", audience.duplicates, "first row of a token wins"))
-        rows.append(("filtered out", audience.filteredOut, filter.map { "where: \($0)" } ?? ""))
+        rows.append(
+            ("filtered out", audience.filteredOut, filter.map { "where: \($0.escapingControlCharacters)" } ?? "")
+        )
         rows.append(("excluded", audience.excluded, ""))
         rows.append(("suppressed", suppressed, suppressed > 0 ? "dead tokens for \(topic), from the journal" : ""))
         rows.append(
@@ -34,14 +36,17 @@ extension PlanSummary {
             out += "\nVariants\n"
             for variant in variants {
                 out +=
-                    "  " + pad(variant.name, 16) + pad(String(variant.planned), 10, right: true)
+                    "  " + pad(variant.name.escapingControlCharacters, 16)
+                    + pad(String(variant.planned), 10, right: true)
                     + "   weight \(variant.weight)\n"
             }
         }
         if !locales.isEmpty {
             out += "\nLocales\n"
             for locale in locales {
-                out += "  " + pad(locale.locale, 16) + pad(String(locale.planned), 10, right: true) + "\n"
+                out +=
+                    "  " + pad(locale.locale.escapingControlCharacters, 16)
+                    + pad(String(locale.planned), 10, right: true) + "\n"
             }
         }
         if payloadSizes.total > 0 {
@@ -60,7 +65,7 @@ extension PlanSummary {
         if !audience.invalidExamples.isEmpty {
             out += "\nInvalid tokens (first \(audience.invalidExamples.count))\n"
             for example in audience.invalidExamples {
-                out += "  \(example.location): '\(Self.shortToken(example.token))': \(example.problem.explanation)\n"
+                out += "  \(example.location): '\(example.token)': \(example.problem.explanation)\n"
             }
         }
         if !samples.isEmpty {
@@ -70,7 +75,7 @@ extension PlanSummary {
                 if !variants.isEmpty { title += " · variant \(push.variant)" }
                 if let locale = push.locale { title += " · locale \(locale)" }
                 out += title + " · row \(push.row)\n"
-                for (name, value) in headers(of: push) { out += "     \(name): \(value)\n" }
+                for (name, value) in headers(of: push) { out += "     \(name): \(value.escapingControlCharacters)\n" }
                 out += "     body (\(push.payload.count) bytes): \(String(decoding: push.payload, as: UTF8.self))\n"
             }
         }

@@ -1,5 +1,6 @@
 import Foundation
 import PushcampJournal
+import PushcampModel
 
 extension SendReport {
     /// The end-of-run report for people.
@@ -42,7 +43,9 @@ extension SendReport {
         if !failures.isEmpty {
             lines.append("failures by reason:")
             for (reason, count) in failures.sorted(by: { ($0.value, $1.key) > ($1.value, $0.key) }) {
-                lines.append("  \(reason.padding(toLength: 28, withPad: " ", startingAt: 0)) \(count)")
+                lines.append(
+                    "  \(reason.escapingControlCharacters.padding(toLength: 28, withPad: " ", startingAt: 0)) \(count)"
+                )
             }
         }
         if possibleDuplicates > 0 {
@@ -78,7 +81,7 @@ extension SendReport {
         if !disconnects.isEmpty {
             lines.append("connections ended:")
             for (reason, count) in disconnects.sorted(by: { $0.key < $1.key }) {
-                lines.append("  \(count) × \(reason)")
+                lines.append("  \(count) × \(reason.escapingControlCharacters)")
             }
         }
         if !deadTokens.isEmpty {

@@ -43,12 +43,20 @@ extension SendRun {
             )
         case .certificate(let file, let password):
             let path = paths.url(try resolve(file, "certificate")).path
+            if let problem = InputFile.check(path) {
+                throw APNsClientError(.credentials, "app \(app.name): certificate \(path) \(problem)")
+            }
             authentication = .certificate(
                 path: path,
                 password: try password.map { value throws(APNsClientError) in try resolve(value, "password") }
             )
         }
-        let caFile = try app.caFile.map { value throws(APNsClientError) in paths.url(try resolve(value, "ca_file")).path
+        let caFile = try app.caFile.map { value throws(APNsClientError) in
+            let path = paths.url(try resolve(value, "ca_file")).path
+            if let problem = InputFile.check(path) {
+                throw APNsClientError(.connect, "app \(app.name): ca_file \(path) \(problem)")
+            }
+            return path
         }
         var configuration = APNsClientConfiguration(
             host: host,
