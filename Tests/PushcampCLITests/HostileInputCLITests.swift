@@ -200,4 +200,39 @@ struct HostileInputCLITests {
         #expect(markdown.stdout.contains("&lt;script&gt;x&lt;/script&gt; \\| cell"), "\(markdown.stdout)")
         #expect(!markdown.stdout.contains("<script>"))
     }
+
+    @Test func planPredictsWhatAPNsWouldRefuse() throws {
+        let project = try Self.project()
+        defer { project.remove() }
+        try project.write(
+            "audiences/a.csv",
+            "token,name,tag\n\(Self.token),a,\"x\r\napns-priority: 5\"\n\(TemporaryProject.token(2)),b,fine\n"
+        )
+        func plan(_ message: String) throws -> CLI.Output {
+            try project.write(
+                "campaigns/c.yaml",
+                "campaign: c\napp: shop\naudience:\n  source: { csv: audiences/a.csv }\nmessage:\n\(message)\n  payload: { aps: { alert: hi } }\n"
+            )
+            return try CLI.run(["plan", "--samples", "2", "campaigns/c.yaml"], in: project.root, timeout: 20)
+        }
+        // A collapse id rendered from data with CR LF: that recipient is refused, the other planned,
+        // and no forged header line is printed.
+        let collapse = try plan("  collapse_id: \"{{tag}}\"")
+        #expect(collapse.status == 3, "\(collapse.stdout)\(collapse.stderr)")
+        #expect(collapse.stdout.contains("header-control-characters: 1"), "\(collapse.stdout)")
+        #expect(collapse.stdout.contains("  planned                  1"), "\(collapse.stdout)")
+        #expect(!collapse.stdout.contains("\napns-priority: 5"), "\(collapse.stdout)")
+        // A topic that is not the app's: every push would be BadTopic.
+        let topic = try plan("  topic: com.other.app")
+        #expect(topic.status == 3)
+        #expect(topic.stdout.contains("bad-topic: 2"), "\(topic.stdout)")
+        let forged = try plan("  topic: \"com.example.shop\\r\\napns-priority: 5\"")
+        #expect(forged.stdout.contains("header-control-characters: 2"), "\(forged.stdout)")
+        // Expirations before the send, or before 1970.
+        let past = try plan("  expiration: 2020-01-01T00:00:00Z")
+        #expect(past.stdout.contains("expiration-passed: 2"), "\(past.stdout)")
+        let ancient = try plan("  expiration: 1969-07-20T20:17:00Z")
+        #expect(ancient.stdout.contains("expiration-passed: 2"), "\(ancient.stdout)")
+        #expect(ancient.stdout.contains("is before 1970"), "\(ancient.stdout)")
+    }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import PushcampAudience
 import PushcampModel
 import PushcampTemplates
@@ -98,7 +99,17 @@ struct PlanState {
         self.sampleLimit = sampleLimit
         runNamespace = UUIDv5.runNamespace(campaign: campaign.id, revision: campaign.revision)
         totalWeight = UInt64(campaign.variants.reduce(0) { $0 + $1.weight })
-        staticIssues = campaign.variants.map { StaticRules.check(campaign, variant: $0) }
+        var issues = campaign.variants.map { StaticRules.check(campaign, variant: $0) }
+        // Without a send time (plan without --at or schedule.at), an absolute expiration is checked against now.
+        let reference = sendTime ?? Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970))
+        if let problem = StaticRules.expirationProblem(campaign.expiration, reference: reference) {
+            for index in issues.indices {
+                issues[index].append(
+                    .init(reason: .expirationPassed, message: problem, location: campaign.messageLocation)
+                )
+            }
+        }
+        staticIssues = issues
         switch campaign.expiration {
         case nil: expiration = nil
         case .immediately?: expiration = .immediately
@@ -146,6 +157,14 @@ struct PlanState {
         if let template = campaign.collapseID {
             do throws(RenderError) {
                 let text = try template.renderText(context: &context)
+                if StaticRules.hasHeaderControlCharacters(text) {
+                    problems.append(
+                        (
+                            .headerControlCharacters,
+                            "apns-collapse-id '\(text.excerpt())' holds control characters; no header may"
+                        )
+                    )
+                }
                 if text.utf8.count > 64 {
                     problems.append(
                         (.collapseIDTooLong, "apns-collapse-id is \(text.utf8.count) bytes; APNs takes at most 64")

@@ -13,6 +13,9 @@ public enum PreflightReason: String, Sendable, Hashable, CaseIterable, Comparabl
     case missingVariable = "missing-variable"
     case missingString = "missing-string"
     case renderBudget = "render-budget"
+    case badTopic = "bad-topic"
+    case headerControlCharacters = "header-control-characters"
+    case expirationPassed = "expiration-passed"
 
     /// What the reason means and what to do about it.
     public var summary: String {
@@ -31,6 +34,11 @@ public enum PreflightReason: String, Sendable, Hashable, CaseIterable, Comparabl
         case .missingVariable: return "a template names a variable the recipient does not have"
         case .missingString: return "no localized string for the recipient's locale or the default"
         case .renderBudget: return "rendering the payload goes beyond its budget (64 KB or 100,000 steps)"
+        case .badTopic:
+            return "apns-topic is not the app's bundle id (with its push type's suffix): APNs answers BadTopic"
+        case .headerControlCharacters:
+            return "a header value (topic, collapse id) holds control characters: APNs resets the request"
+        case .expirationPassed: return "apns-expiration is before the send (or before 1970): APNs would not deliver"
         }
     }
 

@@ -93,6 +93,26 @@ public enum StaticRules {
         default:
             break
         }
+        let topicAt = campaign.topicLocation ?? campaign.messageLocation
+        if type != .mdm, !PushType.allCases.contains(where: { campaign.topic == campaign.app.topic + $0.topicSuffix }) {
+            issues.append(
+                Issue(
+                    reason: .badTopic,
+                    message:
+                        "topic '\(campaign.topic.excerpt())' is not app \(campaign.app.name)'s bundle id '\(campaign.app.topic)' (or it with a push type's suffix); APNs answers BadTopic",
+                    location: topicAt
+                )
+            )
+        }
+        if hasHeaderControlCharacters(campaign.topic) {
+            issues.append(
+                Issue(
+                    reason: .headerControlCharacters,
+                    message: "topic '\(campaign.topic.excerpt())' holds control characters; no header may",
+                    location: topicAt
+                )
+            )
+        }
         if let problem = topicProblem(campaign.topic, type: type) {
             issues.append(
                 Issue(
@@ -103,6 +123,21 @@ public enum StaticRules {
             )
         }
         return issues
+    }
+
+    /// Whether a header value holds bytes HTTP/2 forbids in one (CR, LF, NUL and the other controls).
+    public static func hasHeaderControlCharacters(_ value: String) -> Bool {
+        value.utf8.contains { $0 < 0x20 || $0 == 0x7F }
+    }
+
+    /// The expiration rule: an absolute expiration before the send (or before 1970) is never delivered.
+    static func expirationProblem(_ expiration: ExpirationSpec?, reference: Timestamp) -> String? {
+        guard case .at(let at)? = expiration else { return nil }
+        if at.secondsSince1970 < 0 { return "expiration \(at) is before 1970; apns-expiration cannot be negative" }
+        if at < reference {
+            return "expiration \(at) is before the send (\(reference)); APNs would not deliver the pushes"
+        }
+        return nil
     }
 
     /// The topic rule: push types with a suffix need it; the others must not carry another type's.
