@@ -230,7 +230,9 @@ let package = Package(
         ),
         .testTarget(
             name: "PushcampCLITests",
-            dependencies: ["pushcamp", "PushcampJournal", "PushcampTestSupport"],
+            dependencies: [
+                "pushcamp", "PushcampJournal", "PushcampTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: strict
         ),
     ]

@@ -11,11 +11,18 @@ public final class MemoryJournal: JournalStore {
         var delivered: [RunID: [(range: DeliveredRange, at: Double)]] = [:]
         var invalid: [String: InvalidToken] = [:]
         var stats: [RunID: RunStats] = [:]
+        var records = 0
     }
 
     private let state = Mutex(State())
+    /// Every `record` after this many fails as a full disk would (nil: never).
+    private let recordsBeforeFailure: Int?
 
-    public init() {}
+    /// `failingAfter` records, every later one fails with "disk full": how tests see what a send
+    /// does when its journal stops taking writes.
+    public init(failingAfter records: Int? = nil) {
+        recordsBeforeFailure = records
+    }
 
     public func unfinishedRun(campaign: String) throws(JournalError) -> RunRecord? {
         state.withLock { state in
@@ -84,6 +91,13 @@ public final class MemoryJournal: JournalStore {
     }
 
     public func record(_ batch: JournalBatch, run: RunID, now: Double) throws(JournalError) {
+        let count = state.withLock { state in
+            state.records += 1
+            return state.records
+        }
+        if let recordsBeforeFailure, count > recordsBeforeFailure {
+            throw JournalError(.failed, "the disk holding the journal is full (database or disk is full)")
+        }
         if batch.possibleDuplicates > 0 { try update(run) { $0.possibleDuplicates += batch.possibleDuplicates } }
         if batch.stats != nil { try update(run) { $0.updatedAt = now } }
         try rememberInvalidTokens(batch.invalidTokens)

@@ -16,8 +16,23 @@ public final class SQLiteJournal: JournalStore {
 
     /// Opens (creating and migrating when needed) the journal at `path`. `lockWait` is how long to
     /// wait for another process holding it locked before giving up with `.locked`.
-    public init(path: String, lockWait: TimeInterval = 2) throws(JournalError) {
+    ///
+    /// Only a missing file means "new": an empty file, a folder, or a SQLite file that is not a
+    /// Pushcamp journal is an error that says what to do, so a truncated journal never silently
+    /// loses the run history, dead tokens and frequency caps. A journal that cannot be written (a
+    /// read-only file or folder) is opened read-only for the commands that only read it.
+    /// `readOnly` opens an existing journal without ever writing to it: what commands that only
+    /// read (`runs`, `report`, `plan`, `tokens`) use.
+    public init(path: String, lockWait: TimeInterval = 2, readOnly: Bool = false) throws(JournalError) {
         self.path = path
+        try Self.checkExisting(path)
+        if readOnly {
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw JournalError(.cannotOpen, "no journal at \(path)")
+            }
+            database = try Self.openReadOnly(path, lockWait: lockWait)
+            return
+        }
         var configuration = Configuration()
         configuration.journalMode = .wal
         configuration.busyMode = .timeout(lockWait)
@@ -29,6 +44,10 @@ public final class SQLiteJournal: JournalStore {
         if !directory.isEmpty {
             try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
+        if FileManager.default.fileExists(atPath: path), !Self.writable(path) {
+            database = try Self.openReadOnly(path, lockWait: lockWait)
+            return
+        }
         do {
             database = try DatabaseQueue(path: path, configuration: configuration)
             // A first look outside any transaction: a file that is not a database must fail here, not
@@ -37,6 +56,7 @@ public final class SQLiteJournal: JournalStore {
                 _ = try Int.fetchOne(db, sql: "PRAGMA schema_version")
             }
             try database.write { db in
+                try Self.checkIsJournal(db, path: path)
                 if try Self.migrator.hasBeenSuperseded(db) {
                     throw JournalError(.newerVersion, "\(path) was written by a newer Pushcamp; upgrade to use it")
                 }
@@ -46,6 +66,72 @@ public final class SQLiteJournal: JournalStore {
             throw error
         } catch {
             throw Self.translate(error, path: path)
+        }
+    }
+
+    /// An existing file must be a non-empty regular file.
+    static func checkExisting(_ path: String) throws(JournalError) {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return }
+        if isDirectory.boolValue {
+            throw JournalError(
+                .cannotOpen,
+                "\(path) is a folder, not a journal; journal.path in pushcamp.yaml names the file"
+            )
+        }
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
+        if size == 0 {
+            throw JournalError(
+                .corrupt,
+                "\(path) is empty (0 bytes), so the run history, dead tokens and frequency caps it held are not "
+                    + "there; restore it from a backup, or delete it to start a new journal"
+            )
+        }
+    }
+
+    /// A SQLite file with tables of its own but none of Pushcamp's migrations is someone else's database.
+    static func checkIsJournal(_ db: Database, path: String) throws {
+        let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")
+        if !tables.isEmpty, !tables.contains("grdb_migrations") {
+            throw JournalError(
+                .corrupt,
+                "\(path) is a SQLite database but not a Pushcamp journal (it has tables \(tables.prefix(3).joined(separator: ", "))); "
+                    + "point journal.path in pushcamp.yaml elsewhere"
+            )
+        }
+    }
+
+    static func writable(_ path: String) -> Bool {
+        let directory = (path as NSString).deletingLastPathComponent
+        return access(path, W_OK) == 0 && access(directory.isEmpty ? "." : directory, W_OK) == 0
+    }
+
+    /// A journal this process may not write: readable by `runs`, `report`, `plan` and `tokens`;
+    /// a send fails at its first write with a message that says so.
+    static func openReadOnly(_ path: String, lockWait: TimeInterval) throws(JournalError) -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.busyMode = .timeout(lockWait)
+        do {
+            let database = try DatabaseQueue(path: path, configuration: configuration)
+            try database.read { db in
+                try checkIsJournal(db, path: path)
+                guard try migrator.hasCompletedMigrations(db) else {
+                    throw JournalError(
+                        .cannotOpen,
+                        "\(path) is read-only and needs an upgrade this Pushcamp would write; make it writable"
+                    )
+                }
+            }
+            return database
+        } catch let error as JournalError {
+            throw error
+        } catch {
+            throw JournalError(
+                .cannotOpen,
+                "\(path) is read-only and cannot be read as it is (\(translate(error, path: path).message)); "
+                    + "make it and its folder writable"
+            )
         }
     }
 
@@ -614,11 +700,18 @@ public final class SQLiteJournal: JournalStore {
                 .locked,
                 "\(path) is locked by another process (another pushcamp send?); wait for it or stop it"
             )
-        case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY:
+        case .SQLITE_READONLY:
+            return JournalError(
+                .cannotOpen,
+                "the journal \(path) is read-only: it can be read (runs, report, plan) but not sent from; make it and its folder writable"
+            )
+        case .SQLITE_CANTOPEN, .SQLITE_PERM:
             return JournalError(
                 .cannotOpen,
                 "cannot open the journal \(path): \(error.message ?? "\(error.resultCode)")"
             )
+        case .SQLITE_FULL:
+            return JournalError(.failed, "the disk holding the journal \(path) is full")
         default:
             return JournalError(.failed, "the journal \(path) failed: \(error.message ?? "\(error.resultCode)")")
         }

@@ -56,7 +56,7 @@ struct Replay: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (journal, path) = try journalOption.open()
+        let (journal, path) = try journalOption.open(forWriting: true)
         let selection: ReplaySelection
         do {
             selection = try ReplaySelection.select(run: RunID(number), reasons: reasons, in: journal, path: path)

@@ -27,6 +27,9 @@ struct Report: ParsableCommand {
               pushcamp report 12 --format markdown
               pushcamp report 12 --format html --output run-12.html
               pushcamp report --format json | jq '.outcomes[] | select(.kind == "failed")'
+
+            --output never writes over the journal (or its -wal, -shm and lock files), and never \
+            over an existing file that is not a Pushcamp report unless --force is given.
             """
     )
 
@@ -41,6 +44,9 @@ struct Report: ParsableCommand {
         help: ArgumentHelp("Write the report to this file instead of printing it.", valueName: "file")
     )
     var output: String?
+
+    @Flag(help: "Overwrite --output although it exists and is not a Pushcamp report.")
+    var force = false
 
     @OptionGroup var journalOption: JournalOption
 
@@ -81,6 +87,10 @@ struct Report: ParsableCommand {
         guard let output else {
             print(text, terminator: "")
             return
+        }
+        if let refusal = ReportOutput.refusal(for: output, journalPath: path, force: force) {
+            printError("error: \(refusal)")
+            throw ExitCode(1)
         }
         do {
             try Data(text.utf8).write(to: URL(fileURLWithPath: output))

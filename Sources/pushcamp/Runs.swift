@@ -18,8 +18,9 @@ struct JournalOption: ParsableArguments {
     @Flag(help: "Read the rehearsal journal (what `pushcamp rehearse` recorded) instead of the real one.")
     var rehearsal = false
 
-    /// Opens the journal; prints the problem and exits 1 when it cannot be used.
-    func open() throws -> (SQLiteJournal, path: String) {
+    /// Opens the journal (read-only unless `forWriting`: reading never changes it, and works on a
+    /// journal this user may not write); prints the problem and exits 1 when it cannot be used.
+    func open(forWriting: Bool = false) throws -> (SQLiteJournal, path: String) {
         var path: String
         if let journal {
             path = journal
@@ -46,7 +47,7 @@ struct JournalOption: ParsableArguments {
             throw ExitCode(1)
         }
         do {
-            return (try SQLiteJournal(path: path), path)
+            return (try SQLiteJournal(path: path, readOnly: !forWriting), path)
         } catch {
             printError("error: \(error.message)")
             throw ExitCode(1)
@@ -169,7 +170,7 @@ struct Cancel: ParsableCommand {
     var wait: Double = 30
 
     func run() throws {
-        let (journal, path) = try journalOption.open()
+        let (journal, path) = try journalOption.open(forWriting: true)
         do {
             print(try RunCancellation.cancel(RunID(number), in: journal, path: path, wait: wait).text)
         } catch {

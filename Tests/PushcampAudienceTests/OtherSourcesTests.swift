@@ -97,4 +97,52 @@ struct OtherSourcesTests {
             )
         }
     }
+
+    @Test(arguments: [
+        "DELETE FROM devices RETURNING push AS token",
+        "UPDATE devices SET locale = 'x' RETURNING push AS token",
+        "INSERT INTO devices (push) VALUES (x'01') RETURNING push AS token",
+        "PRAGMA table_info(devices)",
+    ])
+    func onlySelectQueriesAreAudiences(_ query: String) throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let path = project.path("a.sqlite")
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "CREATE TABLE devices (push BLOB, locale TEXT)")
+            try db.execute(sql: "INSERT INTO devices VALUES (x'00ff10', 'fr')")
+        }
+        let source = SQLiteSource(
+            path: path,
+            name: "a.sqlite",
+            query: query,
+            location: SourceLocation(path: "c.yaml", line: 5, column: 5)
+        )
+        do {
+            _ = try source.columns()
+            Issue.record("accepted: \(query)")
+        } catch {
+            #expect(
+                error.description.hasPrefix("c.yaml:5:5: error: the query on 'a.sqlite' must be a SELECT"),
+                "\(error)"
+            )
+        }
+        #expect(try DatabaseQueue(path: path).read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM devices") } == 1)
+    }
+
+    @Test func aWithQueryIsAnAudience() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let path = project.path("a.sqlite")
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "CREATE TABLE devices (push TEXT)")
+        }
+        let source = SQLiteSource(
+            path: path,
+            name: "a.sqlite",
+            query: "WITH d AS (SELECT push FROM devices) SELECT push AS token FROM d",
+            location: SourceLocation(path: "c.yaml")
+        )
+        #expect(try source.columns() == ["token"])
+    }
 }

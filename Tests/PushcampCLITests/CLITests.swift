@@ -82,6 +82,20 @@ struct CLI {
         return (process.terminationStatus, String(decoding: output, as: UTF8.self))
     }
 
+    /// A copy of the repository's example project (pushcamp.yaml, campaigns, templates, audiences,
+    /// rehearsal scenarios) in a temporary folder: for commands that write a journal, so tests never
+    /// write into the repository or share a journal (and its run locks) with each other.
+    static func examples() throws -> TemporaryProject {
+        let project = try TemporaryProject(projectFile: nil)
+        for item in ["pushcamp.yaml", "campaigns", "templates", "audiences", "rehearsal"] {
+            try FileManager.default.copyItem(
+                at: repository.appendingPathComponent(item),
+                to: project.root.appendingPathComponent(item)
+            )
+        }
+        return project
+    }
+
     /// The repository root, where the example campaigns are.
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import PushcampTestSupport
 import Testing
 
@@ -234,5 +235,86 @@ struct HostileInputCLITests {
         let ancient = try plan("  expiration: 1969-07-20T20:17:00Z")
         #expect(ancient.stdout.contains("expiration-passed: 2"), "\(ancient.stdout)")
         #expect(ancient.stdout.contains("is before 1970"), "\(ancient.stdout)")
+    }
+}
+
+/// The journal holds what was sent: nothing a command does may lose it.
+@Suite("the journal is never lost")
+struct JournalSafetyCLITests {
+    static func sentProject() throws -> (TemporaryProject, SimulatorProcess) {
+        let project = try TemporaryProject(projectFile: nil)
+        let sim = try JournalCLITests.start(project)
+        try SendCLITests.writeAudience(project, count: 20)
+        try SendCLITests.writeCampaign(project)
+        let send = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
+        #expect(send.status == 0, "\(send.stderr)")
+        return (project, sim)
+    }
+
+    @Test func reportOutputNeverOverwritesTheJournalOrAnotherFile() throws {
+        let (project, sim) = try Self.sentProject()
+        defer { project.remove() }
+        _ = sim.stop()
+        let journal = project.path(".pushcamp/journal.sqlite")
+        let before = try Data(contentsOf: URL(fileURLWithPath: journal))
+        for target in [
+            ".pushcamp/journal.sqlite", ".pushcamp/journal.sqlite-wal", "./.pushcamp/../.pushcamp/journal.sqlite",
+        ] {
+            let report = try CLI.run(["report", "-o", target, "--force"], in: project.root)
+            #expect(report.status == 1)
+            #expect(report.stderr.contains("is the journal"), "\(report.stderr)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: journal)) == before)
+        try project.write("notes.txt", "my notes\n")
+        let refused = try CLI.run(["report", "-o", "notes.txt"], in: project.root)
+        #expect(refused.status == 1)
+        #expect(
+            refused.stderr.contains("notes.txt exists and is not a Pushcamp report; pass --force"),
+            "\(refused.stderr)"
+        )
+        // A previous report is simply replaced; --force replaces anything else.
+        #expect(try CLI.run(["report", "-o", "r.html", "--format", "html"], in: project.root).status == 0)
+        #expect(try CLI.run(["report", "-o", "r.html", "--format", "html"], in: project.root).status == 0)
+        #expect(try CLI.run(["report", "-o", "notes.txt", "--force"], in: project.root).status == 0)
+    }
+
+    @Test func anEmptyForeignOrFolderJournalIsAnErrorNotANewJournal() throws {
+        let (project, sim) = try Self.sentProject()
+        defer { project.remove() }
+        defer { _ = sim.stop() }
+        let journal = project.path(".pushcamp/journal.sqlite")
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: journal + suffix) }
+        FileManager.default.createFile(atPath: journal, contents: Data())
+        for command in [["runs"], ["send", "--quiet", "campaigns/c.yaml"], ["plan", "campaigns/c.yaml"]] {
+            let output = try CLI.run(command, in: project.root)
+            #expect(output.status == 1, "\(command): \(output.stdout)")
+            #expect(output.stderr.contains("is empty (0 bytes)"), "\(command): \(output.stderr)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: journal)).isEmpty)
+        try FileManager.default.removeItem(atPath: journal)
+        try DatabaseQueue(path: journal).write { try $0.execute(sql: "CREATE TABLE run (x); CREATE TABLE other (y);") }
+        let foreign = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
+        #expect(foreign.status == 1)
+        #expect(foreign.stderr.contains("is a SQLite database but not a Pushcamp journal"), "\(foreign.stderr)")
+        try FileManager.default.removeItem(atPath: journal)
+        try FileManager.default.createDirectory(atPath: journal, withIntermediateDirectories: true)
+        let folder = try CLI.run(["runs"], in: project.root)
+        #expect(folder.stderr.contains("is a folder, not a journal"), "\(folder.stderr)")
+    }
+
+    @Test func readingCommandsDoNotWriteTheJournal() throws {
+        let (project, sim) = try Self.sentProject()
+        defer { project.remove() }
+        _ = sim.stop()
+        let journal = project.path(".pushcamp/journal.sqlite")
+        // Checkpointed and closed by the send: reading must leave every byte (and no -wal) behind.
+        let before = try Data(contentsOf: URL(fileURLWithPath: journal))
+        for command in [
+            ["runs"], ["report"], ["report", "--format", "json"], ["tokens", "invalid"], ["plan", "campaigns/c.yaml"],
+        ] {
+            let output = try CLI.run(command, in: project.root)
+            #expect(output.status == 0 || command.first == "plan", "\(command): \(output.stderr)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: journal)) == before)
     }
 }

@@ -190,9 +190,11 @@ struct SendCLITests {
     }
 
     @Test func theExampleOutageScenarioLosesNothing() throws {
+        let examples = try CLI.examples()
+        defer { examples.remove() }
         let output = try CLI.run(
             ["rehearse", "--scenario", "rehearsal/outage.yaml", "campaigns/spring-sale.yaml"],
-            in: CLI.repository
+            in: examples.root
         )
         #expect(output.status == 4)
         #expect(output.stdout.contains("delivered 26, failed 2\n"), "\(output.stdout)")
@@ -261,11 +263,13 @@ struct SendCLITests {
     }
 
     @Test func rehearseDeliversEveryExampleCampaign() throws {
+        let examples = try CLI.examples()
+        defer { examples.remove() }
         for (campaign, planned) in [
             ("campaigns/spring-sale.yaml", 28), ("campaigns/catalog-refresh.yaml", 19),
             ("campaigns/order-tracking.yaml", 7),
         ] {
-            let output = try CLI.run(["rehearse", campaign], in: CLI.repository)
+            let output = try CLI.run(["rehearse", campaign], in: examples.root)
             #expect(output.status == 0, "\(campaign): \(output.stderr)")
             #expect(output.stdout.contains("delivered \(planned), failed 0\n"), "\(campaign): \(output.stdout)")
             #expect(output.stdout.contains("  200  \(planned)\n"))

@@ -179,4 +179,27 @@ struct ExecutorDriverTests {
         #expect(deliveries.count == 1500)
         #expect(deliveries.values.allSatisfy { $0 == 1 })
     }
+
+    @Test func aJournalThatStopsTakingWritesStopsTheSendAndTheReportSaysWhatItHolds() async throws {
+        let setup = try Self.setup(rows: 3000, throttle: "{ rate: 5000/s, connections: 2 }")
+        defer { setup.project.remove() }
+        var rules = InMemoryTransport.Rules()
+        rules.connections = 2
+        let transport = InMemoryTransport(rules: rules, clock: setup.clock)
+        let store = MemoryJournal(failingAfter: 40)
+        let send = try Self.prepare(setup, transport: transport) { $0.store = store }
+        let report = try await Self.drive(send, on: setup.clock)
+        guard case .journal(let message)? = report.stop else {
+            Issue.record("expected a journal stop, got \(String(describing: report.stop))")
+            return
+        }
+        #expect(message.contains("full"), "\(message)")
+        #expect(report.exitCode == 1)
+        // The report's delivered count is what the journal holds; what it could not hold is said.
+        let counts = try store.counts(of: send.run.id)
+        #expect(report.delivered == counts.delivered, "\(report.text())")
+        let unrecorded = try #require(report.unrecorded)
+        #expect(report.delivered + unrecorded.delivered == transport.delivered.count, "\(report.text())")
+        #expect(report.text().contains("not recorded: \(unrecorded.delivered) delivered"), "\(report.text())")
+    }
 }

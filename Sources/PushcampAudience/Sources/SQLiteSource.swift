@@ -35,10 +35,27 @@ public struct SQLiteSource: AudienceSource {
         }
     }
 
+    /// An audience query reads: a SELECT, or WITH … SELECT, that SQLite calls read-only (the
+    /// database is opened read-only as well, so nothing could change, but a DELETE … RETURNING
+    /// must fail `validate`, not the send).
+    func checkIsQuery(_ statement: Statement) throws(AudienceError) {
+        let first = query.drop { $0.isWhitespace || $0 == "(" }.prefix { $0.isLetter }.uppercased()
+        guard first == "SELECT" || first == "WITH", statement.isReadonly else {
+            throw AudienceError(
+                "the query on '\(name)' must be a SELECT (or WITH … SELECT), found \(first.isEmpty ? "something else" : first)",
+                at: location
+            )
+        }
+    }
+
     public func columns() throws(AudienceError) -> [String]? {
         let queue = try open()
         do {
-            let names = try queue.read { db in try db.makeStatement(sql: query).columnNames }
+            let names = try queue.read { db in
+                let statement = try db.makeStatement(sql: query)
+                try checkIsQuery(statement)
+                return statement.columnNames
+            }
             try check(names)
             return names
         } catch let error as AudienceError {
@@ -53,6 +70,7 @@ public struct SQLiteSource: AudienceSource {
         do {
             try queue.read { db in
                 let statement = try db.makeStatement(sql: query)
+                try checkIsQuery(statement)
                 let names = statement.columnNames
                 try check(names)
                 let schema = AttributeSchema(names: names)

@@ -229,7 +229,25 @@ public final class Executor: Service, Sendable {
         } catch {
             if result.stop == nil { result.stop = .journal(error.message) }
         }
+        if journal.error != nil { result = reconciled(result) }
         result.run = journal.run.id.rawValue
+        return result
+    }
+}
+
+extension Executor {
+    /// After a journal failure the report says what the journal holds, not what was answered: the
+    /// answers it could not record are counted apart, since a resume will send those recipients again.
+    func reconciled(_ report: SendReport) -> SendReport {
+        guard let counts = try? journal.store.counts(of: journal.run.id) else { return report }
+        var result = report
+        let recordedDelivered = max(0, counts.delivered - (report.resumed?.delivered ?? 0))
+        let recordedFailed = max(0, counts.failed - (report.resumed?.failed ?? 0))
+        result.unrecorded = SendReport.Unrecorded(
+            delivered: max(0, report.delivered - recordedDelivered),
+            failed: max(0, report.failed - recordedFailed)
+        )
+        result.delivered = min(report.delivered, recordedDelivered)
         return result
     }
 }

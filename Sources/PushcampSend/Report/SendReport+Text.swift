@@ -34,6 +34,13 @@ extension SendReport {
         lines.append(
             "delivered \(delivered), failed \(failed)" + (unsent > 0 ? ", not sent \(unsent)" : "")
         )
+        if let unrecorded, unrecorded.delivered + unrecorded.failed > 0 {
+            lines.append(
+                "not recorded: \(unrecorded.delivered) delivered and \(unrecorded.failed) failed answers came after the "
+                    + "journal failed; the counts above are what it holds, and a resume sends those recipients again "
+                    + "(counted as possible duplicates)"
+            )
+        }
         if !statuses.isEmpty {
             lines.append("by status:")
             for (status, count) in statuses.sorted(by: { $0.key < $1.key }) {

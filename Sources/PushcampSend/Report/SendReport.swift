@@ -68,6 +68,14 @@ public struct SendReport: Sendable {
     /// The journal's run, when the send kept one.
     public var run: Int64?
     public var resumed: Resumed?
+    /// Answers that came after the journal failed and were never recorded: `delivered` above
+    /// counts only what the journal holds, and a resume sends these recipients again.
+    public var unrecorded: Unrecorded?
+
+    public struct Unrecorded: Sendable, Hashable {
+        public var delivered: Int
+        public var failed: Int
+    }
     /// Recipients sent again although APNs may have had their earlier request (in flight when a
     /// connection died or the process was killed).
     public var possibleDuplicates = 0

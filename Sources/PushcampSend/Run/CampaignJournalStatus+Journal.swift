@@ -9,7 +9,7 @@ extension CampaignJournalStatus {
     /// a journal where there is none.
     public static func read(for campaign: LoadedCampaign, journalPath path: String) throws -> CampaignJournalStatus {
         guard path != SendRun.inMemory, FileManager.default.fileExists(atPath: path) else { return .neverSent }
-        let store = try SQLiteJournal(path: path)
+        let store = try SQLiteJournal(path: path, readOnly: true)
         if let unfinished = try store.unfinishedRun(campaign: campaign.id) {
             let run = unfinished.livenessChecked(journalPath: path)
             var status = try status(of: run, state: run.status == .running ? .running : .interrupted, in: store)

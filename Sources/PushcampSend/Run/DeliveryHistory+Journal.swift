@@ -29,7 +29,7 @@ extension DeliveryHistory {
         guard FileManager.default.fileExists(atPath: path) else {
             return DeliveryHistory(suppression: Suppression(registeredAtAttribute: campaign.registeredAtAttribute))
         }
-        return try read(for: campaign, from: SQLiteJournal(path: path))
+        return try read(for: campaign, from: SQLiteJournal(path: path, readOnly: true))
     }
 }
 

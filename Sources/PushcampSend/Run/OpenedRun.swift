@@ -16,8 +16,8 @@ struct OpenedRun {
     static func open(_ campaign: LoadedCampaign, options: SendRun.Options, now: Double) throws(RunRefusal) -> OpenedRun
     {
         let path = options.journalPath
-        if path == SendRun.inMemory {
-            let store = MemoryJournal()
+        if path == SendRun.inMemory || options.store != nil {
+            let store = options.store ?? MemoryJournal()
             do {
                 let run = try store.createRun(campaign: campaign.id, revision: campaign.revision, now: now)
                 return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: nil)

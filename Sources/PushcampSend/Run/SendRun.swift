@@ -44,6 +44,9 @@ public final class SendRun: Service, Sendable {
         /// A reviewed plan (`send --plan FILE`) the campaign must still match, and its file's name.
         public var plan: (file: PlanFile, path: String)?
         public var executor = Executor.Options()
+        /// A journal to record into instead of the file at `journalPath` (a new run each time, no
+        /// lock): for tests, and for stores other than SQLite.
+        public var store: (any JournalStore)?
 
         public init(journalPath: String) {
             self.journalPath = journalPath
