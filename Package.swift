@@ -14,6 +14,11 @@ let package = Package(
     products: [
         .executable(name: "pushcamp", targets: ["pushcamp"]),
         .library(name: "PushcampPlanner", targets: ["PushcampPlanner"]),
+        // For the fuzz targets (fuzz/Package.swift), which link the readers alone.
+        .library(name: "PushcampModel", targets: ["PushcampModel"]),
+        .library(name: "PushcampTemplates", targets: ["PushcampTemplates"]),
+        .library(name: "PushcampAudience", targets: ["PushcampAudience"]),
+        .library(name: "PushcampJournal", targets: ["PushcampJournal"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),

@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ "${1:-}" == "--lint" ]]; then
-    swift format lint --strict --recursive --parallel Package.swift Sources Tests
+    swift format lint --strict --recursive --parallel Package.swift Sources Tests fuzz/Package.swift fuzz/Sources
 else
-    swift format format --in-place --recursive --parallel Package.swift Sources Tests
+    swift format format --in-place --recursive --parallel Package.swift Sources Tests fuzz/Package.swift fuzz/Sources
 fi

@@ -26,6 +26,7 @@ public final class SimulatorRecorder: Sendable {
         var certificateConnections = 0
         var goaways = 0
         var drops = 0
+        var resets = 0
     }
 
     private let state = Mutex(State())
@@ -41,6 +42,9 @@ public final class SimulatorRecorder: Sendable {
     public var certificateConnections: Int { state.withLock { $0.certificateConnections } }
     public var goaways: Int { state.withLock { $0.goaways } }
     public var drops: Int { state.withLock { $0.drops } }
+    /// Requests reset for headers HTTP/2 forbids (control characters, bad pseudo-headers), the
+    /// connection kept, as APNs does.
+    public var resets: Int { state.withLock { $0.resets } }
 
     /// How many times each token was answered 200.
     public func deliveries() -> [String: Int] {
@@ -89,4 +93,5 @@ public final class SimulatorRecorder: Sendable {
     }
     func goawaySent() { state.withLock { $0.goaways += 1 } }
     func dropped() { state.withLock { $0.drops += 1 } }
+    func reset() { state.withLock { $0.resets += 1 } }
 }

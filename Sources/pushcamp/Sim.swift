@@ -141,6 +141,11 @@ struct Sim: AsyncParsableCommand {
         print(
             "received \(recorder.records.count) request(s) on \(recorder.connections) connection(s); at most \(recorder.maxOpenStreams) streams open at once"
         )
+        if recorder.resets > 0 {
+            print(
+                "reset \(recorder.resets) request(s) whose headers HTTP/2 forbids (control characters, bad pseudo-headers)"
+            )
+        }
         for (answer, count) in recorder.summary().sorted(by: { $0.key < $1.key }) {
             print("  \(answer)  \(count)")
         }

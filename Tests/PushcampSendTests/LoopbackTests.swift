@@ -285,6 +285,86 @@ struct LoopbackTests {
     }
 }
 
+extension LoopbackTests {
+    /// A request whose header HTTP/2 forbids (CR LF in apns-collapse-id: what pre-flight refuses,
+    /// sent here on purpose) is reset alone: the simulator keeps the connection, as APNs does.
+    @Test func aForbiddenHeaderResetsOnlyItsRequest() async throws {
+        let credentials = try SimulatorCredentials.generate()
+        var configuration = SimulatorConfiguration(
+            credentials: credentials,
+            teamID: nil,
+            keyID: nil,
+            bundleID: "com.example.shop"
+        )
+        configuration.acceptsClientCertificates = true
+        let simulator = APNsSimulator(configuration: configuration)
+        let port = try await simulator.start()
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let caFile = try project.write("ca.pem", credentials.caCertificatePEM)
+        let client = try project.write("client.pem", try credentials.clientCertificatePEM(topic: "com.example.shop"))
+        let pool = try APNsConnectionPool(
+            configuration: APNsClientConfiguration(
+                host: "127.0.0.1",
+                port: port,
+                authentication: .certificate(path: client, password: nil),
+                caFile: caFile,
+                connections: 1
+            )
+        )
+        func request(_ index: Int, collapseID: String) -> APNsRequest {
+            APNsRequest(
+                tag: index,
+                deviceToken: TemporaryProject.token(index),
+                apnsID: "5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5\(index)",
+                topic: "com.example.shop",
+                pushType: "alert",
+                priority: 10,
+                expiration: nil,
+                collapseID: collapseID,
+                payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8)
+            )
+        }
+        let outcomes = await withTaskGroup(of: [APNsOutcome].self) { group in
+            group.addTask {
+                await pool.run()
+                return []
+            }
+            group.addTask {
+                var outcomes: [APNsOutcome] = []
+                var submitted = false
+                for await event in pool.events {
+                    switch event {
+                    case .connected where !submitted:
+                        submitted = true
+                        pool.submit([request(1, collapseID: "ok")])
+                    case .outcomes(let batch):
+                        outcomes += batch
+                        if outcomes.count == 1 {
+                            pool.submit([
+                                request(2, collapseID: "a\r\napns-priority: 5"), request(3, collapseID: "fine"),
+                            ])
+                        }
+                        if outcomes.count >= 3 { return outcomes }
+                    default: continue
+                    }
+                }
+                return outcomes
+            }
+            let result = await group.next() ?? []
+            pool.shutdown()
+            group.cancelAll()
+            return result
+        }
+        await simulator.stop()
+        #expect(outcomes.count == 3)
+        let delivered = outcomes.filter { $0.status == 200 }.map(\.request.tag).sorted()
+        #expect(delivered == [1, 3], "\(outcomes.map { ($0.request.tag, $0.result) })")
+        #expect(simulator.recorder.resets == 1)
+        #expect(simulator.recorder.connections == 1)
+    }
+}
+
 /// The system clock, off by `skew` seconds for its first readings.
 final class SkewedClock: WallClock {
     private let readings = Mutex(0)

@@ -106,7 +106,21 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         if goawaySent, error is NIOHTTP2Errors.NoSuchStream || error is NIOHTTP2Errors.RaisedGoawayLastStreamID {
             return
         }
+        // A request whose headers HTTP/2 forbids (a CR or LF in a value, a bad pseudo-header) is a
+        // stream error: NIO has reset that stream. APNs resets the request and keeps the connection.
+        if Self.isStreamError(error) {
+            recorder.reset()
+            return
+        }
         context.close(promise: nil)
+    }
+
+    static func isStreamError(_ error: any Error) -> Bool {
+        error is NIOHTTP2Errors.InvalidHTTP2HeaderFieldValue || error is NIOHTTP2Errors.InvalidHTTP2HeaderFieldName
+            || error is NIOHTTP2Errors.ForbiddenHeaderField || error is NIOHTTP2Errors.MissingPseudoHeader
+            || error is NIOHTTP2Errors.DuplicatePseudoHeader || error is NIOHTTP2Errors.PseudoHeaderAfterRegularHeader
+            || error is NIOHTTP2Errors.UnsupportedPseudoHeader || error is NIOHTTP2Errors.InvalidPseudoHeaders
+            || error is NIOHTTP2Errors.InvalidPseudoHeaderValue || error is NIOHTTP2Errors.ContentLengthViolated
     }
 
     private func announce(_ limit: UInt32, context: ChannelHandlerContext) {
