@@ -28,7 +28,8 @@ for name in "${targets[@]}"; do
     scratch=.build-fuzz/corpus/$name
     mkdir -p "$scratch" fuzz/findings
     log=.build-fuzz/fuzz-$name.log
-    if ! "$binaries/fuzz-$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    # The Swift runtime's backtracer would take the crash signal before libFuzzer saves the input.
+    if ! SWIFT_BACKTRACE=enable=no "$binaries/fuzz-$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix=fuzz/findings/ "$@" "$scratch" "fuzz/corpus/$name" > "$log" 2>&1; then
         tail -40 "$log" >&2
         echo "fuzz-$name: a finding (its input is in fuzz/findings/); full log: $log" >&2

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import PushcampModel
 import PushcampSend
 import Synchronization
 
@@ -37,7 +38,10 @@ struct ProgressPrinter: Sendable {
                 line += String(format: ", ETA %.0f s", max(0, left))
             }
             if !progress.topFailures.isEmpty {
-                line += " (" + progress.topFailures.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + ")"
+                line +=
+                    " ("
+                    + progress.topFailures.map { "\($0.0.escapingControlCharacters) \($0.1)" }.joined(separator: ", ")
+                    + ")"
             }
             if terminal {
                 FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))

@@ -238,6 +238,49 @@ struct HostileInputCLITests {
     }
 }
 
+/// Messages say what is wrong, where and what to do — no library's error dump — and exit codes
+/// follow the documented table.
+@Suite("messages and exit codes")
+struct MessagesCLITests {
+    static func project(_ app: String) throws -> TemporaryProject {
+        let project = try TemporaryProject(
+            projectFile: "apps:\n  shop:\n    topic: com.example.shop\n\(app)\n    endpoint: https://127.0.0.1:9\n"
+        )
+        try SendCLITests.writeAudience(project, count: 3)
+        try SendCLITests.writeCampaign(project)
+        return project
+    }
+
+    @Test(arguments: [
+        ("    certificate: bad.pem", "cannot load the client certificate", 2),
+        ("    certificate: sim/client.pem\n    ca_file: bad.pem", "cannot use ca_file", 2),
+        ("    certificate: /dev/null", "is a device, not a regular file", 2),
+        ("    certificate: fifo.pem", "is a named pipe (FIFO), not a regular file", 2),
+        (
+            "    team_id: ABCDE12345\n    key_id: KEY1234567\n    key_file: ${env:PUSHCAMP_TEST_UNSET_KEY}",
+            "PUSHCAMP_TEST_UNSET_KEY", 2
+        ),
+        (
+            "    team_id: ABCDE12345\n    key_id: KEY1234567\n    key_file: bad.pem",
+            "is not an ES256 (P-256) private key", 2
+        ),
+    ])
+    func credentialProblemsSayWhatIsWrong(_ app: String, _ expected: String, _ status: Int32) throws {
+        let project = try Self.project(app)
+        defer { project.remove() }
+        try project.write("bad.pem", "-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n")
+        _ = try SimulatorProcess(["--state-dir", "sim", "--client-certificates"], in: project.root).stop()
+        _ = mkfifo(project.path("fifo.pem"), 0o600)
+        let send = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root, timeout: 30)
+        #expect(send.status == status, "\(send.stderr)")
+        #expect(send.stderr.contains(expected), "\(send.stderr)")
+        for noise in ["NIOSSL", "BoringSSL", "Error Domain", "DecodingError", "The operation could not be completed"] {
+            #expect(!send.stderr.contains(noise), "\(send.stderr)")
+        }
+        #expect(try DeliberateSendCLITests.nothingSent(project))
+    }
+}
+
 /// The journal holds what was sent: nothing a command does may lose it.
 @Suite("the journal is never lost")
 struct JournalSafetyCLITests {

@@ -50,4 +50,18 @@ struct ValueBoundsTests {
         #expect(diagnostics.count == 1, "\(diagnostics)")
         #expect(diagnostics.first?.hasPrefix("campaigns/c.yaml:7:15: error:") == true, "\(diagnostics)")
     }
+
+    /// Found by fuzz-jsonl: a string ending in a backslash at the end of the input reported an
+    /// offset past the input (a column beyond the line).
+    @Test func aJSONErrorIsAlwaysInsideTheInput() {
+        for text in [#"{"to0\"#, #"["\"#, #"""#, #"{"a":"\u12"#] {
+            let bytes = Array(text.utf8)
+            do {
+                _ = try JSONParser.parse(bytes)
+                Issue.record("accepted: \(text)")
+            } catch {
+                #expect(error.offset <= bytes.count, "\(text): offset \(error.offset) of \(bytes.count)")
+            }
+        }
+    }
 }

@@ -75,13 +75,24 @@ public struct APNsClientConfiguration: Sendable {
                     )
                 }
             } catch {
-                throw APNsClientError(.credentials, "cannot load the client certificate \(path): \(error)")
+                // BoringSSL's own error stack says nothing a user can act on; say what the file must be.
+                throw APNsClientError(
+                    .credentials,
+                    "cannot load the client certificate \(path): it must be a PEM file with the certificate and its "
+                        + "private key, or a .p12/.pfx bundle, and its password (if any) must be right"
+                )
             }
         }
         do {
             return try NIOSSLContext(configuration: tls)
         } catch {
-            throw APNsClientError(.credentials, "TLS set-up failed: \(error)")
+            if let caFile {
+                throw APNsClientError(
+                    .connect,
+                    "cannot use ca_file \(caFile): it must hold PEM certificates (-----BEGIN CERTIFICATE-----)"
+                )
+            }
+            throw APNsClientError(.credentials, "TLS set-up failed: the client certificate and key do not fit together")
         }
     }
 }

@@ -164,6 +164,7 @@ public struct JSONParser {
             if bytes[index] == 0x5C {
                 needsDecoding = true
                 index += 1
+                if index == bytes.count { break }  // a backslash ends the input: the string is never closed
             } else if bytes[index] < 0x20 {
                 throw error("control character inside a string")
             }
