@@ -7,7 +7,7 @@ import Testing
 /// Audience data is another team's export: a bad cell costs one recipient, never the run.
 @Suite("Hostile audience data")
 struct HostileDataTests {
-    @Test func unusableRegistrationTimesOnDeadTokensKeepThemSuppressed() throws {
+    @Test func unreadableRegistrationTimesOnDeadTokensCostOneRecipientEach() throws {
         let project = try makeProject(
             rows: 1,
             campaign: basicCampaign.replacingOccurrences(of: "holdout: 10%", with: "holdout: 0%")
@@ -33,8 +33,14 @@ struct HostileDataTests {
         planner.history = DeliveryHistory(suppression: suppression)
         var sent: [Int] = []
         let summary = try planner.run { sent.append($0.seq) }
-        // Only the row registered (validly) after APNs called the token dead is sent.
+        // Only the row registered (validly) after APNs called the token dead is sent; the empty
+        // cell is no registration time (suppressed); each unreadable cell costs its recipient,
+        // located, and the plan goes on.
         #expect(sent == [6])
-        #expect(summary.suppressed == values.count - 1)
+        #expect(summary.suppressed == 1)
+        let refused = try #require(summary.failures[.registrationTimeUnreadable])
+        #expect(refused.count == 6)
+        #expect(refused.examples.map(\.location.line) == [2, 3, 4])
+        #expect(refused.examples.first?.detail.contains("registered_at 'nan' is not a time") == true)
     }
 }

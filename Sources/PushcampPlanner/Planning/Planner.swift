@@ -50,8 +50,22 @@ public struct Planner: Sendable {
                 return
             }
             if let history {
-                if history.suppression.suppresses(recipient) {
+                switch history.suppression.verdict(for: recipient) {
+                case .send: break
+                case .suppress:
                     state.suppressed += 1
+                    return
+                case .unreadableRegistration(let cell):
+                    let attribute = history.suppression.registeredAtAttribute
+                    state.refuse(
+                        recipient,
+                        problems: [
+                            (
+                                .registrationTimeUnreadable,
+                                "\(attribute) '\(cell.excerpt())' is not a time (a timestamp or seconds since 1970, years 0000-9999), and APNs called this token dead"
+                            )
+                        ]
+                    )
                     return
                 }
                 if let cap = history.frequencyCap, cap.holdsBack(recipient.token) {
@@ -189,15 +203,7 @@ struct PlanState {
             }
         }
         guard problems.isEmpty else {
-            failed += 1
-            let location = SourceLocation(path: campaign.audience.source.name, line: recipient.row)
-            var seen: Set<PreflightReason> = []
-            for (reason, detail) in problems where seen.insert(reason).inserted {
-                failures[reason, default: PlanSummary.FailureStat()].count += 1
-                if failures[reason]!.examples.count < PlanSummary.failureExampleLimit {
-                    failures[reason]!.examples.append(.init(location: location, token: recipient.token, detail: detail))
-                }
-            }
+            refuse(recipient, problems: problems)
             return nil
         }
 
@@ -220,6 +226,19 @@ struct PlanState {
         if let localeName { localeCounts[localeName, default: 0] += 1 }
         if sampleCandidates[variantIndex].count < sampleLimit { sampleCandidates[variantIndex].append(push) }
         return push
+    }
+
+    /// Counts a recipient pre-flight refuses, once per reason, keeping the first located examples.
+    mutating func refuse(_ recipient: Recipient, problems: [(PreflightReason, String)]) {
+        failed += 1
+        let location = SourceLocation(path: campaign.audience.source.name, line: recipient.row)
+        var seen: Set<PreflightReason> = []
+        for (reason, detail) in problems where seen.insert(reason).inserted {
+            failures[reason, default: PlanSummary.FailureStat()].count += 1
+            if failures[reason]!.examples.count < PlanSummary.failureExampleLimit {
+                failures[reason]!.examples.append(.init(location: location, token: recipient.token, detail: detail))
+            }
+        }
     }
 
     func chooseVariant(_ value: UInt64) -> Int {

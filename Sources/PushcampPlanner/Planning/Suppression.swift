@@ -28,19 +28,29 @@ public struct Suppression: Sendable {
         deadSince[key] = max(deadSince[key] ?? since, since)
     }
 
-    /// Whether `recipient` is passed over.
-    func suppresses(_ recipient: Recipient) -> Bool {
-        guard !deadSince.isEmpty, let since = deadSince[StableHash.hash(recipient.token)] else { return false }
-        guard let registered = recipient.attributes[registeredAtAttribute].flatMap(Self.milliseconds) else {
-            return true
+    /// What the journal's dead tokens make of a recipient.
+    enum Verdict: Equatable {
+        /// The token is not known dead, or was registered again since.
+        case send
+        /// The token is dead and the row has no registration time, or an older one.
+        case suppress
+        /// The token is dead and the row's registration time cannot be read (`nan`, `inf`, a number
+        /// outside years 0000–9999, text that is not a timestamp): this recipient is refused with the
+        /// cell quoted, so the data can be fixed; the run goes on.
+        case unreadableRegistration(String)
+    }
+
+    func verdict(for recipient: Recipient) -> Verdict {
+        guard !deadSince.isEmpty, let since = deadSince[StableHash.hash(recipient.token)] else { return .send }
+        guard let value = recipient.attributes[registeredAtAttribute], value != .string("") else {
+            return .suppress
         }
-        return registered <= since
+        guard let registered = Self.milliseconds(value) else { return .unreadableRegistration(value.text) }
+        return registered <= since ? .suppress : .send
     }
 
     /// A registration time as milliseconds since 1970: a timestamp (`2026-11-21T09:30:00Z`, as
-    /// campaign files take them) or a number of seconds since 1970.
-    /// Anything else — `nan`, `inf`, a number outside years 0000–9999 — is no registration time:
-    /// the recipient stays suppressed, and the send goes on.
+    /// campaign files take them) or a number of seconds since 1970. Nil for anything else.
     static func milliseconds(_ value: AttributeValue) -> Int64? {
         switch value {
         case .integer(let seconds): return milliseconds(seconds: Double(seconds))

@@ -16,6 +16,7 @@ public enum PreflightReason: String, Sendable, Hashable, CaseIterable, Comparabl
     case badTopic = "bad-topic"
     case headerControlCharacters = "header-control-characters"
     case expirationPassed = "expiration-passed"
+    case registrationTimeUnreadable = "registered-at-unreadable"
 
     /// What the reason means and what to do about it.
     public var summary: String {
@@ -39,6 +40,8 @@ public enum PreflightReason: String, Sendable, Hashable, CaseIterable, Comparabl
         case .headerControlCharacters:
             return "a header value (topic, collapse id) holds control characters: APNs resets the request"
         case .expirationPassed: return "apns-expiration is before the send (or before 1970): APNs would not deliver"
+        case .registrationTimeUnreadable:
+            return "the token is known dead and its registration time cannot be read: fix the audience's cell"
         }
     }
 
