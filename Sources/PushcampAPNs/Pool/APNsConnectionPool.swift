@@ -13,7 +13,9 @@ public final class APNsConnectionPool: PushTransport {
     public let events: AsyncStream<TransportEvent>
     private let continuation: AsyncStream<TransportEvent>.Continuation
     private let configuration: APNsClientConfiguration
-    private let group: any EventLoopGroup
+    /// Every connection of the pool runs on this one loop (so does the executor, by preference).
+    private let eventLoop: any EventLoop
+    public let taskExecutor: (any TaskExecutor)?
     private let tlsContext: NIOSSLContext
     private let queue = RequestQueue()
     private let state = Mutex(State())
@@ -29,7 +31,8 @@ public final class APNsConnectionPool: PushTransport {
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) throws(APNsClientError) {
         self.configuration = configuration
-        self.group = group
+        eventLoop = group.next()
+        taskExecutor = EventLoopTaskExecutor(eventLoop: eventLoop)
         self.tlsContext = try configuration.makeTLSContext()
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
     }
@@ -114,7 +117,7 @@ public final class APNsConnectionPool: PushTransport {
             streams: streams
         )
         let tlsContext = self.tlsContext
-        let eventLoop = group.next()
+        let eventLoop = self.eventLoop
         let ready = eventLoop.makePromise(of: Void.self)
         let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(configuration.connectTimeout)

@@ -33,4 +33,11 @@ public protocol PushTransport: Sendable {
     func shutdown()
     /// Requests written to a connection and not yet answered: what is really on the wire.
     var openStreams: Int { get }
+    /// Where the task driving this transport should run, if it has a preference (the connections'
+    /// event loop); nil runs it on the global executor.
+    var taskExecutor: (any TaskExecutor)? { get }
+}
+
+extension PushTransport {
+    public var taskExecutor: (any TaskExecutor)? { nil }
 }

@@ -75,11 +75,31 @@ public final class Executor: Service, Sendable {
     }
 
     /// Sends the run to its end and returns the report.
+    ///
+    /// The loop runs on the transport's preferred executor (the connections' event loop), so answers
+    /// reach the state machine without a thread hop; nothing it does there blocks: journal reads
+    /// (cancel checks) run in a task on the global executor, and closing the journal waits after
+    /// the loop has left the event loop.
     public func send() async -> SendReport {
         guard var machine = machine.withLock({ $0.take() }) else {
             preconditionFailure("an executor runs once")
         }
         producer.start()
+        let final: SendReport?
+        if let executor = transport.taskExecutor {
+            final = await withTaskExecutorPreference(executor) { await drive(&machine) }
+        } else {
+            final = await drive(&machine)
+        }
+        producer.cancel()
+        var report = final ?? SendReport(campaign: "", revision: "", endpoint: "")
+        report = close(report)
+        result.withLock { $0 = report }
+        return report
+    }
+
+    /// Feeds the state machine its inputs and carries out its actions until it finishes.
+    private func drive(_ machine: inout ExecutorStateMachine) async -> SendReport? {
         var final: SendReport?
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in
@@ -90,10 +110,9 @@ public final class Executor: Service, Sendable {
                     for await event in self.transport.events { self.input.yield(.transport(event)) }
                     self.input.yield(.transportEnded)
                 }
-                group.addTask { await self.housekeepingTicks() }
+                group.addTask(executorPreference: globalConcurrentExecutor) { await self.housekeepingTicks() }
                 var timers = TimerSet()
                 var nextProgress = clock.now() + options.progressInterval
-                var nextCancelCheck = clock.now() + options.cancelCheckInterval
                 var nextStats = clock.now() + options.statsInterval
                 var actions = machine.start(now: clock.now())
                 var iterator = inputs.makeAsyncIterator()
@@ -125,14 +144,6 @@ public final class Executor: Service, Sendable {
                     case .stop(let reason): actions = machine.stop(reason, now: now)
                     case .housekeeping:
                         actions = []
-                        if now >= nextCancelCheck {
-                            nextCancelCheck = now + options.cancelCheckInterval
-                            if let error = journal.error {
-                                actions += machine.stop(.journal(error.message), now: now)
-                            } else if journal.cancelRequested() {
-                                actions += machine.stop(.cancelled, now: now)
-                            }
-                        }
                         if now >= nextStats {
                             nextStats = now + options.statsInterval
                             journal.saveStats(machine.report.stats(seconds: now - machine.started))
@@ -148,11 +159,7 @@ public final class Executor: Service, Sendable {
         } onGracefulShutdown: {
             self.input.yield(.stop(.interrupted))
         }
-        producer.cancel()
-        var report = final ?? SendReport(campaign: "", revision: "", endpoint: "")
-        report = close(report)
-        result.withLock { $0 = report }
-        return report
+        return final
     }
 
     private func perform(
@@ -201,14 +208,25 @@ public final class Executor: Service, Sendable {
         }
     }
 
-    /// Wakes the loop for cancel checks, statistics and progress.
+    /// Wakes the loop for statistics and progress, and stops it when `pushcamp cancel` asked or the
+    /// journal failed: those checks read the journal, so they run here, off the event loop.
     private func housekeepingTicks() async {
         let step = min(options.cancelCheckInterval, options.progressInterval, options.statsInterval, 0.25)
+        var nextCancelCheck = clock.now() + options.cancelCheckInterval
         while true {
             do {
                 try await clock.sleep(until: clock.now() + step)
             } catch {
                 return
+            }
+            let now = clock.now()
+            if now >= nextCancelCheck {
+                nextCancelCheck = now + options.cancelCheckInterval
+                if let error = journal.error {
+                    input.yield(.stop(.journal(error.message)))
+                } else if journal.cancelRequested() {
+                    input.yield(.stop(.cancelled))
+                }
             }
             input.yield(.housekeeping)
         }
