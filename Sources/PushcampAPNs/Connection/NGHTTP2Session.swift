@@ -23,15 +23,22 @@ final class NGHTTP2Session {
         case notSent(Stream)
     }
 
-    /// One request on the wire and what came back so far.
-    struct Stream {
-        var request: APNsRequest
-        var started: NIODeadline
+    /// One request on the wire and what came back so far: a reference, so the stream table's
+    /// updates (status, body, bytes sent) never copy the request.
+    final class Stream {
+        let request: APNsRequest
+        let started: NIODeadline
         /// The provider token's generation it went with (0: certificate auth).
-        var tokenGeneration: Int
+        let tokenGeneration: Int
         var sent = 0
         var status: Int?
         var body: [UInt8] = []
+
+        init(request: APNsRequest, started: NIODeadline, tokenGeneration: Int) {
+            self.request = request
+            self.started = started
+            self.tokenGeneration = tokenGeneration
+        }
     }
 
     /// Which of Apple's "index the first time only" headers this connection has sent already.
@@ -192,8 +199,8 @@ final class NGHTTP2Session {
 
     fileprivate func data(streamID: Int32, _ bytes: UnsafeBufferPointer<UInt8>) {
         // Error bodies are a small JSON object; anything beyond 4 KiB is not worth keeping.
-        if let count = streams[streamID]?.body.count, count < 4096 {
-            streams[streamID]!.body.append(contentsOf: bytes.prefix(4096 - count))
+        if let stream = streams[streamID], stream.body.count < 4096 {
+            stream.body.append(contentsOf: bytes.prefix(4096 - stream.body.count))
         }
     }
 
@@ -235,13 +242,14 @@ final class NGHTTP2Session {
 
 extension NGHTTP2Session.Stream {
     /// Copies the next part of the payload into nghttp2's buffer; true when that was the last part.
-    fileprivate mutating func copyBody(into buffer: UnsafeMutablePointer<UInt8>, length: Int) -> (Int, Bool) {
-        let count = min(length, request.payload.count - sent)
-        request.payload.withUnsafeBufferPointer { payload in
+    fileprivate func copyBody(into buffer: UnsafeMutablePointer<UInt8>, length: Int) -> (Int, Bool) {
+        let (count, total) = request.withPayload { payload in
+            let count = min(length, payload.count - sent)
             buffer.update(from: payload.baseAddress! + sent, count: count)
+            return (count, payload.count)
         }
         sent += count
-        return (count, sent == request.payload.count)
+        return (count, sent == total)
     }
 }
 

@@ -4,22 +4,59 @@ import PushcampAPNsCore
 /// One HTTP/2 request to APNs, as the transport sends it: `POST /3/device/<token>`.
 ///
 /// The transport knows nothing of campaigns; `tag` lets the sender find its own record again.
+///
+/// What goes on the wire is fixed when the request is made and kept in one shared, immutable
+/// object: a request crosses the planner, the journal, the queue, nghttp2's stream table and the
+/// outcome, and each of those copies costs one reference count, not one per field.
 public struct APNsRequest: Sendable {
     public var tag: Int
-    /// The device token in hexadecimal.
-    public var deviceToken: String
-    public var apnsID: String
-    public var topic: String
-    public var pushType: String
-    public var priority: Int?
-    /// `apns-expiration`, UNIX seconds; nil leaves the header out.
-    public var expiration: Int64?
-    public var collapseID: String?
-    public var payload: [UInt8]
     /// How many times this request was handed to a connection before (0 for the first send).
     public var attempt: Int = 0
     /// How many of those attempts were lost with their connection (no answer, APNs may have it).
     public var losses: Int = 0
+    private let fields: Fields
+
+    private final class Fields: Sendable {
+        let deviceToken: String
+        let apnsID: String
+        let topic: String
+        let pushType: String
+        let priority: Int?
+        let expiration: Int64?
+        let collapseID: String?
+        let payload: [UInt8]
+
+        init(
+            deviceToken: String,
+            apnsID: String,
+            topic: String,
+            pushType: String,
+            priority: Int?,
+            expiration: Int64?,
+            collapseID: String?,
+            payload: [UInt8]
+        ) {
+            self.deviceToken = deviceToken
+            self.apnsID = apnsID
+            self.topic = topic
+            self.pushType = pushType
+            self.priority = priority
+            self.expiration = expiration
+            self.collapseID = collapseID
+            self.payload = payload
+        }
+    }
+
+    /// The device token in hexadecimal.
+    public var deviceToken: String { fields.deviceToken }
+    public var apnsID: String { fields.apnsID }
+    public var topic: String { fields.topic }
+    public var pushType: String { fields.pushType }
+    public var priority: Int? { fields.priority }
+    /// `apns-expiration`, UNIX seconds; nil leaves the header out.
+    public var expiration: Int64? { fields.expiration }
+    public var collapseID: String? { fields.collapseID }
+    public var payload: [UInt8] { fields.payload }
 
     public init(
         tag: Int,
@@ -33,14 +70,21 @@ public struct APNsRequest: Sendable {
         payload: [UInt8]
     ) {
         self.tag = tag
-        self.deviceToken = deviceToken
-        self.apnsID = apnsID
-        self.topic = topic
-        self.pushType = pushType
-        self.priority = priority
-        self.expiration = expiration
-        self.collapseID = collapseID
-        self.payload = payload
+        fields = Fields(
+            deviceToken: deviceToken,
+            apnsID: apnsID,
+            topic: topic,
+            pushType: pushType,
+            priority: priority,
+            expiration: expiration,
+            collapseID: collapseID,
+            payload: payload
+        )
+    }
+
+    /// Calls `body` with the payload's bytes, without copying them.
+    public func withPayload<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        try fields.payload.withUnsafeBufferPointer(body)
     }
 }
 
