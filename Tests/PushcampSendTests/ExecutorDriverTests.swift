@@ -43,11 +43,14 @@ struct ExecutorDriverTests {
         )
     }
 
-    /// Runs `send` to its end, moving `clock` to the next deadline every millisecond of real time;
+    /// Runs `send` to its end, moving `clock` to the next deadline once things have settled: the
+    /// transport's loop is waiting and the next deadline has not changed for two polls a millisecond
+    /// apart (on a loaded machine, moving time while work is still handed over would fake a stall).
     /// `during` is called at each step (to trigger a shutdown, say).
     static func drive(
         _ send: SendRun,
         on clock: ManualClock,
+        transport: InMemoryTransport,
         during: @escaping @Sendable () -> Void = {}
     ) async throws -> SendReport {
         let finished = Mutex(false)
@@ -55,10 +58,18 @@ struct ExecutorDriverTests {
             try await send.run()
             finished.withLock { $0 = true }
         }()
+        var seen: Double?
+        var settledPolls = 0
         while !finished.withLock({ $0 }) {
             try await Task.sleep(for: .milliseconds(1))
             during()
-            if let next = clock.nextDeadline { clock.advance(to: next) }
+            let next = clock.nextDeadline
+            settledPolls = transport.isParked && next != nil && next == seen ? settledPolls + 1 : 0
+            seen = next
+            if settledPolls >= 2, let next {
+                clock.advance(to: next)
+                settledPolls = 0
+            }
         }
         try await sending
         return try #require(send.report)
@@ -71,7 +82,11 @@ struct ExecutorDriverTests {
         rules.connections = 4
         rules.dropAfter = 300
         let transport = InMemoryTransport(rules: rules, clock: setup.clock)
-        let report = try await Self.drive(try Self.prepare(setup, transport: transport), on: setup.clock)
+        let report = try await Self.drive(
+            try Self.prepare(setup, transport: transport),
+            on: setup.clock,
+            transport: transport
+        )
         #expect(report.exitCode == 0, "\(report.text())")
         #expect(report.delivered == 3000)
         #expect(transport.delivered.count == 3000)
@@ -97,7 +112,7 @@ struct ExecutorDriverTests {
         #expect(throws: RunRefusal.self) { try Self.prepare(setup, transport: transport) }
         #expect(!FileManager.default.fileExists(atPath: setup.journalPath))
         let send = try Self.prepare(setup, transport: transport) { $0.ignoreSchedule = true }
-        let report = try await Self.drive(send, on: setup.clock)
+        let report = try await Self.drive(send, on: setup.clock, transport: transport)
         #expect(report.delivered == 10)
         // 24h after the real send (the clock's start), not after schedule.at in 2031.
         let expiration = try #require(transport.firstWritten?.expiration)
@@ -111,7 +126,11 @@ struct ExecutorDriverTests {
         rules.connections = 2
         rules.reason = { _ in .invalidProviderToken }
         let transport = InMemoryTransport(rules: rules, clock: setup.clock)
-        let report = try await Self.drive(try Self.prepare(setup, transport: transport), on: setup.clock)
+        let report = try await Self.drive(
+            try Self.prepare(setup, transport: transport),
+            on: setup.clock,
+            transport: transport
+        )
         guard case .credentials? = report.stop else {
             Issue.record("expected a credentials stop, got \(String(describing: report.stop))")
             return
@@ -132,7 +151,7 @@ struct ExecutorDriverTests {
         rules.streamLimit = 0
         let transport = InMemoryTransport(rules: rules, clock: setup.clock)
         let send = try Self.prepare(setup, transport: transport) { $0.stallTimeout = 20 }
-        let report = try await Self.drive(send, on: setup.clock)
+        let report = try await Self.drive(send, on: setup.clock, transport: transport)
         guard case .stalled(let message)? = report.stop else {
             Issue.record("expected a stall, got \(String(describing: report.stop))")
             return
@@ -153,7 +172,7 @@ struct ExecutorDriverTests {
         let transport = InMemoryTransport(rules: rules, clock: setup.clock)
         let report = try await testGracefulShutdown { trigger in
             let send = try Self.prepare(setup, transport: transport)
-            return try await Self.drive(send, on: setup.clock) {
+            return try await Self.drive(send, on: setup.clock, transport: transport) {
                 if transport.delivered.count >= 300 { trigger.triggerGracefulShutdown() }
             }
         }
@@ -172,7 +191,11 @@ struct ExecutorDriverTests {
 
         // The next send resumes the run, sends only the rest, and nobody gets it twice.
         let again = InMemoryTransport(rules: rules, clock: setup.clock)
-        let resumed = try await Self.drive(try Self.prepare(setup, transport: again), on: setup.clock)
+        let resumed = try await Self.drive(
+            try Self.prepare(setup, transport: again),
+            on: setup.clock,
+            transport: again
+        )
         #expect(resumed.exitCode == 0, "\(resumed.text())")
         #expect(resumed.possibleDuplicates == 0)
         let deliveries = transport.delivered.merging(again.delivered, uniquingKeysWith: +)
@@ -188,7 +211,7 @@ struct ExecutorDriverTests {
         let transport = InMemoryTransport(rules: rules, clock: setup.clock)
         let store = MemoryJournal(failingAfter: 40)
         let send = try Self.prepare(setup, transport: transport) { $0.store = store }
-        let report = try await Self.drive(send, on: setup.clock)
+        let report = try await Self.drive(send, on: setup.clock, transport: transport)
         guard case .journal(let message)? = report.stop else {
             Issue.record("expected a journal stop, got \(String(describing: report.stop))")
             return

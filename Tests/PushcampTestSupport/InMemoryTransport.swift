@@ -43,6 +43,7 @@ public final class InMemoryTransport: PushTransport {
         /// Per connection: a request was answered 200 since it came up.
         var accepted: [Bool]
         var shutdown = false
+        /// The loop has ended (shut down, nothing open).
         var finished = false
         var waiter: CheckedContinuation<Void, Never>?
         var woken = false
@@ -81,6 +82,11 @@ public final class InMemoryTransport: PushTransport {
     public var mostOpen: Int { state.withLock { $0.mostOpen } }
 
     public var openStreams: Int { state.withLock { $0.flights.count } }
+
+    /// Whether the transport's loop is waiting (it has taken in everything submitted): a test
+    /// driving virtual time moves the clock only then, so a busy machine never makes time pass
+    /// while work is still being handed over.
+    public var isParked: Bool { state.withLock { $0.finished || ($0.waiter != nil && !$0.woken) } }
 
     public func submit(_ requests: consuming [APNsRequest]) {
         let requests = copy requests
@@ -124,6 +130,7 @@ public final class InMemoryTransport: PushTransport {
             }
         }
         alarm?.cancel()
+        state.withLock { $0.finished = true }
         continuation.finish()
     }
 
