@@ -221,11 +221,17 @@ public struct CSVSource: AudienceSource {
     func at(_ line: Int) -> SourceLocation { SourceLocation(path: name, line: line) }
 
     func text(_ buffer: [UInt8], _ field: Field, line: Int) throws(AudienceError) -> String {
-        let slice = buffer[field.start..<field.end]
-        guard let text = String(validating: slice, as: UTF8.self) else {
+        // Through a buffer pointer, so the call is specialized (no generic metadata looked up per
+        // cell); ASCII, the common case, needs no validation.
+        let decoded: String? = buffer.withUnsafeBufferPointer { all in
+            let bytes = UnsafeBufferPointer(rebasing: all[field.start..<field.end])
+            if bytes.allSatisfy({ $0 < 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
+            return String(validating: bytes, as: UTF8.self)
+        }
+        guard let text = decoded else {
             throw AudienceError("field is not valid UTF-8 (save the file as UTF-8)", at: at(line))
         }
-        if field.quoted, slice.contains(0x22) {
+        if field.quoted, buffer[field.start..<field.end].contains(0x22) {
             return text.replacingOccurrences(of: "\"\"", with: "\"")
         }
         return text

@@ -26,16 +26,26 @@ public enum AttributeValue: Hashable, Sendable {
     public var isTruthy: Bool {
         switch self {
         case .string(let value):
-            switch value.lowercased() {
-            case "", "false", "no", "0", "off": return false
-            default: return true
+            // Only words of at most 5 letters can be false: lower-case those, without allocating
+            // (this runs per recipient for filters like `opted_in`).
+            guard value.utf8.count <= 5 else { return true }
+            var word: UInt64 = 0
+            for byte in value.utf8 {
+                let lower = (0x41...0x5A).contains(byte) ? byte | 0x20 : byte
+                word = word << 8 | UInt64(lower)
             }
+            return !Self.falseWords.contains(word)
         case .integer(let value): return value != 0
         case .number(let value): return value != 0
         case .bool(let value): return value
         case .list(let items): return !items.isEmpty
         case .object: return true
         }
+    }
+
+    /// "", "false", "no", "0", "off", each packed big-endian into a word as `isTruthy` packs its text.
+    static let falseWords: [UInt64] = ["", "false", "no", "0", "off"].map { word in
+        word.utf8.reduce(0) { $0 << 8 | UInt64($1) }
     }
 
     /// The value as a number, when it is one or is text that reads as one.

@@ -13,6 +13,19 @@ public final class AttributeSchema: Sendable, Hashable {
         self.indexes = indexes
     }
 
+    /// The position of attribute `name`. Audiences have a handful of columns, looked up several times
+    /// per recipient (filter, templates, locale): up to 16 names, comparing is cheaper than hashing
+    /// (short names are compared as two machine words); more names use the dictionary.
+    @inlinable
+    public func index(of name: String) -> Int? {
+        if names.count <= 16 {
+            // The first match, as `indexes` keeps the first of a repeated name.
+            for index in names.indices where names[index] == name { return index }
+            return nil
+        }
+        return indexes[name]
+    }
+
     public static func == (lhs: AttributeSchema, rhs: AttributeSchema) -> Bool {
         lhs === rhs || lhs.names == rhs.names
     }
@@ -41,7 +54,7 @@ public struct Attributes: Sendable, Hashable {
 
     @inlinable
     public subscript(name: String) -> AttributeValue? {
-        guard let index = schema.indexes[name] else { return nil }
+        guard let index = schema.index(of: name) else { return nil }
         return values[index]
     }
 }

@@ -51,21 +51,38 @@ public struct APNsID: Sendable, Hashable, CustomStringConvertible {
         self.bytes = (high, low)
     }
 
+    init(high: UInt64, low: UInt64) {
+        bytes = (high, low)
+    }
+
     public var byteArray: [UInt8] {
         (0..<8).map { UInt8(truncatingIfNeeded: bytes.0 >> (56 - 8 * UInt64($0))) }
             + (0..<8).map { UInt8(truncatingIfNeeded: bytes.1 >> (56 - 8 * UInt64($0))) }
     }
 
+    /// The 8-4-4-4-12 form in lowercase hex, written straight into the string's storage (once per
+    /// recipient).
     public var description: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(36)
-        for (index, byte) in byteArray.enumerated() {
-            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(0x2D) }
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
+        String(unsafeUninitializedCapacity: 36) { text in
+            var at = 0
+            for index in 0..<16 {
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    text[at] = 0x2D
+                    at += 1
+                }
+                let word = index < 8 ? bytes.0 : bytes.1
+                let byte = UInt8(truncatingIfNeeded: word >> (56 - 8 * UInt64(index % 8)))
+                text[at] = Self.hexDigit(byte >> 4)
+                text[at + 1] = Self.hexDigit(byte & 0x0F)
+                at += 2
+            }
+            return at
         }
-        return String(decoding: text, as: UTF8.self)
+    }
+
+    @inline(__always)
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? 0x30 + nibble : 0x57 + nibble
     }
 
     public static func == (lhs: APNsID, rhs: APNsID) -> Bool { lhs.bytes == rhs.bytes }

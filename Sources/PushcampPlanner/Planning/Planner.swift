@@ -90,6 +90,16 @@ struct PlanState {
     let expiration: PlannedExpiration?
     let localeAttribute: String?
     let defaultLocale: String
+    /// The campaign's variants, each behind one reference: choosing a variant per recipient copies
+    /// a pointer, not the variant's templates and tables.
+    let variants: [VariantReference]
+    /// The variants' weights, in order.
+    let weights: [UInt64]
+
+    final class VariantReference: Sendable {
+        let variant: LoadedCampaign.Variant
+        init(_ variant: LoadedCampaign.Variant) { self.variant = variant }
+    }
 
     var writer = JSONWriter(capacity: 4096)
     /// Resolved string tables per variant and raw locale value; bounded.
@@ -131,6 +141,8 @@ struct PlanState {
         case .after(let span)?: expiration = sendTime.map { .at($0 + span) } ?? .afterSend(span)
         }
         localeAttribute = campaign.locale?.attribute
+        variants = campaign.variants.map(VariantReference.init)
+        weights = campaign.variants.map { UInt64($0.weight) }
         defaultLocale = campaign.locale?.defaultLocale ?? "en"
         localeCache = Array(repeating: [:], count: campaign.variants.count)
         variantCounts = Array(repeating: 0, count: campaign.variants.count)
@@ -144,11 +156,11 @@ struct PlanState {
             return nil
         }
         let variantIndex = chooseVariant(hash >> 32)
-        let variant = campaign.variants[variantIndex]
+        let chosen = variants[variantIndex]
 
         var localeName: String?
         var strings: [String: MustacheTemplate] = [:]
-        if let table = variant.strings {
+        if let table = chosen.variant.strings {
             let raw = localeAttribute.flatMap { recipient.attributes[$0]?.text }
             if let cached = localeCache[variantIndex][raw] {
                 (localeName, strings) = cached
@@ -159,11 +171,15 @@ struct PlanState {
             }
         }
 
-        var context = RenderContext(attributes: recipient.attributes, variables: variant.variables, strings: strings)
+        var context = RenderContext(
+            attributes: recipient.attributes,
+            variables: chosen.variant.variables,
+            strings: strings
+        )
         writer.bytes.removeAll(keepingCapacity: true)
         var problems: [(PreflightReason, String)] = staticIssues[variantIndex].map { ($0.reason, $0.message) }
         do throws(RenderError) {
-            try variant.payload.render(into: &writer, context: &context)
+            try chosen.variant.payload.render(into: &writer, context: &context)
         } catch {
             problems.append((Self.reason(for: error), "\(error)"))
         }
@@ -210,7 +226,7 @@ struct PlanState {
         let push = PlannedPush(
             token: recipient.token,
             apnsID: UUIDv5.make(namespace: runNamespace, name: recipient.token),
-            variant: variant.name,
+            variant: chosen.variant.name,
             locale: localeName,
             pushType: campaign.pushType,
             priority: campaign.priority,
@@ -242,14 +258,13 @@ struct PlanState {
     }
 
     func chooseVariant(_ value: UInt64) -> Int {
-        guard campaign.variants.count > 1, totalWeight > 0 else { return 0 }
+        guard weights.count > 1, totalWeight > 0 else { return 0 }
         var point = value % totalWeight
-        for (index, variant) in campaign.variants.enumerated() {
-            let weight = UInt64(variant.weight)
+        for (index, weight) in weights.enumerated() {
             if point < weight { return index }
             point -= weight
         }
-        return campaign.variants.count - 1
+        return weights.count - 1
     }
 
     static func reason(for error: RenderError) -> PreflightReason {

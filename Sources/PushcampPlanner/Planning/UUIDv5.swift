@@ -34,7 +34,13 @@ public enum UUIDv5 {
         hasher.update(data: namespace)
         var name = name
         name.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
-        var id = APNsID(bytes: Array(hasher.finalize().prefix(16)))
+        // Read the digest in place: this runs once per recipient.
+        var id = hasher.finalize().withUnsafeBytes { digest in
+            APNsID(
+                high: UInt64(bigEndian: digest.loadUnaligned(as: UInt64.self)),
+                low: UInt64(bigEndian: digest.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            )
+        }
         id.bytes.0 = (id.bytes.0 & ~(0xF000 as UInt64)) | 0x5000
         id.bytes.1 = (id.bytes.1 & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
         return id

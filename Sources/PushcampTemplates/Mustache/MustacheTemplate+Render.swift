@@ -42,6 +42,10 @@ public struct RenderContext {
 
     @inline(__always)
     func lookup(_ name: MustacheTemplate.Name) -> AttributeValue? {
+        // The common case: a plain name outside any section.
+        if stack.isEmpty, name.parts.count == 1 {
+            return attributes[name.parts[0]] ?? variables[name.parts[0]]
+        }
         guard let first = name.parts.first else { return stack.last }
         var value: AttributeValue?
         for frame in stack.reversed() {

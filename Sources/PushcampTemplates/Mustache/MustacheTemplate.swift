@@ -9,7 +9,9 @@ import PushcampModel
 ///   variables, not in an enclosing section) is an error for that recipient, never an empty string.
 ///   A missing name in a section tag is simply false, as in Mustache.
 public struct MustacheTemplate: Sendable, Hashable {
-    indirect enum Part: Sendable, Hashable {
+    // Not `indirect`: sections hold their parts in an array already, and a boxed part would cost a
+    // reference count each time rendering looks at it.
+    enum Part: Sendable, Hashable {
         /// Literal text, already escaped for the inside of a JSON string.
         case text([UInt8])
         case variable(Name)

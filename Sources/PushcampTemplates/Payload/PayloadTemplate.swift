@@ -25,43 +25,77 @@ public struct PayloadTemplate: Sendable {
         public func location(offset: Int) -> SourceLocation { node.location(offset: offset) }
     }
 
-    let root: Element
+    /// The payload as rendering runs it: constant JSON bytes and templated leaves, in output order.
+    let program: Program
     /// Every templated leaf, in file order.
     public let leaves: [Leaf]
     /// The constant structure, for pre-flight checks: key paths and the constant values at them.
     public let shape: PayloadShape
     public let path: String
 
-    /// Renders the payload for one recipient, appending JSON to `writer`.
-    public func render(into writer: inout JSONWriter, context: inout RenderContext) throws(RenderError) {
-        try Self.render(root, into: &writer, context: &context)
+    init(root: Element, leaves: [Leaf], shape: PayloadShape, path: String) {
+        program = Program(root)
+        self.leaves = leaves
+        self.shape = shape
+        self.path = path
     }
 
-    static func render(
-        _ element: Element,
-        into writer: inout JSONWriter,
-        context: inout RenderContext
-    ) throws(RenderError) {
-        switch element {
-        case .constant(let bytes):
-            writer.bytes.append(contentsOf: bytes)
-        case .leaf(let template):
-            try template.renderLeaf(into: &writer, context: &context)
-        case .object(let members):
-            writer.bytes.append(0x7B)
-            for (index, member) in members.enumerated() {
-                if index > 0 { writer.bytes.append(0x2C) }
-                writer.bytes.append(contentsOf: member.key)
-                try render(member.value, into: &writer, context: &context)
+    /// Renders the payload for one recipient, appending JSON to `writer`.
+    public func render(into writer: inout JSONWriter, context: inout RenderContext) throws(RenderError) {
+        for index in program.steps.indices {
+            let step = program.steps[index]
+            writer.bytes.append(contentsOf: program.constants[step.constant])
+            if step.leaf >= 0 { try program.templates[step.leaf].renderLeaf(into: &writer, context: &context) }
+        }
+    }
+
+    /// A payload flattened for rendering: whatever its nesting, a payload is constant bytes (braces,
+    /// keys, constant values) with templated leaves between them, so rendering is one loop over plain
+    /// values, with no recursion and no reference counting per element.
+    struct Program: Sendable {
+        struct Step: Sendable {
+            /// Constant bytes written first (a range of `constants`).
+            var constant: Range<Int>
+            /// Then this leaf of `templates`, unless negative.
+            var leaf: Int
+        }
+
+        var constants: [UInt8] = []
+        var steps: [Step] = []
+        var templates: [MustacheTemplate] = []
+
+        init(_ root: Element) {
+            var start = 0
+            func emit(leaf: Int) {
+                steps.append(Step(constant: start..<constants.count, leaf: leaf))
+                start = constants.count
             }
-            writer.bytes.append(0x7D)
-        case .array(let items):
-            writer.bytes.append(0x5B)
-            for (index, item) in items.enumerated() {
-                if index > 0 { writer.bytes.append(0x2C) }
-                try render(item, into: &writer, context: &context)
+            func visit(_ element: Element) {
+                switch element {
+                case .constant(let bytes):
+                    constants += bytes
+                case .leaf(let template):
+                    templates.append(template)
+                    emit(leaf: templates.count - 1)
+                case .object(let members):
+                    constants.append(0x7B)
+                    for (index, member) in members.enumerated() {
+                        if index > 0 { constants.append(0x2C) }
+                        constants += member.key
+                        visit(member.value)
+                    }
+                    constants.append(0x7D)
+                case .array(let items):
+                    constants.append(0x5B)
+                    for (index, item) in items.enumerated() {
+                        if index > 0 { constants.append(0x2C) }
+                        visit(item)
+                    }
+                    constants.append(0x5D)
+                }
             }
-            writer.bytes.append(0x5D)
+            visit(root)
+            if start < constants.count { emit(leaf: -1) }
         }
     }
 }
