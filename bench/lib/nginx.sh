@@ -9,6 +9,7 @@ bench_install() {
     command -v h2load >/dev/null || need+=(nghttp2-client)
     command -v openssl >/dev/null || need+=(openssl)
     command -v /usr/bin/time >/dev/null || need+=(time)
+    /usr/bin/python3 -c 'import aioapns' 2>/dev/null || need+=(python3-aioapns)
     if ((${#need[@]})); then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
     fi
@@ -100,7 +101,8 @@ apps:
 YAML
 }
 
-# bench_campaign FILE ID RATE: one rendered alert to every row of audience.csv, over 1 connection.
+# bench_campaign FILE ID RATE [CONNECTIONS]: one rendered alert to every row of audience.csv, over 1
+# connection (or CONNECTIONS).
 bench_campaign() {
     cat > "$1" <<YAML
 campaign: $2
@@ -115,6 +117,6 @@ message:
     aps:
       alert: { title: "Spring sale", body: "Hello {{first_name}}, 20% off everything until Sunday" }
       sound: default
-throttle: { rate: $3, connections: 1 }
+throttle: { rate: $3, connections: ${4:-1} }
 YAML
 }
