@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Pushcamp against its peers on the same APNs-shaped nginx, in one run (issue #14):
+#   - `pushcamp send` end to end (plan + render + SQLite journal + HTTP/2 + report) over 1 connection
+#     against `h2load -c 1 -m 100` with the same headers and body (target: ratio >= 0.9);
+#   - the same over 4 connections against `h2load -c 4 -m 100` (target >= 0.9);
+#   - Pushcamp's CPU per push, user + sys of the whole process over the pushes (target <= 9 us);
+#   - aioapns, the best-known Python client (Debian's python3-aioapns), over 1 connection with 100
+#     requests in flight (target: Pushcamp >= 40x). It sends AIO_COUNT pushes (default 20,000: it
+#     manages ~2,500/s), so its rate, not its time, is compared.
+# Rounds alternate the sides so a noisy neighbour hurts all alike; medians are compared.
+#
+#   bench/peers.sh                 # 200,000 pushes, 5 rounds
+#   bench/peers.sh 50000 1         # a quicker look
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib/nginx.sh
+count=${1:-200000}
+rounds=${2:-5}
+aio_count=${AIO_COUNT:-20000}
+port=${BENCH_PORT:-18444}
+
+out=$PWD/bench/out/peers
+bench_setup "$out"
+bench_nginx "$out" "$port"
+bench_audience "$count" "$out/audience.csv"
+bench_project "$out" "$port"
+bench_campaign "$out/one.yaml" peers-bench 10000000/s 1
+bench_campaign "$out/four.yaml" peers-bench 10000000/s 4
+body='{"aps":{"alert":{"title":"Spring sale","body":"Hello Name123, 20% off everything until Sunday"},"sound":"default"}}'
+printf '%s' "$body" > "$out/body.json"
+token=$(sed -n '2s/,.*//p' "$out/audience.csv")
+
+# pushcamp_side SIDE CAMPAIGN LABEL: one send with a fresh journal; appends "rate cpu-seconds peak-KB".
+pushcamp_side() {
+    local side=$1 campaign=$2 label=$3
+    rm -rf "$out/.pushcamp"
+    /usr/bin/time -f '%e %U %S %M' -o "$out/time.txt" "$binary" send --quiet "$out/$campaign" > "$out/report.txt"
+    read -r seconds user sys kilobytes < "$out/time.txt"
+    delivered=$(sed -n 's/^delivered \([0-9]*\),.*/\1/p' "$out/report.txt")
+    [[ $delivered == "$count" ]] || { echo "pushcamp delivered ${delivered:-nothing} of $count" >&2; cat "$out/report.txt" >&2; exit 1; }
+    python3 -c "print($delivered / $seconds, $user + $sys, $kilobytes)" >> "$out/$side.txt"
+    printf '%-6s %-36s %10.0f req/s   (%.2f s, CPU %.2f s = %.1f us/push, peak RSS %.1f MB)\n' "$round" \
+        "pushcamp send, $label" "$(python3 -c "print($delivered / $seconds)")" "$seconds" \
+        "$(python3 -c "print($user + $sys)")" "$(python3 -c "print(($user + $sys) / $delivered * 1e6)")" \
+        "$(python3 -c "print($kilobytes / 1024)")"
+}
+
+# h2load_side SIDE CONNECTIONS: the same request, 100 streams per connection.
+h2load_side() {
+    local side=$1 connections=$2
+    h2load -n "$count" -c "$connections" -m 100 -d "$out/body.json" \
+        -H "authorization: bearer eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWTEyMzQ1NjcifQ.eyJpc3MiOiJBQkNERTEyMzQ1IiwiaWF0IjoxNzAwMDAwMDAwfQ.c2lnbmF0dXJlLXBsYWNlaG9sZGVyLW9mLXRoZS1zYW1lLWxlbmd0aC1hcy1hbi1FUzI1Ni1zaWduYXR1cmUtMTIzNDU2Nzg" \
+        -H "apns-id: 5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5b" -H "apns-topic: com.example.shop" \
+        -H "apns-push-type: alert" -H "apns-priority: 10" -H "apns-expiration: 1767225600" \
+        -H "apns-collapse-id: peers-bench" \
+        "https://127.0.0.1:$port/3/device/$token" > "$out/h2load.txt"
+    rate=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' "$out/h2load.txt")
+    ok=$(sed -n 's/^status codes: \([0-9]*\) 2xx.*/\1/p' "$out/h2load.txt")
+    echo "$rate" >> "$out/$side.txt"
+    printf '%-6s %-36s %10.0f req/s   (%s 2xx)\n' "$round" "h2load -c $connections -m 100" "$rate" "$ok"
+}
+
+aioapns_side() {
+    /usr/bin/python3 bench/aioapns-send.py "$port" "$out/ca.pem" "$out/key.p8" "$aio_count" > "$out/aioapns-out.txt"
+    rate=$(sed -n 's/.* s, \([0-9]*\) req\/s$/\1/p' "$out/aioapns-out.txt")
+    echo "$rate" >> "$out/aioapns.txt"
+    printf '%-6s %-36s %10.0f req/s   (%s)\n' "$round" "aioapns, 1 connection" "$rate" "$(cat "$out/aioapns-out.txt")"
+}
+
+printf '%-6s %-36s %16s\n' round side rate
+for round in $(seq 1 "$rounds"); do
+    pushcamp_side one one.yaml "1 connection"
+    h2load_side h2load-one 1
+    pushcamp_side four four.yaml "4 connections"
+    h2load_side h2load-four 4
+    aioapns_side
+done
+
+python3 - "$out" "$count" <<'PY'
+import statistics, sys
+out, count = sys.argv[1], int(sys.argv[2])
+def rows(name): return [[float(x) for x in line.split()] for line in open(f"{out}/{name}.txt")]
+def median(name, column=0): return statistics.median(row[column] for row in rows(name))
+one, four = median("one"), median("four")
+h1, h4, aio = median("h2load-one"), median("h2load-four"), median("aioapns")
+cpu1, cpu4 = median("one", 1) / count * 1e6, median("four", 1) / count * 1e6
+peak = max(row[2] for row in rows("one") + rows("four")) / 1024
+print()
+print("median pushcamp send, 1 connection:  %7.0f req/s, %.1f us CPU/push" % (one, cpu1))
+print("median h2load -c 1 -m 100:           %7.0f req/s" % h1)
+print("median pushcamp send, 4 connections: %7.0f req/s, %.1f us CPU/push" % (four, cpu4))
+print("median h2load -c 4 -m 100:           %7.0f req/s" % h4)
+print("median aioapns, 1 connection:        %7.0f req/s" % aio)
+print("peak RSS of pushcamp send:           %7.1f MB" % peak)
+print("ratio pushcamp / h2load, 1 connection:  %.2f   (target >= 0.9)" % (one / h1))
+print("ratio pushcamp / h2load, 4 connections: %.2f   (target >= 0.9)" % (four / h4))
+print("CPU per push, 1 connection:             %.1f us (target <= 9)" % cpu1)
+print("pushcamp / aioapns:                     %.0fx  (target >= 40x)" % (one / aio))
+PY
