@@ -233,7 +233,9 @@ struct PlanState {
             topic: campaign.topic,
             expiration: expiration,
             collapseID: collapseID,
-            payload: writer.bytes,
+            // A copy of exactly the payload's size: handing over the writer's own buffer would leave
+            // a 4 KB buffer with every push in flight and make the writer allocate a new one.
+            payload: writer.bytes.withUnsafeBufferPointer { Array($0) },
             row: recipient.row,
             seq: seq
         )
