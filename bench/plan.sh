@@ -5,6 +5,8 @@
 #
 #   bench/plan.sh            # both sizes
 #   bench/plan.sh 200000     # other sizes, for a quick look
+#   BASELINE=/path/to/old/pushcamp bench/plan.sh
+#                            # also plans with an older build after each size: before/after in one run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=("$@")
@@ -41,6 +43,13 @@ for size in "${sizes[@]}"; do
     rss[$size]=$kilobytes
     printf '%-10s %8s %14.0f %9.1f MB %10s\n' "$size" "$seconds" "$(python3 -c "print($size / $seconds)")" \
         "$(python3 -c "print($kilobytes / 1024)")" "$planned"
+    if [[ -n "${BASELINE:-}" ]]; then
+        /usr/bin/time -f '%e %M' -o "$out/time-base.txt" "$BASELINE" plan --samples 0 --format json "$out/campaign.yaml" > /dev/null
+        read -r base_seconds base_kilobytes < "$out/time-base.txt"
+        printf '%-10s %8s %14.0f %9.1f MB   (baseline; this build %.2fx as fast)\n' "$size" "$base_seconds" \
+            "$(python3 -c "print($size / $base_seconds)")" "$(python3 -c "print($base_kilobytes / 1024)")" \
+            "$(python3 -c "print($base_seconds / $seconds)")"
+    fi
 done
 if ((${#sizes[@]} >= 2)); then
     first=${sizes[0]}
