@@ -20,7 +20,9 @@ public final class AttributeSchema: Sendable, Hashable {
     public func index(of name: String) -> Int? {
         if names.count <= 16 {
             // The first match, as `indexes` keeps the first of a repeated name.
-            for index in names.indices where names[index] == name { return index }
+            // Lengths first: for short names they are stored inline, and most names differ in length.
+            let length = name.utf8.count
+            for index in names.indices where names[index].utf8.count == length && names[index] == name { return index }
             return nil
         }
         return indexes[name]

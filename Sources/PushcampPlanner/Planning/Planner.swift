@@ -95,13 +95,21 @@ struct PlanState {
     let variants: [VariantReference]
     /// The variants' weights, in order.
     let weights: [UInt64]
+    /// The collapse id when its template has no tags (most campaigns): the same text for everyone.
+    let constantCollapseID: String?
 
     final class VariantReference: Sendable {
         let variant: LoadedCampaign.Variant
-        init(_ variant: LoadedCampaign.Variant) { self.variant = variant }
+        let renderer: PayloadTemplate.Renderer
+        init(_ variant: LoadedCampaign.Variant) {
+            self.variant = variant
+            renderer = variant.payload.renderer
+        }
     }
 
     var writer = JSONWriter(capacity: 4096)
+    /// Reused from recipient to recipient.
+    var context = RenderContext(attributes: .empty, variables: .empty, strings: [:])
     /// Resolved string tables per variant and raw locale value; bounded.
     var localeCache: [[String?: (locale: String, strings: [String: MustacheTemplate])]]
     var variantCounts: [Int]
@@ -143,6 +151,7 @@ struct PlanState {
         localeAttribute = campaign.locale?.attribute
         variants = campaign.variants.map(VariantReference.init)
         weights = campaign.variants.map { UInt64($0.weight) }
+        constantCollapseID = Self.constantCollapseID(campaign.collapseID)
         defaultLocale = campaign.locale?.defaultLocale ?? "en"
         localeCache = Array(repeating: [:], count: campaign.variants.count)
         variantCounts = Array(repeating: 0, count: campaign.variants.count)
@@ -171,20 +180,19 @@ struct PlanState {
             }
         }
 
-        var context = RenderContext(
-            attributes: recipient.attributes,
-            variables: chosen.variant.variables,
-            strings: strings
-        )
+        context.reset(attributes: recipient.attributes, variables: chosen.variant.variables, strings: strings)
         writer.bytes.removeAll(keepingCapacity: true)
         var problems: [(PreflightReason, String)] = staticIssues[variantIndex].map { ($0.reason, $0.message) }
         do throws(RenderError) {
-            try chosen.variant.payload.render(into: &writer, context: &context)
+            try chosen.renderer.render(into: &writer, context: &context)
         } catch {
             problems.append((Self.reason(for: error), "\(error)"))
         }
         var collapseID: String?
-        if let template = campaign.collapseID {
+        if let constant = constantCollapseID {
+            // The same for every recipient: checked once (static rules), no string made per push.
+            collapseID = constant
+        } else if let template = campaign.collapseID {
             do throws(RenderError) {
                 let text = try template.renderText(context: &context)
                 if StaticRules.hasHeaderControlCharacters(text) {
@@ -244,6 +252,17 @@ struct PlanState {
         if let localeName { localeCounts[localeName, default: 0] += 1 }
         if sampleCandidates[variantIndex].count < sampleLimit { sampleCandidates[variantIndex].append(push) }
         return push
+    }
+
+    /// The collapse id's text when the template has no tags and the text passes the header checks;
+    /// otherwise nil, and each recipient's is rendered and checked (and refused, with a reason).
+    static func constantCollapseID(_ template: MustacheTemplate?) -> String? {
+        guard let template, template.isConstant else { return nil }
+        var context = RenderContext(attributes: .empty, variables: .empty, strings: [:])
+        guard let text = try? template.renderText(context: &context), !StaticRules.hasHeaderControlCharacters(text),
+            text.utf8.count <= 64
+        else { return nil }
+        return text
     }
 
     /// Counts a recipient pre-flight refuses, once per reason, keeping the first located examples.

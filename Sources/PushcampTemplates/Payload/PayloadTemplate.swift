@@ -42,6 +42,32 @@ public struct PayloadTemplate: Sendable {
 
     /// Renders the payload for one recipient, appending JSON to `writer`.
     public func render(into writer: inout JSONWriter, context: inout RenderContext) throws(RenderError) {
+        try Self.render(program, into: &writer, context: &context)
+    }
+
+    /// The payload's renderer on its own: one reference to hold per variant, so rendering for each
+    /// recipient copies no template structure.
+    public var renderer: Renderer { Renderer(program) }
+
+    public final class Renderer: Sendable {
+        let program: Program
+
+        init(_ program: Program) {
+            self.program = program
+        }
+
+        public func render(into writer: inout JSONWriter, context: inout RenderContext) throws(RenderError) {
+            try PayloadTemplate.render(program, into: &writer, context: &context)
+        }
+    }
+
+    static func render(
+        _ program: Program,
+        into writer: inout JSONWriter,
+        context: inout RenderContext
+    )
+        throws(RenderError)
+    {
         for index in program.steps.indices {
             let step = program.steps[index]
             writer.bytes.append(contentsOf: program.constants[step.constant])
