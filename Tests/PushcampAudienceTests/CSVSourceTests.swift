@@ -5,7 +5,12 @@ import Testing
 
 @Suite("CSV audiences")
 struct CSVSourceTests {
-    func rows(_ text: String, bytes: [UInt8]? = nil, tokenColumn: String = "token") throws -> [SourceRow] {
+    func rows(
+        _ text: String,
+        bytes: [UInt8]? = nil,
+        tokenColumn: String = "token",
+        tokensOnly: Bool = false
+    ) throws -> [SourceRow] {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }
         let path = try project.write("a.csv", bytes: bytes ?? Array(text.utf8))
@@ -16,8 +21,67 @@ struct CSVSourceTests {
             location: SourceLocation(path: "c.yaml", line: 4, column: 3)
         )
         var rows: [SourceRow] = []
-        try source.forEachRow(tokensOnly: false) { rows.append($0) }
+        try source.forEachRow(tokensOnly: tokensOnly) { rows.append($0) }
         return rows
+    }
+
+    /// Tokens and rows (or the error) of a read, for comparing the two kinds of pass.
+    func outline(_ text: String, tokensOnly: Bool) -> [String] {
+        do {
+            return try rows(text, tokensOnly: tokensOnly).map { "\($0.row):\($0.token ?? "-")" }
+        } catch {
+            return ["\(error)"]
+        }
+    }
+
+    /// The token-only pass (the duplicate search; its fast path splits plain lines with memchr)
+    /// reads the same tokens at the same rows, and stops at the same error, as a full read:
+    /// CRLF and bare CR endings, blank lines, quoted fields (with delimiters and line breaks), an
+    /// empty token, a last line without a newline, ragged rows.
+    @Test(arguments: [
+        "token,name\r\nt1,a\r\n\r\nt2,b\r\n",
+        "name,token\nx,t1\n\"q,uoted\",t2\ny,\n\nz,t4",
+        "token,name,note\nt1,a,\"two\nlines\"\nt2,b,c\r\nt3,c,d",
+        "token,name\nt1,a\rt2,b\n",
+        "token,name\nt1,a\nt2,b,extra\nt3,c\n",
+        "token,name\nt1\n",
+        "token,name\n\"t1\",a\nt2,\"b\"\n",
+        "token,name\nt1,Inès\nt2,Zoë\n",
+    ])
+    func theTokenPassAgreesWithAFullRead(_ text: String) {
+        #expect(outline(text, tokensOnly: true) == outline(text, tokensOnly: false))
+    }
+
+    /// Bytes that are not UTF-8 in any field stop the token pass too (it runs before anything is
+    /// sent), at the same line as the full read. Found by fuzz-csv.
+    @Test(arguments: [
+        Array("token,name\nt1,ok\nt2,".utf8) + [0x94, 0x8C] + Array("\nt3,x\n".utf8),
+        Array("token,first_name,loca\r\0,fir_nae\0me,loStroca\r\0,firsj_n!e\0me,oStri".utf8) + [0x94, 0x8C]
+            + Array("tketkere".utf8),
+    ])
+    func invalidUTF8StopsTheTokenPassWhereTheFullReadStops(_ bytes: [UInt8]) throws {
+        func outline(tokensOnly: Bool) -> [String] {
+            do {
+                return try rows("", bytes: bytes, tokensOnly: tokensOnly).map { "\($0.row):\($0.token ?? "-")" }
+            } catch {
+                return ["\(error)"]
+            }
+        }
+        let full = outline(tokensOnly: false)
+        #expect(full.last?.contains("not valid UTF-8") == true)
+        #expect(outline(tokensOnly: true) == full)
+    }
+
+    @Test func theTokenPassAgreesAcrossReadChunks() throws {
+        // 30,000 rows of ~90 bytes: lines cross the reader's 1 MiB chunks.
+        var text = "token,name,note\n"
+        for index in 0..<30_000 {
+            text +=
+                "\(String(repeating: "ab", count: 32))\(index),Name\(index),\(index % 7 == 0 ? "\"q,\"" : "plain")\n"
+        }
+        let tokensOnly = outline(text, tokensOnly: true)
+        #expect(tokensOnly.count == 30_000)
+        #expect(tokensOnly == outline(text, tokensOnly: false))
     }
 
     func failure(_ text: String, bytes: [UInt8]? = nil, tokenColumn: String = "token") -> String? {

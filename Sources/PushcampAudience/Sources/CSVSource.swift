@@ -1,5 +1,11 @@
 import PushcampModel
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A CSV audience (RFC 4180): a header row naming the columns, one of which holds device tokens;
 /// every other column is an attribute. Quoted fields may hold delimiters, quotes (`""`) and line
 /// breaks. An empty cell is an absent attribute. A row with more or fewer fields than the header, a
@@ -127,6 +133,64 @@ public struct CSVSource: AudienceSource {
         }
     }
 
+    /// A record read for its token alone, by `tokenLine`.
+    enum TokenLine {
+        /// The token field's bytes, how many fields the line has, and where the next record starts.
+        case record(token: Range<Int>, fields: Int, next: Int)
+        case blank(next: Int)
+    }
+
+    /// The token-only pass's fast path: a whole line in the buffer with no quote and no stray CR
+    /// (nearly every line of an export) is split with `memchr` instead of byte by byte. Nil sends the
+    /// record to `scanRecord`, which handles everything (quotes, line breaks in fields, CR endings,
+    /// a record cut by the buffer's end).
+    static func tokenLine(
+        _ bytes: UnsafeBufferPointer<UInt8>,
+        start: Int,
+        end: Int,
+        delimiter: UInt8,
+        tokenIndex: Int
+    ) -> TokenLine? {
+        guard start < end, let base = bytes.baseAddress.map({ UnsafeRawPointer($0 + start) }),
+            let newline = memchr(base, 0x0A, end - start)
+        else { return nil }
+        let lineEnd = base.distance(to: UnsafeRawPointer(newline))
+        var contentEnd = lineEnd
+        if contentEnd > 0, base.load(fromByteOffset: contentEnd - 1, as: UInt8.self) == 0x0D { contentEnd -= 1 }
+        if memchr(base, 0x22, contentEnd) != nil || memchr(base, 0x0D, contentEnd) != nil { return nil }
+        // Other bytes than ASCII need UTF-8 checks per field: the full scan does them.
+        guard isASCII(base, count: contentEnd) else { return nil }
+        let next = start + lineEnd + 1
+        if contentEnd == 0 { return .blank(next: next) }
+        var fieldStart = 0
+        var field = 0
+        var token = 0..<0
+        while true {
+            let found = memchr(base + fieldStart, Int32(delimiter), contentEnd - fieldStart)
+            let fieldEnd = found.map { base.distance(to: UnsafeRawPointer($0)) } ?? contentEnd
+            if field == tokenIndex { token = start + fieldStart..<start + fieldEnd }
+            guard found != nil else { break }
+            fieldStart = fieldEnd + 1
+            field += 1
+        }
+        return .record(token: token, fields: field + 1, next: next)
+    }
+
+    /// Whether `count` bytes are all ASCII, eight at a time.
+    static func isASCII(_ base: UnsafeRawPointer, count: Int) -> Bool {
+        var index = 0
+        var high: UInt64 = 0
+        while index + 8 <= count {
+            high |= base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            index += 8
+        }
+        while index < count {
+            high |= UInt64(base.load(fromByteOffset: index, as: UInt8.self))
+            index += 1
+        }
+        return high & 0x8080_8080_8080_8080 == 0
+    }
+
     func scan(
         tokensOnly: Bool,
         stopAfterHeader: Bool,
@@ -148,6 +212,39 @@ public struct CSVSource: AudienceSource {
 
         while true {
             if reader.start >= reader.end, try !reader.fill(displayName: name) { break }
+            if tokensOnly, schema != nil,
+                let fast = reader.buffer.withUnsafeBufferPointer({ bytes in
+                    Self.tokenLine(
+                        bytes,
+                        start: reader.start,
+                        end: reader.end,
+                        delimiter: delimiter,
+                        tokenIndex: tokenIndex
+                    )
+                })
+            {
+                let recordLine = line
+                line += 1
+                switch fast {
+                case .blank(let next):
+                    reader.start = next
+                case .record(let tokenRange, let fieldCount, let next):
+                    guard fieldCount == columnCount else {
+                        throw fieldCountError(fieldCount, columns: columnCount, line: recordLine)
+                    }
+                    let token =
+                        tokenRange.isEmpty
+                        ? nil
+                        : try text(
+                            reader.buffer,
+                            Field(start: tokenRange.lowerBound, end: tokenRange.upperBound, quoted: false),
+                            line: recordLine
+                        )
+                    reader.start = next
+                    try body(SourceRow(token: token, attributes: .empty, row: recordLine))
+                }
+                continue
+            }
             let scanned = reader.buffer.withUnsafeBufferPointer { bytes in
                 Self.scanRecord(
                     bytes,
@@ -192,17 +289,19 @@ public struct CSVSource: AudienceSource {
                 continue
             }
             guard fields.count == columnCount else {
-                throw AudienceError(
-                    "row has \(fields.count) field\(fields.count == 1 ? "" : "s") but the header has \(columnCount); check quoting and delimiters on this line",
-                    at: at(recordLine)
-                )
+                throw fieldCountError(fields.count, columns: columnCount, line: recordLine)
             }
             var values = [AttributeValue?](repeating: nil, count: tokensOnly ? 0 : columnCount)
             var token: String?
             for index in 0..<columnCount {
                 let field = fields[index]
-                if tokensOnly, index != tokenIndex { continue }
                 if field.start == field.end { continue }
+                if tokensOnly, index != tokenIndex {
+                    // Not kept, but checked: the token pass finds every error the full read would,
+                    // so a broken audience stops a send before anything is sent.
+                    try checkUTF8(reader.buffer, field, line: recordLine)
+                    continue
+                }
                 let value = try text(reader.buffer, field, line: recordLine)
                 if index == tokenIndex { token = value }
                 if !tokensOnly { values[index] = .string(value) }
@@ -220,6 +319,13 @@ public struct CSVSource: AudienceSource {
 
     func at(_ line: Int) -> SourceLocation { SourceLocation(path: name, line: line) }
 
+    func fieldCountError(_ count: Int, columns: Int, line: Int) -> AudienceError {
+        AudienceError(
+            "row has \(count) field\(count == 1 ? "" : "s") but the header has \(columns); check quoting and delimiters on this line",
+            at: at(line)
+        )
+    }
+
     func text(_ buffer: [UInt8], _ field: Field, line: Int) throws(AudienceError) -> String {
         // Through a buffer pointer, so the call is specialized (no generic metadata looked up per
         // cell); ASCII, the common case, needs no validation.
@@ -228,13 +334,24 @@ public struct CSVSource: AudienceSource {
             if bytes.allSatisfy({ $0 < 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
             return String(validating: bytes, as: UTF8.self)
         }
-        guard let text = decoded else {
-            throw AudienceError("field is not valid UTF-8 (save the file as UTF-8)", at: at(line))
-        }
+        guard let text = decoded else { throw notUTF8(line) }
         if field.quoted, buffer[field.start..<field.end].contains(0x22) {
             return text.replacingOccurrences(of: "\"\"", with: "\"")
         }
         return text
+    }
+
+    /// What `text` checks, without making the string (ASCII needs no string at all).
+    func checkUTF8(_ buffer: [UInt8], _ field: Field, line: Int) throws(AudienceError) {
+        let valid = buffer.withUnsafeBufferPointer { all in
+            let bytes = UnsafeBufferPointer(rebasing: all[field.start..<field.end])
+            return bytes.allSatisfy { $0 < 0x80 } || String(validating: bytes, as: UTF8.self) != nil
+        }
+        if !valid { throw notUTF8(line) }
+    }
+
+    func notUTF8(_ line: Int) -> AudienceError {
+        AudienceError("field is not valid UTF-8 (save the file as UTF-8)", at: at(line))
     }
 
     func checkHeader(_ names: [String], line: Int) throws(AudienceError) {
