@@ -48,7 +48,7 @@ pushcamp_side() {
 # h2load_side SIDE CONNECTIONS: the same request, 100 streams per connection.
 h2load_side() {
     local side=$1 connections=$2
-    h2load -n "$count" -c "$connections" -m 100 -d "$out/body.json" \
+    /usr/bin/time -f '%U %S' -o "$out/h2load-time.txt" h2load -n "$count" -c "$connections" -m 100 -d "$out/body.json" \
         -H "authorization: bearer eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWTEyMzQ1NjcifQ.eyJpc3MiOiJBQkNERTEyMzQ1IiwiaWF0IjoxNzAwMDAwMDAwfQ.c2lnbmF0dXJlLXBsYWNlaG9sZGVyLW9mLXRoZS1zYW1lLWxlbmd0aC1hcy1hbi1FUzI1Ni1zaWduYXR1cmUtMTIzNDU2Nzg" \
         -H "apns-id: 5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5b" -H "apns-topic: com.example.shop" \
         -H "apns-push-type: alert" -H "apns-priority: 10" -H "apns-expiration: 1767225600" \
@@ -56,8 +56,10 @@ h2load_side() {
         "https://127.0.0.1:$port/3/device/$token" > "$out/h2load.txt"
     rate=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' "$out/h2load.txt")
     ok=$(sed -n 's/^status codes: \([0-9]*\) 2xx.*/\1/p' "$out/h2load.txt")
-    echo "$rate" >> "$out/$side.txt"
-    printf '%-6s %-36s %10.0f req/s   (%s 2xx)\n' "$round" "h2load -c $connections -m 100" "$rate" "$ok"
+    read -r user sys < "$out/h2load-time.txt"
+    echo "$rate $(python3 -c "print($user + $sys)")" >> "$out/$side.txt"
+    printf '%-6s %-36s %10.0f req/s   (%s 2xx, CPU %.2f s = %.1f us/request)\n' "$round" "h2load -c $connections -m 100" \
+        "$rate" "$ok" "$(python3 -c "print($user + $sys)")" "$(python3 -c "print(($user + $sys) / $count * 1e6)")"
 }
 
 aioapns_side() {
@@ -87,9 +89,9 @@ cpu1, cpu4 = median("one", 1) / count * 1e6, median("four", 1) / count * 1e6
 peak = max(row[2] for row in rows("one") + rows("four")) / 1024
 print()
 print("median pushcamp send, 1 connection:  %7.0f req/s, %.1f us CPU/push" % (one, cpu1))
-print("median h2load -c 1 -m 100:           %7.0f req/s" % h1)
+print("median h2load -c 1 -m 100:           %7.0f req/s, %.1f us CPU/request" % (h1, median("h2load-one", 1) / count * 1e6))
 print("median pushcamp send, 4 connections: %7.0f req/s, %.1f us CPU/push" % (four, cpu4))
-print("median h2load -c 4 -m 100:           %7.0f req/s" % h4)
+print("median h2load -c 4 -m 100:           %7.0f req/s, %.1f us CPU/request" % (h4, median("h2load-four", 1) / count * 1e6))
 print("median aioapns, 1 connection:        %7.0f req/s" % aio)
 print("peak RSS of pushcamp send:           %7.1f MB" % peak)
 print("ratio pushcamp / h2load, 1 connection:  %.2f   (target >= 0.9)" % (one / h1))
