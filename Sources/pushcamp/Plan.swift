@@ -41,7 +41,7 @@ struct Plan: ParsableCommand {
             """
     )
 
-    @Argument(help: "The campaign file.")
+    @Argument(help: "The campaign file.", completion: .campaignFiles)
     var file: String
 
     @Option(help: "Output: text, json, or markdown (for pasting into a pull request).")

@@ -17,6 +17,9 @@ struct Pushcamp: AsyncParsableCommand {
             or no connection; 3 the plan has pushes that pre-flight checks refuse; 4 some pushes \
             failed or were not sent; 5 the campaign is being sent by another process; 64 bad \
             command-line usage; 130 interrupted or cancelled.
+
+            Shell completions: `pushcamp --generate-completion-script bash|zsh|fish` prints a \
+            script (campaign arguments complete to .yaml files); the README has the install lines.
             """,
         version: "0.1.0",
         subcommands: [
@@ -25,4 +28,9 @@ struct Pushcamp: AsyncParsableCommand {
             Sim.self,
         ]
     )
+}
+
+extension CompletionKind {
+    /// Campaign arguments complete to YAML files.
+    static var campaignFiles: CompletionKind { .file(extensions: ["yaml", "yml"]) }
 }

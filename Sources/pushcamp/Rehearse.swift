@@ -35,7 +35,7 @@ struct Rehearse: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The campaign file.")
+    @Argument(help: "The campaign file.", completion: .campaignFiles)
     var file: String
 
     @OptionGroup var faults: SimulatorFaults

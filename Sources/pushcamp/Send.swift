@@ -72,7 +72,7 @@ struct Send: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The campaign file.")
+    @Argument(help: "The campaign file.", completion: .campaignFiles)
     var file: String
 
     @Flag(help: "No progress line, only the report.")

@@ -17,7 +17,7 @@ struct Validate: ParsableCommand {
             """
     )
 
-    @Argument(help: "Campaign files to check.")
+    @Argument(help: "Campaign files to check.", completion: .campaignFiles)
     var files: [String]
 
     @Option(help: "Output: text (compiler-style lines), json, or github (workflow annotations).")
