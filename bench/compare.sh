@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Compares pushcamp builds on the throughput benchmark's 200,000-push send, alternating run by run:
+# Compares pushcamp builds on the throughput benchmark's send (as many pushes as its last run
+# planned: 200,000 by default), alternating run by run:
 # median wall time, requests/s, CPU per push (user + sys of the whole process) and peak RSS. For
 # one change at a time, after profiling; bench/throughput.sh (BASELINE=) gives the published figures.
 #
@@ -7,6 +8,7 @@
 #   bench/compare.sh 5 /tmp/old/pushcamp .build/release/pushcamp
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib/nginx.sh
 rounds=$1
 shift
 out=$PWD/bench/out/throughput
@@ -19,19 +21,19 @@ sleep 0.5
 rm -f "$out/compare.txt"
 for round in $(seq 1 "$rounds"); do
     for binary in "${binaries[@]}"; do
-        rm -rf "$out/.pushcamp"
-        (cd "$out" && /usr/bin/time -f "$binary %e %U %S %M" -a -o compare.txt "$binary" send --quiet campaign.yaml > compare-report.txt)
-        grep -q "^delivered 200000, failed 0" "$out/compare-report.txt" || { cat "$out/compare-report.txt" >&2; exit 1; }
+        bench_send "$out" campaign.yaml "$binary"
+        echo "$binary $send_seconds $send_cpu $send_kilobytes" >> "$out/compare.txt"
     done
 done
-python3 - "$out/compare.txt" "${binaries[@]}" <<'PY'
+python3 - "$out/compare.txt" "$(($(wc -l < "$out/audience.csv") - 1))" "${binaries[@]}" <<'PY'
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1])]
-for binary in sys.argv[2:]:
+pushes = int(sys.argv[2])
+for binary in sys.argv[3:]:
     mine = [row for row in rows if row[0] == binary]
     wall = statistics.median(float(row[1]) for row in mine)
-    cpu = statistics.median(float(row[2]) + float(row[3]) for row in mine)
-    peak = max(int(row[4]) for row in mine) / 1024
-    print(f"{binary}: {len(mine)} runs, median {wall:.2f} s = {200000 / wall:,.0f} req/s, "
-          f"CPU {cpu:.2f} s = {cpu / 200000 * 1e6:.1f} us/push, peak RSS {peak:.1f} MB")
+    cpu = statistics.median(float(row[2]) for row in mine)
+    peak = max(int(row[3]) for row in mine) / 1024
+    print(f"{binary}: {len(mine)} runs, median {wall:.2f} s = {pushes / wall:,.0f} req/s, "
+          f"CPU {cpu:.2f} s = {cpu / pushes * 1e6:.1f} us/push, peak RSS {peak:.1f} MB")
 PY

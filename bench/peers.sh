@@ -26,40 +26,25 @@ bench_audience "$count" "$out/audience.csv"
 bench_project "$out" "$port"
 bench_campaign "$out/one.yaml" peers-bench 10000000/s 1
 bench_campaign "$out/four.yaml" peers-bench 10000000/s 4
-body='{"aps":{"alert":{"title":"Spring sale","body":"Hello Name123, 20% off everything until Sunday"},"sound":"default"}}'
-printf '%s' "$body" > "$out/body.json"
-token=$(sed -n '2s/,.*//p' "$out/audience.csv")
 
 # pushcamp_side SIDE CAMPAIGN LABEL: one send with a fresh journal; appends "rate cpu-seconds peak-KB".
 pushcamp_side() {
     local side=$1 campaign=$2 label=$3
-    rm -rf "$out/.pushcamp"
-    /usr/bin/time -f '%e %U %S %M' -o "$out/time.txt" "$binary" send --quiet "$out/$campaign" > "$out/report.txt"
-    read -r seconds user sys kilobytes < "$out/time.txt"
-    delivered=$(sed -n 's/^delivered \([0-9]*\),.*/\1/p' "$out/report.txt")
-    [[ $delivered == "$count" ]] || { echo "pushcamp delivered ${delivered:-nothing} of $count" >&2; cat "$out/report.txt" >&2; exit 1; }
-    python3 -c "print($delivered / $seconds, $user + $sys, $kilobytes)" >> "$out/$side.txt"
+    bench_send "$out" "$campaign" "$binary"
+    python3 -c "print($send_delivered / $send_seconds, $send_cpu, $send_kilobytes)" >> "$out/$side.txt"
     printf '%-6s %-36s %10.0f req/s   (%.2f s, CPU %.2f s = %.1f us/push, peak RSS %.1f MB)\n' "$round" \
-        "pushcamp send, $label" "$(python3 -c "print($delivered / $seconds)")" "$seconds" \
-        "$(python3 -c "print($user + $sys)")" "$(python3 -c "print(($user + $sys) / $delivered * 1e6)")" \
-        "$(python3 -c "print($kilobytes / 1024)")"
+        "pushcamp send, $label" "$(python3 -c "print($send_delivered / $send_seconds)")" "$send_seconds" \
+        "$send_cpu" "$(python3 -c "print($send_cpu / $send_delivered * 1e6)")" \
+        "$(python3 -c "print($send_kilobytes / 1024)")"
 }
 
 # h2load_side SIDE CONNECTIONS: the same request, 100 streams per connection.
 h2load_side() {
     local side=$1 connections=$2
-    /usr/bin/time -f '%U %S' -o "$out/h2load-time.txt" h2load -n "$count" -c "$connections" -m 100 -d "$out/body.json" \
-        -H "authorization: bearer eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWTEyMzQ1NjcifQ.eyJpc3MiOiJBQkNERTEyMzQ1IiwiaWF0IjoxNzAwMDAwMDAwfQ.c2lnbmF0dXJlLXBsYWNlaG9sZGVyLW9mLXRoZS1zYW1lLWxlbmd0aC1hcy1hbi1FUzI1Ni1zaWduYXR1cmUtMTIzNDU2Nzg" \
-        -H "apns-id: 5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5b" -H "apns-topic: com.example.shop" \
-        -H "apns-push-type: alert" -H "apns-priority: 10" -H "apns-expiration: 1767225600" \
-        -H "apns-collapse-id: peers-bench" \
-        "https://127.0.0.1:$port/3/device/$token" > "$out/h2load.txt"
-    rate=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' "$out/h2load.txt")
-    ok=$(sed -n 's/^status codes: \([0-9]*\) 2xx.*/\1/p' "$out/h2load.txt")
-    read -r user sys < "$out/h2load-time.txt"
-    echo "$rate $(python3 -c "print($user + $sys)")" >> "$out/$side.txt"
+    bench_h2load "$out" "$port" "$count" "$connections" peers-bench
+    echo "$h2load_rate $h2load_cpu" >> "$out/$side.txt"
     printf '%-6s %-36s %10.0f req/s   (%s 2xx, CPU %.2f s = %.1f us/request)\n' "$round" "h2load -c $connections -m 100" \
-        "$rate" "$ok" "$(python3 -c "print($user + $sys)")" "$(python3 -c "print(($user + $sys) / $count * 1e6)")"
+        "$h2load_rate" "$h2load_ok" "$h2load_cpu" "$(python3 -c "print($h2load_cpu / $count * 1e6)")"
 }
 
 aioapns_side() {

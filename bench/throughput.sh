@@ -24,25 +24,16 @@ bench_audience "$count" "$out/audience.csv"
 bench_project "$out" "$port"
 bench_campaign "$out/campaign.yaml" throughput-bench 10000000/s
 
-# The same h2load request: same headers (the default apns-collapse-id, the campaign id, included)
-# and payload size, 1 connection x 100 streams.
-body='{"aps":{"alert":{"title":"Spring sale","body":"Hello Name123, 20% off everything until Sunday"},"sound":"default"}}'
-printf '%s' "$body" > "$out/body.json"
-token=$(sed -n '2s/,.*//p' "$out/audience.csv")
-
 # pushcamp_round SIDE LABEL [ARGS...]: one send; appends "rate peak-KB" to $out/SIDE.txt. $bin is
 # the binary ($binary unless a round sets it).
 pushcamp_round() {
     local side=$1 label=$2
     shift 2
-    rm -rf "$out/.pushcamp"  # a fresh journal each round: every send is a new run of `count` recipients
-    /usr/bin/time -f '%e %M' -o "$out/time.txt" "${bin:-$binary}" send --quiet "$@" "$out/campaign.yaml" > "$out/report.txt"
-    read -r seconds kilobytes < "$out/time.txt"
-    delivered=$(sed -n 's/^delivered \([0-9]*\),.*/\1/p' "$out/report.txt")
-    rate=$(python3 -c "print($delivered / $seconds)")
-    echo "$rate $kilobytes" >> "$out/$side.txt"
+    bench_send "$out" campaign.yaml "${bin:-$binary}" "$@"
+    rate=$(python3 -c "print($send_delivered / $send_seconds)")
+    echo "$rate $send_kilobytes" >> "$out/$side.txt"
     printf '%-6s %-40s %12.0f   (%s delivered in %s s, peak RSS %.1f MB)\n' "$round" "$label" \
-        "$rate" "$delivered" "$seconds" "$(python3 -c "print($kilobytes / 1024)")"
+        "$rate" "$send_delivered" "$send_seconds" "$(python3 -c "print($send_kilobytes / 1024)")"
 }
 
 # Rounds alternate the sides so a noisy neighbour hurts all alike; medians are compared.
@@ -54,14 +45,9 @@ for round in $(seq 1 "$rounds"); do
         bin=$BASELINE pushcamp_round baseline "baseline: \$BASELINE send (SQLite journal)"
     fi
 
-    h2load -n "$count" -c 1 -m 100 -d "$out/body.json" \
-        -H "authorization: bearer eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWTEyMzQ1NjcifQ.eyJpc3MiOiJBQkNERTEyMzQ1IiwiaWF0IjoxNzAwMDAwMDAwfQ.c2lnbmF0dXJlLXBsYWNlaG9sZGVyLW9mLXRoZS1zYW1lLWxlbmd0aC1hcy1hbi1FUzI1Ni1zaWduYXR1cmUtMTIzNDU2Nzg" \
-        -H "apns-id: 5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5b" -H "apns-topic: com.example.shop" \
-        -H "apns-push-type: alert" -H "apns-priority: 10" -H "apns-expiration: 1767225600" \
-        -H "apns-collapse-id: throughput-bench" \
-        "https://127.0.0.1:$port/3/device/$token" > "$out/h2load.txt"
-    h2load_rate=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' "$out/h2load.txt")
-    h2load_ok=$(sed -n 's/^status codes: \([0-9]*\) 2xx.*/\1/p' "$out/h2load.txt")
+    # The same request: the same headers (the default apns-collapse-id, the campaign id, included)
+    # and payload size, 1 connection x 100 streams.
+    bench_h2load "$out" "$port" "$count" 1 throughput-bench
     echo "$h2load_rate" >> "$out/h2load-rates.txt"
     printf '%-6s %-40s %12.0f   (%s 2xx)\n' "$round" "h2load -c 1 -m 100" "$h2load_rate" "$h2load_ok"
 done

@@ -120,3 +120,47 @@ message:
 throttle: { rate: $3, connections: ${4:-1} }
 YAML
 }
+
+# bench_send DIR CAMPAIGN BINARY [ARGS...]: one `send --quiet` of DIR/CAMPAIGN with a fresh journal
+# (every send is a new run of the whole audience), timed; sets send_seconds, send_cpu (user + sys),
+# send_kilobytes (peak RSS) and send_delivered, and stops the benchmark if not everyone was delivered.
+bench_send() {
+    local dir=$1 campaign=$2 binary
+    binary=$(realpath "$3")
+    shift 3
+    rm -rf "$dir/.pushcamp"
+    (cd "$dir" && /usr/bin/time -f '%e %U %S %M' -o time.txt "$binary" send --quiet "$@" "$campaign" > report.txt)
+    local user sys
+    read -r send_seconds user sys send_kilobytes < "$dir/time.txt"
+    send_cpu=$(python3 -c "print($user + $sys)")
+    send_delivered=$(sed -n 's/^delivered \([0-9]*\),.*/\1/p' "$dir/report.txt")
+    local rows=$(($(wc -l < "$dir/audience.csv") - 1))
+    [[ $send_delivered == "$rows" ]] || {
+        echo "pushcamp delivered ${send_delivered:-nothing} of $rows:" >&2
+        cat "$dir/report.txt" >&2
+        exit 1
+    }
+}
+
+# bench_h2load DIR PORT COUNT CONNECTIONS COLLAPSE_ID: h2load with the request a bench_campaign send
+# makes (same headers, a body of the same size, the first row's token), 100 streams per connection;
+# sets h2load_rate, h2load_ok (2xx answers) and h2load_cpu (user + sys).
+bench_h2load() {
+    local dir=$1 port=$2 count=$3 connections=$4 collapse=$5
+    printf '%s' '{"aps":{"alert":{"title":"Spring sale","body":"Hello Name123, 20% off everything until Sunday"},"sound":"default"}}' \
+        > "$dir/body.json"
+    local token
+    token=$(sed -n '2s/,.*//p' "$dir/audience.csv")
+    /usr/bin/time -f '%U %S' -o "$dir/h2load-time.txt" \
+        h2load -n "$count" -c "$connections" -m 100 -d "$dir/body.json" \
+        -H "authorization: bearer eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWTEyMzQ1NjcifQ.eyJpc3MiOiJBQkNERTEyMzQ1IiwiaWF0IjoxNzAwMDAwMDAwfQ.c2lnbmF0dXJlLXBsYWNlaG9sZGVyLW9mLXRoZS1zYW1lLWxlbmd0aC1hcy1hbi1FUzI1Ni1zaWduYXR1cmUtMTIzNDU2Nzg" \
+        -H "apns-id: 5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5b" -H "apns-topic: com.example.shop" \
+        -H "apns-push-type: alert" -H "apns-priority: 10" -H "apns-expiration: 1767225600" \
+        -H "apns-collapse-id: $collapse" \
+        "https://127.0.0.1:$port/3/device/$token" > "$dir/h2load.txt"
+    h2load_rate=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' "$dir/h2load.txt")
+    h2load_ok=$(sed -n 's/^status codes: \([0-9]*\) 2xx.*/\1/p' "$dir/h2load.txt")
+    local user sys
+    read -r user sys < "$dir/h2load-time.txt"
+    h2load_cpu=$(python3 -c "print($user + $sys)")
+}
