@@ -34,6 +34,9 @@ struct ExecutorDriverTests {
         configure: (inout SendRun.Options) -> Void = { _ in }
     ) throws -> SendRun {
         var options = SendRun.Options(journalPath: setup.journalPath)
+        // Virtual time runs ahead of a busy machine in these tests: only the stall test (which sets
+        // its own) is about stalls, so the others allow ten minutes without an answer.
+        options.stallTimeout = 600
         configure(&options)
         return try SendRun.prepare(
             setup.campaign,
@@ -43,9 +46,10 @@ struct ExecutorDriverTests {
         )
     }
 
-    /// Runs `send` to its end, moving `clock` to the next deadline once things have settled: the
-    /// transport's loop is waiting and the next deadline has not changed for two polls a millisecond
-    /// apart (on a loaded machine, moving time while work is still handed over would fake a stall).
+    /// Runs `send` to its end, moving `clock` towards the next deadline, at most a second at a time,
+    /// once things have settled: the transport's loop is waiting and the next deadline has not
+    /// changed for two polls a millisecond apart. (On a loaded machine, a timer that is being re-armed
+    /// leaves a later deadline, the stall timeout, as the next one: jumping to it would fake a stall.)
     /// `during` is called at each step (to trigger a shutdown, say).
     static func drive(
         _ send: SendRun,
@@ -67,12 +71,17 @@ struct ExecutorDriverTests {
             settledPolls = transport.isParked && next != nil && next == seen ? settledPolls + 1 : 0
             seen = next
             if settledPolls >= 2, let next {
-                clock.advance(to: next)
+                clock.advance(to: min(next, clock.now() + 1))
                 settledPolls = 0
             }
         }
         try await sending
         return try #require(send.report)
+    }
+
+    /// Prepares a send of `setup` over `transport` and drives it to its end.
+    static func send(_ setup: Setup, over transport: InMemoryTransport) async throws -> SendReport {
+        try await drive(try prepare(setup, transport: transport), on: setup.clock, transport: transport)
     }
 
     @Test func frequentDropsStillDeliverEveryoneExactlyOnce() async throws {
@@ -82,11 +91,7 @@ struct ExecutorDriverTests {
         rules.connections = 4
         rules.dropAfter = 300
         let transport = InMemoryTransport(rules: rules, clock: setup.clock)
-        let report = try await Self.drive(
-            try Self.prepare(setup, transport: transport),
-            on: setup.clock,
-            transport: transport
-        )
+        let report = try await Self.send(setup, over: transport)
         #expect(report.exitCode == 0, "\(report.text())")
         #expect(report.delivered == 3000)
         #expect(transport.delivered.count == 3000)
@@ -126,11 +131,7 @@ struct ExecutorDriverTests {
         rules.connections = 2
         rules.reason = { _ in .invalidProviderToken }
         let transport = InMemoryTransport(rules: rules, clock: setup.clock)
-        let report = try await Self.drive(
-            try Self.prepare(setup, transport: transport),
-            on: setup.clock,
-            transport: transport
-        )
+        let report = try await Self.send(setup, over: transport)
         guard case .credentials? = report.stop else {
             Issue.record("expected a credentials stop, got \(String(describing: report.stop))")
             return
@@ -191,11 +192,7 @@ struct ExecutorDriverTests {
 
         // The next send resumes the run, sends only the rest, and nobody gets it twice.
         let again = InMemoryTransport(rules: rules, clock: setup.clock)
-        let resumed = try await Self.drive(
-            try Self.prepare(setup, transport: again),
-            on: setup.clock,
-            transport: again
-        )
+        let resumed = try await Self.send(setup, over: again)
         #expect(resumed.exitCode == 0, "\(resumed.text())")
         #expect(resumed.possibleDuplicates == 0)
         let deliveries = transport.delivered.merging(again.delivered, uniquingKeysWith: +)

@@ -231,16 +231,7 @@ struct LoopbackTests {
     }
 
     @Test func aCertificateFromAnotherAuthorityCannotConnect() async throws {
-        let credentials = try SimulatorCredentials.generate()
-        var configuration = SimulatorConfiguration(
-            credentials: credentials,
-            teamID: nil,
-            keyID: nil,
-            bundleID: "com.example.shop"
-        )
-        configuration.acceptsClientCertificates = true
-        let simulator = APNsSimulator(configuration: configuration)
-        let port = try await simulator.start()
+        let (simulator, port, credentials) = try await Self.certificateSimulator()
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }
         let caFile = try project.write("ca.pem", credentials.caCertificatePEM)
@@ -286,9 +277,8 @@ struct LoopbackTests {
 }
 
 extension LoopbackTests {
-    /// A request whose header HTTP/2 forbids (CR LF in apns-collapse-id: what pre-flight refuses,
-    /// sent here on purpose) is reset alone: the simulator keeps the connection, as APNs does.
-    @Test func aForbiddenHeaderResetsOnlyItsRequest() async throws {
+    /// A simulator on loopback that takes client certificates for com.example.shop, started.
+    static func certificateSimulator() async throws -> (APNsSimulator, port: Int, SimulatorCredentials) {
         let credentials = try SimulatorCredentials.generate()
         var configuration = SimulatorConfiguration(
             credentials: credentials,
@@ -298,7 +288,13 @@ extension LoopbackTests {
         )
         configuration.acceptsClientCertificates = true
         let simulator = APNsSimulator(configuration: configuration)
-        let port = try await simulator.start()
+        return (simulator, try await simulator.start(), credentials)
+    }
+
+    /// A request whose header HTTP/2 forbids (CR LF in apns-collapse-id: what pre-flight refuses,
+    /// sent here on purpose) is reset alone: the simulator keeps the connection, as APNs does.
+    @Test func aForbiddenHeaderResetsOnlyItsRequest() async throws {
+        let (simulator, port, credentials) = try await Self.certificateSimulator()
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }
         let caFile = try project.write("ca.pem", credentials.caCertificatePEM)
