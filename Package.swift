@@ -34,6 +34,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // What the APNs client, the simulator and the journal share without knowing each other: APNs
@@ -152,11 +155,25 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // `pushcamp serve`: the scheduler (a state machine and the Service that carries out its actions),
+        // the HTTP server (hummingbird 2: health, readiness, Prometheus metrics), the metrics themselves.
+        .target(
+            name: "PushcampServe",
+            dependencies: [
+                "PushcampSend", "PushcampPlanner", "PushcampModel", "PushcampJournal", "PushcampAPNsCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "pushcamp",
             dependencies: [
                 "PushcampPlanner", "PushcampModel", "PushcampAudience", "PushcampSend", "PushcampRehearsal",
-                "PushcampAPNsCore", "PushcampSimulator", "PushcampJournal", "PushcampReport",
+                "PushcampAPNsCore", "PushcampSimulator", "PushcampJournal", "PushcampReport", "PushcampServe",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -224,6 +241,14 @@ let package = Package(
             name: "PushcampJournalTests",
             dependencies: [
                 "PushcampJournal", "PushcampModel", "PushcampTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "PushcampServeTests",
+            dependencies: [
+                "PushcampServe", "PushcampModel", "PushcampJournal", "PushcampTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict

@@ -222,6 +222,8 @@ public struct RunRecord: Sendable, Hashable {
     public var planned: Int?
     /// The campaign file it was sent from (absolute), when known.
     public var file: String?
+    /// The schedule slot (seconds since 1970) the run was fired for by `pushcamp serve`.
+    public var slot: Int64?
     /// Set when the run replays another.
     public var replay: ReplayOrigin?
 
@@ -236,9 +238,11 @@ public struct RunRecord: Sendable, Hashable {
         possibleDuplicates: Int = 0,
         planned: Int? = nil,
         file: String? = nil,
+        slot: Int64? = nil,
         replay: ReplayOrigin? = nil
     ) {
         self.file = file
+        self.slot = slot
         self.replay = replay
         self.id = id
         self.campaign = campaign

@@ -235,6 +235,34 @@ public final class SQLiteJournal: JournalStore {
                     """
             )
         }
+        migrator.registerMigration("v6: schedule slots") { db in
+            try db.execute(
+                sql: """
+                    -- Every slot of a scheduled campaign that `serve` fired or skipped, once: the primary
+                    -- key is what keeps a slot from firing twice (a restart, a crash between firing and
+                    -- sending, a second serve on the journal). A fired slot's run is created in the same
+                    -- transaction. Slots missed together are one row, from slot through `through`.
+                    CREATE TABLE schedule_slot (
+                        campaign TEXT NOT NULL,
+                        slot INTEGER NOT NULL,
+                        outcome TEXT NOT NULL,
+                        reason TEXT,
+                        detail TEXT,
+                        run INTEGER REFERENCES run(id),
+                        through INTEGER,
+                        count INTEGER NOT NULL DEFAULT 1,
+                        recorded_at REAL NOT NULL,
+                        PRIMARY KEY (campaign, slot)
+                    ) WITHOUT ROWID;
+                    -- When serve first saw each scheduled campaign: recurring slots before it never fire.
+                    CREATE TABLE schedule_watch (
+                        campaign TEXT PRIMARY KEY,
+                        since REAL NOT NULL
+                    ) WITHOUT ROWID;
+                    ALTER TABLE run ADD COLUMN slot INTEGER;
+                    """
+            )
+        }
         return migrator
     }
 
@@ -340,7 +368,7 @@ public final class SQLiteJournal: JournalStore {
         try changeRun(run, sql: "UPDATE run SET planned = ? WHERE id = ?", [count])
     }
 
-    private static func run(from row: Row) -> RunRecord {
+    static func run(from row: Row) -> RunRecord {
         RunRecord(
             id: RunID(row["id"]),
             campaign: row["campaign"],
@@ -352,6 +380,7 @@ public final class SQLiteJournal: JournalStore {
             possibleDuplicates: row["possible_duplicates"],
             planned: row["planned"],
             file: row["file"],
+            slot: row["slot"],
             replay: (row["replay_of"] as Int64?).map { run in
                 ReplayOrigin(
                     run: RunID(run),
@@ -667,7 +696,7 @@ public final class SQLiteJournal: JournalStore {
 
     // MARK: access and errors
 
-    private func read<T>(_ body: (Database) throws -> T) throws(JournalError) -> T {
+    func read<T>(_ body: (Database) throws -> T) throws(JournalError) -> T {
         do {
             return try database.read(body)
         } catch {
@@ -675,7 +704,7 @@ public final class SQLiteJournal: JournalStore {
         }
     }
 
-    private func write<T>(_ body: (Database) throws -> T) throws(JournalError) -> T {
+    func write<T>(_ body: (Database) throws -> T) throws(JournalError) -> T {
         do {
             return try database.write(body)
         } catch {

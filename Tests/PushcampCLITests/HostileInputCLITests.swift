@@ -327,7 +327,7 @@ struct JournalSafetyCLITests {
         defer { _ = sim.stop() }
         let journal = project.path(".pushcamp/journal.sqlite")
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: journal + suffix) }
-        FileManager.default.createFile(atPath: journal, contents: Data())
+        _ = FileManager.default.createFile(atPath: journal, contents: Data())
         for command in [["runs"], ["send", "--quiet", "campaigns/c.yaml"], ["plan", "campaigns/c.yaml"]] {
             let output = try CLI.run(command, in: project.root)
             #expect(output.status == 1, "\(command): \(output.stdout)")

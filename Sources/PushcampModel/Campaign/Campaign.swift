@@ -108,10 +108,6 @@ public struct MessageSpec {
     public var location: SourceLocation
 }
 
-public struct ScheduleSpec: Hashable, Sendable {
-    public var at: Timestamp
-}
-
 public struct ThrottleSpec: Hashable, Sendable {
     public var rate: Rate?
     public var connections: Int?

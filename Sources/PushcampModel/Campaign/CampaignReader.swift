@@ -354,12 +354,7 @@ public enum CampaignReader {
         }
     }
 
-    // MARK: Schedule and throttle
-
-    static func readSchedule(_ node: Node, _ reader: YAMLReader) -> ScheduleSpec? {
-        guard let map = reader.mapping(node, in: "schedule", allowed: ["at"], required: ["at"]) else { return nil }
-        return map["at"].flatMap { reader.parsed($0, "schedule.at", Timestamp.parse) }.map { ScheduleSpec(at: $0) }
-    }
+    // MARK: Throttle
 
     public static func readThrottle(_ node: Node, _ reader: YAMLReader) -> ThrottleSpec {
         guard let map = reader.mapping(node, in: "throttle", allowed: ["rate", "connections"]) else {

@@ -10,6 +10,8 @@ public struct Project {
     public var path: String
     /// Folders outside the project that campaigns may read files from (`files.allow`), as written.
     public var allowedFolders: [String] = []
+    /// `pushcamp serve`'s settings.
+    public var serve = ServeSpec()
 
     public struct Defaults: Hashable, Sendable {
         public var throttle: ThrottleSpec
@@ -52,4 +54,59 @@ public struct AppConfig: Hashable, Sendable {
     public var endpoint: String?
     /// A CA file to trust for a custom endpoint.
     public var caFile: ConfigString?
+}
+
+/// `serve: { listen: "127.0.0.1:8080", campaigns: [campaigns] }` in pushcamp.yaml.
+public struct ServeSpec: Hashable, Sendable {
+    /// The HTTP server's address (`/healthz`, `/readyz`, `/metrics`).
+    public var listen: ListenAddress
+    /// Folders, relative to the project, whose campaign files (`*.yaml`, `*.yml`) are scheduled.
+    public var campaignFolders: [String]
+
+    public init(listen: ListenAddress = .defaultServe, campaignFolders: [String] = ["campaigns"]) {
+        self.listen = listen
+        self.campaignFolders = campaignFolders
+    }
+}
+
+/// `host:port`, as `serve` listens: `127.0.0.1:8080`, `[::1]:8080`, `0.0.0.0:80`.
+public struct ListenAddress: Hashable, Sendable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+
+    public static let defaultServe = ListenAddress(host: "127.0.0.1", port: 8080)
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    public static func parse(_ text: String) -> Result<ListenAddress, ValueError> {
+        let usage = "write host:port, like 127.0.0.1:8080, 0.0.0.0:8080 or [::1]:8080 (port 0 picks a free one)"
+        let trimmed = text.trimmingSpaces
+        var host: Substring
+        var port: Substring
+        if trimmed.hasPrefix("["), let close = trimmed.firstIndex(of: "]") {
+            host = trimmed[trimmed.index(after: trimmed.startIndex)..<close]
+            let rest = trimmed[trimmed.index(after: close)...]
+            guard rest.hasPrefix(":") else { return .failure(ValueError("'\(text)' has no port; \(usage)")) }
+            port = rest.dropFirst()
+        } else {
+            guard let colon = trimmed.lastIndex(of: ":"), !trimmed[..<colon].contains(":") else {
+                return .failure(ValueError("'\(text)' is not an address; \(usage)"))
+            }
+            host = trimmed[..<colon]
+            port = trimmed[trimmed.index(after: colon)...]
+        }
+        guard !host.isEmpty, host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || ".-:".contains($0)) })
+        else {
+            return .failure(ValueError("'\(text)' has no host; \(usage)"))
+        }
+        guard let number = Int(port), (0...65_535).contains(number) else {
+            return .failure(ValueError("'\(text)': the port must be 0 to 65535; \(usage)"))
+        }
+        return .success(ListenAddress(host: String(host), port: number))
+    }
 }

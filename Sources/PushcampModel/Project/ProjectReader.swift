@@ -2,7 +2,7 @@ import Yams
 
 /// Reads `pushcamp.yaml`, reporting every problem of the file at once.
 public enum ProjectReader {
-    static let topKeys = ["apps", "journal", "defaults", "files"]
+    static let topKeys = ["apps", "journal", "defaults", "files", "serve"]
     static let appKeys = [
         "topic", "team_id", "key_id", "key_file", "certificate", "certificate_password", "environment", "endpoint",
         "ca_file",
@@ -69,8 +69,9 @@ public enum ProjectReader {
                 defaults.frequencyCap = spec
             }
         }
+        let serve = top["serve"].map { readServe($0, reader) } ?? ServeSpec()
         guard !reader.diagnostics.hasErrors else { return (nil, reader.diagnostics) }
-        return (
+        var project =
             Project(
                 apps: apps,
                 appNames: appNames,
@@ -78,9 +79,25 @@ public enum ProjectReader {
                 defaults: defaults,
                 path: document.path,
                 allowedFolders: allowedFolders
-            ),
-            reader.diagnostics
-        )
+            )
+        project.serve = serve
+        return (project, reader.diagnostics)
+    }
+
+    static func readServe(_ node: Node, _ reader: YAMLReader) -> ServeSpec {
+        var serve = ServeSpec()
+        guard let map = reader.mapping(node, in: "serve", allowed: ["listen", "campaigns"]) else { return serve }
+        if let listen = map["listen"].flatMap({ reader.parsed($0, "serve.listen", ListenAddress.parse) }) {
+            serve.listen = listen
+        }
+        if let campaigns = map["campaigns"] {
+            if case .sequence(let items) = campaigns {
+                serve.campaignFolders = items.compactMap { reader.string($0, "serve.campaigns") }
+            } else if let folder = reader.string(campaigns, "serve.campaigns") {
+                serve.campaignFolders = [folder]
+            }
+        }
+        return serve
     }
 
     static func readApp(_ name: String, _ node: Node, _ reader: YAMLReader) -> AppConfig? {

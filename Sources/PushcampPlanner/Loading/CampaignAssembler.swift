@@ -64,7 +64,7 @@ struct CampaignAssembler {
             rateIsDefault: rate == nil,
             connections: throttle.connections ?? project.defaults.throttle.connections ?? Project.defaultConnections,
             retry: campaign.retry,
-            scheduledAt: campaign.schedule?.at,
+            schedule: campaign.schedule,
             revision: revision,
             inputs: inputs,
             messageLocation: message.location,

@@ -37,7 +37,10 @@ public struct LoadedCampaign: Sendable {
     public var rateIsDefault: Bool
     public var connections: Int
     public var retry: RetrySpec
-    public var scheduledAt: Timestamp?
+    /// When `pushcamp serve` sends it; nil for a campaign sent by `pushcamp send` alone.
+    public var schedule: ScheduleSpec?
+    /// The one slot of an `at` schedule.
+    public var scheduledAt: Timestamp? { schedule?.at }
     /// A hash of the campaign file, its templates and its audience inputs: a changed file is a new revision.
     public var revision: String
     /// The files the campaign is made of, each with its SHA-256: what a plan file checks.

@@ -42,6 +42,9 @@ struct OpenedRun {
                     now: now
                 )
             }
+            if case .slot(let slot) = options.kind {
+                return try slotRun(slot, campaign: campaign, store: store, lock: lock, now: now)
+            }
             return try sendOrRehearse(campaign, options: options, store: store, lock: lock, now: now)
         } catch let error as JournalError {
             throw RunRefusal(error.message + "; nothing was sent", exitCode: 1)
@@ -105,6 +108,50 @@ struct OpenedRun {
             replay: nil
         )
         return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: lock, note: note)
+    }
+
+    /// The run of schedule slot `slot`: its unfinished run resumed, or a new run claimed with the
+    /// slot in one transaction. A slot recorded already is refused with `slotRecorded`.
+    private static func slotRun(
+        _ slot: Int64,
+        campaign: LoadedCampaign,
+        store: SQLiteJournal,
+        lock: RunLock,
+        now: Double
+    ) throws -> OpenedRun {
+        let file = URL(fileURLWithPath: campaign.path).standardizedFileURL.path
+        if let run = try store.claimSlot(
+            campaign: campaign.id,
+            slot: slot,
+            revision: campaign.revision,
+            file: file,
+            now: now
+        ) {
+            return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: lock)
+        }
+        let slotText = Timestamps.text(Double(slot))
+        guard let record = try store.slot(campaign: campaign.id, at: slot), let id = record.run,
+            let run = try store.run(id), run.status.isUnfinished
+        else {
+            throw RunRefusal(
+                "slot \(slotText) of \(campaign.id) is recorded already; it does not fire again",
+                exitCode: 1,
+                slotRecorded: true
+            )
+        }
+        guard run.revision == campaign.revision else {
+            try store.setStatus(.superseded, of: run.id, now: now)
+            throw RunRefusal(
+                """
+                run \(run.id) of slot \(slotText) was planned from revision \(run.revision), and the campaign \
+                changed since (revision now \(campaign.revision)); resuming would send a different plan, so \
+                the run was given up (recipients it reached keep their notification, the others get none)
+                """,
+                exitCode: 1,
+                slotRecorded: true
+            )
+        }
+        return try resuming(run, in: store, lock: lock, named: "run \(run.id) of \(campaign.id), slot \(slotText)")
     }
 
     /// The replay run of `original` for `reasons`: an unfinished one resumed, or a new one.

@@ -26,6 +26,9 @@ public final class SendRun: Service, Sendable {
         case replay(ReplaySelection)
         /// `pushcamp rehearse`: recorded in the rehearsal journal; a finished rehearsal is simply run again.
         case rehearsal
+        /// `pushcamp serve`: the run of one schedule slot (seconds since 1970), claimed in the journal
+        /// as the run is created, or resumed when the slot's run is unfinished.
+        case slot(Int64)
     }
 
     public struct Options: Sendable {
@@ -37,7 +40,7 @@ public final class SendRun: Service, Sendable {
         public var historyJournalPath: String?
         /// Start a new run even though the campaign was sent (or has an unfinished run of another revision).
         public var newRun = false
-        /// Send now although `schedule.at` is in the future.
+        /// Send now although the campaign is scheduled (`schedule.at` in the future, or recurring).
         public var ignoreSchedule = false
         /// Seconds without an answer, while requests are pending, that stop the run.
         public var stallTimeout: Double = 60
@@ -116,17 +119,8 @@ public final class SendRun: Service, Sendable {
                 )
             }
         }
-        if case .send = options.kind, let at = campaign.scheduledAt, Double(at.secondsSince1970) > now,
-            !options.ignoreSchedule
-        {
-            throw RunRefusal(
-                """
-                the campaign is scheduled for \(Timestamps.text(Double(at.secondsSince1970))) (schedule.at), which is \
-                in the future; `pushcamp send` sends at once, so nothing was sent. Send it now anyway with --now \
-                (expirations count from the real send time)
-                """,
-                exitCode: 1
-            )
+        if case .send = options.kind, !options.ignoreSchedule, let schedule = campaign.schedule {
+            try refuseScheduled(schedule, now: now)
         }
         if let (plan, path) = options.plan {
             let differences = plan.differences(from: campaign)
@@ -230,6 +224,29 @@ public final class SendRun: Service, Sendable {
 }
 
 extension SendRun {
+    /// `send` of a campaign that `serve` sends: one whose `at` is still ahead, or a recurring one.
+    private static func refuseScheduled(_ schedule: ScheduleSpec, now: Double) throws(RunRefusal) {
+        if let at = schedule.at {
+            guard Double(at.secondsSince1970) > now else { return }
+            throw RunRefusal(
+                """
+                the campaign is scheduled for \(Timestamps.text(Double(at.secondsSince1970))) (schedule.at), which is \
+                in the future; `pushcamp serve` sends it then, and `pushcamp send` sends at once, so nothing was \
+                sent. Send it now anyway with --now (expirations count from the real send time)
+                """,
+                exitCode: 1
+            )
+        }
+        let next = schedule.nextSlot(after: Int64(now)).map { "next slot \(Timestamps.text(Double($0)))" }
+        throw RunRefusal(
+            """
+            the campaign is scheduled (\(schedule), \(next ?? "no slot left")); `pushcamp serve` sends each \
+            slot, so nothing was sent. Send it once now anyway with --now
+            """,
+            exitCode: 1
+        )
+    }
+
     /// Whether a send must be confirmed before it starts: one to Apple's production host (the
     /// `production` environment without a custom endpoint) is, unless `--yes` or a reviewed plan
     /// file says so already; without a terminal to ask on, it is refused.
@@ -265,10 +282,14 @@ public struct RunRefusal: Error, Sendable, CustomStringConvertible {
     public var message: String
     /// 1 invalid or refused on purpose; 2 credentials; 5 another process sends the campaign.
     public var exitCode: Int32
+    /// A schedule slot recorded already (fired or skipped, by this process or another): not an error
+    /// for `serve`, which simply does not fire it again.
+    public var slotRecorded: Bool
 
-    public init(_ message: String, exitCode: Int32) {
+    public init(_ message: String, exitCode: Int32, slotRecorded: Bool = false) {
         self.message = message
         self.exitCode = exitCode
+        self.slotRecorded = slotRecorded
     }
 
     public var description: String { message }

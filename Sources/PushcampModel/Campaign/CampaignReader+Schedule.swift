@@ -1,0 +1,142 @@
+import Yams
+
+extension CampaignReader {
+    static let scheduleKeys = ["at", "cron", "every", "timezone", "from", "until", "catch_up", "overlap"]
+
+    /// `schedule:` — exactly one of `at`, `cron` or `every`, with the keys that suit it.
+    static func readSchedule(_ node: Node, _ reader: YAMLReader) -> ScheduleSpec? {
+        guard let map = reader.mapping(node, in: "schedule", allowed: scheduleKeys) else { return nil }
+        let rules = ["at", "cron", "every"].filter { map[$0] != nil }
+        guard rules.count == 1, let ruleKey = rules.first else {
+            if rules.isEmpty {
+                reader.error(
+                    "'schedule' needs one of 'at' (once), 'cron' (a cron expression) or 'every' (a period)",
+                    at: node
+                )
+            } else {
+                reader.error(
+                    "'schedule' takes one of 'at', 'cron' or 'every', found \(rules.map { "'\($0)'" }.joined(separator: " and "))",
+                    at: map.keyNode(rules[1])
+                )
+            }
+            return nil
+        }
+        var failed = false
+        var zone = Zone.utc
+        if let zoneNode = map["timezone"] {
+            if let text = reader.scalar(zoneNode, "schedule.timezone"), text == "recipient" {
+                reader.error(
+                    """
+                    'schedule.timezone': recipient-local schedules (each recipient at their own local time) are \
+                    not supported by this version of pushcamp; name one zone, such as America/New_York
+                    """,
+                    at: zoneNode
+                )
+                failed = true
+            } else if let named = reader.parsed(zoneNode, "schedule.timezone", Zone.parse) {
+                zone = named
+            } else {
+                failed = true
+            }
+        }
+        let from = map["from"].flatMap { reader.parsed($0, "schedule.from", Timestamp.parse) }
+        let until = map["until"].flatMap { reader.parsed($0, "schedule.until", Timestamp.parse) }
+        if (map["from"] != nil && from == nil) || (map["until"] != nil && until == nil) { failed = true }
+        if let from, let until, until <= from {
+            reader.error("'schedule.until' (\(until)) must come after 'schedule.from' (\(from))", at: map["until"])
+            failed = true
+        }
+        let rule: ScheduleSpec.Rule?
+        let ruleNode = map[ruleKey]!
+        switch ruleKey {
+        case "at":
+            for key in ["from", "until"] where map[key] != nil {
+                reader.error(
+                    "'schedule.\(key)' bounds a recurring schedule ('cron' or 'every'), not 'at'",
+                    at: map.keyNode(key)
+                )
+                failed = true
+            }
+            rule = readAt(ruleNode, zone: zone, zoneGiven: map["timezone"] != nil, reader).map { .at($0) }
+        case "cron":
+            rule = reader.parsed(ruleNode, "schedule.cron", CronExpression.parse).map { .cron($0) }
+        default:
+            if map["timezone"] != nil {
+                reader.error(
+                    "'schedule.timezone' has no effect on 'every' (a period is the same in every zone); start it at a local time with 'from'",
+                    at: map.keyNode("timezone")
+                )
+                failed = true
+            }
+            rule = reader.parsed(ruleNode, "schedule.every", TimeSpan.parse).flatMap { span in
+                guard span.seconds >= 1 else {
+                    reader.error("'schedule.every' must be at least 1s", at: ruleNode)
+                    return nil
+                }
+                return .every(span)
+            }
+        }
+        let catchUp = map["catch_up"].map { readCatchUp($0, reader) } ?? CatchUp()
+        let overlap = map["overlap"].flatMap { node in
+            reader.parsed(node, "schedule.overlap") { text in
+                Overlap(rawValue: text).map { .success($0) }
+                    ?? .failure(ValueError("'\(text)' is not an overlap policy; write skip or queue"))
+            }
+        }
+        if map["overlap"] != nil && overlap == nil { failed = true }
+        guard let rule, !failed else { return nil }
+        return ScheduleSpec(
+            rule: rule,
+            zone: zone,
+            from: from,
+            until: until,
+            catchUp: catchUp,
+            overlap: overlap ?? .skip
+        )
+    }
+
+    /// `at:` — an instant with its offset, or a wall time read in `timezone`.
+    private static func readAt(_ node: Node, zone: Zone, zoneGiven: Bool, _ reader: YAMLReader) -> Timestamp? {
+        guard let text = reader.scalar(node, "schedule.at") else { return nil }
+        if case .success(let local) = LocalDateTime.parse(text) {
+            guard zoneGiven else {
+                reader.error(
+                    "'schedule.at': '\(text.excerpt())' has no zone; add Z (UTC) or an offset like +01:00, or name "
+                        + "the zone with 'schedule.timezone'",
+                    at: node
+                )
+                return nil
+            }
+            return Timestamp(secondsSince1970: zone.instant(of: local))
+        }
+        guard let instant = reader.parsed(node, "schedule.at", Timestamp.parse) else { return nil }
+        if zoneGiven {
+            reader.error(
+                "'schedule.at': '\(text.excerpt())' carries its own offset, so 'schedule.timezone' would be ignored; "
+                    + "write a local time like 2027-03-20T09:00 with the zone, or drop 'timezone'",
+                at: node
+            )
+            return nil
+        }
+        return instant
+    }
+
+    private static func readCatchUp(_ node: Node, _ reader: YAMLReader) -> CatchUp {
+        guard let map = reader.mapping(node, in: "schedule.catch_up", allowed: ["within", "mode"]) else {
+            return CatchUp()
+        }
+        var catchUp = CatchUp()
+        if let within = map["within"].flatMap({ reader.parsed($0, "schedule.catch_up.within", TimeSpan.parse) }) {
+            catchUp.within = within
+        }
+        if let mode = map["mode"].flatMap({ node in
+            reader.parsed(node, "schedule.catch_up.mode") { text in
+                CatchUp.Mode(rawValue: text).map { .success($0) }
+                    ?? .failure(ValueError("'\(text)' is not a catch-up mode; write latest, all or skip"))
+            }
+        }) {
+            catchUp.mode = mode
+        }
+        return catchUp
+    }
+}

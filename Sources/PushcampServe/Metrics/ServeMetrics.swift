@@ -1,0 +1,127 @@
+import CoreMetrics
+import Metrics
+import Prometheus
+import PushcampSend
+
+/// What `serve` measures, through swift-metrics into a Prometheus registry of its own (no global
+/// bootstrap, so tests and several servers in one process keep theirs apart). Names follow the
+/// Prometheus conventions; docs/metrics.md lists them with example alert rules.
+public struct ServeMetrics: Sendable {
+    public let registry: PrometheusCollectorRegistry
+    let factory: PrometheusMetricsFactory
+
+    public init() {
+        registry = PrometheusCollectorRegistry()
+        factory = PrometheusMetricsFactory(registry: registry)
+    }
+
+    /// The registry in Prometheus' text format.
+    public func exposition() -> [UInt8] {
+        var buffer: [UInt8] = []
+        registry.emit(into: &buffer)
+        return buffer
+    }
+
+    // MARK: scheduler
+
+    func ticked(at now: Double) {
+        Gauge(label: "pushcamp_scheduler_last_tick_timestamp_seconds", factory: factory).record(now)
+    }
+
+    func nextSlot(_ campaign: String, at slot: Int64?) {
+        Gauge(
+            label: "pushcamp_scheduler_next_slot_timestamp_seconds",
+            dimensions: [("campaign", campaign)],
+            factory: factory
+        ).record(Double(slot ?? 0))
+    }
+
+    func slotFired(_ campaign: String) {
+        Counter(label: "pushcamp_scheduler_slots_fired_total", dimensions: [("campaign", campaign)], factory: factory)
+            .increment()
+    }
+
+    func slotsSkipped(_ campaign: String, reason: String, count: Int) {
+        Counter(
+            label: "pushcamp_scheduler_slots_skipped_total",
+            dimensions: [("campaign", campaign), ("reason", reason)],
+            factory: factory
+        ).increment(by: Int64(count))
+    }
+
+    func campaigns(scheduled: Int, invalid: Int) {
+        Gauge(label: "pushcamp_campaigns_scheduled", factory: factory).record(scheduled)
+        Gauge(label: "pushcamp_campaigns_invalid", factory: factory).record(invalid)
+    }
+
+    // MARK: sends
+
+    /// A running send's progress since its last call: counters move by the difference.
+    func progressed(_ campaign: String, from old: SendProgress?, to new: SendProgress) {
+        let delivered = new.delivered - (old?.delivered ?? 0)
+        let failed = new.failed - (old?.failed ?? 0)
+        if delivered > 0 {
+            Counter(
+                label: "pushcamp_pushes_total",
+                dimensions: [("campaign", campaign), ("outcome", "delivered")],
+                factory: factory
+            ).increment(by: Int64(delivered))
+        }
+        if failed > 0 {
+            Counter(
+                label: "pushcamp_pushes_total",
+                dimensions: [("campaign", campaign), ("outcome", "failed")],
+                factory: factory
+            ).increment(by: Int64(failed))
+        }
+        pending(campaign, max(0, new.planned - new.delivered - new.failed))
+    }
+
+    func pending(_ campaign: String, _ count: Int) {
+        Gauge(label: "pushcamp_run_pending_recipients", dimensions: [("campaign", campaign)], factory: factory)
+            .record(count)
+    }
+
+    /// A send ended: its failures by APNs reason, retries by cause, and the run's end.
+    func ended(_ campaign: String, report: SendReport) {
+        for (reason, count) in report.failures where count > 0 {
+            Counter(
+                label: "pushcamp_apns_failures_total",
+                dimensions: [("campaign", campaign), ("reason", reason)],
+                factory: factory
+            ).increment(by: Int64(count))
+        }
+        for (cause, count) in report.retries where count > 0 {
+            Counter(
+                label: "pushcamp_retries_total",
+                dimensions: [("campaign", campaign), ("cause", cause)],
+                factory: factory
+            ).increment(by: Int64(count))
+        }
+        Counter(
+            label: "pushcamp_runs_total",
+            dimensions: [("campaign", campaign), ("end", Self.end(of: report))],
+            factory: factory
+        ).increment()
+        pending(campaign, 0)
+    }
+
+    /// How a run ended, as a label value.
+    static func end(of report: SendReport) -> String {
+        switch report.stop {
+        case nil: return "finished"
+        case .interrupted?: return "interrupted"
+        case .credentials?: return "credentials"
+        case .cannotConnect?: return "cannot-connect"
+        case .planFailed?: return "plan-failed"
+        case .cancelled?: return "cancelled"
+        case .journal?: return "journal"
+        case .stalled?: return "stalled"
+        }
+    }
+
+    func runRefused(_ campaign: String) {
+        Counter(label: "pushcamp_runs_refused_total", dimensions: [("campaign", campaign)], factory: factory)
+            .increment()
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import PushcampModel
+import PushcampPlanner
+
+/// The campaign files `serve` watches: every `*.yaml` and `*.yml` under the configured folders
+/// (not recursively), read again when a file's size or modification time changes. A file that does
+/// not validate is kept as invalid with its first error, and skipped; the others go on.
+struct CampaignCatalog {
+    struct Entry {
+        var path: String
+        var stamp: Stamp
+        var id: String?
+        var schedule: ScheduleSpec?
+        var loadError: String?
+        /// Set when an earlier file (by path) defines the same campaign.
+        var duplicateOf: String?
+
+        var error: String? {
+            loadError
+                ?? duplicateOf.map { "campaign \(id ?? "") is also defined in \($0); campaign ids must be unique" }
+        }
+    }
+
+    struct Stamp: Equatable {
+        var size: Int
+        var modified: Double
+    }
+
+    let paths: ProjectPaths
+    let folders: [String]
+    let loader: CampaignLoader
+    private(set) var entries: [String: Entry] = [:]
+
+    init(paths: ProjectPaths, folders: [String]) {
+        self.paths = paths
+        self.folders = folders
+        loader = CampaignLoader(workingDirectory: paths.root)
+    }
+
+    /// Scheduled campaigns by id (the first file wins when two name the same campaign).
+    var scheduled: [String: (path: String, schedule: ScheduleSpec)] {
+        var result: [String: (path: String, schedule: ScheduleSpec)] = [:]
+        for entry in entries.values.sorted(by: { $0.path < $1.path }) {
+            guard entry.error == nil, let id = entry.id, let schedule = entry.schedule, result[id] == nil else {
+                continue
+            }
+            result[id] = (entry.path, schedule)
+        }
+        return result
+    }
+
+    var invalid: [(file: String, error: String)] {
+        entries.values.compactMap { entry in entry.error.map { (entry.path, $0) } }.sorted { $0.file < $1.file }
+    }
+
+    /// Looks at the folders again; returns whether anything changed.
+    mutating func refresh() -> Bool {
+        var seen: Set<String> = []
+        var changed = false
+        for folder in folders {
+            let directory = paths.url(folder)
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+            for name in names.sorted() where name.hasSuffix(".yaml") || name.hasSuffix(".yml") {
+                let path = directory.appendingPathComponent(name).path
+                guard let stamp = Self.stamp(path) else { continue }
+                seen.insert(path)
+                if entries[path]?.stamp == stamp { continue }
+                entries[path] = read(path, stamp: stamp)
+                changed = true
+            }
+        }
+        for path in entries.keys where !seen.contains(path) {
+            entries[path] = nil
+            changed = true
+        }
+        if changed { markDuplicates() }
+        return changed
+    }
+
+    /// The campaign at `path` loaded now, as a slot fires: the file as it is at that moment.
+    func load(_ path: String) -> (LoadedCampaign?, String?) {
+        let result = loader.load(path)
+        let error = result.diagnostics.first { $0.severity == .error }
+        guard let campaign = result.campaign, error == nil else {
+            return (nil, error?.description ?? "\(path) does not load")
+        }
+        return (campaign, nil)
+    }
+
+    private func read(_ path: String, stamp: Stamp) -> Entry {
+        let (campaign, error) = load(path)
+        return Entry(path: path, stamp: stamp, id: campaign?.id, schedule: campaign?.schedule, loadError: error)
+    }
+
+    private mutating func markDuplicates() {
+        var owners: [String: String] = [:]
+        for path in entries.keys.sorted() {
+            entries[path]?.duplicateOf = nil
+            guard let id = entries[path]?.id, entries[path]?.loadError == nil else { continue }
+            if let owner = owners[id] {
+                entries[path]?.duplicateOf = owner
+            } else {
+                owners[id] = path
+            }
+        }
+    }
+
+    private static func stamp(_ path: String) -> Stamp? {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+            (attributes[.type] as? FileAttributeType) == .typeRegular
+        else { return nil }
+        return Stamp(
+            size: (attributes[.size] as? Int) ?? 0,
+            modified: (attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
+        )
+    }
+}

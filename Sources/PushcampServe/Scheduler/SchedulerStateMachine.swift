@@ -1,0 +1,189 @@
+import PushcampModel
+
+/// Decides which slots of which scheduled campaigns fire, and which are skipped and why. A plain
+/// struct: it is told the campaigns, the time and the runs that ended, and returns actions for
+/// `SchedulerService` to carry out (claim the slot and send, or record the skip). No clock, no
+/// journal, no sleeping: the tests walk it through days of slots in memory.
+///
+/// Per campaign it keeps a cursor, the latest slot accounted for (fired, skipped or queued), read
+/// from the journal at start; every slot after the cursor that is due is decided exactly once:
+///
+/// - slots due longer ago than `catch_up.within` are skipped as `missed`;
+/// - of the slots due within it, `catch_up.mode` picks: `latest` fires the newest and skips the
+///   others as `superseded`; `all` fires each, oldest first; `skip` fires only slots that came
+///   due after `serve` started (the others are `not-caught-up`);
+/// - a slot due while the campaign's previous slot is still sending is skipped as `overlap`, or
+///   with `overlap: queue` fires when that run ends (skipped as `missed` if it waited longer than
+///   `within`).
+public struct SchedulerStateMachine: Sendable {
+    public enum SkipReason: String, Sendable, CaseIterable {
+        /// Due longer ago than `catch_up.within` when it could be fired.
+        case missed
+        /// A newer slot was due too, and `catch_up.mode: latest` fires only the newest.
+        case superseded
+        /// The previous slot's run was still sending (`overlap: skip`).
+        case overlap
+        /// Due while `serve` was not running, with `catch_up.mode: skip`.
+        case notCaughtUp = "not-caught-up"
+    }
+
+    public enum Action: Sendable, Equatable {
+        case fire(campaign: String, slot: Int64)
+        /// `count` slots from `first` through `through`, skipped together.
+        case skip(campaign: String, first: Int64, through: Int64, count: Int, reason: SkipReason)
+    }
+
+    struct Entry: Sendable {
+        var schedule: ScheduleSpec
+        var cursor: Int64
+        /// The slot whose run this process is sending.
+        var running: Int64?
+        var queued: [Int64] = []
+    }
+
+    /// When `serve` started (seconds since 1970): what `catch_up.mode: skip` counts from.
+    public let startedAt: Int64
+    private(set) var entries: [String: Entry] = [:]
+    /// Missed slots beyond this many are not looked at one by one (they are counted as this many).
+    public static let countLimit = 100_000
+
+    public init(startedAt: Int64) {
+        self.startedAt = startedAt
+    }
+
+    /// A campaign to schedule, or its new schedule. `cursor` is the latest slot the journal has
+    /// recorded for it, or, when none is, the moment `serve` first saw the campaign (so a new
+    /// recurring campaign does not fire the slots before it). An `at` schedule's one slot is due
+    /// even if it came before the campaign was first seen.
+    public mutating func schedule(_ campaign: String, _ schedule: ScheduleSpec, cursor: Int64, recorded: Bool) {
+        var cursor = cursor
+        if !recorded, let at = schedule.at { cursor = min(cursor, at.secondsSince1970 - 1) }
+        if var entry = entries[campaign] {
+            entry.schedule = schedule
+            entries[campaign] = entry
+        } else {
+            entries[campaign] = Entry(schedule: schedule, cursor: cursor)
+        }
+    }
+
+    /// A campaign no longer scheduled (its file removed, or its `schedule:` dropped).
+    public mutating func unschedule(_ campaign: String) {
+        entries[campaign] = nil
+    }
+
+    public var campaigns: [String] { entries.keys.sorted() }
+
+    public func isRunning(_ campaign: String) -> Bool { entries[campaign]?.running != nil }
+
+    /// The next slot of `campaign` after those already decided.
+    public func nextSlot(of campaign: String) -> Int64? {
+        guard let entry = entries[campaign] else { return nil }
+        return entry.queued.first ?? entry.schedule.nextSlot(after: entry.cursor)
+    }
+
+    /// The earliest moment a slot comes due, for the service's timer.
+    public var nextDue: Int64? {
+        entries.values.compactMap { $0.schedule.nextSlot(after: $0.cursor) }.min()
+    }
+
+    /// The slots due at `now`, decided.
+    public mutating func tick(now: Int64) -> [Action] {
+        var actions: [Action] = []
+        for campaign in entries.keys.sorted() {
+            actions += decide(campaign, now: now)
+        }
+        return actions
+    }
+
+    /// The run of `campaign`'s current slot ended (or never started): a queued slot may fire.
+    public mutating func runEnded(_ campaign: String, now: Int64) -> [Action] {
+        guard var entry = entries[campaign] else { return [] }
+        entry.running = nil
+        var actions: [Action] = []
+        let oldest = now - entry.schedule.catchUp.within.seconds
+        while let slot = entry.queued.first {
+            entry.queued.removeFirst()
+            if slot < oldest {
+                actions.append(.skip(campaign: campaign, first: slot, through: slot, count: 1, reason: .missed))
+                continue
+            }
+            entry.running = slot
+            actions.append(.fire(campaign: campaign, slot: slot))
+            break
+        }
+        entries[campaign] = entry
+        return actions
+    }
+
+    private mutating func decide(_ campaign: String, now: Int64) -> [Action] {
+        guard var entry = entries[campaign] else { return [] }
+        let schedule = entry.schedule
+        guard let first = schedule.nextSlot(after: entry.cursor), first <= now else { return [] }
+        var actions: [Action] = []
+        let oldest = now - schedule.catchUp.within.seconds
+        // Missed: due before the catch-up window; counted, never fired.
+        if first < oldest {
+            var count = 0
+            var last = first
+            var cursor = entry.cursor
+            while let slot = schedule.nextSlot(after: cursor), slot < oldest {
+                count += 1
+                last = slot
+                cursor = slot
+                if count == Self.countLimit {
+                    // Jump to the window: what lies between is counted as the limit.
+                    last = oldest - 1
+                    break
+                }
+            }
+            actions.append(.skip(campaign: campaign, first: first, through: last, count: count, reason: .missed))
+            entry.cursor = max(last, cursor)
+        }
+        var due = schedule.slots(after: entry.cursor, through: now, limit: Self.countLimit)
+        if let last = due.last { entry.cursor = last }
+        switch schedule.catchUp.mode {
+        case .all:
+            break
+        case .latest:
+            if due.count > 1 {
+                let older = due.dropLast()
+                actions.append(
+                    .skip(
+                        campaign: campaign,
+                        first: older.first!,
+                        through: older.last!,
+                        count: older.count,
+                        reason: .superseded
+                    )
+                )
+                due = [due.last!]
+            }
+        case .skip:
+            let before = due.filter { $0 <= startedAt }
+            if !before.isEmpty {
+                actions.append(
+                    .skip(
+                        campaign: campaign,
+                        first: before.first!,
+                        through: before.last!,
+                        count: before.count,
+                        reason: .notCaughtUp
+                    )
+                )
+            }
+            due = Array(due.drop { $0 <= startedAt }.suffix(1))
+        }
+        for slot in due {
+            if entry.running == nil && entry.queued.isEmpty {
+                entry.running = slot
+                actions.append(.fire(campaign: campaign, slot: slot))
+            } else if schedule.overlap == .queue || schedule.catchUp.mode == .all {
+                entry.queued.append(slot)
+            } else {
+                actions.append(.skip(campaign: campaign, first: slot, through: slot, count: 1, reason: .overlap))
+            }
+        }
+        entries[campaign] = entry
+        return actions
+    }
+}

@@ -1,0 +1,165 @@
+import PushcampModel
+import PushcampServe
+import Testing
+
+@Suite("Scheduler state machine (virtual time)")
+struct SchedulerStateMachineTests {
+    typealias Machine = SchedulerStateMachine
+    static let t0: Int64 = 1_800_000_000  // 2027-01-15T08:00:00Z, a multiple of 10 minutes
+
+    func every(
+        _ seconds: Int64,
+        within: Int64 = 3600,
+        mode: CatchUp.Mode = .latest,
+        overlap: Overlap = .skip
+    )
+        -> ScheduleSpec
+    {
+        ScheduleSpec(
+            rule: .every(TimeSpan(seconds: seconds)),
+            catchUp: CatchUp(within: TimeSpan(seconds: within), mode: mode),
+            overlap: overlap
+        )
+    }
+
+    @Test func eachSlotFiresOnceAsTimeGoesBy() {
+        var machine = Machine(startedAt: Self.t0)
+        machine.schedule("news", every(60), cursor: Self.t0, recorded: false)
+        #expect(machine.nextDue == Self.t0 + 60)
+        #expect(machine.tick(now: Self.t0 + 59).isEmpty)
+        #expect(machine.tick(now: Self.t0 + 60) == [.fire(campaign: "news", slot: Self.t0 + 60)])
+        // Ticking again within the same slot decides nothing new.
+        #expect(machine.tick(now: Self.t0 + 61).isEmpty)
+        #expect(machine.runEnded("news", now: Self.t0 + 70).isEmpty)
+        #expect(machine.tick(now: Self.t0 + 120) == [.fire(campaign: "news", slot: Self.t0 + 120)])
+        #expect(machine.nextDue == Self.t0 + 180)
+    }
+
+    @Test func afterDowntimeLatestFiresTheNewestSlotInTheWindow() {
+        // Down from t0 to t0 + 3 h; slots every 10 minutes; catch up within 1 h.
+        var machine = Machine(startedAt: Self.t0 + 3 * 3600)
+        machine.schedule("news", every(600), cursor: Self.t0, recorded: true)
+        let now = Self.t0 + 3 * 3600
+        #expect(
+            machine.tick(now: now) == [
+                // t0+10m … t0+1h50m: 11 slots older than the window.
+                .skip(
+                    campaign: "news",
+                    first: Self.t0 + 600,
+                    through: Self.t0 + 7200 - 600,
+                    count: 11,
+                    reason: .missed
+                ),
+                .skip(
+                    campaign: "news",
+                    first: Self.t0 + 7200,
+                    through: Self.t0 + 10800 - 600,
+                    count: 6,
+                    reason: .superseded
+                ),
+                .fire(campaign: "news", slot: Self.t0 + 10800),
+            ]
+        )
+    }
+
+    @Test func allFiresEveryMissedSlotInTheWindowOneAfterTheOther() {
+        var machine = Machine(startedAt: Self.t0 + 1800)
+        machine.schedule("news", every(600, within: 1100, mode: .all), cursor: Self.t0, recorded: true)
+        let now = Self.t0 + 1800
+        #expect(
+            machine.tick(now: now) == [
+                .skip(campaign: "news", first: Self.t0 + 600, through: Self.t0 + 600, count: 1, reason: .missed),
+                .fire(campaign: "news", slot: Self.t0 + 1200),
+            ]
+        )
+        #expect(machine.runEnded("news", now: now + 10) == [.fire(campaign: "news", slot: Self.t0 + 1800)])
+        #expect(machine.runEnded("news", now: now + 20).isEmpty)
+    }
+
+    @Test func skipFiresOnlySlotsThatComeDueWhileServing() {
+        let started = Self.t0 + 1500
+        var machine = Machine(startedAt: started)
+        machine.schedule("news", every(600, mode: .skip), cursor: Self.t0, recorded: true)
+        #expect(
+            machine.tick(now: started) == [
+                .skip(campaign: "news", first: Self.t0 + 600, through: Self.t0 + 1200, count: 2, reason: .notCaughtUp)
+            ]
+        )
+        #expect(machine.tick(now: Self.t0 + 1800) == [.fire(campaign: "news", slot: Self.t0 + 1800)])
+    }
+
+    @Test func aSlotDueWhileThePreviousRunSendsIsSkippedOrQueued() {
+        var skipping = Machine(startedAt: Self.t0)
+        skipping.schedule("news", every(60), cursor: Self.t0, recorded: true)
+        #expect(skipping.tick(now: Self.t0 + 60) == [.fire(campaign: "news", slot: Self.t0 + 60)])
+        #expect(
+            skipping.tick(now: Self.t0 + 120) == [
+                .skip(campaign: "news", first: Self.t0 + 120, through: Self.t0 + 120, count: 1, reason: .overlap)
+            ]
+        )
+        #expect(skipping.runEnded("news", now: Self.t0 + 130).isEmpty)
+
+        var queueing = Machine(startedAt: Self.t0)
+        queueing.schedule("news", every(60, overlap: .queue), cursor: Self.t0, recorded: true)
+        #expect(queueing.tick(now: Self.t0 + 60) == [.fire(campaign: "news", slot: Self.t0 + 60)])
+        #expect(queueing.tick(now: Self.t0 + 120).isEmpty)
+        #expect(queueing.nextSlot(of: "news") == Self.t0 + 120)
+        #expect(queueing.runEnded("news", now: Self.t0 + 130) == [.fire(campaign: "news", slot: Self.t0 + 120)])
+        // A queued slot that waited longer than the window is missed instead.
+        #expect(queueing.tick(now: Self.t0 + 180).isEmpty)
+        #expect(
+            queueing.runEnded("news", now: Self.t0 + 180 + 3601) == [
+                .skip(campaign: "news", first: Self.t0 + 180, through: Self.t0 + 180, count: 1, reason: .missed)
+            ]
+        )
+    }
+
+    @Test func anAtSlotFiresLateWithinTheWindowAndIsMissedAfter() {
+        let at = ScheduleSpec(rule: .at(Timestamp(secondsSince1970: Self.t0)))
+        var late = Machine(startedAt: Self.t0 + 1800)
+        // First seen after its slot: still due (it is the campaign's one slot).
+        late.schedule("launch", at, cursor: Self.t0 + 1800, recorded: false)
+        #expect(late.tick(now: Self.t0 + 1800) == [.fire(campaign: "launch", slot: Self.t0)])
+        #expect(late.runEnded("launch", now: Self.t0 + 1900).isEmpty)
+        #expect(late.tick(now: Self.t0 + 99999).isEmpty)
+        #expect(late.nextDue == nil)
+
+        var tooLate = Machine(startedAt: Self.t0 + 7200)
+        tooLate.schedule("launch", at, cursor: Self.t0 + 7200, recorded: false)
+        #expect(
+            tooLate.tick(now: Self.t0 + 7200) == [
+                .skip(campaign: "launch", first: Self.t0, through: Self.t0, count: 1, reason: .missed)
+            ]
+        )
+        // Recorded already (fired by another serve): nothing to do.
+        var recorded = Machine(startedAt: Self.t0 + 10)
+        recorded.schedule("launch", at, cursor: Self.t0, recorded: true)
+        #expect(recorded.tick(now: Self.t0 + 10).isEmpty)
+    }
+
+    @Test func aYearOfMissedSecondsIsCountedWithoutWalkingEverySlot() {
+        var machine = Machine(startedAt: Self.t0 + 365 * 86_400)
+        machine.schedule("tick", every(1, within: 10), cursor: Self.t0, recorded: true)
+        let now = Self.t0 + 365 * 86_400
+        let actions = machine.tick(now: now)
+        #expect(actions.count == 3)
+        guard case .skip(_, let first, _, let count, .missed) = actions.first else {
+            Issue.record("no missed slots: \(actions)")
+            return
+        }
+        #expect(first == Self.t0 + 1)
+        #expect(count == Machine.countLimit)
+        #expect(actions.last == .fire(campaign: "tick", slot: now))
+    }
+
+    @Test func cronSlotsFollowTheZone() throws {
+        let paris = try #require(Zone.named("Europe/Paris"))
+        let cron = ScheduleSpec(rule: .cron(try CronExpression.parse("0 9 * * *").get()), zone: paris)
+        // 2027-03-27T12:00Z; the next 09:00 Paris is the 28th, summer time (07:00Z).
+        let now: Int64 = 1_806_148_800
+        var machine = Machine(startedAt: now)
+        machine.schedule("daily", cron, cursor: now, recorded: false)
+        #expect(machine.nextDue == 1_806_217_200)
+        #expect(machine.tick(now: 1_806_217_200) == [.fire(campaign: "daily", slot: 1_806_217_200)])
+    }
+}
