@@ -162,6 +162,7 @@ let package = Package(
             dependencies: [
                 "PushcampSend", "PushcampPlanner", "PushcampModel", "PushcampJournal", "PushcampAPNsCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),

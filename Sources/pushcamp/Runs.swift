@@ -59,7 +59,8 @@ struct Runs: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the runs in the journal, newest first.",
         discussion: """
-            Each `pushcamp send` of a campaign records a run: running (a process is sending it), \
+            Each `pushcamp send` of a campaign, and each schedule slot `pushcamp serve` fires (shown \
+            with its slot), records a run: running (a process is sending it), \
             interrupted (stopped or killed; the next send of the campaign resumes it), finished, \
             cancelled, or superseded (given up for a new run with --new-run). --rehearsal lists \
             what `pushcamp rehearse` recorded, in its own journal.
@@ -105,7 +106,10 @@ struct Runs: ParsableCommand {
         var lines = [["RUN", "CAMPAIGN", "STATUS", "STARTED", "SENT", "DELIVERED", "FAILED", "PENDING", "PLANNED"]]
         for (run, counts) in rows {
             lines.append([
-                "\(run.id)", run.campaign + (run.replay.map { " (replay of \($0.run))" } ?? ""), run.status.rawValue,
+                "\(run.id)",
+                run.campaign + (run.replay.map { " (replay of \($0.run))" } ?? "")
+                    + (run.slot.map { " (slot \(Timestamps.text(Double($0))))" } ?? ""),
+                run.status.rawValue,
                 Timestamps.text(run.startedAt),
                 "\(counts.total - counts.planned)", "\(counts.delivered)", "\(counts.failed)",
                 "\(counts.waiting + counts.unknown + counts.inFlight)", run.planned.map { "\($0)" } ?? "-",
@@ -132,6 +136,7 @@ struct Runs: ParsableCommand {
                 "in_flight": counts.inFlight + counts.unknown, "possible_duplicates": run.possibleDuplicates,
             ]
             object["planned"] = run.planned
+            object["slot"] = run.slot.map { Timestamps.text(Double($0)) }
             if let replay = run.replay {
                 object["replay_of"] = replay.run.rawValue
                 object["replay_reasons"] = replay.reasons

@@ -9,7 +9,7 @@
 ///
 /// with what `pushcamp serve` does about slots it could not fire on time (`catch_up`) and about a
 /// slot that comes due while the previous slot's run is still sending (`overlap`).
-public struct ScheduleSpec: Hashable, Sendable {
+public struct ScheduleSpec: Hashable, Sendable, CustomStringConvertible {
     public enum Rule: Hashable, Sendable {
         /// One slot.
         case at(Timestamp)

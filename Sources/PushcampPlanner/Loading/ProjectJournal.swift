@@ -12,6 +12,13 @@ public enum ProjectJournal {
     public static func path(
         workingDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
     ) -> Result<String, DiagnosticsError> {
+        project(workingDirectory: workingDirectory).map { $0.paths.url($0.project.journalPath).path }
+    }
+
+    /// The nearest `pushcamp.yaml` at or above `workingDirectory`, read, with where it is.
+    public static func project(
+        workingDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+    ) -> Result<(project: Project, paths: ProjectPaths), DiagnosticsError> {
         let probe = workingDirectory.appendingPathComponent(ProjectPaths.projectFileName)
         guard let paths = ProjectPaths.locate(campaign: probe, workingDirectory: workingDirectory) else {
             return .failure(
@@ -30,6 +37,6 @@ public enum ProjectJournal {
         guard let project, !(parse + problems).contains(where: { $0.severity == .error }) else {
             return .failure(DiagnosticsError(parse + problems))
         }
-        return .success(paths.url(project.journalPath).path)
+        return .success((project, paths))
     }
 }

@@ -58,8 +58,11 @@ public struct ServeMetrics: Sendable {
 
     /// A running send's progress since its last call: counters move by the difference.
     func progressed(_ campaign: String, from old: SendProgress?, to new: SendProgress) {
-        let delivered = new.delivered - (old?.delivered ?? 0)
-        let failed = new.failed - (old?.failed ?? 0)
+        pushes(campaign, delivered: new.delivered - (old?.delivered ?? 0), failed: new.failed - (old?.failed ?? 0))
+        pending(campaign, max(0, new.planned - new.delivered - new.failed))
+    }
+
+    private func pushes(_ campaign: String, delivered: Int, failed: Int) {
         if delivered > 0 {
             Counter(
                 label: "pushcamp_pushes_total",
@@ -74,7 +77,6 @@ public struct ServeMetrics: Sendable {
                 factory: factory
             ).increment(by: Int64(failed))
         }
-        pending(campaign, max(0, new.planned - new.delivered - new.failed))
     }
 
     func pending(_ campaign: String, _ count: Int) {
@@ -82,8 +84,14 @@ public struct ServeMetrics: Sendable {
             .record(count)
     }
 
-    /// A send ended: its failures by APNs reason, retries by cause, and the run's end.
-    func ended(_ campaign: String, report: SendReport) {
+    /// A send ended: the answers since its last progress, its failures by APNs reason, retries by
+    /// cause, and the run's end.
+    func ended(_ campaign: String, report: SendReport, lastProgress: SendProgress?) {
+        pushes(
+            campaign,
+            delivered: report.delivered - (lastProgress?.delivered ?? 0),
+            failed: report.failed - (lastProgress?.failed ?? 0)
+        )
         for (reason, count) in report.failures where count > 0 {
             Counter(
                 label: "pushcamp_apns_failures_total",

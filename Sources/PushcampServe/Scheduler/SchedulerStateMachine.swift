@@ -66,6 +66,12 @@ public struct SchedulerStateMachine: Sendable {
         }
     }
 
+    /// `serve` is picking up `slot`'s unfinished run (it was killed while sending it).
+    public mutating func resuming(_ campaign: String, slot: Int64) {
+        entries[campaign]?.running = slot
+        if let cursor = entries[campaign]?.cursor { entries[campaign]?.cursor = max(cursor, slot) }
+    }
+
     /// A campaign no longer scheduled (its file removed, or its `schedule:` dropped).
     public mutating func unschedule(_ campaign: String) {
         entries[campaign] = nil

@@ -1,0 +1,90 @@
+import Foundation
+import PushcampJournal
+import PushcampModel
+import PushcampPlanner
+
+/// What `pushcamp schedules` shows: each campaign file in the watched folders with a schedule (or
+/// an error), its next slots, the last slot fired with its run, and the slots skipped and why.
+public struct ScheduleListing: Sendable {
+    public struct Entry: Sendable {
+        public var campaign: String?
+        public var file: String
+        public var schedule: ScheduleSpec?
+        public var error: String?
+        public var nextSlots: [Int64]
+        public var lastFired: SlotRecord?
+        public var lastRun: RunRecord?
+        public var skipped: [SlotRecord]
+    }
+
+    public var entries: [Entry]
+
+    /// Reads the folders and, when there is one, the journal.
+    public static func read(
+        paths: ProjectPaths,
+        folders: [String],
+        journal: SQLiteJournal?,
+        now: Double,
+        nextCount: Int = 3,
+        skippedCount: Int = 5
+    ) throws(JournalError) -> ScheduleListing {
+        var catalog = CampaignCatalog(paths: paths, folders: folders)
+        _ = catalog.refresh()
+        var entries: [Entry] = []
+        for entry in catalog.entries.values.sorted(by: { $0.path < $1.path }) {
+            let file = paths.displayRelative(entry.path)
+            if let error = entry.error {
+                entries.append(
+                    Entry(
+                        campaign: entry.id,
+                        file: file,
+                        schedule: nil,
+                        error: error,
+                        nextSlots: [],
+                        lastFired: nil,
+                        lastRun: nil,
+                        skipped: []
+                    )
+                )
+                continue
+            }
+            guard let id = entry.id, let schedule = entry.schedule else { continue }
+            var recorded: [SlotRecord] = []
+            var latest: SlotRecord?
+            if let journal {
+                recorded = try journal.slots(campaign: id, limit: 200)
+                latest = try journal.latestSlot(campaign: id)
+            }
+            let lastFired = recorded.first { $0.outcome == .fired }
+            let lastRun = try lastFired?.run.flatMap { run throws(JournalError) in try journal?.run(run) }
+            var cursor = Int64(now)
+            if let latest { cursor = max(cursor, latest.last) }
+            var next = schedule.slots(after: cursor, through: .max, limit: nextCount)
+            if latest == nil, let at = schedule.at?.secondsSince1970, at <= Int64(now) {
+                next = [at]  // not fired yet: serve fires it if within catch_up.within
+            }
+            entries.append(
+                Entry(
+                    campaign: id,
+                    file: file,
+                    schedule: schedule,
+                    error: nil,
+                    nextSlots: next,
+                    lastFired: lastFired,
+                    lastRun: lastRun,
+                    skipped: Array(recorded.filter { $0.outcome == .skipped }.prefix(skippedCount))
+                )
+            )
+        }
+        return ScheduleListing(entries: entries)
+    }
+}
+
+extension ProjectPaths {
+    /// An absolute path inside the project, as printed: relative to the project's display root.
+    public func displayRelative(_ path: String) -> String {
+        let root = self.root.path.hasSuffix("/") ? self.root.path : self.root.path + "/"
+        guard path.hasPrefix(root) else { return path }
+        return display(String(path.dropFirst(root.count)))
+    }
+}

@@ -1,0 +1,342 @@
+import Foundation
+import Logging
+import PushcampAPNsCore
+import PushcampJournal
+import PushcampModel
+import PushcampPlanner
+import PushcampSend
+import ServiceLifecycle
+import Synchronization
+
+/// `serve`'s scheduler: a swift-service-lifecycle `Service` that carries out what
+/// `SchedulerStateMachine` decides. Once a second it looks at the campaign folders again (a file
+/// that changed is read again; one that stops validating is reported and skipped) and asks the
+/// machine which slots are due; a slot fires by loading its campaign file as it is at that moment
+/// and sending it through `SendRun` with `.slot(slot)`, which claims the slot in the journal in
+/// the transaction that creates the run. Skipped slots are recorded with their reason.
+///
+/// On start it resumes slot runs left unfinished by a killed `serve`. On graceful shutdown it fires
+/// nothing more, lets running sends drain as `send` does (they resume on the next start), and ends.
+public final class SchedulerService: Service, Sendable {
+    public struct Configuration: Sendable {
+        public var paths: ProjectPaths
+        public var campaignFolders: [String]
+        public var journalPath: String
+        /// Where credentials named in pushcamp.yaml are read from.
+        public var environment: [String: String]
+        /// Seconds between looks at the folders and the clock.
+        public var tickInterval: Double = 1
+        public var stallTimeout: Double = 60
+
+        public init(paths: ProjectPaths, campaignFolders: [String], journalPath: String, environment: [String: String])
+        {
+            self.paths = paths
+            self.campaignFolders = campaignFolders
+            self.journalPath = journalPath
+            self.environment = environment
+        }
+    }
+
+    enum Event: Sendable {
+        case tick
+        case ended(String)
+        case shutdown
+    }
+
+    let configuration: Configuration
+    let clock: any WallClock
+    let metrics: ServeMetrics
+    let status: ServeStatus
+    let logger: Logger
+
+    public init(
+        configuration: Configuration,
+        metrics: ServeMetrics,
+        status: ServeStatus,
+        logger: Logger,
+        clock: any WallClock = SystemWallClock()
+    ) {
+        self.configuration = configuration
+        self.metrics = metrics
+        self.status = status
+        self.logger = logger
+        self.clock = clock
+    }
+
+    public func run() async throws {
+        let journal = try SQLiteJournal(path: configuration.journalPath)
+        status.update { $0.journalOpen = true }
+        defer { status.update { $0.journalOpen = false } }
+        var machine = SchedulerStateMachine(startedAt: Int64(clock.now()))
+        var catalog = CampaignCatalog(paths: configuration.paths, folders: configuration.campaignFolders)
+        var paths: [String: String] = [:]
+        let (events, continuation) = AsyncStream<Event>.makeStream()
+        let clock = self.clock
+        let interval = configuration.tickInterval
+
+        await withGracefulShutdownHandler {
+            await withDiscardingTaskGroup { group in
+                group.addTask {
+                    // Ticks on whole seconds (slots are whole seconds), so a slot fires within
+                    // milliseconds of its time.
+                    while !Task.isCancelled {
+                        continuation.yield(.tick)
+                        let next = (clock.now() / interval).rounded(.down) * interval + interval + 0.002
+                        try? await clock.sleep(until: next)
+                    }
+                }
+                var running: Set<String> = []
+                var stopping = false
+                func start(_ campaign: String, slot: Int64) {
+                    guard let path = paths[campaign] else { return }
+                    running.insert(campaign)
+                    status.update { $0.running = running.sorted() }
+                    group.addTask {
+                        await self.fire(campaign, slot: slot, path: path, journal: journal)
+                        continuation.yield(.ended(campaign))
+                    }
+                }
+                func perform(_ actions: [SchedulerStateMachine.Action]) {
+                    for action in actions {
+                        switch action {
+                        case .fire(let campaign, let slot):
+                            start(campaign, slot: slot)
+                        case .skip(let campaign, let first, let through, let count, let reason):
+                            self.skip(
+                                campaign,
+                                first: first,
+                                through: through,
+                                count: count,
+                                reason: reason.rawValue,
+                                detail: nil,
+                                journal: journal
+                            )
+                        }
+                    }
+                }
+                var resumed = false
+                for await event in events {
+                    let now = clock.now()
+                    switch event {
+                    case .tick:
+                        guard !stopping else { break }
+                        if catalog.refresh() || !resumed {
+                            paths = self.sync(&machine, with: catalog, journal: journal, now: now)
+                        }
+                        if !resumed {
+                            resumed = true
+                            for (campaign, slot) in self.unfinishedSlots(journal, scheduled: paths) {
+                                machine.resuming(campaign, slot: slot)
+                                start(campaign, slot: slot)
+                            }
+                        }
+                        perform(machine.tick(now: Int64(now)))
+                        self.metrics.ticked(at: now)
+                        for campaign in machine.campaigns {
+                            self.metrics.nextSlot(campaign, at: machine.nextSlot(of: campaign))
+                        }
+                        status.update { $0.lastTick = now }
+                    case .ended(let campaign):
+                        running.remove(campaign)
+                        status.update { $0.running = running.sorted() }
+                        if !stopping { perform(machine.runEnded(campaign, now: Int64(now))) }
+                    case .shutdown:
+                        stopping = true
+                    }
+                    if stopping && running.isEmpty { break }
+                }
+                group.cancelAll()
+            }
+        } onGracefulShutdown: {
+            continuation.yield(.shutdown)
+        }
+    }
+
+    /// Tells the machine the catalog's scheduled campaigns; returns their files by campaign.
+    private func sync(
+        _ machine: inout SchedulerStateMachine,
+        with catalog: CampaignCatalog,
+        journal: SQLiteJournal,
+        now: Double
+    ) -> [String: String] {
+        let scheduled = catalog.scheduled
+        for campaign in machine.campaigns where scheduled[campaign] == nil {
+            machine.unschedule(campaign)
+            logger.info("campaign \(campaign) is no longer scheduled")
+        }
+        for (campaign, entry) in scheduled {
+            do {
+                let latest = try journal.latestSlot(campaign: campaign)
+                let since = try journal.watchStart(campaign: campaign, now: now)
+                let isNew = !machine.campaigns.contains(campaign)
+                machine.schedule(
+                    campaign,
+                    entry.schedule,
+                    cursor: latest?.last ?? Int64(since),
+                    recorded: latest != nil
+                )
+                if isNew {
+                    let next = machine.nextSlot(of: campaign).map { Timestamps.text(Double($0)) } ?? "none"
+                    logger.info("scheduled \(campaign) (\(entry.schedule)); next slot \(next)")
+                }
+            } catch {
+                report("campaign \(campaign): the journal cannot be read: \(error)")
+            }
+        }
+        let invalid = catalog.invalid.map { (file: configuration.paths.displayRelative($0.file), error: $0.error) }
+        for (file, error) in invalid
+        where !status.snapshot.invalid.contains(where: { $0.file == file && $0.error == error }) {
+            logger.error("\(error)")
+        }
+        status.update {
+            $0.scheduled = scheduled.keys.sorted()
+            $0.invalid = invalid
+        }
+        metrics.campaigns(scheduled: scheduled.count, invalid: invalid.count)
+        return scheduled.mapValues(\.path)
+    }
+
+    /// Slot runs a killed `serve` left unfinished, for campaigns still scheduled.
+    private func unfinishedSlots(_ journal: SQLiteJournal, scheduled: [String: String]) -> [(String, Int64)] {
+        do {
+            return try journal.unfinishedSlotRuns().compactMap { run in
+                guard let slot = run.slot else { return nil }
+                guard scheduled[run.campaign] != nil else {
+                    logger.warning(
+                        "run \(run.id) of \(run.campaign) (slot \(Timestamps.text(Double(slot)))) is unfinished, but the campaign is no longer scheduled; it is left as it is"
+                    )
+                    return nil
+                }
+                return (run.campaign, slot)
+            }
+        } catch {
+            report("the journal cannot be read: \(error)")
+            return []
+        }
+    }
+
+    /// Fires one slot: the campaign as its file is now, claimed and sent (or resumed).
+    private func fire(_ campaign: String, slot: Int64, path: String, journal: SQLiteJournal) async {
+        let slotText = Timestamps.text(Double(slot))
+        let (loaded, error) = CampaignCatalog(paths: configuration.paths, folders: []).load(path)
+        guard let loaded else {
+            skip(campaign, first: slot, through: slot, count: 1, reason: "invalid", detail: error, journal: journal)
+            return
+        }
+        if loaded.schedule?.at != nil, let sent = try? journal.latestRun(campaign: campaign), sent.slot == nil {
+            skip(
+                campaign,
+                first: slot,
+                through: slot,
+                count: 1,
+                reason: "sent",
+                detail: "sent by `pushcamp send` as run \(sent.id)",
+                journal: journal
+            )
+            return
+        }
+        var options = SendRun.Options(journalPath: configuration.journalPath)
+        options.kind = .slot(slot)
+        options.stallTimeout = configuration.stallTimeout
+        let progress = Mutex<SendProgress?>(nil)
+        let metrics = self.metrics
+        let send: SendRun
+        do {
+            send = try SendRun.prepare(
+                loaded,
+                options: options,
+                transport: .app(paths: configuration.paths, environment: configuration.environment),
+                clock: clock,
+                progress: { update in
+                    progress.withLock { last in
+                        metrics.progressed(campaign, from: last, to: update)
+                        last = update
+                    }
+                }
+            )
+        } catch {
+            if error.slotRecorded {
+                logger.debug("slot \(slotText) of \(campaign): \(error.message)")
+                if error.message.contains("given up") { report(error.message) }
+            } else if error.exitCode == 5 {
+                if loaded.schedule?.overlap != .queue {
+                    skip(
+                        campaign,
+                        first: slot,
+                        through: slot,
+                        count: 1,
+                        reason: "overlap",
+                        detail: error.message,
+                        journal: journal
+                    )
+                }
+            } else {
+                metrics.runRefused(campaign)
+                skip(
+                    campaign,
+                    first: slot,
+                    through: slot,
+                    count: 1,
+                    reason: "refused",
+                    detail: error.message,
+                    journal: journal
+                )
+                report("slot \(slotText) of \(campaign) was refused: \(error.message)")
+            }
+            return
+        }
+        metrics.slotFired(campaign)
+        let note = send.note.map { "; \($0)" } ?? ""
+        logger.info("slot \(slotText) of \(campaign): run \(send.run.id) sending (revision \(loaded.revision))\(note)")
+        do {
+            try await send.run()
+        } catch {
+            report("slot \(slotText) of \(campaign): run \(send.run.id) failed: \(error)")
+        }
+        guard let report = send.report else { return }
+        metrics.ended(campaign, report: report, lastProgress: progress.withLock { $0 })
+        let end = ServeMetrics.end(of: report)
+        logger.info(
+            "slot \(slotText) of \(campaign): run \(send.run.id) \(end): \(report.delivered) delivered, \(report.failed) failed"
+        )
+        if case .credentials(let message)? = report.stop { self.report("\(campaign): \(message)") }
+    }
+
+    private func skip(
+        _ campaign: String,
+        first: Int64,
+        through: Int64,
+        count: Int,
+        reason: String,
+        detail: String?,
+        journal: SQLiteJournal
+    ) {
+        do {
+            let recorded = try journal.recordSkipped(
+                campaign: campaign,
+                first: first,
+                through: through,
+                count: count,
+                reason: reason,
+                detail: detail,
+                now: clock.now()
+            )
+            guard recorded else { return }
+        } catch {
+            report("campaign \(campaign): a skipped slot cannot be recorded: \(error)")
+            return
+        }
+        metrics.slotsSkipped(campaign, reason: reason, count: count)
+        let slots =
+            count == 1
+            ? "slot \(Timestamps.text(Double(first)))"
+            : "\(count) slots from \(Timestamps.text(Double(first))) to \(Timestamps.text(Double(through)))"
+        let why = detail.map { " (\($0))" } ?? ""
+        logger.notice("\(slots) of \(campaign) skipped: \(reason)\(why)")
+    }
+
+    private func report(_ error: String) {
+        logger.error("\(error)")
+        status.update { $0.lastError = error }
+    }
+}

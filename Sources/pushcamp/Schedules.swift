@@ -1,0 +1,138 @@
+import ArgumentParser
+import Foundation
+import PushcampJournal
+import PushcampModel
+import PushcampPlanner
+import PushcampServe
+
+struct Schedules: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List scheduled campaigns: their next slots, the last slot fired and its run, slots skipped.",
+        discussion: """
+            Reads the folders `pushcamp serve` watches (serve.campaigns in pushcamp.yaml, default \
+            campaigns/) and the journal. A campaign file that does not validate is listed with its \
+            error: serve skips it until it is fixed. Skipped slots carry their reason: missed (due \
+            longer ago than catch_up.within), superseded (catch_up.mode latest fired a newer one), \
+            not-caught-up (catch_up.mode skip), overlap (the previous slot was still sending), \
+            invalid (the file did not validate when the slot came), refused (the send was refused, \
+            e.g. credentials), sent (an `at` campaign sent by `pushcamp send`).
+
+            Examples:
+              pushcamp schedules
+              pushcamp schedules --format json
+            """
+    )
+
+    @Option(
+        help: ArgumentHelp(
+            "The project folder holding pushcamp.yaml (default: the nearest one at or above the current folder).",
+            valueName: "dir"
+        )
+    )
+    var project: String?
+
+    @Option(help: ArgumentHelp("The journal file (default: journal.path of pushcamp.yaml).", valueName: "file"))
+    var journal: String?
+
+    @Option(help: "text or json.")
+    var format: Format = .text
+
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case text, json
+    }
+
+    func run() throws {
+        let directory = URL(
+            fileURLWithPath: project ?? FileManager.default.currentDirectoryPath,
+            relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        ).standardizedFileURL
+        let (loaded, paths): (Project, ProjectPaths)
+        switch ProjectJournal.project(workingDirectory: directory) {
+        case .success(let found): (loaded, paths) = found
+        case .failure(let error):
+            printError(error.description)
+            throw ExitCode(1)
+        }
+        let journalPath = journal ?? paths.url(loaded.journalPath).path
+        let listing: ScheduleListing
+        do {
+            let store =
+                FileManager.default.fileExists(atPath: journalPath)
+                ? try SQLiteJournal(path: journalPath, readOnly: true) : nil
+            listing = try ScheduleListing.read(
+                paths: paths,
+                folders: loaded.serve.campaignFolders,
+                journal: store,
+                now: Date().timeIntervalSince1970
+            )
+        } catch {
+            printError("error: \(error.message)")
+            throw ExitCode(1)
+        }
+        switch format {
+        case .text: print(Self.text(listing), terminator: "")
+        case .json: print(Self.json(listing))
+        }
+    }
+
+    static func text(_ listing: ScheduleListing) -> String {
+        guard !listing.entries.isEmpty else {
+            return
+                "no scheduled campaigns (a campaign is scheduled by a `schedule:` key; see docs/campaign-format.md)\n"
+        }
+        var text = ""
+        for entry in listing.entries {
+            guard let schedule = entry.schedule, let campaign = entry.campaign else {
+                text += "\(entry.file): invalid, skipped by serve\n  \(entry.error ?? "")\n"
+                continue
+            }
+            text += "\(campaign)  \(schedule)  (\(entry.file))\n"
+            let next = entry.nextSlots.map { Timestamps.text(Double($0)) }
+            text += "  next:    \(next.isEmpty ? "none (the schedule has ended)" : next.joined(separator: ", "))\n"
+            if let fired = entry.lastFired {
+                let run = entry.lastRun.map { "run \($0.id) \($0.status.rawValue)" } ?? "no run"
+                text += "  last:    \(Timestamps.text(Double(fired.slot))), \(run)\n"
+            } else {
+                text += "  last:    never fired\n"
+            }
+            for skip in entry.skipped {
+                let slots =
+                    skip.count == 1
+                    ? Timestamps.text(Double(skip.slot))
+                    : "\(skip.count) slots \(Timestamps.text(Double(skip.slot)))…\(Timestamps.text(Double(skip.last)))"
+                text += "  skipped: \(slots): \(skip.reason ?? "-")" + (skip.detail.map { " (\($0))" } ?? "") + "\n"
+            }
+        }
+        return text
+    }
+
+    static func json(_ listing: ScheduleListing) -> String {
+        let objects: [[String: Any]] = listing.entries.map { entry in
+            var object: [String: Any] = ["file": entry.file]
+            object["campaign"] = entry.campaign
+            if let error = entry.error {
+                object["error"] = error
+                return object
+            }
+            object["schedule"] = entry.schedule.map { "\($0)" }
+            object["next_slots"] = entry.nextSlots.map { Timestamps.text(Double($0)) }
+            if let fired = entry.lastFired {
+                var last: [String: Any] = ["slot": Timestamps.text(Double(fired.slot))]
+                last["run"] = fired.run?.rawValue
+                last["status"] = entry.lastRun?.status.rawValue
+                object["last_fired"] = last
+            }
+            object["skipped"] = entry.skipped.map { skip in
+                var item: [String: Any] = [
+                    "slot": Timestamps.text(Double(skip.slot)), "count": skip.count, "reason": skip.reason ?? "",
+                ]
+                if skip.count > 1 { item["through"] = Timestamps.text(Double(skip.last)) }
+                item["detail"] = skip.detail
+                return item
+            }
+            return object
+        }
+        let data = try! JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -1,0 +1,134 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PushcampModel
+import PushcampPlanner
+import PushcampServe
+import ServiceLifecycle
+import UnixSignals
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Send scheduled campaigns at their slots, each slot once; serve health and metrics.",
+        discussion: """
+            The long-running side of Pushcamp. Every campaign file in the watched folders (serve.campaigns \
+            in pushcamp.yaml, default campaigns/) with a `schedule:` is sent at each of its slots: \
+            `at` once, `cron` in a time zone, or `every` a period. A file is read again when it \
+            changes; one that stops validating is reported (log, /readyz, metrics) and skipped while \
+            the others go on. A slot sends its campaign file as it is when the slot fires.
+
+            Each slot fires once: it is recorded in the journal in the same transaction that creates \
+            its run, so neither a restart, nor a crash, nor a second serve on the same journal fires it \
+            again. Slots missed while serve was down follow the campaign's schedule.catch_up; a slot \
+            due while the previous one still sends follows schedule.overlap. Skipped slots are \
+            recorded with their reason (`pushcamp schedules` lists them).
+
+            HTTP (plain, on --listen; loopback by default): GET /healthz, GET /readyz (503 with the \
+            reason when the journal is closed or the scheduler stalls), GET /metrics (Prometheus).
+
+            Ctrl-C or SIGTERM drains: no new slot fires, running sends stop as `send` does (in-flight \
+            answers recorded), and the next serve resumes them. Logs go to standard error.
+
+            Examples:
+              pushcamp serve
+              pushcamp serve --project deploy/pushcamp --listen 0.0.0.0:9090
+            See docs/serve.md (with a systemd unit) and docs/metrics.md.
+            """
+    )
+
+    @Option(
+        help: ArgumentHelp(
+            "The project folder holding pushcamp.yaml (default: the nearest one at or above the current folder).",
+            valueName: "dir"
+        )
+    )
+    var project: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "host:port for /healthz, /readyz and /metrics (default: serve.listen in pushcamp.yaml, else 127.0.0.1:8080; port 0 picks a free one).",
+            valueName: "address"
+        )
+    )
+    var listen: String?
+
+    @Option(help: ArgumentHelp("The journal file (default: journal.path of pushcamp.yaml).", valueName: "file"))
+    var journal: String?
+
+    @Option(help: ArgumentHelp("Log level: debug, info, notice, warning or error.", valueName: "level"))
+    var logLevel: String = "info"
+
+    @OptionGroup var stall: StallOption
+
+    func validate() throws {
+        if let listen, case .failure(let error) = ListenAddress.parse(listen) {
+            throw ValidationError("--listen: \(error.message)")
+        }
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level takes trace, debug, info, notice, warning, error or critical")
+        }
+    }
+
+    func run() async throws {
+        let directory = URL(
+            fileURLWithPath: project ?? FileManager.default.currentDirectoryPath,
+            relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        ).standardizedFileURL
+        let (loaded, paths): (Project, ProjectPaths)
+        switch ProjectJournal.project(workingDirectory: directory) {
+        case .success(let found): (loaded, paths) = found
+        case .failure(let error):
+            printError(error.description)
+            throw ExitCode(1)
+        }
+        var given = loaded.serve.listen
+        if let listen, case .success(let parsed) = ListenAddress.parse(listen) { given = parsed }
+        let address = given
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "pushcamp.serve")
+        var httpLogger = Logger(label: "pushcamp.http")
+        httpLogger.logLevel = .warning
+
+        let metrics = ServeMetrics()
+        let status = ServeStatus()
+        var configuration = SchedulerService.Configuration(
+            paths: paths,
+            campaignFolders: loaded.serve.campaignFolders,
+            journalPath: journal ?? paths.url(loaded.journalPath).path,
+            environment: ProcessInfo.processInfo.environment
+        )
+        configuration.stallTimeout = stall.stallTimeout
+        let scheduler = SchedulerService(configuration: configuration, metrics: metrics, status: status, logger: logger)
+        let folders = loaded.serve.campaignFolders.map { paths.display($0) }.joined(separator: ", ")
+        let http = ServeHTTP.application(listen: address, status: status, metrics: metrics, logger: httpLogger) {
+            port in
+            logger.info(
+                "listening on http://\(ListenAddress(host: address.host, port: port)) (/healthz, /readyz, /metrics); watching \(folders)"
+            )
+        }
+        var groupLogger = Logger(label: "pushcamp.lifecycle")
+        groupLogger.logLevel = .warning
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [
+                    .init(service: scheduler, successTerminationBehavior: .gracefullyShutdownGroup),
+                    .init(service: http, successTerminationBehavior: .gracefullyShutdownGroup),
+                ],
+                gracefulShutdownSignals: [.sigint, .sigterm, .sighup],
+                logger: groupLogger
+            )
+        )
+        do {
+            try await group.run()
+        } catch {
+            printError("error: \(error)")
+            throw ExitCode(1)
+        }
+        logger.info("stopped; unfinished runs resume on the next start")
+    }
+}

@@ -1,0 +1,239 @@
+import Foundation
+import PushcampTestSupport
+import Synchronization
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `pushcamp serve` in its own process: its log (standard error) is collected as it comes, and
+/// the port it listens on is read from its first line.
+final class ServeProcess: Sendable {
+    let process: Process
+    let port: Int
+    private let log = Mutex("")
+
+    init(in directory: URL, arguments: [String] = []) throws {
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["serve", "--listen", "127.0.0.1:0"] + arguments
+        process.currentDirectoryURL = directory
+        let errors = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errors
+        try process.run()
+        self.process = process
+        let reader = errors.fileHandleForReading
+        var port: Int?
+        var seen = ""
+        let deadline = Date().addingTimeInterval(30)
+        while port == nil, Date() < deadline {
+            let chunk = reader.availableData
+            guard !chunk.isEmpty else { break }
+            seen += String(decoding: chunk, as: UTF8.self)
+            if let range = seen.range(of: "listening on http://127.0.0.1:") {
+                port = Int(seen[range.upperBound...].prefix { $0.isNumber })
+            }
+        }
+        guard let port else {
+            process.terminate()
+            throw CLIError("pushcamp serve did not start: \(seen)")
+        }
+        self.port = port
+        log.withLock { $0 = seen }
+        Thread.detachNewThread { [self] in
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                self.log.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
+            }
+        }
+    }
+
+    var output: String { log.withLock { $0 } }
+
+    /// Waits (at most `timeout` seconds) until the log holds `count` lines containing `text`.
+    func waitFor(_ text: String, count: Int = 1, timeout: Double = 30) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if output.components(separatedBy: text).count - 1 >= count { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return false
+    }
+
+    /// SIGINT (a graceful drain); its exit status.
+    func stop() -> Int32 {
+        process.interrupt()
+        process.waitUntilExit()
+        Thread.sleep(forTimeInterval: 0.1)
+        return process.terminationStatus
+    }
+
+    func get(_ path: String) throws -> (status: Int, body: String) {
+        let url = URL(string: "http://127.0.0.1:\(port)\(path)")!
+        let result = Mutex<(Int, String)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        URLSession.shared.dataTask(with: url) { data, response, _ in
+            let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+            result.withLock { $0 = (status, String(decoding: data ?? Data(), as: UTF8.self)) }
+            done.signal()
+        }.resume()
+        guard done.wait(timeout: .now() + 10) == .success, let answer = result.withLock({ $0 }) else {
+            throw CLIError("no answer from serve on \(path)")
+        }
+        return answer
+    }
+}
+
+@Suite("pushcamp serve: scheduled campaigns against the simulator", .serialized)
+struct ServeCLITests {
+    /// A project whose app sends to a fresh simulator (recording what it receives), with
+    /// `count` recipients and a campaign `tick` on `schedule`.
+    static func project(count: Int, schedule: String, extra: String = "") throws -> (TemporaryProject, SimulatorProcess)
+    {
+        let project = try TemporaryProject(projectFile: nil)
+        let sim = try SimulatorProcess(
+            ["--state-dir", "sim", "--team-id", "ABCDE12345", "--record", "received.csv"],
+            in: project.root
+        )
+        try SendCLITests.writeProject(project, port: sim.port, credentials: SendCLITests.simulatorKey)
+        try SendCLITests.writeAudience(project, count: count)
+        try project.write(
+            "campaigns/tick.yaml",
+            """
+            campaign: tick
+            app: shop
+            audience:
+              source: { csv: audiences/a.csv }
+            message:
+              payload: { aps: { alert: "hi {{name}}" } }
+            schedule: \(schedule)
+            \(extra)
+            """
+        )
+        return (project, sim)
+    }
+
+    /// Deliveries per token in the simulator's record.
+    static func deliveries(_ project: TemporaryProject) throws -> [Substring: Int] {
+        let received = try String(contentsOf: project.root.appendingPathComponent("received.csv"), encoding: .utf8)
+        var deliveries: [Substring: Int] = [:]
+        for line in received.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: ",", omittingEmptySubsequences: false)
+            if fields[1] == "200" { deliveries[fields[0], default: 0] += 1 }
+        }
+        return deliveries
+    }
+
+    static func runs(_ project: TemporaryProject) throws -> [[String: Any]] {
+        let runs = try CLI.run(["runs", "--format", "json", "--limit", "1000"], in: project.root)
+        return try JSONSerialization.jsonObject(with: Data(runs.stdout.utf8)) as? [[String: Any]] ?? []
+    }
+
+    @Test func slotsFireOnceEachAndDeliverWithHealthReadinessAndMetrics() throws {
+        let (project, sim) = try Self.project(count: 20, schedule: "{ every: 2s }")
+        defer { project.remove() }
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        try project.write("campaigns/broken.yaml", "campaign: broken\napp: shop\nschedule: { every: 1s }\n")
+
+        let serve = try ServeProcess(in: project.root)
+        #expect(serve.waitFor("finished: 20 delivered", count: 2, timeout: 20), "\(serve.output)")
+        #expect(try serve.get("/healthz") == (200, "ok\n"))
+        let ready = try serve.get("/readyz")
+        #expect(ready.status == 200)
+        #expect(ready.body.hasPrefix("ready\n"), "\(ready.body)")
+        #expect(
+            ready.body.contains("invalid: campaigns/broken.yaml: campaigns/broken.yaml:1:1: error"),
+            "\(ready.body)"
+        )
+        let metrics = try serve.get("/metrics").body
+        #expect(metrics.contains("pushcamp_scheduler_slots_fired_total{campaign=\"tick\"}"), "\(metrics)")
+        #expect(metrics.contains("pushcamp_pushes_total{campaign=\"tick\",outcome=\"delivered\"}"))
+        #expect(metrics.contains("pushcamp_campaigns_invalid 1"))
+        #expect(metrics.contains("pushcamp_scheduler_last_tick_timestamp_seconds"))
+        #expect(serve.stop() == 0, "\(serve.output)")
+
+        // Each run has its own slot; every recipient got one notification per run.
+        let runs = try Self.runs(project)
+        let slots = runs.compactMap { $0["slot"] as? String }
+        #expect(slots.count == runs.count && runs.count >= 2)
+        #expect(Set(slots).count == slots.count, "\(slots)")
+        #expect(runs.allSatisfy { $0["status"] as? String == "finished" })
+        _ = sim.stop()
+        let deliveries = try Self.deliveries(project)
+        #expect(deliveries.count == 20)
+        #expect(deliveries.values.allSatisfy { $0 == runs.count }, "\(deliveries.values) vs \(runs.count) runs")
+
+        let schedules = try CLI.run(["schedules", "--format", "json"], in: project.root)
+        let listed = try JSONSerialization.jsonObject(with: Data(schedules.stdout.utf8)) as? [[String: Any]]
+        let tick = listed?.first { $0["campaign"] as? String == "tick" }
+        #expect(tick?["schedule"] as? String == "every 2s")
+        #expect((tick?["last_fired"] as? [String: Any])?["status"] as? String == "finished")
+        #expect((tick?["next_slots"] as? [String])?.count == 3)
+        #expect(
+            listed?.contains { ($0["error"] as? String)?.contains("missing required key 'audience'") == true } == true
+        )
+    }
+
+    @Test func twoServesOnOneJournalFireEachSlotOnce() throws {
+        let (project, sim) = try Self.project(count: 20, schedule: "{ every: 1s }")
+        defer { project.remove() }
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        let first = try ServeProcess(in: project.root)
+        let second = try ServeProcess(in: project.root)
+        #expect(first.waitFor("delivered", count: 3, timeout: 20), "\(first.output)")
+        #expect(second.waitFor("scheduled tick", timeout: 20))
+        Thread.sleep(forTimeInterval: 3)
+        #expect(first.stop() == 0)
+        #expect(second.stop() == 0)
+
+        let runs = try Self.runs(project)
+        let slots = runs.compactMap { $0["slot"] as? String }
+        #expect(runs.count >= 4)
+        #expect(Set(slots).count == runs.count, "\(slots)")
+        _ = sim.stop()
+        // Nobody heard a slot twice: one delivery per token per run, whichever serve sent it.
+        let deliveries = try Self.deliveries(project)
+        let finished = runs.filter { $0["status"] as? String == "finished" }.count
+        #expect(deliveries.values.allSatisfy { $0 <= runs.count && $0 >= finished }, "\(deliveries.values)")
+    }
+
+    /// `kill -9` while a slot's run is sending; the next serve resumes that run (same duplicate
+    /// bound as `send`) and the slot never fires a second run.
+    @Test func aKilledServeResumesTheSlotsRunAndFiresItOnce() throws {
+        let count = 20_000
+        // One slot, two seconds from now.
+        let formatter = ISO8601DateFormatter()
+        let at = formatter.string(from: Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 2).rounded(.up)))
+        let (project, sim) = try Self.project(
+            count: count,
+            schedule: "{ at: \(at) }",
+            extra: "throttle: { rate: 5000/s, connections: 2 }"
+        )
+        defer { project.remove() }
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        let first = try ServeProcess(in: project.root)
+        #expect(first.waitFor("sending", timeout: 30), "\(first.output)")
+        Thread.sleep(forTimeInterval: 1.5)
+        kill(first.process.processIdentifier, SIGKILL)
+        first.process.waitUntilExit()
+
+        let second = try ServeProcess(in: project.root)
+        #expect(second.waitFor("resuming run 1", timeout: 30), "\(second.output)")
+        #expect(second.waitFor("run 1 finished", timeout: 60), "\(second.output)")
+        #expect(second.stop() == 0)
+
+        let runs = try Self.runs(project)
+        #expect(runs.count == 1, "\(runs)")
+        #expect(runs.first?["status"] as? String == "finished")
+        #expect(runs.first?["delivered"] as? Int == count)
+        _ = sim.stop()
+        let deliveries = try Self.deliveries(project)
+        #expect(deliveries.count == count)
+        let duplicated = deliveries.values.reduce(0) { $0 + ($1 - 1) }
+        let reported = runs.first?["possible_duplicates"] as? Int ?? -1
+        #expect(duplicated <= reported, "\(duplicated) sent twice, \(reported) reported")
+    }
+}
