@@ -11,7 +11,8 @@ struct Pushcamp: AsyncParsableCommand {
             send against a local APNs simulator (rehearse) and sends it to APNs (send). Every send is \
             kept in the project's journal: a killed send resumes where it stopped, `runs` lists \
             sends and `cancel` stops one. Tokens APNs calls dead are remembered and skipped by later \
-            campaigns; `tokens invalid` exports them.
+            campaigns; `tokens invalid` exports them. Campaigns with a `schedule:` are sent by \
+            `serve`, the long-running side, at each slot, each slot once; `schedules` lists them.
 
             Exit codes: 0 success; 1 invalid campaign, template or audience; 2 credentials refused \
             or no connection; 3 the plan has pushes that pre-flight checks refuse; 4 some pushes \

@@ -23,13 +23,7 @@ struct Schedules: ParsableCommand {
             """
     )
 
-    @Option(
-        help: ArgumentHelp(
-            "The project folder holding pushcamp.yaml (default: the nearest one at or above the current folder).",
-            valueName: "dir"
-        )
-    )
-    var project: String?
+    @OptionGroup var projectOption: ProjectOption
 
     @Option(help: ArgumentHelp("The journal file (default: journal.path of pushcamp.yaml).", valueName: "file"))
     var journal: String?
@@ -42,17 +36,7 @@ struct Schedules: ParsableCommand {
     }
 
     func run() throws {
-        let directory = URL(
-            fileURLWithPath: project ?? FileManager.default.currentDirectoryPath,
-            relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
-        ).standardizedFileURL
-        let (loaded, paths): (Project, ProjectPaths)
-        switch ProjectJournal.project(workingDirectory: directory) {
-        case .success(let found): (loaded, paths) = found
-        case .failure(let error):
-            printError(error.description)
-            throw ExitCode(1)
-        }
+        let (loaded, paths) = try projectOption.load()
         let journalPath = journal ?? paths.url(loaded.journalPath).path
         let listing: ScheduleListing
         do {
@@ -134,5 +118,29 @@ struct Schedules: ParsableCommand {
         }
         let data = try! JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
         return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// `--project DIR`, for the commands that work on a whole project rather than one campaign file.
+struct ProjectOption: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "The project folder holding pushcamp.yaml (default: the nearest one at or above the current folder).",
+            valueName: "dir"
+        )
+    )
+    var project: String?
+
+    /// The project's pushcamp.yaml, read; prints the problems and exits 1 when there is none or it is invalid.
+    func load() throws -> (Project, ProjectPaths) {
+        let workingDirectory = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        let directory = URL(fileURLWithPath: project ?? workingDirectory.path, relativeTo: workingDirectory)
+            .standardizedFileURL
+        switch ProjectJournal.project(workingDirectory: directory) {
+        case .success(let found): return found
+        case .failure(let error):
+            printError(error.description)
+            throw ExitCode(1)
+        }
     }
 }

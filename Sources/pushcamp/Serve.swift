@@ -36,13 +36,7 @@ struct Serve: AsyncParsableCommand {
             """
     )
 
-    @Option(
-        help: ArgumentHelp(
-            "The project folder holding pushcamp.yaml (default: the nearest one at or above the current folder).",
-            valueName: "dir"
-        )
-    )
-    var project: String?
+    @OptionGroup var projectOption: ProjectOption
 
     @Option(
         help: ArgumentHelp(
@@ -70,17 +64,7 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let directory = URL(
-            fileURLWithPath: project ?? FileManager.default.currentDirectoryPath,
-            relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
-        ).standardizedFileURL
-        let (loaded, paths): (Project, ProjectPaths)
-        switch ProjectJournal.project(workingDirectory: directory) {
-        case .success(let found): (loaded, paths) = found
-        case .failure(let error):
-            printError(error.description)
-            throw ExitCode(1)
-        }
+        let (loaded, paths) = try projectOption.load()
         var given = loaded.serve.listen
         if let listen, case .success(let parsed) = ListenAddress.parse(listen) { given = parsed }
         let address = given

@@ -127,6 +127,24 @@ struct ServeCLITests {
         return deliveries
     }
 
+    /// The `pushcamp_…` metric names in a repository file or a text, without histogram suffixes.
+    static func names(in file: String) throws -> Set<String> {
+        names(inText: try String(contentsOf: CLI.repository.appendingPathComponent(file), encoding: .utf8))
+    }
+
+    static func names(inText text: String) -> Set<String> {
+        let words = text.split(whereSeparator: { !($0.isLetter || $0.isNumber || $0 == "_") })
+        return Set(
+            words.filter { $0.hasPrefix("pushcamp_") }.map { word in
+                var name = String(word)
+                for suffix in ["_bucket", "_sum", "_count"] where name.hasSuffix(suffix) {
+                    name.removeLast(suffix.count)
+                }
+                return name
+            }
+        )
+    }
+
     static func runs(_ project: TemporaryProject) throws -> [[String: Any]] {
         let runs = try CLI.run(["runs", "--format", "json", "--limit", "1000"], in: project.root)
         return try JSONSerialization.jsonObject(with: Data(runs.stdout.utf8)) as? [[String: Any]] ?? []
@@ -153,6 +171,16 @@ struct ServeCLITests {
         #expect(metrics.contains("pushcamp_pushes_total{campaign=\"tick\",outcome=\"delivered\"}"))
         #expect(metrics.contains("pushcamp_campaigns_invalid 1"))
         #expect(metrics.contains("pushcamp_scheduler_last_tick_timestamp_seconds"))
+        #expect(metrics.contains("pushcamp_apns_answers_total{campaign=\"tick\",status=\"200\"}"))
+        #expect(metrics.contains("pushcamp_apns_request_duration_seconds_bucket{campaign=\"tick\",le=\"+Inf\"}"))
+        // Every metric serve exports, and every one the shipped alert rules use, is documented.
+        let documented = try Self.names(in: "docs/metrics.md")
+        for name in Self.names(inText: metrics) {
+            #expect(documented.contains(name), "serve exports \(name), which docs/metrics.md does not list")
+        }
+        for name in try Self.names(in: "docs/alerts/pushcamp.rules.yml") {
+            #expect(documented.contains(name), "the alert rules use \(name), which docs/metrics.md does not list")
+        }
         #expect(serve.stop() == 0, "\(serve.output)")
 
         // Each run has its own slot; every recipient got one notification per run.

@@ -124,6 +124,24 @@ struct ExecutorDriverTests {
         #expect(expiration == Int64(1_800_000_000 + 86_400))
     }
 
+    @Test func aRecurringCampaignIsLeftToServeUnlessSentNow() async throws {
+        let (project, campaign) = try LoopbackTests.campaign(rows: 5, extra: "schedule: { every: 6h }")
+        defer { project.remove() }
+        let setup = Setup(project: project, campaign: campaign)
+        let transport = InMemoryTransport(clock: setup.clock)
+        do {
+            _ = try Self.prepare(setup, transport: transport)
+            Issue.record("a recurring campaign was sent without --now")
+        } catch let refusal as RunRefusal {
+            // The clock starts at 2027-01-15T08:00:00Z: the next 6-hour slot is 12:00.
+            #expect(refusal.message.contains("every 6h, next slot 2027-01-15 12:00:00Z"), "\(refusal.message)")
+            #expect(refusal.message.contains("`pushcamp serve` sends each slot"))
+        }
+        #expect(!FileManager.default.fileExists(atPath: setup.journalPath))
+        let send = try Self.prepare(setup, transport: transport) { $0.ignoreSchedule = true }
+        #expect(try await Self.drive(send, on: setup.clock, transport: transport).delivered == 5)
+    }
+
     @Test func refusedCredentialsStopTheRunWithinAHandfulOfRequests() async throws {
         let setup = try Self.setup(rows: 2000)
         defer { setup.project.remove() }

@@ -1,6 +1,7 @@
 import CoreMetrics
 import Metrics
 import Prometheus
+import PushcampJournal
 import PushcampSend
 
 /// What `serve` measures, through swift-metrics into a Prometheus registry of its own (no global
@@ -12,7 +13,13 @@ public struct ServeMetrics: Sendable {
 
     public init() {
         registry = PrometheusCollectorRegistry()
-        factory = PrometheusMetricsFactory(registry: registry)
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = [
+            .milliseconds(1), .microseconds(2500), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+            .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
+            .milliseconds(2500), .seconds(5), .seconds(10),
+        ]
+        self.factory = factory
     }
 
     /// The registry in Prometheus' text format.
@@ -106,6 +113,35 @@ public struct ServeMetrics: Sendable {
                 factory: factory
             ).increment(by: Int64(count))
         }
+        for (status, count) in report.statuses where count > 0 {
+            Counter(
+                label: "pushcamp_apns_answers_total",
+                dimensions: [("campaign", campaign), ("status", String(status))],
+                factory: factory
+            ).increment(by: Int64(count))
+        }
+        let latency = Timer(
+            label: "pushcamp_apns_request_duration_seconds",
+            dimensions: [("campaign", campaign)],
+            preferredDisplayUnit: .seconds,
+            factory: factory
+        )
+        for bucket in report.latency.buckets {
+            for _ in 0..<bucket.count { latency.recordMicroseconds(bucket.microseconds) }
+        }
+        Counter(label: "pushcamp_connections_opened_total", dimensions: [("campaign", campaign)], factory: factory)
+            .increment(by: Int64(report.connectionsOpened))
+        for (cause, count) in report.disconnects where count > 0 {
+            Counter(
+                label: "pushcamp_connections_closed_total",
+                dimensions: [("campaign", campaign), ("cause", cause)],
+                factory: factory
+            ).increment(by: Int64(count))
+        }
+        Counter(label: "pushcamp_provider_tokens_minted_total", dimensions: [("campaign", campaign)], factory: factory)
+            .increment(by: Int64(report.providerTokensRenewed))
+        Gauge(label: "pushcamp_stream_limit_highest", dimensions: [("campaign", campaign)], factory: factory)
+            .record(report.highestStreamLimit)
         Counter(
             label: "pushcamp_runs_total",
             dimensions: [("campaign", campaign), ("end", Self.end(of: report))],
