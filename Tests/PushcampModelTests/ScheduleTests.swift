@@ -1,3 +1,4 @@
+import Foundation
 import PushcampModel
 import Testing
 
@@ -228,7 +229,60 @@ struct ScheduleTests {
             ]
         )
         #expect(
-            diagnostics("{ at: 2027-03-20T09:00:00Z, timezone: recipient }").first?.contains("recipient-local") == true
+            diagnostics("{ at: 2027-03-20T09:00:00Z, timezone: recipient }").first?.contains(
+                "must be a local time without a zone, like \"2027-03-20T09:00\""
+            ) == true
+        )
+        #expect(
+            diagnostics("{ cron: \"0 9 * * *\", timezone: recipient }").first?.contains("takes a local 'at'") == true
+        )
+        #expect(
+            diagnostics("{ every: 1h, fallback: UTC }") == [
+                "campaigns/c.yaml:7:24: error: 'schedule.fallback' is for a schedule at each recipient's local time ('timezone: recipient')"
+            ]
+        )
+    }
+
+    @Test func recipientLocalSchedulesAndQuietHoursAreRead() throws {
+        let yaml = """
+            campaign: spring
+            app: shop
+            audience:
+              source: { csv: audiences/a.csv }
+            message:
+              payload: templates/p.yaml
+            schedule: { at: "2027-03-20T09:00", timezone: recipient, zone_attribute: tz, fallback: America/New_York, on_passed: skip, invalid_zone: fallback }
+            quiet_hours: { from: "21:00", to: "08:00" }
+            """
+        let (document, _) = YAMLDocument.parse(Array(yaml.utf8), path: "campaigns/c.yaml")
+        let campaign = try #require(document.flatMap { CampaignReader.read($0).0 })
+        let local = try #require(campaign.schedule?.local)
+        #expect(local.time == LocalDateTime(year: 2027, month: 3, day: 20, hour: 9))
+        #expect(
+            local.zones
+                == RecipientZones(attribute: "tz", fallback: Zone.named("America/New_York")!, invalid: .fallback)
+        )
+        #expect(local.onPassed == .skip)
+        // The run starts when UTC+14 reaches 09:00.
+        #expect(campaign.schedule?.once == instant("2027-03-19T19:00:00Z"))
+        // Quiet hours on the recipient's clock take the schedule's zones.
+        let quiet = try #require(campaign.quietHours)
+        #expect(quiet == QuietHours(from: 21 * 60, to: 8 * 60, clock: .recipient(local.zones), action: .defer))
+        #expect(quiet.contains(minuteOfDay: 23 * 60) && quiet.contains(minuteOfDay: 7 * 60 + 59))
+        #expect(!quiet.contains(minuteOfDay: 8 * 60) && !quiet.contains(minuteOfDay: 20 * 60 + 59))
+
+        let broken = yaml.replacingOccurrences(
+            of: "quiet_hours: { from: \"21:00\", to: \"08:00\" }",
+            with: "quiet_hours: { from: \"25:00\", to: \"08:00\", timezone: Europe/Paris, fallback: UTC, action: mute }"
+        )
+        let (brokenDocument, _) = YAMLDocument.parse(Array(broken.utf8), path: "campaigns/c.yaml")
+        let messages = try #require(brokenDocument.map { CampaignReader.read($0).1.map(\.message) })
+        #expect(messages.contains("'quiet_hours.from': '25:00' is not a time of day; write it like 21:00 or 08:30"))
+        #expect(messages.contains("'quiet_hours.action': 'mute' is not a quiet-hours action; write defer or drop"))
+        #expect(
+            messages.contains(
+                "'quiet_hours.fallback' is for quiet hours on each recipient's clock ('timezone: recipient')"
+            )
         )
     }
 }

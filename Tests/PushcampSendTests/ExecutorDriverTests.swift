@@ -142,6 +142,84 @@ struct ExecutorDriverTests {
         #expect(try await Self.drive(send, on: setup.clock, transport: transport).delivered == 5)
     }
 
+    /// A campaign over `zones` (one recipient per entry, cycling) with the `timing` keys.
+    static func timedSetup(rows: Int, zones: [String], timing: String, expiration: String = "") throws -> Setup {
+        let (project, _) = try LoopbackTests.campaign(rows: 1)
+        try project.write(
+            "audiences/a.csv",
+            TemporaryProject.csv(count: rows, columns: ["name", "tz"]) { ["Name\($0)", zones[$0 % zones.count]] }
+        )
+        try project.write(
+            "campaigns/c.yaml",
+            """
+            campaign: timed
+            app: shop
+            audience: { source: { csv: audiences/a.csv } }
+            message:
+              payload: { aps: { alert: "Hi {{name}}" } }
+              \(expiration)
+            throttle: { rate: 100000/s, connections: 1 }
+            \(timing)
+            """
+        )
+        let result = CampaignLoader(workingDirectory: project.root).load("campaigns/c.yaml")
+        return Setup(project: project, campaign: try #require(result.campaign, "\(result.diagnostics)"))
+    }
+
+    /// Pushes due later are handed over at their moment on the run's clock, not before, and the
+    /// planner holds none of them meanwhile.
+    @Test func recipientsAreSentAtTheirLocalTimeNotBefore() async throws {
+        // The clock starts at 2027-01-15T08:00:00Z. 08:01 on each recipient's clock: in UTC (no zone)
+        // a minute from now; in Lagos (UTC+1) it has passed, so at once (on_passed: send_now).
+        let setup = try Self.timedSetup(
+            rows: 300,
+            zones: ["", "Africa/Lagos", "Mars/Olympus"],
+            timing:
+                "schedule: { at: \"2027-01-15T08:01\", timezone: recipient, zone_attribute: tz, on_passed: send_now }"
+        )
+        defer { setup.project.remove() }
+        let transport = InMemoryTransport(clock: setup.clock)
+        let early = Mutex(0)
+        let send = try Self.prepare(setup, transport: transport) { $0.ignoreSchedule = true }
+        let report = try await Self.drive(send, on: setup.clock, transport: transport) {
+            if setup.clock.now() < 1_800_000_060 {
+                early.withLock { $0 = max($0, transport.written.values.reduce(0, +)) }
+            }
+        }
+        #expect(early.withLock { $0 } == 100, "only Lagos before 08:01")
+        #expect(report.delivered == 200)
+        #expect(report.preflightFailed == 100)  // Mars/Olympus is not a zone
+        #expect(setup.clock.now() >= 1_800_000_060)
+    }
+
+    @Test func quietHoursHoldPushesUntilTheyEndOrDropThoseThatWouldExpire() async throws {
+        let quiet = "quiet_hours: { from: \"07:00\", to: \"08:02\", timezone: UTC }"
+        let setup = try Self.timedSetup(rows: 50, zones: [""], timing: quiet)
+        defer { setup.project.remove() }
+        let transport = InMemoryTransport(clock: setup.clock)
+        let early = Mutex(0)
+        let report = try await Self.drive(
+            try Self.prepare(setup, transport: transport),
+            on: setup.clock,
+            transport: transport
+        ) {
+            if setup.clock.now() < 1_800_000_120 {
+                early.withLock { $0 = max($0, transport.written.values.reduce(0, +)) }
+            }
+        }
+        #expect(early.withLock { $0 } == 0)
+        #expect(report.delivered == 50)
+
+        let expiring = try Self.timedSetup(rows: 50, zones: [""], timing: quiet, expiration: "expiration: 1m")
+        defer { expiring.project.remove() }
+        let idle = InMemoryTransport(clock: expiring.clock)
+        let dropped = try await Self.send(expiring, over: idle)
+        #expect(dropped.delivered == 0)
+        #expect(dropped.dropped == ["quiet-hours-expired": 50])
+        #expect(dropped.text().contains("dropped 50 (quiet-hours-expired)"), "\(dropped.text())")
+        #expect(idle.written.isEmpty)
+    }
+
     @Test func refusedCredentialsStopTheRunWithinAHandfulOfRequests() async throws {
         let setup = try Self.setup(rows: 2000)
         defer { setup.project.remove() }

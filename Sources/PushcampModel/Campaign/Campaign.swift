@@ -10,6 +10,8 @@ public struct Campaign {
     public var audience: AudienceSpec
     public var message: MessageSpec
     public var schedule: ScheduleSpec?
+    /// Hours no push may land in, for every send of the campaign.
+    public var quietHours: QuietHours?
     public var throttle: ThrottleSpec
     public var retry: RetrySpec
     /// `frequency_cap:` as written: nil when absent (the project's default applies).

@@ -1,7 +1,11 @@
 import Yams
 
 extension CampaignReader {
-    static let scheduleKeys = ["at", "cron", "every", "timezone", "from", "until", "catch_up", "overlap"]
+    static let scheduleKeys = [
+        "at", "cron", "every", "timezone", "from", "until", "catch_up", "overlap", "zone_attribute", "fallback",
+        "invalid_zone", "on_passed",
+    ]
+    static let recipientZoneKeys = ["zone_attribute", "fallback", "invalid_zone"]
 
     /// `schedule:` — exactly one of `at`, `cron` or `every`, with the keys that suit it.
     static func readSchedule(_ node: Node, _ reader: YAMLReader) -> ScheduleSpec? {
@@ -23,21 +27,66 @@ extension CampaignReader {
         }
         var failed = false
         var zone = Zone.utc
+        var recipient = false
         if let zoneNode = map["timezone"] {
             if let text = reader.scalar(zoneNode, "schedule.timezone"), text == "recipient" {
-                reader.error(
-                    """
-                    'schedule.timezone': recipient-local schedules (each recipient at their own local time) are \
-                    not supported by this version of pushcamp; name one zone, such as America/New_York
-                    """,
-                    at: zoneNode
-                )
-                failed = true
+                recipient = true
             } else if let named = reader.parsed(zoneNode, "schedule.timezone", Zone.parse) {
                 zone = named
             } else {
                 failed = true
             }
+        }
+        for key in recipientZoneKeys + ["on_passed"] where map[key] != nil && !recipient {
+            reader.error(
+                "'schedule.\(key)' is for a schedule at each recipient's local time ('timezone: recipient')",
+                at: map.keyNode(key)
+            )
+            failed = true
+        }
+        if recipient {
+            guard ruleKey == "at" else {
+                reader.error(
+                    "'timezone: recipient' takes a local 'at' (like \"2027-03-20T09:00\"); a recurring schedule runs in one zone",
+                    at: map["timezone"]
+                )
+                return nil
+            }
+            for key in ["from", "until"] where map[key] != nil {
+                reader.error(
+                    "'schedule.\(key)' bounds a recurring schedule ('cron' or 'every'), not 'at'",
+                    at: map.keyNode(key)
+                )
+                failed = true
+            }
+            let zones = readRecipientZones(map, context: "schedule", inheriting: RecipientZones(), reader)
+            let onPassed = map["on_passed"].flatMap { node in
+                reader.parsed(node, "schedule.on_passed") { text in
+                    LocalDelivery.OnPassed(rawValue: text).map { .success($0) }
+                        ?? .failure(
+                            ValueError("'\(text)' is not an on_passed policy; write next_day, send_now or skip")
+                        )
+                }
+            }
+            let time = map["at"].flatMap { node in
+                reader.parsed(node, "schedule.at") { text in
+                    switch LocalDateTime.parse(text) {
+                    case .success(let time): return .success(time)
+                    case .failure:
+                        return .failure(
+                            ValueError(
+                                "'\(text)' must be a local time without a zone, like \"2027-03-20T09:00\": each recipient gets it on their own clock"
+                            )
+                        )
+                    }
+                }
+            }
+            guard let time, let zones, !failed, !reader.diagnostics.hasErrors else { return nil }
+            return ScheduleSpec(
+                rule: .local(LocalDelivery(time: time, zones: zones, onPassed: onPassed ?? .nextDay)),
+                catchUp: map["catch_up"].map { readCatchUp($0, reader) } ?? CatchUp(),
+                overlap: .skip
+            )
         }
         let from = map["from"].flatMap { reader.parsed($0, "schedule.from", Timestamp.parse) }
         let until = map["until"].flatMap { reader.parsed($0, "schedule.until", Timestamp.parse) }
@@ -119,6 +168,79 @@ extension CampaignReader {
             return nil
         }
         return instant
+    }
+
+    /// `zone_attribute`, `fallback` and `invalid_zone` of `map` (in `context`), over `inherited`.
+    static func readRecipientZones(
+        _ map: YAMLReader.Mapping,
+        context: String,
+        inheriting inherited: RecipientZones,
+        _ reader: YAMLReader
+    ) -> RecipientZones? {
+        var zones = inherited
+        var failed = false
+        if let node = map["zone_attribute"] {
+            if let attribute = reader.string(node, "\(context).zone_attribute") {
+                zones.attribute = attribute
+            } else {
+                failed = true
+            }
+        }
+        if let node = map["fallback"] {
+            if let fallback = reader.parsed(node, "\(context).fallback", Zone.parse) {
+                zones.fallback = fallback
+            } else {
+                failed = true
+            }
+        }
+        if let node = map["invalid_zone"] {
+            let invalid = reader.parsed(node, "\(context).invalid_zone") { text in
+                RecipientZones.Invalid(rawValue: text).map { .success($0) }
+                    ?? .failure(ValueError("'\(text)' is not a policy; write refuse or fallback"))
+            }
+            if let invalid { zones.invalid = invalid } else { failed = true }
+        }
+        return failed ? nil : zones
+    }
+
+    static let quietHoursKeys = ["from", "to", "timezone", "action"] + recipientZoneKeys
+
+    /// `quiet_hours:` — a window on each recipient's clock (the schedule's zones by default) or in one zone.
+    static func readQuietHours(_ node: Node, schedule: ScheduleSpec?, _ reader: YAMLReader) -> QuietHours? {
+        guard let map = reader.mapping(node, in: "quiet_hours", allowed: quietHoursKeys, required: ["from", "to"])
+        else { return nil }
+        let from = map["from"].flatMap { reader.parsed($0, "quiet_hours.from", QuietHours.parseClock) }
+        let to = map["to"].flatMap { reader.parsed($0, "quiet_hours.to", QuietHours.parseClock) }
+        if let from, let to, from == to {
+            reader.error(
+                "'quiet_hours' from \(map["from"].map(reader.describe) ?? "") to the same time is empty",
+                at: map["to"]
+            )
+        }
+        let action = map["action"].flatMap { node in
+            reader.parsed(node, "quiet_hours.action") { text in
+                QuietHours.Action(rawValue: text).map { .success($0) }
+                    ?? .failure(ValueError("'\(text)' is not a quiet-hours action; write defer or drop"))
+            }
+        }
+        var clock: QuietHours.Clock?
+        let zoneText = map["timezone"].flatMap { reader.scalar($0, "quiet_hours.timezone") } ?? "recipient"
+        if zoneText == "recipient" {
+            let inherited = schedule?.local?.zones ?? RecipientZones()
+            clock = readRecipientZones(map, context: "quiet_hours", inheriting: inherited, reader).map {
+                .recipient($0)
+            }
+        } else {
+            for key in recipientZoneKeys where map[key] != nil {
+                reader.error(
+                    "'quiet_hours.\(key)' is for quiet hours on each recipient's clock ('timezone: recipient')",
+                    at: map.keyNode(key)
+                )
+            }
+            clock = map["timezone"].flatMap { reader.parsed($0, "quiet_hours.timezone", Zone.parse) }.map { .zone($0) }
+        }
+        guard let from, let to, from != to, let clock else { return nil }
+        return QuietHours(from: from, to: to, clock: clock, action: action ?? .defer)
     }
 
     private static func readCatchUp(_ node: Node, _ reader: YAMLReader) -> CatchUp {

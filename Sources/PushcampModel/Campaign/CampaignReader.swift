@@ -4,8 +4,8 @@ import Yams
 /// Reads a campaign file into a `Campaign`, reporting every problem of the file at once.
 public enum CampaignReader {
     static let topKeys = [
-        "campaign", "description", "app", "variables", "audience", "message", "schedule", "throttle", "retry",
-        "frequency_cap",
+        "campaign", "description", "app", "variables", "audience", "message", "schedule", "quiet_hours", "throttle",
+        "retry", "frequency_cap",
     ]
     static let audienceKeys = ["source", "where", "exclude", "registered_at"]
     static let messageKeys = [
@@ -41,6 +41,7 @@ public enum CampaignReader {
         let audience = top["audience"].flatMap { readAudience($0, reader) }
         let message = top["message"].flatMap { readMessage($0, reader) }
         let schedule = top["schedule"].flatMap { readSchedule($0, reader) }
+        let quietHours = top["quiet_hours"].flatMap { readQuietHours($0, schedule: schedule, reader) }
         let throttle = top["throttle"].map { readThrottle($0, reader) } ?? ThrottleSpec()
         let retry = top["retry"].map { readRetry($0, reader) } ?? RetrySpec()
         let frequencyCap = top["frequency_cap"].flatMap { readFrequencyCap($0, reader) }
@@ -56,6 +57,7 @@ public enum CampaignReader {
             audience: audience,
             message: message,
             schedule: schedule,
+            quietHours: quietHours,
             throttle: throttle,
             retry: retry,
             frequencyCap: frequencyCap,

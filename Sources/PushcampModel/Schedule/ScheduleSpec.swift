@@ -13,6 +13,9 @@ public struct ScheduleSpec: Hashable, Sendable, CustomStringConvertible {
     public enum Rule: Hashable, Sendable {
         /// One slot.
         case at(Timestamp)
+        /// One wall time, reached in each recipient's own zone: the run starts at `LocalDelivery.slot`
+        /// and sends each recipient when their clock shows the time.
+        case local(LocalDelivery)
         /// A slot at every time the expression names, as wall times in `zone`.
         case cron(CronExpression)
         /// A slot every span, counted from `from` (or from 1970-01-01T00:00:00Z, so `every: 6h` fires
@@ -45,20 +48,39 @@ public struct ScheduleSpec: Hashable, Sendable, CustomStringConvertible {
         self.overlap = overlap
     }
 
-    /// The one slot of an `at` schedule.
+    /// The instant of an `at` schedule (not of a recipient-local one: each recipient has their own).
     public var at: Timestamp? {
         if case .at(let time) = rule { return time }
         return nil
     }
 
-    public var isRecurring: Bool { at == nil }
+    /// The one slot of a schedule that fires once (`at`, or recipient-local `at`).
+    public var once: Int64? {
+        switch rule {
+        case .at(let time): return time.secondsSince1970
+        case .local(let local): return local.slot
+        case .cron, .every: return nil
+        }
+    }
+
+    /// The recipient-local delivery, when the schedule is one.
+    public var local: LocalDelivery? {
+        if case .local(let local) = rule { return local }
+        return nil
+    }
+
+    public var isRecurring: Bool { once == nil }
+
+    /// How late a slot may still fire (seconds): `catch_up.within`, and for a recipient-local
+    /// schedule also the 26 hours its run spans (UTC+14 to UTC-12): the zones still ahead are sent.
+    public var lateness: Int64 { catchUp.within.seconds + (local != nil ? 26 * 3600 : 0) }
 
     /// The first slot strictly after `instant` (seconds since 1970), or nil when there is none.
     public func nextSlot(after instant: Int64) -> Int64? {
         var slot: Int64?
         switch rule {
-        case .at(let time):
-            slot = time.secondsSince1970 > instant ? time.secondsSince1970 : nil
+        case .at, .local:
+            slot = once.flatMap { $0 > instant ? $0 : nil }
         case .every(let span):
             let anchor = from?.secondsSince1970 ?? 0
             if instant < anchor {
@@ -90,6 +112,8 @@ public struct ScheduleSpec: Hashable, Sendable, CustomStringConvertible {
         var text: String
         switch rule {
         case .at(let time): text = "at \(time)"
+        case .local(let local):
+            text = "at \(local.time) in each recipient's zone (\(local.zones.attribute), else \(local.zones.fallback))"
         case .cron(let expression): text = "cron \"\(expression)\" in \(zone)"
         case .every(let span): text = "every \(span)"
         }

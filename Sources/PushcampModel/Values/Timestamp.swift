@@ -107,7 +107,7 @@ public struct Timestamp: Hashable, Sendable, Comparable, CustomStringConvertible
         return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
-    static func floorDivide(_ a: Int64, _ b: Int64) -> Int64 {
+    public static func floorDivide(_ a: Int64, _ b: Int64) -> Int64 {
         a >= 0 ? a / b : -((-a + b - 1) / b)
     }
 }

@@ -65,6 +65,7 @@ struct CampaignAssembler {
             connections: throttle.connections ?? project.defaults.throttle.connections ?? Project.defaultConnections,
             retry: campaign.retry,
             schedule: campaign.schedule,
+            quietHours: campaign.quietHours,
             revision: revision,
             inputs: inputs,
             messageLocation: message.location,

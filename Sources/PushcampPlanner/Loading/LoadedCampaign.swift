@@ -39,8 +39,10 @@ public struct LoadedCampaign: Sendable {
     public var retry: RetrySpec
     /// When `pushcamp serve` sends it; nil for a campaign sent by `pushcamp send` alone.
     public var schedule: ScheduleSpec?
+    /// Hours no push may land in (`quiet_hours`).
+    public var quietHours: QuietHours?
     /// The one slot of an `at` schedule.
-    public var scheduledAt: Timestamp? { schedule?.at }
+    public var scheduledAt: Timestamp? { schedule?.once.map { Timestamp(secondsSince1970: $0) } }
     /// A hash of the campaign file, its templates and its audience inputs: a changed file is a new revision.
     public var revision: String
     /// The files the campaign is made of, each with its SHA-256: what a plan file checks.

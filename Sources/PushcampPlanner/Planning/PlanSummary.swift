@@ -43,6 +43,47 @@ public struct PlanSummary: Sendable {
     public var sendTime: Timestamp?
     public var sendTimeSource: String?
     public var frequencyCap: FrequencyCapSpec?
+    /// When pushes are due, for recipient-local schedules and quiet hours; nil when all go at once.
+    public var timing: Timing?
+    /// The campaign's schedule and, for a recurring one, its next slots (seconds since 1970).
+    public var schedule: ScheduleSpec?
+    public var nextSlots: [Int64] = []
+    public var quietHours: QuietHours?
+
+    /// The timeline of a send whose pushes are due at different moments.
+    public struct Timing: Sendable, Hashable {
+        public enum Drop: String, Sendable, Hashable, CaseIterable {
+            /// The recipient's local time had passed when the run started (`on_passed: skip`).
+            case onPassed = "on-passed"
+            /// It would land in quiet hours (`action: drop`).
+            case quietHours = "quiet-hours"
+            /// Deferring it out of quiet hours would pass its expiration.
+            case quietHoursExpired = "quiet-hours-expired"
+        }
+
+        /// Planned pushes by the UTC hour they are due in (the hour's start, seconds since 1970).
+        public var byHour: [Int64: Int] = [:]
+        /// Recipients in the fallback zone (no zone attribute, or an invalid one with `invalid_zone: fallback`).
+        public var fellBack = 0
+        /// Pushes moved to the end of the recipient's quiet hours.
+        public var deferred = 0
+        public var dropped: [Drop: Int] = [:]
+        public var first: Int64?
+        public var last: Int64?
+
+        public init() {}
+
+        mutating func record(due: Int64, deferred: Bool, fellBack: Bool) {
+            byHour[Timestamp.floorDivide(due, 3600) * 3600, default: 0] += 1
+            if deferred { self.deferred += 1 }
+            if fellBack { self.fellBack += 1 }
+            first = min(first ?? due, due)
+            last = max(last ?? due, due)
+        }
+
+        /// The distinct moments pushes are due at, each once, in order: what a send waits for.
+        public var hours: [(start: Int64, count: Int)] { byHour.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } }
+    }
 
     public struct FailureStat: Sendable, Hashable {
         public var count = 0

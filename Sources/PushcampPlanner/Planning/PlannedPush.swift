@@ -19,6 +19,8 @@ public struct PlannedPush: Sendable, Hashable {
     /// The recipient's place in the filtered audience (held-out and failed recipients count too): it
     /// names the recipient in the run's journal, and is the same each time the same files are planned.
     public var seq: Int
+    /// When it is due (seconds since 1970), for recipient-local schedules and quiet hours; nil: at once.
+    public var due: Int64? = nil
 
     /// `apns-expiration` once the send time is known.
     public func expirationHeader(sendTime: Timestamp) -> Int64? {

@@ -20,6 +20,10 @@ public struct Planner: Sendable {
     public var sampleLimit: Int
     /// Dead tokens and capped recipients to pass over (from the journal); none when nil.
     public var history: DeliveryHistory?
+    /// Only pushes due at this moment (recipient-local schedules, quiet hours): a send plans the
+    /// audience again for each moment instead of holding pushes due later in memory. Recipients due
+    /// at other moments are passed over before rendering.
+    public var onlyDue: Int64?
 
     public init(
         campaign: LoadedCampaign,
@@ -42,6 +46,7 @@ public struct Planner: Sendable {
     /// settled ones); the summary counts them as `skipped`, not planned.
     public func run(skipping skip: (Int) -> Bool, body: (PlannedPush) throws -> Void) throws -> PlanSummary {
         var state = PlanState(campaign: campaign, sendTime: sendTime, sampleLimit: sampleLimit)
+        state.onlyDue = onlyDue
         var seq = 0
         let counts = try campaign.audience.forEachRecipient { recipient in
             defer { seq += 1 }
@@ -124,6 +129,10 @@ struct PlanState {
     var failures: [PreflightReason: PlanSummary.FailureStat] = [:]
     /// The first pushes of each variant, for samples.
     var sampleCandidates: [[PlannedPush]]
+    /// Each recipient's moment (recipient-local schedules, quiet hours); nil when everyone goes at once.
+    var timing: DeliveryTiming?
+    var timingSummary = PlanSummary.Timing()
+    var onlyDue: Int64?
 
     init(campaign: LoadedCampaign, sendTime: Timestamp?, sampleLimit: Int) {
         self.campaign = campaign
@@ -156,6 +165,7 @@ struct PlanState {
         localeCache = Array(repeating: [:], count: campaign.variants.count)
         variantCounts = Array(repeating: 0, count: campaign.variants.count)
         sampleCandidates = Array(repeating: [], count: campaign.variants.count)
+        timing = DeliveryTiming(campaign: campaign, start: reference.secondsSince1970)
     }
 
     mutating func plan(_ recipient: Recipient, seq: Int) -> PlannedPush? {
@@ -163,6 +173,26 @@ struct PlanState {
         if (hash & 0xFFFF_FFFF) % 10_000 < UInt64(campaign.holdout.basisPoints) {
             heldOut += 1
             return nil
+        }
+        var due: Int64?
+        var pushExpiration = expiration
+        var timingVerdict: DeliveryTiming.Verdict?
+        if timing != nil {
+            let verdict = timing!.verdict(for: recipient)
+            switch verdict {
+            case .due(let time, _, _, let expiresAt):
+                if let onlyDue, time != onlyDue { return nil }
+                due = time
+                if let expiresAt { pushExpiration = .at(Timestamp(secondsSince1970: expiresAt)) }
+            case .dropped(let reason, let fellBack):
+                timingSummary.dropped[reason, default: 0] += 1
+                if fellBack { timingSummary.fellBack += 1 }
+                return nil
+            case .invalidZone(let message):
+                refuse(recipient, problems: [(.invalidTimeZone, message)])
+                return nil
+            }
+            timingVerdict = verdict
         }
         let variantIndex = chooseVariant(hash >> 32)
         let chosen = variants[variantIndex]
@@ -239,15 +269,19 @@ struct PlanState {
             pushType: campaign.pushType,
             priority: campaign.priority,
             topic: campaign.topic,
-            expiration: expiration,
+            expiration: pushExpiration,
             collapseID: collapseID,
             // A copy of exactly the payload's size: handing over the writer's own buffer would leave
             // a 4 KB buffer with every push in flight and make the writer allocate a new one.
             payload: writer.bytes.withUnsafeBufferPointer { Array($0) },
             row: recipient.row,
-            seq: seq
+            seq: seq,
+            due: due
         )
         planned += 1
+        if case .due(let time, let deferred, let fellBack, _)? = timingVerdict {
+            timingSummary.record(due: time, deferred: deferred, fellBack: fellBack)
+        }
         variantCounts[variantIndex] += 1
         if let localeName { localeCounts[localeName, default: 0] += 1 }
         if sampleCandidates[variantIndex].count < sampleLimit { sampleCandidates[variantIndex].append(push) }
@@ -333,6 +367,13 @@ struct PlanState {
             ($0.key, $0.value)
         }
         summary.payloadSizes = sizes
+        if timing != nil { summary.timing = timingSummary }
+        summary.schedule = campaign.schedule
+        summary.quietHours = campaign.quietHours
+        if let schedule = campaign.schedule, schedule.isRecurring {
+            let now = Int64(Date().timeIntervalSince1970)
+            summary.nextSlots = schedule.slots(after: now, through: .max, limit: 5)
+        }
         summary.failures = failures
         // Samples: round-robin over variants, first pushes first, so every variant is shown.
         var samples: [PlannedPush] = []

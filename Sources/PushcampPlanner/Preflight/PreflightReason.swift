@@ -17,6 +17,7 @@ public enum PreflightReason: String, Sendable, Hashable, CaseIterable, Comparabl
     case headerControlCharacters = "header-control-characters"
     case expirationPassed = "expiration-passed"
     case registrationTimeUnreadable = "registered-at-unreadable"
+    case invalidTimeZone = "invalid-time-zone"
 
     /// What the reason means and what to do about it.
     public var summary: String {
@@ -42,6 +43,8 @@ public enum PreflightReason: String, Sendable, Hashable, CaseIterable, Comparabl
         case .expirationPassed: return "apns-expiration is before the send (or before 1970): APNs would not deliver"
         case .registrationTimeUnreadable:
             return "the token is known dead and its registration time cannot be read: fix the audience's cell"
+        case .invalidTimeZone:
+            return "the recipient's zone attribute is not a time zone (or set invalid_zone: fallback)"
         }
     }
 

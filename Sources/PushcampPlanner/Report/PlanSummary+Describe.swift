@@ -12,6 +12,7 @@ extension PlanSummary {
         case .immediately?: return "0 (deliver now or never)"
         case .at(let timestamp)?: return "\(timestamp)"
         case .after(let span)?:
+            if timing != nil { return "\(span) after each push's moment (before any quiet-hours deferral)" }
             if let sendTime { return "\(sendTime + span) (\(span) after send)" }
             return "\(span) after send"
         }
@@ -19,6 +20,9 @@ extension PlanSummary {
 
     public var sendTimeText: String {
         guard let sendTime else { return "when sent (pass --at to pin expirations)" }
+        if schedule?.local != nil {
+            return "\(sendTime) (the run starts when the first zone reaches the local time)"
+        }
         return "\(sendTime)" + (sendTimeSource.map { " (\($0))" } ?? "")
     }
 
@@ -65,5 +69,43 @@ extension PlanSummary {
 
     static func shortToken(_ token: String) -> String {
         token.count > 16 ? "\(token.prefix(8))…\(token.suffix(4))" : token
+    }
+
+    /// The schedule, its next slots and the quiet hours, one line each (none without them).
+    var scheduleLines: [String] {
+        var lines: [String] = []
+        if let schedule {
+            lines.append("schedule \(schedule) — sent by `pushcamp serve`")
+            if !nextSlots.isEmpty {
+                lines.append(
+                    "next slots "
+                        + nextSlots.map { Timestamp(secondsSince1970: $0).description }.joined(separator: ", ")
+                )
+            }
+        }
+        if let quietHours { lines.append("quiet hours \(quietHours)") }
+        return lines
+    }
+
+    /// What the timeline's counts do not show: fallbacks, deferrals, drops.
+    func timingNotes(_ timing: Timing) -> [String] {
+        var notes: [String] = []
+        if let first = timing.first, let last = timing.last {
+            notes.append(
+                "from \(Timestamp(secondsSince1970: first)) to \(Timestamp(secondsSince1970: last))"
+            )
+        }
+        notes.append("in the fallback zone: \(timing.fellBack)")
+        notes.append("deferred by quiet hours: \(timing.deferred)")
+        for drop in Timing.Drop.allCases {
+            notes.append("dropped (\(drop.rawValue)): \(timing.dropped[drop] ?? 0)")
+        }
+        return notes
+    }
+
+    /// `2027-03-20 09:00Z`.
+    static func hourText(_ start: Int64) -> String {
+        let text = Timestamp(secondsSince1970: start).description
+        return text.prefix(10) + " " + text.dropFirst(11).prefix(5) + "Z"
     }
 }

@@ -96,6 +96,43 @@ extension PlanSummary {
             ),
             ("estimated_seconds", .number((estimatedSeconds * 10).rounded(.up) / 10)),
             (
+                "schedule",
+                schedule.map { schedule in
+                    .object([
+                        ("description", .string(schedule.description)),
+                        ("next_slots", .array(nextSlots.map { .string(Timestamp(secondsSince1970: $0).description) })),
+                    ])
+                } ?? .null
+            ),
+            ("quiet_hours", quietHours.map { .string($0.description) } ?? .null),
+            (
+                "timeline",
+                timing.map { timing in
+                    .object([
+                        (
+                            "by_hour",
+                            .array(
+                                timing.hours.map {
+                                    .object([
+                                        ("hour", .string(Timestamp(secondsSince1970: $0.start).description)),
+                                        ("pushes", .integer($0.count)),
+                                    ])
+                                }
+                            )
+                        ),
+                        ("fell_back", .integer(timing.fellBack)), ("deferred", .integer(timing.deferred)),
+                        (
+                            "dropped",
+                            .object(
+                                PlanSummary.Timing.Drop.allCases.map {
+                                    ($0.rawValue, .integer(timing.dropped[$0] ?? 0))
+                                }
+                            )
+                        ),
+                    ])
+                } ?? .null
+            ),
+            (
                 "frequency_cap",
                 frequencyCap.map {
                     .object([

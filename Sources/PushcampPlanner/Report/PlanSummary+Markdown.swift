@@ -14,6 +14,7 @@ extension PlanSummary {
         out += "| expiration | \(escape(expirationText)) |\n"
         if let collapseID { out += "| collapse id | \(Markdown.code(collapseID)) |\n" }
         out += "| send time | \(escape(sendTimeText)) |\n"
+        for line in scheduleLines { out += "| schedule | \(escape(line)) |\n" }
         out += "| throttle | \(escape(rateText)) |\n| estimated duration | \(durationText) |\n\n"
 
         out += "#### Audience (\(Markdown.code(source)))\n\n| step | recipients | note |\n|---|---:|---|\n"
@@ -39,6 +40,11 @@ extension PlanSummary {
             out += "#### Locales\n\n| locale | planned |\n|---|---:|\n"
             for locale in locales { out += "| \(Markdown.code(locale.locale)) | \(locale.planned) |\n" }
             out += "\n"
+        }
+        if let timing {
+            out += "#### Timeline\n\n| UTC hour | pushes due |\n|---|---:|\n"
+            for (hour, count) in timing.hours { out += "| \(Self.hourText(hour)) | \(count) |\n" }
+            out += "\n" + timingNotes(timing).map { escape($0) }.joined(separator: "<br>\n") + "\n\n"
         }
         if payloadSizes.total > 0 {
             out +=

@@ -10,7 +10,9 @@ extension PlanSummary {
         out += "  app \(app) · push type \(pushType.rawValue) · priority \(priority) · topic \(topic)\n"
         out += "  expiration \(expirationText)"
         if let collapseID { out += " · collapse id \(collapseID)" }
-        out += "\n  send time \(sendTimeText)\n\n"
+        out += "\n  send time \(sendTimeText)\n"
+        for line in scheduleLines { out += "  \(line)\n" }
+        out += "\n"
 
         out += "Audience (\(source.escapingControlCharacters))\n"
         var rows: [(String, Int, String)] = [("read", audience.read, "")]
@@ -49,6 +51,13 @@ extension PlanSummary {
                     + pad(String(locale.planned), 10, right: true) + "\n"
             }
         }
+        if let timing {
+            out += "\nTimeline (pushes due per UTC hour)\n"
+            for (hour, count) in timing.hours {
+                out += "  " + pad(Self.hourText(hour), 20) + pad(String(count), 10, right: true) + "\n"
+            }
+            for line in timingNotes(timing) { out += "  \(line)\n" }
+        }
         if payloadSizes.total > 0 {
             out +=
                 "\nPayload size: min \(payloadSizes.minimum) · median \(payloadSizes.median) · max \(payloadSizes.maximum) bytes (limit \(pushType.payloadLimit))\n"
@@ -74,6 +83,7 @@ extension PlanSummary {
                 var title = "  #\(index + 1) \(push.token)"
                 if !variants.isEmpty { title += " · variant \(push.variant)" }
                 if let locale = push.locale { title += " · locale \(locale)" }
+                if let due = push.due { title += " · due \(Timestamp(secondsSince1970: due))" }
                 out += title + " · row \(push.row)\n"
                 for (name, value) in headers(of: push) { out += "     \(name): \(value.escapingControlCharacters)\n" }
                 out += "     body (\(push.payload.count) bytes): \(String(decoding: push.payload, as: UTF8.self))\n"

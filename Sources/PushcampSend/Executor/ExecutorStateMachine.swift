@@ -62,6 +62,9 @@ public struct ExecutorStateMachine: Sendable {
         public var waiting: [(due: Double, request: APNsRequest)]
         /// How many of `requests` were in flight when the run stopped: APNs may have had them.
         public var possibleDuplicates: Int
+        /// Not to be handed to the state machine before this moment (seconds since 1970): pushes due
+        /// later (recipient-local schedules, quiet hours). The planner waits behind it.
+        public var notBefore: Double?
 
         public init(
             requests: [APNsRequest],
@@ -174,6 +177,7 @@ public struct ExecutorStateMachine: Sendable {
             report.suppressed = summary.suppressed
             report.capped = summary.capped
             report.preflightFailed = summary.failed
+            report.dropped = summary.dropped
             report.planFinished = true
         }
         if let failure { return halt(.planFailed("reading the audience failed: \(failure)"), now: now) }
@@ -434,11 +438,14 @@ public struct PlanSummaryCounts: Sendable {
     public var suppressed: Int
     public var capped: Int
     public var failed: Int
+    /// Not sent by the campaign's timing: quiet hours, or a local time already passed (by reason).
+    public var dropped: [String: Int]
 
-    public init(heldOut: Int, suppressed: Int, capped: Int, failed: Int) {
+    public init(heldOut: Int, suppressed: Int, capped: Int, failed: Int, dropped: [String: Int] = [:]) {
         self.heldOut = heldOut
         self.suppressed = suppressed
         self.capped = capped
         self.failed = failed
+        self.dropped = dropped
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import PushcampAPNs
+import PushcampAPNsCore
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
@@ -17,12 +18,21 @@ final class PlanProducer: Sendable {
     private let batchSize: Int
     private let resume: ResumePoint
     private let only: SeqSet?
+    private let clock: any WallClock
     private let feed = PlanFeed(capacity: 4)
     private let result = Mutex<(summary: PlanSummaryCounts?, failure: String?)>((nil, nil))
 
     /// `sendTime` is when the send really starts: relative expirations count from it.
-    init(planner: Planner, sendTime: Timestamp, batchSize: Int, resume: ResumePoint, only: SeqSet?) {
+    init(
+        planner: Planner,
+        sendTime: Timestamp,
+        batchSize: Int,
+        resume: ResumePoint,
+        only: SeqSet?,
+        clock: any WallClock
+    ) {
         self.planner = Mutex(planner)
+        self.clock = clock
         self.sendTime = sendTime
         self.batchSize = batchSize
         self.resume = resume
@@ -32,9 +42,18 @@ final class PlanProducer: Sendable {
     /// How planning ended: its counts when it went through the whole audience, or why it failed.
     var outcome: (summary: PlanSummaryCounts?, failure: String?) { result.withLock { $0 } }
 
-    /// The next batch, or nil when the plan is done or cancelled.
+    /// The next batch, or nil when the plan is done or cancelled. A batch due later is returned at
+    /// its moment (on the run's clock): until then the planner, behind it, waits too.
     func next() async -> ExecutorStateMachine.PlanBatch? {
-        await feed.next()
+        guard let batch = await feed.next() else { return nil }
+        if let due = batch.notBefore, due > clock.now() {
+            do {
+                try await clock.sleep(until: due)
+            } catch {
+                return nil  // the send is stopping
+            }
+        }
+        return batch
     }
 
     /// Stops the planner at its next batch.
@@ -53,51 +72,62 @@ final class PlanProducer: Sendable {
         let resume = self.resume
         var batch = ExecutorStateMachine.PlanBatch(requests: [])
         batch.requests.reserveCapacity(batchSize)
+        var notBefore: Double?
         func handOver() throws {
             guard !batch.requests.isEmpty || !batch.waiting.isEmpty else { return }
+            batch.notBefore = notBefore
             guard feed.put(batch) else { throw CancellationError() }
             batch = ExecutorStateMachine.PlanBatch(requests: [])
             batch.requests.reserveCapacity(batchSize)
+        }
+        func take(_ push: PlannedPush) throws {
+            let (request, kind) = Self.request(for: push, sendTime: sendTime, resume: resume)
+            switch kind {
+            case .waiting(let until):
+                // A retry keeps its due time across the restart.
+                batch.waiting.append((due: until, request: request))
+                if batch.waiting.count >= batchSize { try handOver() }
+                return
+            case .possibleDuplicate:
+                batch.possibleDuplicates += 1
+            case .new:
+                break
+            }
+            batch.requests.append(request)
+            if batch.requests.count == batchSize { try handOver() }
         }
         do {
             let skip: (Int) -> Bool =
                 only.map { only in { seq in !only.contains(seq) || resume.settled.contains(seq) } }
                 ?? resume.settled.contains
+            // Pushes due now go in the first pass; those due later are counted by moment, and each
+            // moment gets a pass of its own, handed over (and held) at that moment.
+            let now = Int64(clock.now().rounded(.up))
+            var later: Set<Int64> = []
             let summary = try planner.run(skipping: skip) { (push: PlannedPush) in
-                var request = APNsRequest(
-                    tag: push.seq,
-                    deviceToken: push.token,
-                    apnsID: push.apnsID.description,
-                    topic: push.topic,
-                    pushType: push.pushType.rawValue,
-                    priority: push.priority,
-                    expiration: push.expirationHeader(sendTime: sendTime),
-                    collapseID: push.collapseID,
-                    payload: push.payload
-                )
-                switch resume.pending.isEmpty ? nil : resume.pending[push.seq] {
-                case .waiting(let until, let attempts)?:
-                    // A retry keeps its due time across the restart.
-                    request.attempt = attempts
-                    batch.waiting.append((due: until, request: request))
-                    if batch.waiting.count >= batchSize { try handOver() }
+                if let due = push.due, due > now {
+                    later.insert(due)
                     return
-                case .unknown(let attempts)?:
-                    request.attempt = attempts
-                    batch.possibleDuplicates += 1
-                case .unsent?, nil:
-                    break
                 }
-                batch.requests.append(request)
-                if batch.requests.count == batchSize { try handOver() }
+                try take(push)
             }
             try handOver()
+            for due in later.sorted() {
+                var pass = planner
+                pass.onlyDue = due
+                notBefore = Double(due)
+                _ = try pass.run(skipping: skip) { (push: PlannedPush) in try take(push) }
+                try handOver()
+            }
             result.withLock {
                 $0.summary = PlanSummaryCounts(
                     heldOut: summary.heldOut,
                     suppressed: summary.suppressed,
                     capped: summary.capped,
-                    failed: summary.failed
+                    failed: summary.failed,
+                    dropped: Dictionary(
+                        uniqueKeysWithValues: (summary.timing?.dropped ?? [:]).map { ($0.key.rawValue, $0.value) }
+                    )
                 )
             }
         } catch is CancellationError {
@@ -106,5 +136,38 @@ final class PlanProducer: Sendable {
             result.withLock { $0.failure = "\(error)" }
         }
         feed.finish()
+    }
+
+    enum Kind {
+        case new
+        /// In flight when the run stopped: APNs may have it.
+        case possibleDuplicate
+        /// A resumed run's retry, due at `until`.
+        case waiting(until: Double)
+    }
+
+    /// The request for `push`, with what a resumed run knew of it.
+    static func request(for push: PlannedPush, sendTime: Timestamp, resume: ResumePoint) -> (APNsRequest, Kind) {
+        var request = APNsRequest(
+            tag: push.seq,
+            deviceToken: push.token,
+            apnsID: push.apnsID.description,
+            topic: push.topic,
+            pushType: push.pushType.rawValue,
+            priority: push.priority,
+            expiration: push.expirationHeader(sendTime: sendTime),
+            collapseID: push.collapseID,
+            payload: push.payload
+        )
+        switch resume.pending.isEmpty ? nil : resume.pending[push.seq] {
+        case .waiting(let until, let attempts)?:
+            request.attempt = attempts
+            return (request, .waiting(until: until))
+        case .unknown(let attempts)?:
+            request.attempt = attempts
+            return (request, .possibleDuplicate)
+        case .unsent?, nil:
+            return (request, .new)
+        }
     }
 }

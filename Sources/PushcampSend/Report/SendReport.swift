@@ -45,6 +45,9 @@ public struct SendReport: Sendable {
     public var suppressed = 0
     /// Recipients held back by the campaign's frequency cap.
     public var capped = 0
+    /// Recipients not sent because of the campaign's timing, by reason (`quiet-hours`,
+    /// `quiet-hours-expired`, `on-passed`).
+    public var dropped: [String: Int] = [:]
     /// Whether the whole plan was read (false when the run stopped early).
     public var planFinished = false
     public var delivered = 0

@@ -202,7 +202,8 @@ public final class SendRun: Service, Sendable {
             sendTime: sendTime,
             batchSize: configuration.handOverSize,
             resume: resume,
-            only: only
+            only: only,
+            clock: clock
         )
         let executor = Executor(
             machine: machine,
@@ -226,11 +227,14 @@ public final class SendRun: Service, Sendable {
 extension SendRun {
     /// `send` of a campaign that `serve` sends: one whose `at` is still ahead, or a recurring one.
     private static func refuseScheduled(_ schedule: ScheduleSpec, now: Double) throws(RunRefusal) {
-        if let at = schedule.at {
-            guard Double(at.secondsSince1970) > now else { return }
+        if let at = schedule.once {
+            guard Double(at) > now else { return }
+            let when = schedule.local.map {
+                "\($0.time) in each recipient's zone, starting \(Timestamps.text(Double(at)))"
+            }
             throw RunRefusal(
                 """
-                the campaign is scheduled for \(Timestamps.text(Double(at.secondsSince1970))) (schedule.at), which is \
+                the campaign is scheduled for \(when ?? Timestamps.text(Double(at))) (schedule.at), which is \
                 in the future; `pushcamp serve` sends it then, and `pushcamp send` sends at once, so nothing was \
                 sent. Send it now anyway with --now (expirations count from the real send time)
                 """,

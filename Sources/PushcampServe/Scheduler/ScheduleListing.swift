@@ -60,7 +60,7 @@ public struct ScheduleListing: Sendable {
             var cursor = Int64(now)
             if let latest { cursor = max(cursor, latest.last) }
             var next = schedule.slots(after: cursor, through: .max, limit: nextCount)
-            if latest == nil, let at = schedule.at?.secondsSince1970, at <= Int64(now) {
+            if latest == nil, let at = schedule.once, at <= Int64(now) {
                 next = [at]  // not fired yet: serve fires it if within catch_up.within
             }
             entries.append(

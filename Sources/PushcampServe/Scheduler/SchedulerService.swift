@@ -223,7 +223,7 @@ public final class SchedulerService: Service, Sendable {
             skip(campaign, first: slot, through: slot, count: 1, reason: "invalid", detail: error, journal: journal)
             return
         }
-        if loaded.schedule?.at != nil, let sent = try? journal.latestRun(campaign: campaign), sent.slot == nil {
+        if loaded.schedule?.once != nil, let sent = try? journal.latestRun(campaign: campaign), sent.slot == nil {
             skip(
                 campaign,
                 first: slot,

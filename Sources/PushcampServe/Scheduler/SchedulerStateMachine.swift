@@ -57,7 +57,7 @@ public struct SchedulerStateMachine: Sendable {
     /// even if it came before the campaign was first seen.
     public mutating func schedule(_ campaign: String, _ schedule: ScheduleSpec, cursor: Int64, recorded: Bool) {
         var cursor = cursor
-        if !recorded, let at = schedule.at { cursor = min(cursor, at.secondsSince1970 - 1) }
+        if !recorded, let once = schedule.once { cursor = min(cursor, once - 1) }
         if var entry = entries[campaign] {
             entry.schedule = schedule
             entries[campaign] = entry
@@ -106,7 +106,7 @@ public struct SchedulerStateMachine: Sendable {
         guard var entry = entries[campaign] else { return [] }
         entry.running = nil
         var actions: [Action] = []
-        let oldest = now - entry.schedule.catchUp.within.seconds
+        let oldest = now - entry.schedule.lateness
         while let slot = entry.queued.first {
             entry.queued.removeFirst()
             if slot < oldest {
@@ -126,7 +126,7 @@ public struct SchedulerStateMachine: Sendable {
         let schedule = entry.schedule
         guard let first = schedule.nextSlot(after: entry.cursor), first <= now else { return [] }
         var actions: [Action] = []
-        let oldest = now - schedule.catchUp.within.seconds
+        let oldest = now - schedule.lateness
         // Missed: due before the catch-up window; counted, never fired.
         if first < oldest {
             var count = 0
