@@ -145,6 +145,14 @@ struct ServeCLITests {
         )
     }
 
+    /// The value of the series `series` (name and labels, as printed) in Prometheus text; -1 if absent.
+    static func value(of series: String, in text: String) -> Double {
+        for line in text.split(separator: "\n") where line.hasPrefix(series + " ") {
+            return Double(line.dropFirst(series.count + 1)) ?? -1
+        }
+        return -1
+    }
+
     static func runs(_ project: TemporaryProject) throws -> [[String: Any]] {
         let runs = try CLI.run(["runs", "--format", "json", "--limit", "1000"], in: project.root)
         return try JSONSerialization.jsonObject(with: Data(runs.stdout.utf8)) as? [[String: Any]] ?? []
@@ -157,7 +165,25 @@ struct ServeCLITests {
         try project.write("campaigns/broken.yaml", "campaign: broken\napp: shop\nschedule: { every: 1s }\n")
 
         let serve = try ServeProcess(in: project.root)
-        #expect(serve.waitFor("finished: 20 delivered", count: 2, timeout: 20), "\(serve.output)")
+        #expect(serve.waitFor("finished: 20 delivered", count: 1, timeout: 20), "\(serve.output)")
+        let firedBefore = Self.value(
+            of: "pushcamp_scheduler_slots_fired_total{campaign=\"tick\"}",
+            in: try serve.get("/metrics").body
+        )
+        // A slot sends the file as it is when it fires: the next runs record the new revision.
+        try project.write(
+            "campaigns/tick.yaml",
+            """
+            campaign: tick
+            app: shop
+            audience:
+              source: { csv: audiences/a.csv }
+            message:
+              payload: { aps: { alert: "hello again {{name}}" } }
+            schedule: { every: 2s }
+            """
+        )
+        #expect(serve.waitFor("finished: 20 delivered", count: 3, timeout: 20), "\(serve.output)")
         #expect(try serve.get("/healthz") == (200, "ok\n"))
         let ready = try serve.get("/readyz")
         #expect(ready.status == 200)
@@ -167,7 +193,9 @@ struct ServeCLITests {
             "\(ready.body)"
         )
         let metrics = try serve.get("/metrics").body
-        #expect(metrics.contains("pushcamp_scheduler_slots_fired_total{campaign=\"tick\"}"), "\(metrics)")
+        // The metrics move.
+        let firedAfter = Self.value(of: "pushcamp_scheduler_slots_fired_total{campaign=\"tick\"}", in: metrics)
+        #expect(firedBefore >= 1 && firedAfter >= firedBefore + 2, "\(firedBefore) then \(firedAfter)")
         #expect(metrics.contains("pushcamp_pushes_total{campaign=\"tick\",outcome=\"delivered\"}"))
         #expect(metrics.contains("pushcamp_campaigns_invalid 1"))
         #expect(metrics.contains("pushcamp_scheduler_last_tick_timestamp_seconds"))
@@ -181,6 +209,23 @@ struct ServeCLITests {
         for name in try Self.names(in: "docs/alerts/pushcamp.rules.yml") {
             #expect(documented.contains(name), "the alert rules use \(name), which docs/metrics.md does not list")
         }
+        let schedules = try CLI.run(["schedules", "--format", "json"], in: project.root)
+        let listed = try JSONSerialization.jsonObject(with: Data(schedules.stdout.utf8)) as? [[String: Any]]
+        let tick = listed?.first { $0["campaign"] as? String == "tick" }
+        #expect(tick?["schedule"] as? String == "every 2s")
+        let lastStatus = (tick?["last_fired"] as? [String: Any])?["status"] as? String
+        #expect(lastStatus == "finished" || lastStatus == "running", "\(String(describing: lastStatus))")
+        #expect((tick?["next_slots"] as? [String])?.count == 3)
+        #expect(
+            listed?.contains { ($0["error"] as? String)?.contains("missing required key 'audience'") == true } == true
+        )
+
+        // A file that stops validating keeps its schedule: its slots are recorded as skipped, invalid.
+        try project.write("campaigns/tick.yaml", "campaign: tick\napp: shop\nschedule: { every: 2s }\n")
+        #expect(serve.waitFor("of tick skipped: invalid", timeout: 10), "\(serve.output)")
+        #expect(try serve.get("/readyz").body.contains("invalid: campaigns/tick.yaml"))
+        let skips = try CLI.run(["schedules"], in: project.root).stdout
+        #expect(skips.contains("campaigns/tick.yaml: invalid, skipped by serve"), "\(skips)")
         #expect(serve.stop() == 0, "\(serve.output)")
 
         // Each run has its own slot; every recipient got one notification per run.
@@ -189,20 +234,12 @@ struct ServeCLITests {
         #expect(slots.count == runs.count && runs.count >= 2)
         #expect(Set(slots).count == slots.count, "\(slots)")
         #expect(runs.allSatisfy { $0["status"] as? String == "finished" })
+        #expect(Set(runs.compactMap { $0["revision"] as? String }).count == 2)
         _ = sim.stop()
         let deliveries = try Self.deliveries(project)
         #expect(deliveries.count == 20)
         #expect(deliveries.values.allSatisfy { $0 == runs.count }, "\(deliveries.values) vs \(runs.count) runs")
 
-        let schedules = try CLI.run(["schedules", "--format", "json"], in: project.root)
-        let listed = try JSONSerialization.jsonObject(with: Data(schedules.stdout.utf8)) as? [[String: Any]]
-        let tick = listed?.first { $0["campaign"] as? String == "tick" }
-        #expect(tick?["schedule"] as? String == "every 2s")
-        #expect((tick?["last_fired"] as? [String: Any])?["status"] as? String == "finished")
-        #expect((tick?["next_slots"] as? [String])?.count == 3)
-        #expect(
-            listed?.contains { ($0["error"] as? String)?.contains("missing required key 'audience'") == true } == true
-        )
     }
 
     @Test func twoServesOnOneJournalFireEachSlotOnce() throws {

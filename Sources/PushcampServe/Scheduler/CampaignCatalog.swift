@@ -4,7 +4,9 @@ import PushcampPlanner
 
 /// The campaign files `serve` watches: every `*.yaml` and `*.yml` under the configured folders
 /// (not recursively), read again when a file's size or modification time changes. A file that does
-/// not validate is kept as invalid with its first error, and skipped; the others go on.
+/// not validate is kept as invalid with its first error; the others go on. A campaign whose file
+/// stops validating keeps its last schedule, so each of its slots is still decided, and recorded
+/// as skipped (`invalid`) when its file cannot be sent.
 struct CampaignCatalog {
     struct Entry {
         var path: String
@@ -37,11 +39,12 @@ struct CampaignCatalog {
         loader = CampaignLoader(workingDirectory: paths.root)
     }
 
-    /// Scheduled campaigns by id (the first file wins when two name the same campaign).
+    /// Scheduled campaigns by id (the first file wins when two name the same campaign), with the
+    /// last valid schedule of those whose file stopped validating.
     var scheduled: [String: (path: String, schedule: ScheduleSpec)] {
         var result: [String: (path: String, schedule: ScheduleSpec)] = [:]
         for entry in entries.values.sorted(by: { $0.path < $1.path }) {
-            guard entry.error == nil, let id = entry.id, let schedule = entry.schedule, result[id] == nil else {
+            guard entry.duplicateOf == nil, let id = entry.id, let schedule = entry.schedule, result[id] == nil else {
                 continue
             }
             result[id] = (entry.path, schedule)
@@ -65,7 +68,12 @@ struct CampaignCatalog {
                 guard let stamp = Self.stamp(path) else { continue }
                 seen.insert(path)
                 if entries[path]?.stamp == stamp { continue }
-                entries[path] = read(path, stamp: stamp)
+                var entry = read(path, stamp: stamp)
+                if entry.loadError != nil, let previous = entries[path], previous.loadError == nil {
+                    entry.id = previous.id
+                    entry.schedule = previous.schedule
+                }
+                entries[path] = entry
                 changed = true
             }
         }
@@ -96,7 +104,7 @@ struct CampaignCatalog {
         var owners: [String: String] = [:]
         for path in entries.keys.sorted() {
             entries[path]?.duplicateOf = nil
-            guard let id = entries[path]?.id, entries[path]?.loadError == nil else { continue }
+            guard let id = entries[path]?.id else { continue }
             if let owner = owners[id] {
                 entries[path]?.duplicateOf = owner
             } else {
