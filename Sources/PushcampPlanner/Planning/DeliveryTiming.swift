@@ -31,30 +31,28 @@ struct DeliveryTiming {
         guard local != nil || quiet != nil else { return nil }
         expiration = campaign.expiration
         self.start = start
-    }
-
-    /// The attributes whose values decide a recipient's timing.
-    private var attributes: [String] {
         var names: [String] = []
         if let local { names.append(local.zones.attribute) }
         if case .recipient(let zones)? = quiet?.clock, !names.contains(zones.attribute) {
             names.append(zones.attribute)
         }
-        return names
+        attributes = names
     }
 
+    /// The attributes whose values decide a recipient's timing (one, unless the schedule and the
+    /// quiet hours read different ones).
+    private let attributes: [String]
+
     mutating func verdict(for recipient: Recipient) -> Verdict {
-        let names = attributes
-        let key = names.map { recipient.attributes[$0]?.text ?? "" }.joined(separator: "\u{1F}")
+        // The common case, one attribute: its value is the key, with no string built per recipient.
+        let key =
+            attributes.count == 1
+            ? recipient.attributes[attributes[0]]?.text ?? ""
+            : attributes.map { recipient.attributes[$0]?.text ?? "" }.joined(separator: "\u{1F}")
         if let cached = cache[key] { return cached }
-        let verdict = compute(
-            values: Dictionary(
-                uniqueKeysWithValues: zip(
-                    names,
-                    key.split(separator: "\u{1F}", omittingEmptySubsequences: false).map(String.init)
-                )
-            )
-        )
+        var values: [String: String] = [:]
+        for name in attributes { values[name] = recipient.attributes[name]?.text ?? "" }
+        let verdict = compute(values: values)
         if cache.count < 100_000 { cache[key] = verdict }
         return verdict
     }
