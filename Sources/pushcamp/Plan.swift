@@ -106,7 +106,10 @@ struct Plan: ParsableCommand {
         }
         if summary.planned == 0 && summary.failed == 0 {
             printError(
-                "\(campaign.path): error: nobody would be sent anything: all \(summary.audience.read) rows were invalid, duplicates, filtered out, excluded, suppressed, capped or held out"
+                "\(campaign.path): error: nobody would be sent anything: all \(summary.audience.read) rows were invalid, duplicates, filtered out, excluded, suppressed, capped"
+                    + (summary.timing == nil
+                        ? " or held out"
+                        : ", held out or dropped by the campaign's timing (quiet hours, on_passed; see the timeline)")
             )
             throw ExitCode(1)
         }

@@ -32,8 +32,16 @@ public struct Planner: Sendable {
         sampleLimit: Int = 3
     ) {
         self.campaign = campaign
-        self.sendTime = sendTime ?? campaign.scheduledAt
-        self.sendTimeSource = sendTime != nil ? sendTimeSource : (campaign.scheduledAt != nil ? "schedule.at" : nil)
+        // A recurring schedule is planned at its next slot: what `serve` will send next.
+        let nextSlot = campaign.schedule.flatMap { schedule in
+            schedule.isRecurring
+                ? schedule.nextSlot(after: Int64(Date().timeIntervalSince1970)).map(Timestamp.init) : nil
+        }
+        self.sendTime = sendTime ?? campaign.scheduledAt ?? nextSlot
+        self.sendTimeSource =
+            sendTime != nil
+            ? sendTimeSource
+            : (campaign.scheduledAt != nil ? "schedule.at" : nextSlot != nil ? "the schedule's next slot" : nil)
         self.sampleLimit = sampleLimit
     }
 
