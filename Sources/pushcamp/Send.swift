@@ -32,9 +32,10 @@ struct Send: AsyncParsableCommand {
             Sends are deliberate: a campaign whose last run finished or was cancelled is not sent \
             again (whatever its revision: an edited campaign would reach the same people again); \
             the refusal names the run and what it delivered. --new-run sends it again on purpose. \
-            A campaign whose schedule.at is in the future is refused unless --now is given \
-            (`pushcamp serve` fires scheduled campaigns); expirations always count from the real \
-            send time.
+            A campaign `pushcamp serve` is due to send (schedule.at in the future, or a recurring \
+            cron or every schedule) is refused unless --now is given; the refusal says the next \
+            slot. Expirations always count from the real send time. Quiet hours apply to every \
+            send: pushes that would land in them wait for their end (or are dropped).
 
             A new connection ramps up from the server's first stream limit, doubling per round of \
             answers; requests lost with a dropped connection are sent again on a budget of their \
@@ -98,8 +99,8 @@ struct Send: AsyncParsableCommand {
 
     @Flag(
         help: """
-            Send now although the campaign's schedule.at is in the future (expirations count from \
-            the real send time).
+            Send once now although `pushcamp serve` is due to send the campaign (schedule.at in the \
+            future, or a recurring schedule); expirations count from the real send time.
             """
     )
     var now = false
