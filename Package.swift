@@ -155,6 +155,16 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // App Store Server Notifications: signed payloads verified to Apple's root, decoded facts.
+        .target(
+            name: "PushcampAppStore",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            swiftSettings: strict
+        ),
         // `pushcamp serve`: the scheduler (a state machine and the Service that carries out its actions),
         // the HTTP server (hummingbird 2: health, readiness, Prometheus metrics), the metrics themselves.
         .target(
@@ -244,6 +254,17 @@ let package = Package(
                 "PushcampJournal", "PushcampModel", "PushcampTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "PushcampAppStoreTests",
+            dependencies: [
+                "PushcampAppStore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            resources: [.copy("Vectors")],
             swiftSettings: strict
         ),
         .testTarget(
