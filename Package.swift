@@ -197,6 +197,9 @@ let package = Package(
             name: "PushcampTestSupport",
             dependencies: [
                 "PushcampAPNsCore", "PushcampAPNs",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
@@ -259,7 +262,7 @@ let package = Package(
         .testTarget(
             name: "PushcampAppStoreTests",
             dependencies: [
-                "PushcampAppStore",
+                "PushcampAppStore", "PushcampTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

@@ -1,0 +1,145 @@
+import Foundation
+import PushcampAppStore
+import PushcampTestSupport
+import Testing
+import X509
+
+/// Every way a payload can be wrong, with a chain made for the test.
+@Suite("App Store payloads: refusals")
+struct RefusalTests {
+    static let shop = AppStoreApp(
+        name: "shop-ios",
+        bundleID: "com.example.shop",
+        appAppleID: 1_234_567_890,
+        environments: ["production", "sandbox"]
+    )
+
+    func outcome(
+        _ jws: String,
+        roots: [Certificate],
+        now: Date = Date()
+    ) async -> Result<NotificationIntake.Outcome, AppStoreRefusal> {
+        let intake = NotificationIntake(apps: [Self.shop], verifier: SignedPayloadVerifier(roots: roots))
+        do {
+            return .success(try await intake.receive(AppStoreTestChain.body(jws), now: now))
+        } catch let refusal as AppStoreRefusal {
+            return .failure(refusal)
+        } catch {
+            Issue.record("unexpected \(error)")
+            return .failure(AppStoreRefusal(.malformed, "\(error)"))
+        }
+    }
+
+    func refusal(_ jws: String, roots: [Certificate], now: Date = Date()) async -> AppStoreRefusal.Code? {
+        if case .failure(let refusal) = await outcome(jws, roots: roots, now: now) { return refusal.code }
+        return nil
+    }
+
+    @Test func aWellMadeNotificationIsAcceptedEachTime() async throws {
+        let chain = try AppStoreTestChain()
+        let verifier = SignedPayloadVerifier(roots: [chain.root])
+        let intake = NotificationIntake(apps: [Self.shop], verifier: verifier)
+        for _ in 0..<3 {
+            let outcome = try await intake.receive(
+                AppStoreTestChain.body(try chain.sign(AppStoreTestChain.notification())),
+                now: Date()
+            )
+            guard case .accepted(let notification, "shop-ios") = outcome else {
+                Issue.record("\(outcome)")
+                return
+            }
+            #expect(notification.type == "DID_FAIL_TO_RENEW" && notification.subtype == "GRACE_PERIOD")
+            #expect(notification.status == 4)
+        }
+    }
+
+    @Test func chainsThatAreNotApplesAreRefused() async throws {
+        let chain = try AppStoreTestChain()
+        let payload = AppStoreTestChain.notification()
+        let other = try AppStoreTestChain()
+        // Another root: the header's root is never trusted.
+        #expect(await refusal(try chain.sign(payload), roots: [other.root]) == .chain)
+        // Without Apple's extensions.
+        let noIntermediateOID = try AppStoreTestChain(intermediateOID: false)
+        #expect(await refusal(try noIntermediateOID.sign(payload), roots: [noIntermediateOID.root]) == .chain)
+        let noLeafOID = try AppStoreTestChain(leafOID: false)
+        #expect(await refusal(try noLeafOID.sign(payload), roots: [noLeafOID.root]) == .chain)
+        // Two certificates, four certificates.
+        #expect(
+            await refusal(try chain.sign(payload, chain: [chain.leaf, chain.intermediate]), roots: [chain.root])
+                == .chain
+        )
+        #expect(
+            await refusal(
+                try chain.sign(payload, chain: [chain.leaf, chain.intermediate, chain.root, chain.root]),
+                roots: [chain.root]
+            ) == .chain
+        )
+        // A leaf that had expired when the payload was signed.
+        let expired = try AppStoreTestChain(
+            leafValid: Date().addingTimeInterval(-86_400 * 60)...Date().addingTimeInterval(-86_400 * 30)
+        )
+        #expect(await refusal(try expired.sign(payload), roots: [expired.root]) == .chain)
+    }
+
+    @Test(arguments: ["none", "HS256", "ES384", "RS256"])
+    func onlyES256IsAccepted(alg: String) async throws {
+        let chain = try AppStoreTestChain()
+        #expect(
+            await refusal(try chain.sign(AppStoreTestChain.notification(), alg: alg), roots: [chain.root]) == .algorithm
+        )
+    }
+
+    @Test func datesOutsideTheWindowAreRefused() async throws {
+        let chain = try AppStoreTestChain()
+        let future = AppStoreTestChain.notification(signedDate: Date().addingTimeInterval(3600))
+        #expect(await refusal(try chain.sign(future), roots: [chain.root]) == .signedDate)
+        let stale = AppStoreTestChain.notification(signedDate: Date().addingTimeInterval(-8 * 86_400))
+        #expect(await refusal(try chain.sign(stale), roots: [chain.root]) == .signedDate)
+        // Five minutes of clock skew are allowed.
+        let skewed = AppStoreTestChain.notification(signedDate: Date().addingTimeInterval(120))
+        #expect(await refusal(try chain.sign(skewed), roots: [chain.root]) == nil)
+    }
+
+    @Test func garbageAndOversizedBodiesAreRefused() async throws {
+        let chain = try AppStoreTestChain()
+        let intake = NotificationIntake(apps: [Self.shop], verifier: SignedPayloadVerifier(roots: [chain.root]))
+        for (body, code) in [
+            (Array("not json".utf8), AppStoreRefusal.Code.malformed),
+            (Array("{\"signedPayload\": 5}".utf8), .malformed),
+            (AppStoreTestChain.body("a.b"), .malformed),
+            (AppStoreTestChain.body("!!.??.##"), .malformed),
+            ([UInt8](repeating: 0x20, count: NotificationIntake.bodyLimit + 1), .tooLarge),
+        ] {
+            do {
+                _ = try await intake.receive(body, now: Date())
+                Issue.record("accepted \(body.prefix(20))")
+            } catch let refusal as AppStoreRefusal {
+                #expect(refusal.code == code, "\(refusal)")
+            }
+        }
+        // Signed, but missing the fields every notification has.
+        var payload = AppStoreTestChain.notification()
+        payload["notificationUUID"] = nil
+        #expect(await refusal(try chain.sign(payload), roots: [chain.root]) == .missingField)
+    }
+
+    @Test func configurationMistakesAreQuarantinedNotRefused() async throws {
+        let chain = try AppStoreTestChain()
+        for (payload, reason) in [
+            (
+                AppStoreTestChain.notification(bundle: "com.example.other"),
+                "bundle id com.example.other is not configured"
+            ),
+            (AppStoreTestChain.notification(appAppleID: 42), "app id 42 is not app shop-ios's app_apple_id"),
+            (AppStoreTestChain.notification(environment: "Xcode"), "environment xcode is not among"),
+        ] {
+            guard case .success(.quarantined(_, let why)) = await outcome(try chain.sign(payload), roots: [chain.root])
+            else {
+                Issue.record("not quarantined: \(payload)")
+                continue
+            }
+            #expect(why.contains(reason), "\(why)")
+        }
+    }
+}
