@@ -171,7 +171,10 @@ let package = Package(
             name: "PushcampServe",
             dependencies: [
                 "PushcampSend", "PushcampPlanner", "PushcampModel", "PushcampJournal", "PushcampAPNsCore",
+                "PushcampAppStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -273,7 +276,8 @@ let package = Package(
         .testTarget(
             name: "PushcampServeTests",
             dependencies: [
-                "PushcampServe", "PushcampModel", "PushcampJournal", "PushcampTestSupport",
+                "PushcampServe", "PushcampModel", "PushcampJournal", "PushcampTestSupport", "PushcampAppStore",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict

@@ -263,6 +263,31 @@ public final class SQLiteJournal: JournalStore {
                     """
             )
         }
+        migrator.registerMigration("v7: App Store notifications") { db in
+            try db.execute(
+                sql: """
+                    -- Every App Store Server Notification received, once per notificationUUID, with its
+                    -- raw signed payload: stored for a configured app, or quarantined (with the reason).
+                    CREATE TABLE appstore_notification (
+                        uuid TEXT PRIMARY KEY,
+                        type TEXT NOT NULL,
+                        subtype TEXT,
+                        signed_date REAL,
+                        environment TEXT,
+                        bundle_id TEXT,
+                        app TEXT,
+                        disposition TEXT NOT NULL,
+                        reason TEXT,
+                        original_transaction_id TEXT,
+                        product_id TEXT,
+                        app_account_token TEXT,
+                        signed_payload TEXT NOT NULL,
+                        received_at REAL NOT NULL
+                    ) WITHOUT ROWID;
+                    CREATE INDEX appstore_notification_by_time ON appstore_notification(received_at);
+                    """
+            )
+        }
         return migrator
     }
 
@@ -707,6 +732,26 @@ public final class SQLiteJournal: JournalStore {
     func write<T>(_ body: (Database) throws -> T) throws(JournalError) -> T {
         do {
             return try database.write(body)
+        } catch {
+            throw Self.translate(error, path: path)
+        }
+    }
+
+    /// `write` with a synchronous (FULL) commit: the transaction is on disk, not only in the
+    /// write-ahead log's page cache, when this returns. For writes answered to someone else
+    /// (Apple's notifications) that a power cut must not lose.
+    func writeDurably<T>(_ body: (Database) throws -> T) throws(JournalError) -> T {
+        do {
+            return try database.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
+                var result: T?
+                try db.inTransaction(.immediate) {
+                    result = try body(db)
+                    return .commit
+                }
+                return result!
+            }
         } catch {
             throw Self.translate(error, path: path)
         }

@@ -25,7 +25,7 @@ struct Pushcamp: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             Validate.self, Plan.self, Rehearse.self, Send.self, Runs.self, Report.self, Cancel.self, Replay.self,
-            Tokens.self, Serve.self, Schedules.self,
+            Tokens.self, Serve.self, Schedules.self, AppStore.self,
             Sim.self,
         ]
     )

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import PushcampJournal
 import PushcampModel
 import PushcampPlanner
 import PushcampServe
@@ -89,10 +90,32 @@ struct Serve: AsyncParsableCommand {
         configuration.stallTimeout = stall.stallTimeout
         let scheduler = SchedulerService(configuration: configuration, metrics: metrics, status: status, logger: logger)
         let folders = loaded.serve.campaignFolders.map { paths.display($0) }.joined(separator: ", ")
-        let http = ServeHTTP.application(listen: address, status: status, metrics: metrics, logger: httpLogger) {
-            port in
+        var appStore: (path: String, receiver: AppStoreReceiver)?
+        do {
+            if let intake = try AppStoreReceiver.intake(
+                for: loaded,
+                paths: paths,
+                environment: ProcessInfo.processInfo.environment,
+                logger: logger
+            ) {
+                let store = try SQLiteJournal(path: configuration.journalPath)
+                let receiver = AppStoreReceiver(intake: intake, store: store, metrics: metrics, logger: logger)
+                appStore = (loaded.serve.appStorePath, receiver)
+            }
+        } catch {
+            printError("error: App Store notifications cannot be received: \(error)")
+            throw ExitCode(1)
+        }
+        let receiving = appStore.map { "; App Store notifications at POST \($0.path)" } ?? ""
+        let http = ServeHTTP.application(
+            listen: address,
+            status: status,
+            metrics: metrics,
+            logger: httpLogger,
+            appStore: appStore
+        ) { port in
             logger.info(
-                "listening on http://\(ListenAddress(host: address.host, port: port)) (/healthz, /readyz, /metrics); watching \(folders)"
+                "listening on http://\(ListenAddress(host: address.host, port: port)) (/healthz, /readyz, /metrics\(receiving)); watching \(folders)"
             )
         }
         var groupLogger = Logger(label: "pushcamp.lifecycle")

@@ -54,6 +54,21 @@ public struct AppConfig: Hashable, Sendable {
     public var endpoint: String?
     /// A CA file to trust for a custom endpoint.
     public var caFile: ConfigString?
+    /// How App Store Server Notifications name this app (`app_store:`), for `serve`'s receiver.
+    public var appStore: AppStoreConfig? = nil
+}
+
+/// `apps.NAME.app_store: { bundle_id, app_apple_id, environments, trusted_roots }`.
+public struct AppStoreConfig: Hashable, Sendable {
+    public var bundleID: String
+    /// Apple's numeric app id: required to accept production notifications.
+    public var appAppleID: Int64?
+    /// Lowercased environment names whose notifications are accepted (default: production).
+    public var environments: [String]
+    /// Certificates (PEM or DER files) trusted besides Apple Root CA - G3: for tests only.
+    public var trustedRoots: [ConfigString]
+
+    public static let environmentNames = ["production", "sandbox", "xcode", "localtesting"]
 }
 
 /// `serve: { listen: "127.0.0.1:8080", campaigns: [campaigns] }` in pushcamp.yaml.
@@ -62,6 +77,8 @@ public struct ServeSpec: Hashable, Sendable {
     public var listen: ListenAddress
     /// Folders, relative to the project, whose campaign files (`*.yaml`, `*.yml`) are scheduled.
     public var campaignFolders: [String]
+    /// Where App Store Server Notifications are POSTed.
+    public var appStorePath = "/app-store/notifications"
 
     public init(listen: ListenAddress = .defaultServe, campaignFolders: [String] = ["campaigns"]) {
         self.listen = listen

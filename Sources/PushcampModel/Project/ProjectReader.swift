@@ -5,7 +5,7 @@ public enum ProjectReader {
     static let topKeys = ["apps", "journal", "defaults", "files", "serve"]
     static let appKeys = [
         "topic", "team_id", "key_id", "key_file", "certificate", "certificate_password", "environment", "endpoint",
-        "ca_file",
+        "ca_file", "app_store",
     ]
 
     public static func read(_ document: YAMLDocument) -> (Project?, [Diagnostic]) {
@@ -84,9 +84,56 @@ public enum ProjectReader {
         return (project, reader.diagnostics)
     }
 
+    static func readAppStore(_ node: Node, context: String, _ reader: YAMLReader) -> AppStoreConfig? {
+        guard
+            let map = reader.mapping(
+                node,
+                in: context,
+                allowed: ["bundle_id", "app_apple_id", "environments", "trusted_roots"],
+                required: ["bundle_id"]
+            ), let bundle = map["bundle_id"].flatMap({ reader.string($0, "\(context).bundle_id") })
+        else { return nil }
+        var config = AppStoreConfig(bundleID: bundle, appAppleID: nil, environments: ["production"], trustedRoots: [])
+        if let node = map["app_apple_id"] {
+            config.appAppleID = reader.int(node, "\(context).app_apple_id", in: 1...Int(Int64.max)).map(Int64.init)
+        }
+        if let node = map["environments"], let items = reader.sequence(node, "\(context).environments") {
+            config.environments = items.compactMap { item in
+                guard let text = reader.string(item, "\(context).environments") else { return nil }
+                guard AppStoreConfig.environmentNames.contains(text.lowercased()) else {
+                    reader.error(
+                        "'\(text.excerpt())' is not an App Store environment; write production or sandbox (xcode and localtesting only on purpose)",
+                        at: item
+                    )
+                    return nil
+                }
+                return text.lowercased()
+            }
+        }
+        if config.environments.contains("production"), config.appAppleID == nil {
+            reader.error(
+                "'\(context)' accepts production notifications, which name the app by its app_apple_id; add it (App Store Connect › App Information › Apple ID)",
+                at: node
+            )
+        }
+        if let node = map["trusted_roots"], let items = reader.sequence(node, "\(context).trusted_roots") {
+            config.trustedRoots = items.compactMap { reader.parsed($0, "\(context).trusted_roots", ConfigString.parse) }
+        }
+        return config
+    }
+
     static func readServe(_ node: Node, _ reader: YAMLReader) -> ServeSpec {
         var serve = ServeSpec()
-        guard let map = reader.mapping(node, in: "serve", allowed: ["listen", "campaigns"]) else { return serve }
+        guard let map = reader.mapping(node, in: "serve", allowed: ["listen", "campaigns", "app_store_path"]) else {
+            return serve
+        }
+        if let node = map["app_store_path"], let path = reader.string(node, "serve.app_store_path") {
+            if path.hasPrefix("/"), !path.contains(" ") {
+                serve.appStorePath = path
+            } else {
+                reader.error("'serve.app_store_path' is a URL path like /app-store/notifications", at: node)
+            }
+        }
         if let listen = map["listen"].flatMap({ reader.parsed($0, "serve.listen", ListenAddress.parse) }) {
             serve.listen = listen
         }
@@ -169,8 +216,9 @@ public enum ProjectReader {
                 )
             }
         }
+        let appStore = map["app_store"].flatMap { readAppStore($0, context: "\(context).app_store", reader) }
         guard let topic, let credentials else { return nil }
-        return AppConfig(
+        var app = AppConfig(
             name: name,
             topic: topic,
             credentials: credentials,
@@ -178,5 +226,7 @@ public enum ProjectReader {
             endpoint: endpoint,
             caFile: config("ca_file")
         )
+        app.appStore = appStore
+        return app
     }
 }

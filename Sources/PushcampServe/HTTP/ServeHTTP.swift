@@ -2,6 +2,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import PushcampAPNsCore
+import PushcampAppStore
 import PushcampModel
 
 /// `serve`'s HTTP server (hummingbird 2): `GET /healthz` (the process answers), `GET /readyz`
@@ -17,9 +18,29 @@ public enum ServeHTTP {
         metrics: ServeMetrics,
         logger: Logger,
         clock: any WallClock = SystemWallClock(),
+        appStore: (path: String, receiver: AppStoreReceiver)? = nil,
         onListening: @escaping @Sendable (Int) -> Void = { _ in }
     ) -> App {
         let router = Router()
+        if let (path, receiver) = appStore {
+            router.post(RouterPath(path)) { request, context -> Response in
+                var body = request.body
+                let bytes: [UInt8]
+                do {
+                    // One byte over the limit is enough to refuse it.
+                    let buffer = try await body.collect(upTo: NotificationIntake.bodyLimit + 1)
+                    bytes = Array(buffer.readableBytesView)
+                } catch {
+                    bytes = [UInt8](repeating: 0, count: NotificationIntake.bodyLimit + 1)
+                }
+                let answer = await receiver.handle(bytes)
+                return Response(
+                    status: HTTPResponse.Status(code: answer.status),
+                    headers: [.contentType: "text/plain; charset=utf-8"],
+                    body: ResponseBody(byteBuffer: ByteBuffer(string: answer.body))
+                )
+            }
+        }
         router.get("healthz") { _, _ in
             "ok\n"
         }

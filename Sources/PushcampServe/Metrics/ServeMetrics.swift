@@ -164,6 +164,25 @@ public struct ServeMetrics: Sendable {
         }
     }
 
+    // MARK: App Store
+
+    func appStoreReceived(type: String, outcome: String) {
+        Counter(
+            label: "pushcamp_appstore_notifications_total",
+            dimensions: [("type", type), ("outcome", outcome)],
+            factory: factory
+        ).increment()
+    }
+
+    func appStoreRefused(_ reason: String) {
+        Counter(label: "pushcamp_appstore_refused_total", dimensions: [("reason", reason)], factory: factory)
+            .increment()
+    }
+
+    func appStoreStoreFailed() {
+        Counter(label: "pushcamp_appstore_store_failures_total", factory: factory).increment()
+    }
+
     func runRefused(_ campaign: String) {
         Counter(label: "pushcamp_runs_refused_total", dimensions: [("campaign", campaign)], factory: factory)
             .increment()

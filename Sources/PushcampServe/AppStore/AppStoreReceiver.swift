@@ -1,0 +1,165 @@
+import Foundation
+import Logging
+import PushcampAPNsCore
+import PushcampAppStore
+import PushcampJournal
+import PushcampModel
+import PushcampPlanner
+import SwiftASN1
+import X509
+
+/// `POST /app-store/notifications`: Apple's App Store Server Notifications, verified
+/// (`NotificationIntake`), committed durably, and only then answered 200. A duplicate UUID (Apple's
+/// retry after a lost answer, or a concurrent POST) answers 200 and changes nothing; a payload that
+/// fails verification answers 400 and is not kept (counted by reason); our own storage failure
+/// answers 503, so Apple retries — never a 4xx for our failure.
+public final class AppStoreReceiver: Sendable {
+    public struct Answer: Sendable, Equatable {
+        public var status: Int
+        public var body: String
+
+        public init(status: Int, body: String) {
+            self.status = status
+            self.body = body
+        }
+    }
+
+    let intake: NotificationIntake
+    let store: any NotificationStore
+    let metrics: ServeMetrics
+    let logger: Logger
+    let clock: any WallClock
+
+    public init(
+        intake: NotificationIntake,
+        store: any NotificationStore,
+        metrics: ServeMetrics,
+        logger: Logger,
+        clock: any WallClock = SystemWallClock()
+    ) {
+        self.intake = intake
+        self.store = store
+        self.metrics = metrics
+        self.logger = logger
+        self.clock = clock
+    }
+
+    public func handle(_ body: [UInt8]) async -> Answer {
+        let now = clock.now()
+        let outcome: NotificationIntake.Outcome
+        let signedPayload: String
+        do {
+            signedPayload = try NotificationIntake.signedPayload(of: body)
+            outcome = try await intake.receive(signedPayload: signedPayload, now: Date(timeIntervalSince1970: now))
+        } catch {
+            metrics.appStoreRefused(error.code.rawValue)
+            logger.notice("App Store notification refused (400): \(error.description.escapingControlCharacters)")
+            return Answer(status: 400, body: "refused: \(error.code.rawValue)\n")
+        }
+        let record = Self.record(outcome, signedPayload: signedPayload, receivedAt: now)
+        let new: Bool
+        do {
+            new = try store.storeNotification(record)
+        } catch {
+            metrics.appStoreStoreFailed()
+            logger.error(
+                "App Store notification \(record.uuid.escapingControlCharacters) not stored (503, Apple retries): \(error)"
+            )
+            return Answer(status: 503, body: "cannot store the notification now; try again\n")
+        }
+        let disposition = new ? record.disposition.rawValue : "duplicate"
+        metrics.appStoreReceived(type: record.type, outcome: disposition)
+        let what = "\(record.type)\(record.subtype.map { "/\($0)" } ?? "") \(record.uuid)".escapingControlCharacters
+        switch (new, outcome) {
+        case (false, _):
+            logger.info("App Store notification \(what): a duplicate, already kept")
+        case (true, .accepted(_, let app)):
+            logger.info("App Store notification \(what) for \(app): stored")
+        case (true, .quarantined(_, let reason)):
+            logger.warning(
+                "App Store notification \(what) quarantined: \(reason.escapingControlCharacters); fix pushcamp.yaml, then `pushcamp appstore reprocess`"
+            )
+        }
+        return Answer(status: 200, body: disposition + "\n")
+    }
+
+    static func record(
+        _ outcome: NotificationIntake.Outcome,
+        signedPayload: String,
+        receivedAt: Double
+    ) -> AppStoreNotificationRecord {
+        let notification = outcome.notification
+        var app: String?
+        var reason: String?
+        switch outcome {
+        case .accepted(_, let name): app = name
+        case .quarantined(_, let why): reason = why
+        }
+        return AppStoreNotificationRecord(
+            uuid: notification.uuid,
+            type: notification.type,
+            subtype: notification.subtype,
+            signedDate: notification.signedDate?.timeIntervalSince1970,
+            environment: notification.environment,
+            bundleID: notification.bundleID,
+            app: app,
+            disposition: app != nil ? .stored : .quarantined,
+            reason: reason,
+            originalTransactionID: notification.transaction?.originalTransactionID
+                ?? notification.renewal?.originalTransactionID,
+            productID: notification.transaction?.productID,
+            appAccountToken: notification.transaction?.appAccountToken ?? notification.renewal?.appAccountToken,
+            signedPayload: signedPayload,
+            receivedAt: receivedAt
+        )
+    }
+
+    /// The intake for the apps of `project` with `app_store:` (nil when none has): Apple Root CA - G3,
+    /// plus the `trusted_roots` of tests, with a warning for each.
+    public static func intake(
+        for project: Project,
+        paths: ProjectPaths,
+        environment: [String: String],
+        logger: Logger
+    ) throws -> NotificationIntake? {
+        var apps: [AppStoreApp] = []
+        var roots = [AppleRoot.certificate]
+        for name in project.appNames {
+            guard let app = project.apps[name], let config = app.appStore else { continue }
+            apps.append(
+                AppStoreApp(
+                    name: name,
+                    bundleID: config.bundleID,
+                    appAppleID: config.appAppleID,
+                    environments: Set(config.environments)
+                )
+            )
+            for root in config.trustedRoots {
+                let path: String
+                switch root.resolve(environment) {
+                case .success(let resolved): path = paths.url(resolved).path
+                case .failure(let error):
+                    throw AppStoreSetupError("apps.\(name).app_store.trusted_roots: \(error.message)")
+                }
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+                let certificate: Certificate
+                if let text = String(data: bytes, encoding: .utf8), text.contains("-----BEGIN CERTIFICATE-----") {
+                    certificate = try Certificate(pemEncoded: text)
+                } else {
+                    certificate = try Certificate(derEncoded: Array(bytes))
+                }
+                roots.append(certificate)
+                logger.warning(
+                    "app \(name) trusts an App Store root besides Apple's (\(paths.display(root.raw))): trusted_roots is for tests only"
+                )
+            }
+        }
+        guard !apps.isEmpty else { return nil }
+        return NotificationIntake(apps: apps, verifier: SignedPayloadVerifier(roots: roots))
+    }
+}
+
+public struct AppStoreSetupError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}

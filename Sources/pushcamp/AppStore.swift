@@ -1,0 +1,103 @@
+import ArgumentParser
+import Foundation
+import PushcampJournal
+import PushcampModel
+import PushcampPlanner
+
+struct AppStore: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "appstore",
+        abstract: "App Store Server Notifications that `pushcamp serve` received.",
+        discussion: """
+            `pushcamp serve` receives Apple's signed notifications for the apps of pushcamp.yaml with \\
+            an `app_store:` key, verifies them to Apple's root, and keeps each once (by its UUID) \\
+            before answering 200. See docs/app-store.md.
+            """,
+        subcommands: [AppStoreNotifications.self]
+    )
+}
+
+struct AppStoreNotifications: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "notifications",
+        abstract: "List received notifications, newest first: stored, or quarantined with the reason.",
+        discussion: """
+            A notification is quarantined when it is correctly signed but names a bundle id, app id \\
+            or environment pushcamp.yaml does not accept (or carries no signedDate): it is kept, \\
+            answered 200, and never acted on. Refused payloads (bad signature, chain or date) are \\
+            not kept; /metrics counts them by reason.
+
+            Examples:
+              pushcamp appstore notifications
+              pushcamp appstore notifications --quarantined --format json
+            """
+    )
+
+    @OptionGroup var journalOption: JournalOption
+
+    @Flag(help: "Only quarantined notifications.")
+    var quarantined = false
+
+    @Option(help: "How many to show.")
+    var limit = 50
+
+    @Option(help: "text or json.")
+    var format: Runs.RunsFormat = .text
+
+    func run() throws {
+        let (journal, _) = try journalOption.open()
+        let records: [AppStoreNotificationRecord]
+        do {
+            records = try journal.notifications(limit: limit, quarantined: quarantined)
+        } catch {
+            printError("error: \(error.message)")
+            throw ExitCode(1)
+        }
+        switch format {
+        case .text: print(Self.table(records), terminator: "")
+        case .json: print(Self.json(records))
+        }
+    }
+
+    static func table(_ records: [AppStoreNotificationRecord]) -> String {
+        guard !records.isEmpty else { return "no App Store notifications received\n" }
+        var lines = [["RECEIVED", "TYPE", "UUID", "SIGNED", "APP", "KEPT"]]
+        for record in records {
+            lines.append([
+                Timestamps.text(record.receivedAt),
+                (record.type + (record.subtype.map { "/\($0)" } ?? "")).escapingControlCharacters,
+                record.uuid.escapingControlCharacters,
+                record.signedDate.map(Timestamps.text) ?? "-",
+                (record.app ?? record.bundleID ?? "-").escapingControlCharacters,
+                record.disposition == .stored
+                    ? "stored" : "quarantined: \((record.reason ?? "").escapingControlCharacters)",
+            ])
+        }
+        let widths = (0..<(lines[0].count - 1)).map { column in lines.map { $0[column].count }.max() ?? 0 }
+        return lines.map { line in
+            line.enumerated().map { column, cell in
+                column < widths.count ? cell.padding(toLength: widths[column], withPad: " ", startingAt: 0) : cell
+            }.joined(separator: "  ")
+        }.joined(separator: "\n") + "\n"
+    }
+
+    static func json(_ records: [AppStoreNotificationRecord]) -> String {
+        let objects: [[String: Any]] = records.map { record in
+            var object: [String: Any] = [
+                "uuid": record.uuid, "type": record.type, "received_at": Timestamps.text(record.receivedAt),
+                "kept": record.disposition.rawValue,
+            ]
+            object["subtype"] = record.subtype
+            object["signed_date"] = record.signedDate.map(Timestamps.text)
+            object["environment"] = record.environment
+            object["bundle_id"] = record.bundleID
+            object["app"] = record.app
+            object["reason"] = record.reason
+            object["original_transaction_id"] = record.originalTransactionID
+            object["product_id"] = record.productID
+            return object
+        }
+        let data = try! JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
+        return String(decoding: data, as: UTF8.self)
+    }
+}
