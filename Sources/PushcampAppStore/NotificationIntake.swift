@@ -60,8 +60,13 @@ public struct NotificationIntake: Sendable {
         try await receive(signedPayload: Self.signedPayload(of: body), now: now)
     }
 
-    public func receive(signedPayload: String, now: Date) async throws(AppStoreRefusal) -> Outcome {
-        let (object, signedDate) = try await verifier.verify(signedPayload, now: now)
+    /// `checkAge` false when reprocessing a quarantined notification: it was fresh when received.
+    public func receive(
+        signedPayload: String,
+        now: Date,
+        checkAge: Bool = true
+    ) async throws(AppStoreRefusal) -> Outcome {
+        let (object, signedDate) = try await verifier.verify(signedPayload, now: now, checkAge: checkAge)
         var notification = try AppStoreNotification(object, signedDate: signedDate)
         if let data = object["data"] as? [String: Any] {
             if let jws = data["signedTransactionInfo"] as? String {

@@ -70,6 +70,8 @@ public protocol NotificationStore: Sendable {
     func storeNotification(_ record: AppStoreNotificationRecord) throws(JournalError) -> Bool
     /// Notifications, newest received first; only quarantined ones when `quarantined`.
     func notifications(limit: Int, quarantined: Bool) throws(JournalError) -> [AppStoreNotificationRecord]
+    /// A quarantined notification accepted for `app` after the configuration was fixed.
+    func release(_ uuid: String, app: String) throws(JournalError)
 }
 
 extension SQLiteJournal: NotificationStore {
@@ -89,6 +91,18 @@ extension SQLiteJournal: NotificationStore {
                 ]
             )
             return db.changesCount == 1
+        }
+    }
+
+    public func release(_ uuid: String, app: String) throws(JournalError) {
+        try writeDurably { db in
+            try db.execute(
+                sql: """
+                    UPDATE appstore_notification SET disposition = 'stored', app = ?, reason = NULL
+                    WHERE uuid = ? AND disposition = 'quarantined'
+                    """,
+                arguments: [app, uuid]
+            )
         }
     }
 
@@ -144,6 +158,16 @@ public final class MemoryNotificationStore: NotificationStore {
             return .success(true)
         }
         return try result.get()
+    }
+
+    public func release(_ uuid: String, app: String) throws(JournalError) {
+        state.withLock { state in
+            guard var record = state.records[uuid], record.disposition == .quarantined else { return }
+            record.disposition = .stored
+            record.app = app
+            record.reason = nil
+            state.records[uuid] = record
+        }
     }
 
     public func notifications(limit: Int, quarantined: Bool) throws(JournalError) -> [AppStoreNotificationRecord] {

@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
+import Logging
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
+import PushcampServe
 
 struct AppStore: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -13,7 +15,7 @@ struct AppStore: ParsableCommand {
             an `app_store:` key, verifies them to Apple's root, and keeps each once (by its UUID) \\
             before answering 200. See docs/app-store.md.
             """,
-        subcommands: [AppStoreNotifications.self]
+        subcommands: [AppStoreNotifications.self, AppStoreReprocess.self]
     )
 }
 
@@ -54,7 +56,12 @@ struct AppStoreNotifications: ParsableCommand {
             throw ExitCode(1)
         }
         switch format {
-        case .text: print(Self.table(records), terminator: "")
+        case .text:
+            if records.isEmpty && quarantined {
+                print("no quarantined App Store notifications")
+            } else {
+                print(Self.table(records), terminator: "")
+            }
         case .json: print(Self.json(records))
         }
     }
@@ -99,5 +106,53 @@ struct AppStoreNotifications: ParsableCommand {
         }
         let data = try! JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
         return String(decoding: data, as: UTF8.self)
+    }
+}
+
+struct AppStoreReprocess: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reprocess",
+        abstract: "Verify quarantined notifications again against pushcamp.yaml, and keep those it now accepts.",
+        discussion: """
+            After fixing an app's app_store: key (its bundle_id, app_apple_id or environments), run \
+            this to release the notifications quarantined meanwhile: each is verified again (its \
+            signature and chain at its signedDate; the 7-day age limit does not apply, as it was \
+            fresh when it came) and, when the configuration now accepts it, stored for its app.
+
+            Examples:
+              pushcamp appstore reprocess
+            """
+    )
+
+    @OptionGroup var projectOption: ProjectOption
+
+    @Option(help: ArgumentHelp("The journal file (default: journal.path of pushcamp.yaml).", valueName: "file"))
+    var journal: String?
+
+    func run() async throws {
+        let (project, paths) = try projectOption.load()
+        var logger = Logger(label: "pushcamp.appstore")
+        logger.logLevel = .error
+        do {
+            let intake = try AppStoreReceiver.requiredIntake(
+                for: project,
+                paths: paths,
+                environment: ProcessInfo.processInfo.environment,
+                logger: logger
+            )
+            let store = try SQLiteJournal(path: journal ?? paths.url(project.journalPath).path)
+            let result = try await AppStoreReceiver.reprocess(store, intake: intake, now: Date())
+            for (uuid, app) in result.released { print("released \(uuid.escapingControlCharacters) for \(app)") }
+            for (uuid, reason) in result.stillQuarantined {
+                print("still quarantined \(uuid.escapingControlCharacters): \(reason.escapingControlCharacters)")
+            }
+            print("\(result.released.count) released, \(result.stillQuarantined.count) still quarantined")
+        } catch let error as JournalError {
+            printError("error: \(error.message)")
+            throw ExitCode(1)
+        } catch {
+            printError("error: \(error)")
+            throw ExitCode(1)
+        }
     }
 }

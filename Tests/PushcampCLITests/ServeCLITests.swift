@@ -72,10 +72,22 @@ final class ServeProcess: Sendable {
     }
 
     func get(_ path: String) throws -> (status: Int, body: String) {
-        let url = URL(string: "http://127.0.0.1:\(port)\(path)")!
+        try request(URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!))
+    }
+
+    func post(_ path: String, body: [UInt8]) throws -> (status: Int, body: String) {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = "POST"
+        request.httpBody = Data(body)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        return try self.request(request)
+    }
+
+    private func request(_ request: URLRequest) throws -> (status: Int, body: String) {
+        let path = request.url?.path ?? ""
         let result = Mutex<(Int, String)?>(nil)
         let done = DispatchSemaphore(value: 0)
-        URLSession.shared.dataTask(with: url) { data, response, _ in
+        URLSession.shared.dataTask(with: request) { data, response, _ in
             let status = (response as? HTTPURLResponse)?.statusCode ?? 0
             result.withLock { $0 = (status, String(decoding: data ?? Data(), as: UTF8.self)) }
             done.signal()
@@ -309,5 +321,75 @@ struct ServeCLITests {
         let duplicated = deliveries.values.reduce(0) { $0 + ($1 - 1) }
         let reported = runs.first?["possible_duplicates"] as? Int ?? -1
         #expect(duplicated <= reported, "\(duplicated) sent twice, \(reported) reported")
+    }
+
+    /// Apple's notifications POSTed to the real serve: stored once, duplicates answered 200,
+    /// forgeries refused, another app's quarantined, all listed and counted.
+    @Test func serveReceivesAppStoreNotifications() throws {
+        let chain = try AppStoreTestChain()
+        let project = try TemporaryProject(
+            projectFile: TemporaryProject.defaultProjectFile + """
+
+                    app_store:
+                      bundle_id: com.example.shop
+                      app_apple_id: 1234567890
+                      environments: [production, sandbox]
+                      trusted_roots: [test-root.pem]
+                """
+        )
+        defer { project.remove() }
+        try project.write("test-root.pem", chain.rootPEM)
+        let serve = try ServeProcess(in: project.root)
+        defer { if serve.process.isRunning { _ = serve.stop() } }
+        #expect(serve.output.contains("trusts an App Store root besides Apple's"), "\(serve.output)")
+        let path = "/app-store/notifications"
+        let notification = AppStoreTestChain.body(try chain.sign(AppStoreTestChain.notification()))
+        #expect(try serve.post(path, body: notification) == (200, "stored\n"))
+        #expect(try serve.post(path, body: notification) == (200, "duplicate\n"))
+        let forged = try AppStoreTestChain().sign(AppStoreTestChain.notification())
+        #expect(try serve.post(path, body: AppStoreTestChain.body(forged)) == (400, "refused: chain\n"))
+        let other = try chain.sign(AppStoreTestChain.notification(bundle: "com.example.kids"))
+        #expect(try serve.post(path, body: AppStoreTestChain.body(other)) == (200, "quarantined\n"))
+        let metrics = try serve.get("/metrics").body
+        #expect(
+            Self.value(
+                of: "pushcamp_appstore_notifications_total{type=\"DID_FAIL_TO_RENEW\",outcome=\"stored\"}",
+                in: metrics
+            ) == 1,
+            "\(metrics)"
+        )
+        #expect(Self.value(of: "pushcamp_appstore_refused_total{reason=\"chain\"}", in: metrics) == 1)
+        #expect(serve.stop() == 0)
+
+        let listed = try CLI.run(["appstore", "notifications", "--format", "json"], in: project.root)
+        let rows = try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]] ?? []
+        #expect(rows.count == 2, "\(listed.stdout)\(listed.stderr)")
+        #expect(Set(rows.compactMap { $0["kept"] as? String }) == ["stored", "quarantined"])
+        #expect(rows.first { $0["kept"] as? String == "stored" }?["app"] as? String == "shop")
+        let text = try CLI.run(["appstore", "notifications", "--quarantined"], in: project.root).stdout
+        #expect(text.contains("quarantined: bundle id com.example.kids is not configured"), "\(text)")
+
+        // The configuration fixed, the quarantined one is released for its app.
+        let fixed =
+            try String(contentsOf: project.root.appendingPathComponent("pushcamp.yaml"), encoding: .utf8) + """
+
+                  kids:
+                    topic: com.example.kids
+                    team_id: ABCDE12345
+                    key_id: KEY1234567
+                    key_file: ${env:SHOP_KEY}
+                    app_store:
+                      bundle_id: com.example.kids
+                      app_apple_id: 1234567890
+                      trusted_roots: [test-root.pem]
+                """
+        try project.write("pushcamp.yaml", fixed)
+        let reprocessed = try CLI.run(["appstore", "reprocess"], in: project.root)
+        #expect(
+            reprocessed.stdout.hasSuffix("1 released, 0 still quarantined\n"),
+            "\(reprocessed.stdout)\(reprocessed.stderr)"
+        )
+        let after = try CLI.run(["appstore", "notifications", "--quarantined"], in: project.root).stdout
+        #expect(after == "no quarantined App Store notifications\n", "\(after)")
     }
 }

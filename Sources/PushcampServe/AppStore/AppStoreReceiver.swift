@@ -83,6 +83,36 @@ public final class AppStoreReceiver: Sendable {
         return Answer(status: 200, body: disposition + "\n")
     }
 
+    /// What reprocessing the quarantined notifications did.
+    public struct Reprocessed: Sendable {
+        public var released: [(uuid: String, app: String)] = []
+        public var stillQuarantined: [(uuid: String, reason: String)] = []
+    }
+
+    /// Verifies each quarantined notification again (without the age limit: it was fresh when it
+    /// came) against the current configuration, and releases those it now accepts.
+    public static func reprocess(
+        _ store: any NotificationStore,
+        intake: NotificationIntake,
+        now: Date
+    ) async throws -> Reprocessed {
+        var result = Reprocessed()
+        for record in try store.notifications(limit: .max, quarantined: true) {
+            do {
+                switch try await intake.receive(signedPayload: record.signedPayload, now: now, checkAge: false) {
+                case .accepted(_, let app):
+                    try store.release(record.uuid, app: app)
+                    result.released.append((record.uuid, app))
+                case .quarantined(_, let reason):
+                    result.stillQuarantined.append((record.uuid, reason))
+                }
+            } catch let refusal as AppStoreRefusal {
+                result.stillQuarantined.append((record.uuid, "\(refusal)"))
+            }
+        }
+        return result
+    }
+
     static func record(
         _ outcome: NotificationIntake.Outcome,
         signedPayload: String,
@@ -116,6 +146,22 @@ public final class AppStoreReceiver: Sendable {
 
     /// The intake for the apps of `project` with `app_store:` (nil when none has): Apple Root CA - G3,
     /// plus the `trusted_roots` of tests, with a warning for each.
+    /// The intake for `project` (see `intake(for:paths:environment:logger:)`), throwing when no app
+    /// has an `app_store:` key.
+    public static func requiredIntake(
+        for project: Project,
+        paths: ProjectPaths,
+        environment: [String: String],
+        logger: Logger
+    ) throws -> NotificationIntake {
+        guard let intake = try intake(for: project, paths: paths, environment: environment, logger: logger) else {
+            throw AppStoreSetupError(
+                "no app in pushcamp.yaml has an app_store: key (bundle_id, app_apple_id, environments); see docs/app-store.md"
+            )
+        }
+        return intake
+    }
+
     public static func intake(
         for project: Project,
         paths: ProjectPaths,
