@@ -114,7 +114,7 @@ struct Serve: AsyncParsableCommand {
             logger: httpLogger,
             appStore: appStore
         ) { port in
-            logger.info(
+            logger.notice(
                 "listening on http://\(ListenAddress(host: address.host, port: port)) (/healthz, /readyz, /metrics\(receiving)); watching \(folders)"
             )
         }
