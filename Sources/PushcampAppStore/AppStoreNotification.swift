@@ -60,6 +60,32 @@ public struct AppStoreNotification: Sendable, Hashable {
         status = (body["status"] as? NSNumber)?.intValue
     }
 
+    /// The subscription status the notification reports: `data.status` when present (1 active,
+    /// 2 expired, 3 billing retry, 4 grace period, 5 revoked), else what its type means; nil when
+    /// it says nothing about it (a price increase, a consumption request…).
+    public var subscriptionStatus: String? {
+        switch status {
+        case 1?: return "active"
+        case 2?: return "expired"
+        case 3?: return "billing-retry"
+        case 4?: return "grace-period"
+        case 5?: return "revoked"
+        default: break
+        }
+        switch type {
+        case "SUBSCRIBED", "DID_RENEW", "OFFER_REDEEMED", "REFUND_REVERSED": return "active"
+        case "EXPIRED", "GRACE_PERIOD_EXPIRED": return "expired"
+        case "DID_FAIL_TO_RENEW": return subtype == "GRACE_PERIOD" ? "grace-period" : "billing-retry"
+        case "REVOKE", "REFUND": return "revoked"
+        default: return nil
+        }
+    }
+
+    /// The original transaction the notification is about, from its transaction or renewal info.
+    public var originalTransactionID: String? {
+        transaction?.originalTransactionID ?? renewal?.originalTransactionID
+    }
+
     static func date(_ value: Any?) -> Date? {
         (value as? NSNumber).map { Date(timeIntervalSince1970: $0.doubleValue / 1000) }
     }

@@ -62,20 +62,87 @@ public struct AppStoreNotificationRecord: Sendable, Hashable {
     }
 }
 
+/// A subscription as the latest notification about it (by `signedDate`) left it, per original
+/// transaction: what audiences select by and triggers act on.
+public struct SubscriptionState: Sendable, Hashable {
+    /// `active`, `expired`, `billing-retry`, `grace-period`, `revoked`; nil when no notification said.
+    public var status: String?
+    public var originalTransactionID: String
+    public var app: String?
+    public var productID: String?
+    public var autoRenew: Bool?
+    /// Seconds since 1970.
+    public var expiresAt: Double?
+    public var gracePeriodExpiresAt: Double?
+    public var appAccountToken: String?
+    /// The notification that set this state.
+    public var lastType: String
+    public var lastSubtype: String?
+    public var signedDate: Double
+    public var notification: String
+
+    public init(
+        status: String?,
+        originalTransactionID: String,
+        app: String?,
+        productID: String?,
+        autoRenew: Bool?,
+        expiresAt: Double?,
+        gracePeriodExpiresAt: Double?,
+        appAccountToken: String?,
+        lastType: String,
+        lastSubtype: String?,
+        signedDate: Double,
+        notification: String
+    ) {
+        self.status = status
+        self.originalTransactionID = originalTransactionID
+        self.app = app
+        self.productID = productID
+        self.autoRenew = autoRenew
+        self.expiresAt = expiresAt
+        self.gracePeriodExpiresAt = gracePeriodExpiresAt
+        self.appAccountToken = appAccountToken
+        self.lastType = lastType
+        self.lastSubtype = lastSubtype
+        self.signedDate = signedDate
+        self.notification = notification
+    }
+}
+
 /// Where received notifications are kept: once per `notificationUUID`, durably before the
 /// receiver answers. `SQLiteJournal` and `MemoryNotificationStore` (tests, with failures on demand).
 public protocol NotificationStore: Sendable {
     /// Commits `record` with a synchronous (fsynced) commit; false when a notification with its
     /// UUID is kept already (Apple's retry, or a concurrent duplicate), which changes nothing.
     func storeNotification(_ record: AppStoreNotificationRecord) throws(JournalError) -> Bool
+    /// `storeNotification`, and in the same transaction, when the notification is new, the
+    /// subscription state it carries — unless a notification signed later set that subscription
+    /// already (an older one arriving late is kept, but changes no state).
+    func storeNotification(
+        _ record: AppStoreNotificationRecord,
+        subscription: SubscriptionState?
+    ) throws(JournalError) -> Bool
+    /// Subscriptions, most recently signed first; of one status when given.
+    func subscriptions(status: String?, limit: Int) throws(JournalError) -> [SubscriptionState]
     /// Notifications, newest received first; only quarantined ones when `quarantined`.
     func notifications(limit: Int, quarantined: Bool) throws(JournalError) -> [AppStoreNotificationRecord]
-    /// A quarantined notification accepted for `app` after the configuration was fixed.
-    func release(_ uuid: String, app: String) throws(JournalError)
+    /// A quarantined notification accepted for `app` after the configuration was fixed, with the
+    /// subscription state it carries (applied as `storeNotification` would).
+    func release(_ uuid: String, app: String, subscription: SubscriptionState?) throws(JournalError)
+}
+
+extension NotificationStore {
+    public func storeNotification(_ record: AppStoreNotificationRecord) throws(JournalError) -> Bool {
+        try storeNotification(record, subscription: nil)
+    }
 }
 
 extension SQLiteJournal: NotificationStore {
-    public func storeNotification(_ record: AppStoreNotificationRecord) throws(JournalError) -> Bool {
+    public func storeNotification(
+        _ record: AppStoreNotificationRecord,
+        subscription: SubscriptionState?
+    ) throws(JournalError) -> Bool {
         try writeDurably { db in
             try db.execute(
                 sql: """
@@ -90,11 +157,43 @@ extension SQLiteJournal: NotificationStore {
                     record.productID, record.appAccountToken, record.signedPayload, record.receivedAt,
                 ]
             )
-            return db.changesCount == 1
+            guard db.changesCount == 1 else { return false }
+            if let subscription { try Self.apply(subscription, in: db) }
+            return true
         }
     }
 
-    public func release(_ uuid: String, app: String) throws(JournalError) {
+    public func subscriptions(status: String?, limit: Int) throws(JournalError) -> [SubscriptionState] {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM subscription \(status != nil ? "WHERE status = ?" : "")
+                    ORDER BY signed_date DESC LIMIT ?
+                    """,
+                arguments: StatementArguments(
+                    (status.map { [$0] } ?? []) as [any DatabaseValueConvertible] + [limit]
+                )
+            ).map { row in
+                SubscriptionState(
+                    status: row["status"],
+                    originalTransactionID: row["original_transaction_id"],
+                    app: row["app"],
+                    productID: row["product_id"],
+                    autoRenew: row["auto_renew"],
+                    expiresAt: row["expires_at"],
+                    gracePeriodExpiresAt: row["grace_period_expires_at"],
+                    appAccountToken: row["app_account_token"],
+                    lastType: row["last_type"],
+                    lastSubtype: row["last_subtype"],
+                    signedDate: row["signed_date"],
+                    notification: row["notification"]
+                )
+            }
+        }
+    }
+
+    public func release(_ uuid: String, app: String, subscription: SubscriptionState?) throws(JournalError) {
         try writeDurably { db in
             try db.execute(
                 sql: """
@@ -103,7 +202,38 @@ extension SQLiteJournal: NotificationStore {
                     """,
                 arguments: [app, uuid]
             )
+            if db.changesCount == 1, let subscription { try Self.apply(subscription, in: db) }
         }
+    }
+
+    /// Sets `state` as its subscription's, unless a notification signed later set it already;
+    /// the fields `state` does not carry keep their value.
+    private static func apply(_ state: SubscriptionState, in db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO subscription (
+                    original_transaction_id, app, product_id, status, auto_renew, expires_at,
+                    grace_period_expires_at, app_account_token, last_type, last_subtype, signed_date,
+                    notification)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (original_transaction_id) DO UPDATE SET
+                    app = coalesce(excluded.app, app),
+                    product_id = coalesce(excluded.product_id, product_id),
+                    status = coalesce(excluded.status, status),
+                    auto_renew = coalesce(excluded.auto_renew, auto_renew),
+                    expires_at = coalesce(excluded.expires_at, expires_at),
+                    grace_period_expires_at = coalesce(excluded.grace_period_expires_at, grace_period_expires_at),
+                    app_account_token = coalesce(excluded.app_account_token, app_account_token),
+                    last_type = excluded.last_type, last_subtype = excluded.last_subtype,
+                    signed_date = excluded.signed_date, notification = excluded.notification
+                WHERE excluded.signed_date > subscription.signed_date
+                """,
+            arguments: [
+                state.originalTransactionID, state.app, state.productID, state.status, state.autoRenew,
+                state.expiresAt, state.gracePeriodExpiresAt, state.appAccountToken, state.lastType,
+                state.lastSubtype, state.signedDate, state.notification,
+            ]
+        )
     }
 
     public func notifications(limit: Int, quarantined: Bool) throws(JournalError) -> [AppStoreNotificationRecord] {
@@ -140,7 +270,12 @@ extension SQLiteJournal: NotificationStore {
 /// The in-memory twin, for tests of the receiver: `failure` makes every store fail, as a full or
 /// broken disk would.
 public final class MemoryNotificationStore: NotificationStore {
-    private let state = Mutex<(records: [String: AppStoreNotificationRecord], failure: JournalError?)>(([:], nil))
+    private let state = Mutex<
+        (
+            records: [String: AppStoreNotificationRecord], subscriptions: [String: SubscriptionState],
+            failure: JournalError?
+        )
+    >(([:], [:], nil))
 
     public init() {}
 
@@ -150,23 +285,54 @@ public final class MemoryNotificationStore: NotificationStore {
 
     public var count: Int { state.withLock { $0.records.count } }
 
-    public func storeNotification(_ record: AppStoreNotificationRecord) throws(JournalError) -> Bool {
+    public func storeNotification(
+        _ record: AppStoreNotificationRecord,
+        subscription: SubscriptionState?
+    ) throws(JournalError) -> Bool {
         let result: Result<Bool, JournalError> = state.withLock { state in
             if let failure = state.failure { return .failure(failure) }
             guard state.records[record.uuid] == nil else { return .success(false) }
             state.records[record.uuid] = record
+            if let subscription { Self.apply(subscription, to: &state.subscriptions) }
             return .success(true)
         }
         return try result.get()
     }
 
-    public func release(_ uuid: String, app: String) throws(JournalError) {
+    private static func apply(_ new: SubscriptionState, to subscriptions: inout [String: SubscriptionState]) {
+        guard let old = subscriptions[new.originalTransactionID] else {
+            subscriptions[new.originalTransactionID] = new
+            return
+        }
+        guard new.signedDate > old.signedDate else { return }
+        var merged = new
+        merged.app = new.app ?? old.app
+        merged.productID = new.productID ?? old.productID
+        merged.status = new.status ?? old.status
+        merged.autoRenew = new.autoRenew ?? old.autoRenew
+        merged.expiresAt = new.expiresAt ?? old.expiresAt
+        merged.gracePeriodExpiresAt = new.gracePeriodExpiresAt ?? old.gracePeriodExpiresAt
+        merged.appAccountToken = new.appAccountToken ?? old.appAccountToken
+        subscriptions[new.originalTransactionID] = merged
+    }
+
+    public func subscriptions(status: String?, limit: Int) throws(JournalError) -> [SubscriptionState] {
+        state.withLock { state in
+            Array(
+                state.subscriptions.values.filter { status == nil || $0.status == status }
+                    .sorted { $0.signedDate > $1.signedDate }.prefix(limit)
+            )
+        }
+    }
+
+    public func release(_ uuid: String, app: String, subscription: SubscriptionState?) throws(JournalError) {
         state.withLock { state in
             guard var record = state.records[uuid], record.disposition == .quarantined else { return }
             record.disposition = .stored
             record.app = app
             record.reason = nil
             state.records[uuid] = record
+            if let subscription { Self.apply(subscription, to: &state.subscriptions) }
         }
     }
 

@@ -285,6 +285,22 @@ public final class SQLiteJournal: JournalStore {
                         received_at REAL NOT NULL
                     ) WITHOUT ROWID;
                     CREATE INDEX appstore_notification_by_time ON appstore_notification(received_at);
+                    -- Each subscription as the latest notification about it (by signed_date) left it.
+                    CREATE TABLE subscription (
+                        original_transaction_id TEXT PRIMARY KEY,
+                        app TEXT,
+                        product_id TEXT,
+                        status TEXT,
+                        auto_renew INTEGER,
+                        expires_at REAL,
+                        grace_period_expires_at REAL,
+                        app_account_token TEXT,
+                        last_type TEXT NOT NULL,
+                        last_subtype TEXT,
+                        signed_date REAL NOT NULL,
+                        notification TEXT NOT NULL
+                    ) WITHOUT ROWID;
+                    CREATE INDEX subscription_by_status ON subscription(status, product_id);
                     """
             )
         }

@@ -15,7 +15,7 @@ struct AppStore: ParsableCommand {
             an `app_store:` key, verifies them to Apple's root, and keeps each once (by its UUID) \\
             before answering 200. See docs/app-store.md.
             """,
-        subcommands: [AppStoreNotifications.self, AppStoreReprocess.self]
+        subcommands: [AppStoreNotifications.self, AppStoreSubscriptions.self, AppStoreReprocess.self]
     )
 }
 
@@ -153,6 +153,80 @@ struct AppStoreReprocess: AsyncParsableCommand {
         } catch {
             printError("error: \(error)")
             throw ExitCode(1)
+        }
+    }
+}
+
+struct AppStoreSubscriptions: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "subscriptions",
+        abstract: "List subscriptions as the latest notification about each (by signedDate) left them.",
+        discussion: """
+            One line per original transaction: its status (active, expired, billing-retry, \
+            grace-period, revoked), product, auto-renew, expiry, grace-period end, app account \
+            token and the notification that set it. A notification signed earlier than the one \
+            that set a subscription's state is kept but changes nothing, whatever order they came in.
+
+            Examples:
+              pushcamp appstore subscriptions --status billing-retry
+              pushcamp appstore subscriptions --format json
+            """
+    )
+
+    @OptionGroup var journalOption: JournalOption
+
+    @Option(help: "Only subscriptions in this status (active, expired, billing-retry, grace-period, revoked).")
+    var status: String?
+
+    @Option(help: "How many to show.")
+    var limit = 100
+
+    @Option(help: "text or json.")
+    var format: Runs.RunsFormat = .text
+
+    func run() throws {
+        let (journal, _) = try journalOption.open()
+        let states: [SubscriptionState]
+        do {
+            states = try journal.subscriptions(status: status, limit: limit)
+        } catch {
+            printError("error: \(error.message)")
+            throw ExitCode(1)
+        }
+        switch format {
+        case .text:
+            guard !states.isEmpty else {
+                print("no subscriptions\(status.map { " in status \($0)" } ?? "") known from App Store notifications")
+                return
+            }
+            for state in states {
+                var line = "\(state.originalTransactionID)  \(state.status ?? "-")  \(state.productID ?? "-")"
+                if let renew = state.autoRenew { line += "  auto-renew \(renew ? "on" : "off")" }
+                if let expires = state.expiresAt { line += "  expires \(Timestamps.text(expires))" }
+                if let grace = state.gracePeriodExpiresAt { line += "  grace until \(Timestamps.text(grace))" }
+                if let token = state.appAccountToken { line += "  account \(token)" }
+                line +=
+                    "  (\(state.lastType)\(state.lastSubtype.map { "/\($0)" } ?? ""), \(Timestamps.text(state.signedDate)))"
+                print(line.escapingControlCharacters)
+            }
+        case .json:
+            let objects: [[String: Any]] = states.map { state in
+                var object: [String: Any] = [
+                    "original_transaction_id": state.originalTransactionID, "last_type": state.lastType,
+                    "signed_date": Timestamps.text(state.signedDate), "notification": state.notification,
+                ]
+                object["status"] = state.status
+                object["app"] = state.app
+                object["product_id"] = state.productID
+                object["auto_renew"] = state.autoRenew
+                object["expires_at"] = state.expiresAt.map(Timestamps.text)
+                object["grace_period_expires_at"] = state.gracePeriodExpiresAt.map(Timestamps.text)
+                object["app_account_token"] = state.appAccountToken
+                object["last_subtype"] = state.lastSubtype
+                return object
+            }
+            let data = try! JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
         }
     }
 }

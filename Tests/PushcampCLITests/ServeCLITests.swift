@@ -350,12 +350,19 @@ struct ServeCLITests {
         #expect(try serve.post(path, body: AppStoreTestChain.body(forged)) == (400, "refused: chain\n"))
         let other = try chain.sign(AppStoreTestChain.notification(bundle: "com.example.kids"))
         #expect(try serve.post(path, body: AppStoreTestChain.body(other)) == (200, "quarantined\n"))
+        let renewal = try chain.subscriptionNotification(
+            type: "DID_FAIL_TO_RENEW",
+            original: "2000000999",
+            appAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138",
+            signedDate: Date()
+        )
+        #expect(try serve.post(path, body: AppStoreTestChain.body(try chain.sign(renewal))) == (200, "stored\n"))
         let metrics = try serve.get("/metrics").body
         #expect(
             Self.value(
                 of: "pushcamp_appstore_notifications_total{type=\"DID_FAIL_TO_RENEW\",outcome=\"stored\"}",
                 in: metrics
-            ) == 1,
+            ) == 2,
             "\(metrics)"
         )
         #expect(Self.value(of: "pushcamp_appstore_refused_total{reason=\"chain\"}", in: metrics) == 1)
@@ -363,7 +370,12 @@ struct ServeCLITests {
 
         let listed = try CLI.run(["appstore", "notifications", "--format", "json"], in: project.root)
         let rows = try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]] ?? []
-        #expect(rows.count == 2, "\(listed.stdout)\(listed.stderr)")
+        #expect(rows.count == 3, "\(listed.stdout)\(listed.stderr)")
+        let subscriptions = try CLI.run(["appstore", "subscriptions", "--status", "billing-retry"], in: project.root)
+        #expect(
+            subscriptions.stdout.hasPrefix("2000000999  billing-retry  com.example.shop.premium  auto-renew on"),
+            "\(subscriptions.stdout)"
+        )
         #expect(Set(rows.compactMap { $0["kept"] as? String }) == ["stored", "quarantined"])
         #expect(rows.first { $0["kept"] as? String == "stored" }?["app"] as? String == "shop")
         let text = try CLI.run(["appstore", "notifications", "--quarantined"], in: project.root).stdout

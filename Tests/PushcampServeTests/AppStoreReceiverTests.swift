@@ -68,4 +68,39 @@ struct AppStoreReceiverTests {
         #expect(answers.filter { $0.body == "stored\n" }.count == 1)
         #expect(try SQLiteJournal(path: path).notifications(limit: 10, quarantined: false).count == 1)
     }
+
+    @Test func subscriptionStateFollowsTheNewestSignedDateWhateverTheArrivalOrder() async throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let chain = try AppStoreTestChain()
+        let store = try SQLiteJournal(path: project.path("journal.sqlite"))
+        let receiver = receiver(chain, store: store)
+        let now = Date()
+        let token = "7e3fb20b-4cdb-47cc-936d-99d65f608138"
+        func post(_ type: String, _ subtype: String? = nil, minutesAgo: Double) async throws -> String {
+            let payload = try chain.subscriptionNotification(
+                type: type,
+                subtype: subtype,
+                original: "2000000123",
+                appAccountToken: token,
+                signedDate: now.addingTimeInterval(-minutesAgo * 60)
+            )
+            return await receiver.handle(AppStoreTestChain.body(try chain.sign(payload))).body
+        }
+        #expect(try await post("DID_FAIL_TO_RENEW", "GRACE_PERIOD", minutesAgo: 30) == "stored\n")
+        var state = try #require(try store.subscriptions(status: nil, limit: 10).first)
+        #expect(state.status == "grace-period" && state.lastType == "DID_FAIL_TO_RENEW")
+        #expect(state.appAccountToken == token && state.productID == "com.example.shop.premium")
+        #expect(state.autoRenew == true && state.app == "shop-ios")
+        // A renewal signed later, then an older failure arriving late: kept, but not the state.
+        #expect(try await post("DID_RENEW", minutesAgo: 10) == "stored\n")
+        #expect(try await post("DID_FAIL_TO_RENEW", minutesAgo: 20) == "stored\n")
+        state = try #require(try store.subscriptions(status: nil, limit: 10).first)
+        #expect(state.status == "active" && state.lastType == "DID_RENEW")
+        #expect(try store.subscriptions(status: "billing-retry", limit: 10).isEmpty)
+        #expect(try await post("EXPIRED", "VOLUNTARY", minutesAgo: 1) == "stored\n")
+        state = try #require(try store.subscriptions(status: "expired", limit: 10).first)
+        #expect(state.autoRenew == false && state.lastSubtype == "VOLUNTARY")
+        #expect(try store.notifications(limit: 10, quarantined: false).count == 4)
+    }
 }

@@ -101,6 +101,35 @@ public struct AppStoreTestChain: Sendable {
         return payload
     }
 
+    /// A notification about subscription `original` whose `data` carries a signed transaction
+    /// (product, expiry, app account token) and renewal info (auto-renew), signed with this chain.
+    public func subscriptionNotification(
+        type: String,
+        subtype: String? = nil,
+        original: String,
+        product: String = "com.example.shop.premium",
+        appAccountToken: String? = nil,
+        signedDate: Date,
+        status: Int? = nil
+    ) throws -> [String: Any] {
+        var payload = Self.notification(type: type, subtype: subtype, signedDate: signedDate)
+        var data = payload["data"] as? [String: Any] ?? [:]
+        data["status"] = status
+        var transaction: [String: Any] = [
+            "originalTransactionId": original, "transactionId": original + "-1", "productId": product,
+            "expiresDate": Int64((signedDate.timeIntervalSince1970 + 30 * 86_400) * 1000),
+            "signedDate": Int64(signedDate.timeIntervalSince1970 * 1000), "environment": "Production",
+        ]
+        transaction["appAccountToken"] = appAccountToken
+        data["signedTransactionInfo"] = try sign(transaction)
+        data["signedRenewalInfo"] = try sign([
+            "originalTransactionId": original, "autoRenewStatus": type == "EXPIRED" ? 0 : 1,
+            "signedDate": Int64(signedDate.timeIntervalSince1970 * 1000),
+        ])
+        payload["data"] = data
+        return payload
+    }
+
     /// `payload` as a compact JWS: ES256 with the leaf's key and `x5c` of leaf, intermediate, root
     /// (or `chain`), or with another `alg` in the header (signed the same way).
     public func sign(_ payload: [String: Any], alg: String = "ES256", chain: [Certificate]? = nil) throws -> String {

@@ -59,7 +59,7 @@ public final class AppStoreReceiver: Sendable {
         let record = Self.record(outcome, signedPayload: signedPayload, receivedAt: now)
         let new: Bool
         do {
-            new = try store.storeNotification(record)
+            new = try store.storeNotification(record, subscription: Self.subscription(outcome))
         } catch {
             metrics.appStoreStoreFailed()
             logger.error(
@@ -99,9 +99,10 @@ public final class AppStoreReceiver: Sendable {
         var result = Reprocessed()
         for record in try store.notifications(limit: .max, quarantined: true) {
             do {
-                switch try await intake.receive(signedPayload: record.signedPayload, now: now, checkAge: false) {
+                let outcome = try await intake.receive(signedPayload: record.signedPayload, now: now, checkAge: false)
+                switch outcome {
                 case .accepted(_, let app):
-                    try store.release(record.uuid, app: app)
+                    try store.release(record.uuid, app: app, subscription: subscription(outcome))
                     result.released.append((record.uuid, app))
                 case .quarantined(_, let reason):
                     result.stillQuarantined.append((record.uuid, reason))
@@ -111,6 +112,27 @@ public final class AppStoreReceiver: Sendable {
             }
         }
         return result
+    }
+
+    /// The subscription state an accepted notification carries (quarantined ones change none).
+    static func subscription(_ outcome: NotificationIntake.Outcome) -> SubscriptionState? {
+        guard case .accepted(let notification, let app) = outcome, let original = notification.originalTransactionID,
+            let signedDate = notification.signedDate
+        else { return nil }
+        return SubscriptionState(
+            status: notification.subscriptionStatus,
+            originalTransactionID: original,
+            app: app,
+            productID: notification.transaction?.productID,
+            autoRenew: notification.renewal?.autoRenewStatus.map { $0 == 1 },
+            expiresAt: notification.transaction?.expiresDate?.timeIntervalSince1970,
+            gracePeriodExpiresAt: notification.renewal?.gracePeriodExpiresDate?.timeIntervalSince1970,
+            appAccountToken: notification.transaction?.appAccountToken ?? notification.renewal?.appAccountToken,
+            lastType: notification.type,
+            lastSubtype: notification.subtype,
+            signedDate: signedDate.timeIntervalSince1970,
+            notification: notification.uuid
+        )
     }
 
     static func record(
