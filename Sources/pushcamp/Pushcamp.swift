@@ -16,8 +16,9 @@ struct Pushcamp: AsyncParsableCommand {
 
             Exit codes: 0 success; 1 invalid campaign, template or audience; 2 credentials refused \
             or no connection; 3 the plan has pushes that pre-flight checks refuse; 4 some pushes \
-            failed or were not sent; 5 the campaign is being sent by another process; 64 bad \
-            command-line usage; 130 interrupted or cancelled.
+            failed or were not sent; 5 the campaign is being sent by another process; 6 `cancel`: the \
+            sending process did not stop in time; 64 bad command-line usage; 130 interrupted or \
+            cancelled.
 
             Shell completions: `pushcamp --generate-completion-script bash|zsh|fish` prints a \
             script (campaign arguments complete to .yaml files); the README has the install lines.

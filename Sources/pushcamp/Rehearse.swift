@@ -30,7 +30,7 @@ struct Rehearse: AsyncParsableCommand {
 
             Examples:
               pushcamp rehearse campaigns/spring-sale.yaml
-              pushcamp rehearse --tokens audiences/rehearsal-tokens.txt --goaway-after 200 campaigns/spring-sale.yaml
+              pushcamp rehearse --tokens rehearsal/tokens.txt --goaway-after 200 campaigns/spring-sale.yaml
               pushcamp rehearse --scenario rehearsal/outage.yaml campaigns/spring-sale.yaml
             """
     )

@@ -38,7 +38,7 @@ struct Replay: AsyncParsableCommand {
 
     @Option(
         name: .customLong("reason"),
-        help: ArgumentHelp("A failure reason to replay (repeatable).", valueName: "reason")
+        help: ArgumentHelp("Required: a failure reason to replay (repeat it for several).", valueName: "reason")
     )
     var reasons: [String] = []
 

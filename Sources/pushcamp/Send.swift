@@ -90,7 +90,9 @@ struct Send: AsyncParsableCommand {
     @Option(
         help: ArgumentHelp(
             """
-            The journal file (default: journal.path in pushcamp.yaml, else .pushcamp/journal.sqlite beside             it). `:memory:` keeps it in memory: no resume, no dead-token or frequency-cap memory; for             experiments and benchmarks.
+            The journal file (default: journal.path in pushcamp.yaml, else .pushcamp/journal.sqlite \
+            beside it). `:memory:` keeps it in memory: no resume, no dead-token or frequency-cap \
+            memory; for experiments and benchmarks.
             """,
             valueName: "file"
         )

@@ -31,13 +31,21 @@ struct SimulatorFaults: ParsableArguments {
     var latency: Int?
 
     @Option(
-        help: ArgumentHelp("Share of requests answered 500 InternalServerError, 0…1 (default 0).", valueName: "share")
+        help: ArgumentHelp(
+            "Share of requests answered 500 InternalServerError, a percentage as in a scenario's error_rate (0.5%, 5%; default 0).",
+            valueName: "percent"
+        ),
+        transform: { text in
+            switch Share.parse(text) {
+            case .success(let share): return Double(share.basisPoints) / 10_000
+            case .failure(let error): throw ValidationError("--error-rate: \(error.message)")
+            }
+        }
     )
     var errorRate: Double?
 
     func validate() throws {
         if let maxStreams, maxStreams < 1 { throw ValidationError("--max-streams must be 1 or more") }
-        if let errorRate, !(0...1).contains(errorRate) { throw ValidationError("--error-rate must be between 0 and 1") }
         if let latency, latency < 0 { throw ValidationError("--latency must be 0 or more") }
         if let goawayAfter, goawayAfter < 1 { throw ValidationError("--goaway-after must be 1 or more") }
         if let dropAfter, dropAfter < 1 { throw ValidationError("--drop-after must be 1 or more") }

@@ -275,6 +275,26 @@ struct SendCLITests {
             #expect(output.stdout.contains("  200  \(planned)\n"))
         }
     }
+
+    /// The example `rehearse --help` gives runs, with the example token behaviours it names.
+    @Test func theRehearseHelpExampleRuns() throws {
+        let examples = try CLI.examples()
+        defer { examples.remove() }
+        let help = try CLI.run(["rehearse", "--help"], in: examples.root).stdout
+        #expect(help.contains("pushcamp rehearse --tokens rehearsal/tokens.txt --goaway-after 200"))
+        let output = try CLI.run(
+            ["rehearse", "--tokens", "rehearsal/tokens.txt", "--goaway-after", "200", "campaigns/spring-sale.yaml"],
+            in: examples.root
+        )
+        #expect(output.status == 4, "\(output.stdout)\(output.stderr)")
+        #expect(output.stdout.contains("delivered 26, failed 2\n"), "\(output.stdout)")
+        #expect(output.stdout.contains("  Unregistered                 1\n"), "\(output.stdout)")
+        #expect(output.stdout.contains("  BadDeviceToken               1\n"), "\(output.stdout)")
+        // --error-rate takes a percentage, as a scenario file's error_rate does.
+        let refused = try CLI.run(["rehearse", "--error-rate", "0.5", "campaigns/spring-sale.yaml"], in: examples.root)
+        #expect(refused.status == 64)
+        #expect(refused.stderr.contains("--error-rate: '0.5' is not a percentage"), "\(refused.stderr)")
+    }
 }
 
 @Suite("resume after a kill, from the command line")
