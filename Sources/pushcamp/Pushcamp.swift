@@ -25,7 +25,8 @@ struct Pushcamp: AsyncParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [
-            Validate.self, Plan.self, Rehearse.self, Send.self, Runs.self, Report.self, Cancel.self, Replay.self,
+            Init.self, Validate.self, Plan.self, Rehearse.self, Send.self, Runs.self, Report.self, Cancel.self,
+            Replay.self,
             Tokens.self, Serve.self, Schedules.self, AppStore.self,
             Sim.self,
         ]

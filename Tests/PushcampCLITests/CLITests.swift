@@ -115,6 +115,47 @@ struct CLITests {
         #expect(output.status == 0)
     }
 
+    @Test func initScaffoldsAProjectThatValidatesAndPlansAndNeverOverwrites() throws {
+        let parent = try TemporaryProject(projectFile: nil)
+        defer { parent.remove() }
+        let created = try CLI.run(["init", "pushes", "--bundle-id", "com.example.shop"], in: parent.root)
+        #expect(created.status == 0, "\(created.stderr)")
+        let project = parent.root.appendingPathComponent("pushes")
+        for file in [
+            "pushcamp.yaml", "campaigns/welcome.yaml", "templates/welcome.yaml", "audiences/welcome.csv", ".gitignore",
+            ".github/workflows/pushcamp.yml",
+        ] {
+            #expect(FileManager.default.fileExists(atPath: project.appendingPathComponent(file).path), "\(file)")
+        }
+        #expect(try CLI.run(["validate", "campaigns/welcome.yaml"], in: project).stdout == "1 campaign valid\n")
+        let plan = try CLI.run(["plan", "--format", "json", "campaigns/welcome.yaml"], in: project)
+        #expect(plan.status == 0, "\(plan.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(plan.stdout.utf8)) as? [String: Any]
+        #expect(object?["planned"] as? Int == 3)
+        #expect(object?["topic"] as? String == "com.example.shop")
+        // The workflow runs the commands it names.
+        let workflow = try String(
+            contentsOf: project.appendingPathComponent(".github/workflows/pushcamp.yml"),
+            encoding: .utf8
+        )
+        #expect(workflow.contains("pushcamp validate --format github campaigns/*.yaml"))
+        #expect(workflow.contains("pushcamp plan --format markdown"))
+        // A second init there, or in any folder with something in it, writes nothing.
+        let before = try String(contentsOf: project.appendingPathComponent("pushcamp.yaml"), encoding: .utf8)
+        try "mine".write(
+            to: project.appendingPathComponent("campaigns/welcome.yaml"),
+            atomically: true,
+            encoding: .utf8
+        )
+        let again = try CLI.run(["init"], in: project)
+        #expect(again.status == 1)
+        #expect(again.stderr.contains("is not empty"), "\(again.stderr)")
+        #expect(try String(contentsOf: project.appendingPathComponent("pushcamp.yaml"), encoding: .utf8) == before)
+        #expect(
+            try String(contentsOf: project.appendingPathComponent("campaigns/welcome.yaml"), encoding: .utf8) == "mine"
+        )
+    }
+
     @Test func planIsTheSameByteForByte() throws {
         for format in ["text", "json", "markdown"] {
             let first = try CLI.run(

@@ -1,0 +1,148 @@
+import Foundation
+
+/// What `pushcamp init` writes: a project that validates, plans and rehearses as it is — pushcamp.yaml
+/// with every key commented, one campaign with its template and a tiny audience, a .gitignore for the
+/// journal, and a GitHub Actions workflow that checks campaigns and posts their plan on pull requests.
+public enum ProjectScaffold {
+    /// The files, by path relative to the project.
+    public static func files(bundleID: String = "com.example.app") -> [(path: String, text: String)] {
+        [
+            ("pushcamp.yaml", projectFile(bundleID: bundleID)),
+            ("campaigns/welcome.yaml", campaign),
+            ("templates/welcome.yaml", template),
+            ("audiences/welcome.csv", audience),
+            (".gitignore", ".pushcamp/\n"),
+            (".github/workflows/pushcamp.yml", workflow),
+        ]
+    }
+
+    public struct Refusal: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Writes the files into `directory` (created if missing). Refuses, writing nothing, when the
+    /// directory holds anything already (hidden files included): init never overwrites.
+    public static func write(into directory: URL, bundleID: String = "com.example.app") throws -> [String] {
+        let manager = FileManager.default
+        var isDirectory: ObjCBool = false
+        if manager.fileExists(atPath: directory.path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                throw Refusal(description: "\(directory.path) is a file, not a folder; nothing was written")
+            }
+            let contents = try manager.contentsOfDirectory(atPath: directory.path)
+            guard contents.isEmpty else {
+                let shown = contents.sorted().prefix(3).joined(separator: ", ")
+                throw Refusal(
+                    description: """
+                        \(directory.path) is not empty (\(shown)\(contents.count > 3 ? ", …" : "")); pushcamp init never \
+                        overwrites anything, so nothing was written. Run it in a new or empty folder: pushcamp init DIR
+                        """
+                )
+            }
+        }
+        var written: [String] = []
+        for (path, text) in files(bundleID: bundleID) {
+            let url = directory.appendingPathComponent(path)
+            try manager.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: url, options: .withoutOverwriting)
+            written.append(path)
+        }
+        return written
+    }
+
+    static func projectFile(bundleID: String) -> String {
+        """
+        # Pushcamp project file: what the campaigns of this repository share (docs/campaign-format.md).
+        # Paths are relative to this file. Secrets stay out of git: name them with ${env:NAME}.
+        apps:
+          app-ios:
+            topic: \(bundleID)                # the bundle id; push types add their suffix
+            team_id: ABCDE12345               # your Apple developer team id
+            key_id: KEY1234567                # the id of your APNs auth key
+            key_file: ${env:APNS_KEY_FILE}    # the .p8 key, read only when sending
+            environment: sandbox              # production once you are ready
+            # certificate: ${env:APNS_CERT}   # instead of a key: a .p12 or PEM client certificate
+            # app_store:                      # receive App Store Server Notifications (docs/app-store.md)
+            #   bundle_id: \(bundleID)
+            #   app_apple_id: 1234567890
+            #   environments: [production, sandbox]
+
+        journal:
+          path: .pushcamp/journal.sqlite      # every run, dead tokens, schedule slots (git-ignored)
+
+        defaults:
+          throttle: { rate: 1000/s, connections: 1 }
+          expiration: 24h                     # how long APNs keeps trying an offline device
+          # frequency_cap: { max: 2, per: 24h }
+
+        # serve:                              # `pushcamp serve`: scheduled campaigns, health, metrics
+        #   listen: 127.0.0.1:8080
+        #   campaigns: [campaigns]
+
+        """
+    }
+
+    static let campaign = """
+        # A first campaign: `pushcamp validate`, `pushcamp plan` and `pushcamp rehearse` work on it as it is.
+        campaign: welcome
+        description: Say hello to new users
+        app: app-ios
+
+        audience:
+          source: { csv: audiences/welcome.csv }   # a token column and any attributes
+          where: "opted_in"                        # optional filter on attributes
+
+        message:
+          payload: templates/welcome.yaml
+          collapse_id: welcome
+
+        # schedule: { cron: "0 9 * * MON", timezone: Europe/Paris }   # sent by `pushcamp serve`
+        # quiet_hours: { from: "21:00", to: "08:00", timezone: Europe/Paris }
+
+        """
+
+    static let template = """
+        # The payload, with Mustache tags filled from each recipient's attributes.
+        aps:
+          alert:
+            title: "Welcome{{#first_name}}, {{.}}{{/first_name}}!"
+            body: "Thanks for joining. Here is what is new this week."
+          sound: default
+
+        """
+
+    static let audience = """
+        token,first_name,opted_in
+        3f1d6f0c2b9a4e7d8c5b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d,Ada,true
+        8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b,Grace,true
+        0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0,,true
+        c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00,Linus,false
+
+        """
+
+    static let workflow = """
+        # Checks every campaign on pull requests and posts what they would send.
+        name: pushcamp
+        on:
+          pull_request:
+            paths: ["campaigns/**", "templates/**", "audiences/**", "pushcamp.yaml"]
+        permissions:
+          contents: read
+          pull-requests: write
+        jobs:
+          plan:
+            runs-on: ubuntu-latest
+            steps:
+              - uses: actions/checkout@v4
+              # Install pushcamp as your team does (a release binary, or build it once and cache it).
+              - run: pushcamp validate --format github campaigns/*.yaml
+              - run: |
+                  for campaign in campaigns/*.yaml; do
+                    pushcamp plan --format markdown "$campaign" >> plan.md || true
+                  done
+              - uses: marocchino/sticky-pull-request-comment@v2
+                with:
+                  path: plan.md
+
+        """
+}
