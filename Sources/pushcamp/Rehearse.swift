@@ -45,6 +45,8 @@ struct Rehearse: AsyncParsableCommand {
 
     @OptionGroup var stall: StallOption
 
+    @OptionGroup var format: SendFormatOption
+
     func run() async throws {
         let (campaign, _) = try loadCampaign(file)
         var rehearsal = Rehearsal(campaign: campaign)
@@ -66,12 +68,15 @@ struct Rehearse: AsyncParsableCommand {
         if let note = prepared.send.note { printError(note + " (rehearsal)") }
         let report = try await runServices(prepared.services, until: prepared.send, printer: printer)
         let recorder = prepared.simulator.recorder
-        print(report.text(), terminator: "")
-        print(
-            "simulator: \(recorder.connections) connection(s), at most \(recorder.maxOpenStreams) streams open at once"
-        )
-        print(
-            "recorded as rehearsal run \(prepared.send.run.id): `pushcamp runs --rehearsal`, `pushcamp report --rehearsal`"
+        try format.print(
+            report,
+            journalPath: campaign.rehearsalJournalPath,
+            rehearsal: true,
+            textExtra: """
+                simulator: \(recorder.connections) connection(s), at most \(recorder.maxOpenStreams) streams open at once
+                recorded as rehearsal run \(prepared.send.run.id): `pushcamp runs --rehearsal`, `pushcamp report --rehearsal`
+
+                """
         )
         if report.exitCode != 0 { throw ExitCode(report.exitCode) }
     }

@@ -49,6 +49,8 @@ struct Replay: AsyncParsableCommand {
 
     @OptionGroup var stall: StallOption
 
+    @OptionGroup var format: SendFormatOption
+
     func validate() throws {
         if reasons.isEmpty {
             throw ValidationError("name at least one --reason (an APNs reason such as ServiceUnavailable)")
@@ -75,6 +77,7 @@ struct Replay: AsyncParsableCommand {
             options: options,
             quiet: quiet,
             confirm: confirm,
+            format: format,
             preview: {
                 "  a replay of run \(number) of \(campaign.id): \(targets.count) recipient(s) that failed with "
                     + reasons.joined(separator: ", ") + "\n"

@@ -2,8 +2,10 @@ import ArgumentParser
 import Foundation
 import Logging
 import PushcampAudience
+import PushcampJournal
 import PushcampModel
 import PushcampPlanner
+import PushcampReport
 import PushcampSend
 import ServiceLifecycle
 import UnixSignals
@@ -122,6 +124,8 @@ struct Send: AsyncParsableCommand {
 
     @OptionGroup var stall: StallOption
 
+    @OptionGroup var format: SendFormatOption
+
     func run() async throws {
         let (campaign, paths) = try loadCampaign(file)
         var options = SendRun.Options(journalPath: journal ?? campaign.journalPath)
@@ -142,6 +146,7 @@ struct Send: AsyncParsableCommand {
             options: options,
             quiet: quiet,
             confirm: confirm,
+            format: format,
             preview: {
                 try PlanSummary.planned(
                     campaign,
@@ -207,6 +212,7 @@ func sendToApp(
     options: SendRun.Options,
     quiet: Bool,
     confirm: ConfirmOption,
+    format: SendFormatOption,
     preview: () throws -> String,
     announce: (SendRun) -> String?
 ) async throws {
@@ -226,8 +232,49 @@ func sendToApp(
     }
     if let line = announce(send) { printError(line) }
     let report = try await runServices([send], until: send, printer: printer)
-    print(report.text(), terminator: "")
+    try format.print(report, journalPath: options.journalPath)
     if report.exitCode != 0 { throw ExitCode(report.exitCode) }
+}
+
+/// `--format text|json`, for the commands that send: json prints the run's report as
+/// `pushcamp report --format json` does (docs/report-json.md), read back from the journal.
+struct SendFormatOption: ParsableArguments {
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case text, json
+    }
+
+    @Option(
+        help: ArgumentHelp(
+            "text (the send report), or json: the run's report as `pushcamp report --format json` prints it (docs/report-json.md)."
+        )
+    )
+    var format: Format = .text
+
+    /// Prints the finished send: its text report, or the run's JSON report from `journalPath`.
+    func print(_ report: SendReport, journalPath: String, rehearsal: Bool = false, textExtra: String = "") throws {
+        guard format == .json else {
+            Swift.print(report.text() + textExtra, terminator: "")
+            return
+        }
+        guard let run = report.run, journalPath != SendRun.inMemory else {
+            printError(
+                "error: --format json reads the run back from the journal; this send kept none (--journal :memory:)"
+            )
+            throw ExitCode(1)
+        }
+        do {
+            let journal = try SQLiteJournal(path: journalPath, readOnly: true)
+            guard var loaded = try RunReport.load(RunID(run), from: journal) else {
+                printError("error: run \(run) is not in \(journalPath)")
+                throw ExitCode(1)
+            }
+            loaded.rehearsal = rehearsal
+            Swift.print(loaded.json(), terminator: "")
+        } catch let error as JournalError {
+            printError("error: \(error.message)")
+            throw ExitCode(1)
+        }
+    }
 }
 
 /// `--stall-timeout`, for every command that sends.

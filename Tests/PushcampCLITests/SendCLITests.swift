@@ -290,6 +290,20 @@ struct SendCLITests {
         #expect(output.stdout.contains("delivered 26, failed 2\n"), "\(output.stdout)")
         #expect(output.stdout.contains("  Unregistered                 1\n"), "\(output.stdout)")
         #expect(output.stdout.contains("  BadDeviceToken               1\n"), "\(output.stdout)")
+        // --format json: the run's report as `report --format json` prints it.
+        let json = try CLI.run(
+            [
+                "rehearse", "--quiet", "--format", "json", "--tokens", "rehearsal/tokens.txt",
+                "campaigns/spring-sale.yaml",
+            ],
+            in: examples.root
+        )
+        #expect(json.status == 4)
+        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        #expect(object?["rehearsal"] as? Bool == true)
+        #expect(object?["campaign"] as? String == "spring-sale-2027")
+        let report = try CLI.run(["report", "--rehearsal", "--format", "json"], in: examples.root)
+        #expect(report.stdout == json.stdout)
         // --error-rate takes a percentage, as a scenario file's error_rate does.
         let refused = try CLI.run(["rehearse", "--error-rate", "0.5", "campaigns/spring-sale.yaml"], in: examples.root)
         #expect(refused.status == 64)
