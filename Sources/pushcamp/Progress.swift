@@ -12,43 +12,25 @@ struct ProgressPrinter: Sendable {
         let terminal = self.terminal
         if !enabled { return { _ in } }
         let lastLog = LastLog()
+        // Colour on a terminal, unless NO_COLOR is set (https://no-color.org).
+        let color = terminal && ProcessInfo.processInfo.environment["NO_COLOR"].map(\.isEmpty) ?? true
         return { progress in
             if !terminal {
                 guard lastLog.due(progress.seconds) else { return }
+                printError("progress: " + progress.line(width: nil, color: false))
+                return
             }
-            let rate = progress.seconds > 0 ? Double(progress.delivered + progress.failed) / progress.seconds : 0
-            var line = String(
-                format: "%@ %d/%d%@ answered, %.0f/s, delivered %d, failed %d, on the wire %d",
-                terminal ? "sending" : "progress:",
-                progress.delivered + progress.failed,
-                progress.planned,
-                progress.planFinished ? "" : "+",
-                rate,
-                progress.delivered,
-                progress.failed,
-                progress.onTheWire
-            )
-            if progress.queued > 0 { line += ", queued \(progress.queued)" }
-            if progress.waitingToRetry > 0 {
-                line += ", retrying \(progress.waitingToRetry)"
-                if let next = progress.nextRetryIn, next >= 1 { line += String(format: " (next in %.0f s)", next) }
-            }
-            if progress.planFinished, rate > 0 {
-                let left = Double(progress.planned - progress.delivered - progress.failed) / rate
-                line += String(format: ", ETA %.0f s", max(0, left))
-            }
-            if !progress.topFailures.isEmpty {
-                line +=
-                    " ("
-                    + progress.topFailures.map { "\($0.0.escapingControlCharacters) \($0.1)" }.joined(separator: ", ")
-                    + ")"
-            }
-            if terminal {
-                FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
-            } else {
-                printError(line)
-            }
+            // One line, redrawn in place: never wider than the terminal, or it wraps into a stack.
+            let line = progress.line(width: Self.columns().map { $0 - 1 }, color: color)
+            FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
         }
+    }
+
+    /// The terminal's width, from standard error.
+    static func columns() -> Int? {
+        var size = winsize()
+        guard ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
+        return Int(size.ws_col)
     }
 
     /// Ends the live line before the report.

@@ -206,7 +206,10 @@ struct OpenedRun {
         let resume = try ResumePoint(journal: store, run: run.id)
         try store.setStatus(.running, of: run.id, now: Date().timeIntervalSince1970)
         let duplicates = resume.possibleDuplicates
-        var toPickUp = "\(resume.pending.count) to pick up"
+        // Killed before planning read the whole audience: what is left is unknown until it is
+        // planned again, so say what is known rather than a count that looks like the total.
+        var toPickUp =
+            "\(resume.pending.count) in flight or waiting to retry, and the rest of the audience (not yet planned when it stopped)"
         if let planned = run.planned {
             toPickUp = "\(max(0, planned - resume.settled.count)) of \(planned) left"
         }

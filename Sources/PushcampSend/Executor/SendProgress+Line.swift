@@ -1,0 +1,94 @@
+import Foundation
+import PushcampModel
+
+extension SendProgress {
+    /// Public for tests and other front ends: a moment of a send, from its counts.
+    public init(
+        planned: Int,
+        planFinished: Bool,
+        delivered: Int,
+        failed: Int,
+        waitingToRetry: Int = 0,
+        nextRetryIn: Double? = nil,
+        inFlight: Int = 0,
+        onTheWire: Int = 0,
+        queued: Int = 0,
+        seconds: Double,
+        topFailures: [(String, Int)] = [],
+        retries: [(String, Int)] = []
+    ) {
+        self.planned = planned
+        self.planFinished = planFinished
+        self.delivered = delivered
+        self.failed = failed
+        self.waitingToRetry = waitingToRetry
+        self.nextRetryIn = nextRetryIn
+        self.inFlight = inFlight
+        self.onTheWire = onTheWire
+        self.queued = queued
+        self.seconds = seconds
+        self.topFailures = topFailures
+        self.retries = retries
+    }
+
+    /// Seconds until every planned push has an answer, at the rate so far, and never before the
+    /// next retry's back-off ends while retries wait; nil while the rate is unknown.
+    public var eta: Double? {
+        let answered = delivered + failed
+        guard planFinished, seconds > 0, answered > 0 else { return nil }
+        let rate = Double(answered) / seconds
+        let left = Double(max(0, planned - answered)) / rate
+        if waitingToRetry > 0, let next = nextRetryIn { return max(left, next) }
+        return left
+    }
+
+    /// The progress line: the most useful parts first, each dropped (from the least useful) until
+    /// the line fits `width` columns; colour (ANSI) only when `color`.
+    public func line(width: Int?, color: Bool) -> String {
+        let answered = delivered + failed
+        let rate = seconds > 0 ? Double(answered) / seconds : 0
+        func paint(_ text: String, _ code: String) -> String { color ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text }
+        // (text, visible length), most important first.
+        var parts: [(String, Int)] = []
+        func add(_ plain: String, painted: String? = nil) { parts.append((painted ?? plain, plain.count)) }
+        // "21340/50000": answered of planned ("+" while the plan is still being read).
+        add("\(answered)/\(planned)\(planFinished ? "" : "+")")
+        add("delivered \(delivered)", painted: "delivered " + paint("\(delivered)", "32"))
+        add("failed \(failed)", painted: "failed " + (failed > 0 ? paint("\(failed)", "31") : "0"))
+        if waitingToRetry > 0 {
+            var text = "retrying \(waitingToRetry)"
+            if let next = nextRetryIn, next >= 1 { text += " in \(Self.duration(next))" }
+            add(text, painted: paint(text, "33"))
+        }
+        if let eta { add("ETA \(Self.duration(eta))") }
+        add("in flight \(inFlight)")
+        add(String(format: "%.0f/s", rate))
+        if !retries.isEmpty {
+            add("retries: " + retries.map { "\($0.0.escapingControlCharacters) \($0.1)" }.joined(separator: ", "))
+        }
+        if !topFailures.isEmpty {
+            add("failed: " + topFailures.map { "\($0.0.escapingControlCharacters) \($0.1)" }.joined(separator: ", "))
+        }
+        if queued > 0 { add("queued \(queued)") }
+        let separator = " · "
+        var kept = parts
+        func length(_ parts: [(String, Int)]) -> Int {
+            parts.reduce(0) { $0 + $1.1 } + max(0, parts.count - 1) * separator.count
+        }
+        if let width {
+            while kept.count > 1, length(kept) > width { kept.removeLast() }
+            if length(kept) > width {
+                // Even the first part is too long: cut it (uncoloured).
+                return String(kept[0].0.prefix(max(1, width - 1))) + "…"
+            }
+        }
+        return kept.map(\.0).joined(separator: separator)
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        let whole = Int(seconds.rounded(.up))
+        if whole < 120 { return "\(whole) s" }
+        if whole < 7200 { return "\(whole / 60) min \(whole % 60) s" }
+        return "\(whole / 3600) h \(whole % 3600 / 60) min"
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import PushcampSend
+import Testing
+
+@Suite("The progress line")
+struct ProgressLineTests {
+    static let busy = SendProgress(
+        planned: 50_000,
+        planFinished: true,
+        delivered: 21_000,
+        failed: 340,
+        waitingToRetry: 120,
+        nextRetryIn: 42,
+        inFlight: 800,
+        onTheWire: 600,
+        queued: 3_000,
+        seconds: 10,
+        topFailures: [("Unregistered", 300), ("BadDeviceToken", 40)],
+        retries: [("TooManyRequests", 150), ("ServiceUnavailable", 30)]
+    )
+
+    @Test(arguments: [20, 40, 60, 79, 120, 200])
+    func itNeverOutgrowsTheTerminal(width: Int) {
+        let line = Self.busy.line(width: width, color: false)
+        #expect(line.count <= width, "\(line)")
+        #expect(line.hasPrefix("21340/50000"))
+    }
+
+    @Test func atEightyColumnsTheEssentialsStayAndTheRestGoesInOrder() {
+        // An 80-column terminal leaves 79 for the line (the cursor must not wrap).
+        #expect(
+            Self.busy.line(width: 79, color: false)
+                == "21340/50000 · delivered 21000 · failed 340 · retrying 120 in 42 s · ETA 42 s"
+        )
+        #expect(Self.busy.line(width: 42, color: false) == "21340/50000 · delivered 21000 · failed 340")
+        #expect(
+            Self.busy.line(width: nil, color: false)
+                == "21340/50000 · delivered 21000 · failed 340 · retrying 120 in 42 s · ETA 42 s · in flight 800 · 2134/s · retries: TooManyRequests 150, ServiceUnavailable 30 · failed: Unregistered 300, BadDeviceToken 40 · queued 3000"
+        )
+    }
+
+    @Test func theETACountsTheBackOffOfWaitingRetries() {
+        // 100 left at 100/s is one second, but a retry waits 30 s more: the send cannot end before.
+        let waiting = SendProgress(
+            planned: 1_000,
+            planFinished: true,
+            delivered: 900,
+            failed: 0,
+            waitingToRetry: 100,
+            nextRetryIn: 30,
+            seconds: 9
+        )
+        #expect(waiting.eta == 30)
+        let plain = SendProgress(planned: 1_000, planFinished: true, delivered: 900, failed: 0, seconds: 9)
+        #expect(plain.eta == 1)
+        // Without the whole plan, or before the first answer, there is no ETA.
+        #expect(SendProgress(planned: 1_000, planFinished: false, delivered: 900, failed: 0, seconds: 9).eta == nil)
+        #expect(SendProgress(planned: 1_000, planFinished: true, delivered: 0, failed: 0, seconds: 0).eta == nil)
+    }
+
+    @Test func colourOnlyWhenAsked() {
+        #expect(!Self.busy.line(width: nil, color: false).contains("\u{1B}["))
+        let coloured = Self.busy.line(width: 79, color: true)
+        #expect(coloured.contains("\u{1B}[32m21000\u{1B}[0m"))
+        // Colour codes take no columns: the visible text is the uncoloured line.
+        var visible = coloured
+        for code in ["\u{1B}[32m", "\u{1B}[31m", "\u{1B}[33m", "\u{1B}[0m"] {
+            visible = visible.replacingOccurrences(of: code, with: "")
+        }
+        #expect(visible == Self.busy.line(width: 79, color: false))
+    }
+}
