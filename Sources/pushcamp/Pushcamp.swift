@@ -12,7 +12,9 @@ struct Pushcamp: AsyncParsableCommand {
             kept in the project's journal: a killed send resumes where it stopped, `runs` lists \
             sends and `cancel` stops one. Tokens APNs calls dead are remembered and skipped by later \
             campaigns; `tokens invalid` exports them. Campaigns with a `schedule:` are sent by \
-            `serve`, the long-running side, at each slot, each slot once; `schedules` lists them.
+            `serve`, the long-running side, at each slot, each slot once; `schedules` lists them. \
+            `serve` also receives App Store Server Notifications (`appstore` lists them). A new \
+            project starts with `init`.
 
             Exit codes: 0 success; 1 invalid campaign, template or audience; 2 credentials refused \
             or no connection; 3 the plan has pushes that pre-flight checks refuse; 4 some pushes \
