@@ -404,4 +404,31 @@ struct ServeCLITests {
         let after = try CLI.run(["appstore", "notifications", "--quarantined"], in: project.root).stdout
         #expect(after == "no quarantined App Store notifications\n", "\(after)")
     }
+
+    /// A 200 means committed: after `kill -9` right behind the answer, Apple's retry of the same
+    /// notification to the next serve is a duplicate, and the journal has one row.
+    @Test func aNotificationAnswered200SurvivesKill9AndItsRetryIsADuplicate() throws {
+        let chain = try AppStoreTestChain()
+        let project = try TemporaryProject(
+            projectFile: TemporaryProject.defaultProjectFile + """
+
+                    app_store:
+                      bundle_id: com.example.shop
+                      app_apple_id: 1234567890
+                      trusted_roots: [test-root.pem]
+                """
+        )
+        defer { project.remove() }
+        try project.write("test-root.pem", chain.rootPEM)
+        let body = AppStoreTestChain.body(try chain.sign(AppStoreTestChain.notification()))
+        let first = try ServeProcess(in: project.root)
+        #expect(try first.post("/app-store/notifications", body: body) == (200, "stored\n"))
+        kill(first.process.processIdentifier, SIGKILL)
+        first.process.waitUntilExit()
+        let second = try ServeProcess(in: project.root)
+        #expect(try second.post("/app-store/notifications", body: body) == (200, "duplicate\n"))
+        #expect(second.stop() == 0)
+        let rows = try CLI.run(["appstore", "notifications", "--format", "json"], in: project.root)
+        #expect((try JSONSerialization.jsonObject(with: Data(rows.stdout.utf8)) as? [[String: Any]])?.count == 1)
+    }
 }
