@@ -40,7 +40,7 @@ struct Rehearse: AsyncParsableCommand {
 
     @OptionGroup var faults: SimulatorFaults
 
-    @Flag(help: "No progress line, only the report.")
+    @Flag(name: .shortAndLong, help: "No progress line, only the report.")
     var quiet = false
 
     @OptionGroup var stall: StallOption

@@ -42,7 +42,7 @@ struct Replay: AsyncParsableCommand {
     )
     var reasons: [String] = []
 
-    @Flag(help: "No progress line, only the report.")
+    @Flag(name: .shortAndLong, help: "No progress line, only the report.")
     var quiet = false
 
     @OptionGroup var confirm: ConfirmOption

@@ -78,7 +78,7 @@ struct Send: AsyncParsableCommand {
     @Argument(help: "The campaign file.", completion: .campaignFiles)
     var file: String
 
-    @Flag(help: "No progress line, only the report.")
+    @Flag(name: .shortAndLong, help: "No progress line, only the report.")
     var quiet = false
 
     @Flag(
