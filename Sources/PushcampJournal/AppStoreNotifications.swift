@@ -118,13 +118,17 @@ public protocol NotificationStore: Sendable {
     func storeNotification(_ record: AppStoreNotificationRecord) throws(JournalError) -> Bool
     /// `storeNotification`, and in the same transaction, when the notification is new, the
     /// subscription state it carries — unless a notification signed later set that subscription
-    /// already (an older one arriving late is kept, but changes no state).
+    /// already (an older one arriving late is kept, but changes no state) — and the trigger
+    /// campaigns it fires, so each fires once per notification.
     func storeNotification(
         _ record: AppStoreNotificationRecord,
-        subscription: SubscriptionState?
+        subscription: SubscriptionState?,
+        firings: [TriggerFiring]
     ) throws(JournalError) -> Bool
     /// Subscriptions, most recently signed first; of one status when given.
     func subscriptions(status: String?, limit: Int) throws(JournalError) -> [SubscriptionState]
+    /// Every subscription of `app`, in no particular order, without holding them all in memory.
+    func forEachSubscription(app: String, _ body: (SubscriptionState) throws -> Void) throws
     /// Notifications, newest received first; only quarantined ones when `quarantined`.
     func notifications(limit: Int, quarantined: Bool) throws(JournalError) -> [AppStoreNotificationRecord]
     /// A quarantined notification accepted for `app` after the configuration was fixed, with the
@@ -134,14 +138,22 @@ public protocol NotificationStore: Sendable {
 
 extension NotificationStore {
     public func storeNotification(_ record: AppStoreNotificationRecord) throws(JournalError) -> Bool {
-        try storeNotification(record, subscription: nil)
+        try storeNotification(record, subscription: nil, firings: [])
+    }
+
+    public func storeNotification(
+        _ record: AppStoreNotificationRecord,
+        subscription: SubscriptionState?
+    ) throws(JournalError) -> Bool {
+        try storeNotification(record, subscription: subscription, firings: [])
     }
 }
 
 extension SQLiteJournal: NotificationStore {
     public func storeNotification(
         _ record: AppStoreNotificationRecord,
-        subscription: SubscriptionState?
+        subscription: SubscriptionState?,
+        firings: [TriggerFiring]
     ) throws(JournalError) -> Bool {
         try writeDurably { db in
             try db.execute(
@@ -159,7 +171,15 @@ extension SQLiteJournal: NotificationStore {
             )
             guard db.changesCount == 1 else { return false }
             if let subscription { try Self.apply(subscription, in: db) }
+            try Self.insert(firings, in: db)
             return true
+        }
+    }
+
+    public func forEachSubscription(app: String, _ body: (SubscriptionState) throws -> Void) throws {
+        try read { db in
+            let rows = try Row.fetchCursor(db, sql: "SELECT * FROM subscription WHERE app = ?", arguments: [app])
+            while let row = try rows.next() { try body(Self.subscription(from: row)) }
         }
     }
 
@@ -174,23 +194,25 @@ extension SQLiteJournal: NotificationStore {
                 arguments: StatementArguments(
                     (status.map { [$0] } ?? []) as [any DatabaseValueConvertible] + [limit]
                 )
-            ).map { row in
-                SubscriptionState(
-                    status: row["status"],
-                    originalTransactionID: row["original_transaction_id"],
-                    app: row["app"],
-                    productID: row["product_id"],
-                    autoRenew: row["auto_renew"],
-                    expiresAt: row["expires_at"],
-                    gracePeriodExpiresAt: row["grace_period_expires_at"],
-                    appAccountToken: row["app_account_token"],
-                    lastType: row["last_type"],
-                    lastSubtype: row["last_subtype"],
-                    signedDate: row["signed_date"],
-                    notification: row["notification"]
-                )
-            }
+            ).map(Self.subscription(from:))
         }
+    }
+
+    static func subscription(from row: Row) -> SubscriptionState {
+        SubscriptionState(
+            status: row["status"],
+            originalTransactionID: row["original_transaction_id"],
+            app: row["app"],
+            productID: row["product_id"],
+            autoRenew: row["auto_renew"],
+            expiresAt: row["expires_at"],
+            gracePeriodExpiresAt: row["grace_period_expires_at"],
+            appAccountToken: row["app_account_token"],
+            lastType: row["last_type"],
+            lastSubtype: row["last_subtype"],
+            signedDate: row["signed_date"],
+            notification: row["notification"]
+        )
     }
 
     public func release(_ uuid: String, app: String, subscription: SubscriptionState?) throws(JournalError) {
@@ -273,9 +295,9 @@ public final class MemoryNotificationStore: NotificationStore {
     private let state = Mutex<
         (
             records: [String: AppStoreNotificationRecord], subscriptions: [String: SubscriptionState],
-            failure: JournalError?
+            firings: [TriggerFiring], failure: JournalError?
         )
-    >(([:], [:], nil))
+    >(([:], [:], [], nil))
 
     public init() {}
 
@@ -285,18 +307,29 @@ public final class MemoryNotificationStore: NotificationStore {
 
     public var count: Int { state.withLock { $0.records.count } }
 
+    /// The trigger firings recorded with the notifications, in order.
+    public var firings: [TriggerFiring] { state.withLock { $0.firings } }
+
     public func storeNotification(
         _ record: AppStoreNotificationRecord,
-        subscription: SubscriptionState?
+        subscription: SubscriptionState?,
+        firings: [TriggerFiring]
     ) throws(JournalError) -> Bool {
         let result: Result<Bool, JournalError> = state.withLock { state in
             if let failure = state.failure { return .failure(failure) }
             guard state.records[record.uuid] == nil else { return .success(false) }
             state.records[record.uuid] = record
             if let subscription { Self.apply(subscription, to: &state.subscriptions) }
+            state.firings += firings
             return .success(true)
         }
         return try result.get()
+    }
+
+    public func forEachSubscription(app: String, _ body: (SubscriptionState) throws -> Void) throws {
+        for subscription in state.withLock({ Array($0.subscriptions.values) }) where subscription.app == app {
+            try body(subscription)
+        }
     }
 
     private static func apply(_ new: SubscriptionState, to subscriptions: inout [String: SubscriptionState]) {

@@ -304,6 +304,27 @@ public final class SQLiteJournal: JournalStore {
                     """
             )
         }
+        migrator.registerMigration("v8: trigger firings") { db in
+            try db.execute(
+                sql: """
+                    -- Each (trigger campaign, App Store notification) that fires it, once: recorded in the
+                    -- transaction that stores the notification, then claimed by the run that sends it.
+                    CREATE TABLE trigger_firing (
+                        campaign TEXT NOT NULL,
+                        notification TEXT NOT NULL,
+                        subscription_key TEXT,
+                        due_at REAL NOT NULL,
+                        status TEXT NOT NULL,
+                        detail TEXT,
+                        run INTEGER,
+                        recorded_at REAL NOT NULL,
+                        PRIMARY KEY (campaign, notification)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX trigger_firing_due ON trigger_firing(status, due_at);
+                    CREATE INDEX trigger_firing_run ON trigger_firing(run);
+                    """
+            )
+        }
         return migrator
     }
 

@@ -88,7 +88,15 @@ struct Serve: AsyncParsableCommand {
             environment: ProcessInfo.processInfo.environment
         )
         configuration.stallTimeout = stall.stallTimeout
-        let scheduler = SchedulerService(configuration: configuration, metrics: metrics, status: status, logger: logger)
+        // Read before the receiver starts, so a notification that comes first still fires its triggers.
+        let triggers = TriggerTable(paths: paths, folders: loaded.serve.campaignFolders)
+        let scheduler = SchedulerService(
+            configuration: configuration,
+            metrics: metrics,
+            status: status,
+            logger: logger,
+            triggers: triggers
+        )
         let folders = loaded.serve.campaignFolders.map { paths.display($0) }.joined(separator: ", ")
         var appStore: (path: String, receiver: AppStoreReceiver)?
         do {
@@ -99,7 +107,13 @@ struct Serve: AsyncParsableCommand {
                 logger: logger
             ) {
                 let store = try SQLiteJournal(path: configuration.journalPath)
-                let receiver = AppStoreReceiver(intake: intake, store: store, metrics: metrics, logger: logger)
+                let receiver = AppStoreReceiver(
+                    intake: intake,
+                    store: store,
+                    metrics: metrics,
+                    logger: logger,
+                    triggers: triggers
+                )
                 appStore = (loaded.serve.appStorePath, receiver)
             }
         } catch {

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PushcampAppStore
 import PushcampJournal
+import PushcampModel
 import PushcampServe
 import PushcampTestSupport
 import Testing
@@ -102,5 +103,81 @@ struct AppStoreReceiverTests {
         state = try #require(try store.subscriptions(status: "expired", limit: 10).first)
         #expect(state.autoRenew == false && state.lastSubtype == "VOLUNTARY")
         #expect(try store.notifications(limit: 10, quarantined: false).count == 4)
+    }
+
+    @Test func aMatchingNotificationRecordsItsTriggerFiringsWithItOnce() async throws {
+        let chain = try AppStoreTestChain()
+        let store = MemoryNotificationStore()
+        let table = TriggerTable([
+            TriggerRule(
+                campaign: "card-failed",
+                app: "shop-ios",
+                spec: TriggerSpec(
+                    appStoreType: "DID_FAIL_TO_RENEW",
+                    delay: TimeSpan(seconds: 600),
+                    location: SourceLocation(path: "c.yaml")
+                ),
+                key: .appAccountToken
+            ),
+            TriggerRule(
+                campaign: "grace-only",
+                app: "shop-ios",
+                spec: TriggerSpec(
+                    appStoreType: "DID_FAIL_TO_RENEW",
+                    subtypes: ["GRACE_PERIOD"],
+                    location: SourceLocation(path: "g.yaml")
+                ),
+                key: .originalTransactionID
+            ),
+            TriggerRule(
+                campaign: "other-app",
+                app: "kids-ios",
+                spec: TriggerSpec(appStoreType: "DID_FAIL_TO_RENEW", location: SourceLocation(path: "k.yaml")),
+                key: .appAccountToken
+            ),
+        ])
+        let now = Date().timeIntervalSince1970.rounded(.down)
+        let clock = ManualClock(now)
+        let receiver = AppStoreReceiver(
+            intake: NotificationIntake(apps: [Self.shop], verifier: SignedPayloadVerifier(roots: [chain.root])),
+            store: store,
+            metrics: ServeMetrics(),
+            logger: Logger(label: "test"),
+            triggers: table,
+            clock: clock
+        )
+        let failed = AppStoreTestChain.body(
+            try chain.sign(
+                try chain.subscriptionNotification(
+                    type: "DID_FAIL_TO_RENEW",
+                    original: "2000000001",
+                    appAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138",
+                    signedDate: Date(timeIntervalSince1970: now - 10)
+                )
+            )
+        )
+        #expect(await receiver.handle(failed).body == "stored\n")
+        #expect(await receiver.handle(failed).body == "duplicate\n")
+        // One firing: the grace-period campaign wants another subtype, the other app's is not this app.
+        #expect(store.firings.map(\.campaign) == ["card-failed"])
+        #expect(store.firings.first?.subscriptionKey == "7e3fb20b-4cdb-47cc-936d-99d65f608138")
+        #expect(store.firings.first?.dueAt == now + 600 && store.firings.first?.status == .pending)
+
+        // No app account token: recorded as reaching nobody, never pending.
+        let anonymous = AppStoreTestChain.body(
+            try chain.sign(
+                try chain.subscriptionNotification(
+                    type: "DID_FAIL_TO_RENEW",
+                    subtype: "GRACE_PERIOD",
+                    original: "2000000002",
+                    signedDate: Date(timeIntervalSince1970: now - 5)
+                )
+            )
+        )
+        #expect(await receiver.handle(anonymous).body == "stored\n")
+        let second = store.firings.dropFirst()
+        #expect(second.map(\.campaign) == ["card-failed", "grace-only"])
+        #expect(second.map(\.status) == [.noRecipient, .pending])
+        #expect(second.last?.subscriptionKey == "2000000002")
     }
 }

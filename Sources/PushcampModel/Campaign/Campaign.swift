@@ -10,6 +10,9 @@ public struct Campaign {
     public var audience: AudienceSpec
     public var message: MessageSpec
     public var schedule: ScheduleSpec?
+    /// `trigger:` — sent by `pushcamp serve` to a subscription's recipients when an App Store
+    /// notification about it arrives.
+    public var trigger: TriggerSpec?
     /// Hours no push may land in, for every send of the campaign.
     public var quietHours: QuietHours?
     public var throttle: ThrottleSpec
@@ -63,6 +66,127 @@ public struct AudienceSpec {
     /// The attribute holding when a recipient's token was registered (default `registered_at`): a
     /// token APNs called dead is sent again when registered after that.
     public var registeredAt: String?
+    /// `subscriptions:` — only recipients whose App Store subscription is in the given state.
+    public var subscriptions: SubscriptionAudienceSpec?
+}
+
+/// `trigger: { app_store: DID_FAIL_TO_RENEW, subtype: GRACE_PERIOD, delay: 10m }`: when `pushcamp
+/// serve` stores an App Store notification of this type (and one of these subtypes) for the
+/// campaign's app, the campaign is sent — once per notification, after `delay` — to the audience
+/// rows joined to the notification's subscription (see `SubscriptionAudienceSpec`).
+public struct TriggerSpec: Hashable, Sendable, CustomStringConvertible {
+    /// The notification types and subtypes Apple documents (`reference/appstore/README.md`).
+    public static let appStoreTypes: [String: [String]] = [
+        "SUBSCRIBED": ["INITIAL_BUY", "RESUBSCRIBE"],
+        "DID_CHANGE_RENEWAL_PREF": ["UPGRADE", "DOWNGRADE"],
+        "DID_CHANGE_RENEWAL_STATUS": ["AUTO_RENEW_ENABLED", "AUTO_RENEW_DISABLED"],
+        "OFFER_REDEEMED": ["INITIAL_BUY", "RESUBSCRIBE", "UPGRADE", "DOWNGRADE"],
+        "DID_RENEW": ["BILLING_RECOVERY"],
+        "EXPIRED": ["VOLUNTARY", "BILLING_RETRY", "PRICE_INCREASE", "PRODUCT_NOT_FOR_SALE"],
+        "DID_FAIL_TO_RENEW": ["GRACE_PERIOD"],
+        "GRACE_PERIOD_EXPIRED": [],
+        "PRICE_INCREASE": ["PENDING", "ACCEPTED"],
+        "REFUND": [], "REFUND_DECLINED": [], "REFUND_REVERSED": [],
+        "CONSUMPTION_REQUEST": [],
+        "RENEWAL_EXTENDED": [],
+        "RENEWAL_EXTENSION": ["SUMMARY", "FAILURE"],
+        "REVOKE": [],
+        "ONE_TIME_CHARGE": [],
+        "EXTERNAL_PURCHASE_TOKEN": ["UNREPORTED", "CREATED", "ACTIVE_TOKEN_REMINDER"],
+        "RESCIND_CONSENT": [],
+        "PRICE_CHANGE": [], "METADATA_UPDATE": [], "MIGRATION": [],
+        "TEST": [],
+    ]
+
+    public var appStoreType: String
+    /// Empty: any subtype (or none).
+    public var subtypes: [String]
+    public var delay: TimeSpan
+    public var location: SourceLocation
+
+    public init(
+        appStoreType: String,
+        subtypes: [String] = [],
+        delay: TimeSpan = TimeSpan(seconds: 0),
+        location: SourceLocation
+    ) {
+        self.appStoreType = appStoreType
+        self.subtypes = subtypes
+        self.delay = delay
+        self.location = location
+    }
+
+    /// Whether a notification of `type` and `subtype` fires the campaign.
+    public func matches(type: String, subtype: String?) -> Bool {
+        type == appStoreType && (subtypes.isEmpty || subtype.map(subtypes.contains) == true)
+    }
+
+    public var description: String {
+        "App Store \(appStoreType)" + (subtypes.isEmpty ? "" : "/" + subtypes.joined(separator: "|"))
+            + (delay.seconds > 0 ? ", after \(delay)" : "")
+    }
+}
+
+/// `audience.subscriptions:` — keeps the recipients whose App Store subscription, as the
+/// notifications `pushcamp serve` received left it, is in one of the given states. Each audience
+/// row is joined to its subscription through an attribute holding the app account token (or the
+/// original transaction id).
+public struct SubscriptionAudienceSpec: Hashable, Sendable {
+    /// What the joining attribute holds.
+    public enum Key: String, Hashable, Sendable, CaseIterable {
+        case appAccountToken = "app_account_token"
+        case originalTransactionID = "original_transaction_id"
+    }
+
+    /// The states a subscription can be in, as the journal keeps them.
+    public static let statuses = ["active", "expired", "billing-retry", "grace-period", "revoked"]
+
+    /// Empty: any status.
+    public var statuses: [String]
+    /// Empty: any product.
+    public var products: [String]
+    public var autoRenew: Bool?
+    /// The audience attribute holding each recipient's key.
+    public var attribute: String
+    public var key: Key
+    public var location: SourceLocation
+
+    public init(
+        statuses: [String] = [],
+        products: [String] = [],
+        autoRenew: Bool? = nil,
+        attribute: String = "app_account_token",
+        key: Key = .appAccountToken,
+        location: SourceLocation
+    ) {
+        self.statuses = statuses
+        self.products = products
+        self.autoRenew = autoRenew
+        self.attribute = attribute
+        self.key = key
+        self.location = location
+    }
+
+    /// Whether a subscription with these facts is in the audience.
+    public func admits(status: String?, product: String?, autoRenew: Bool?) -> Bool {
+        (statuses.isEmpty || status.map(statuses.contains) == true)
+            && (products.isEmpty || product.map(products.contains) == true)
+            && (self.autoRenew == nil || autoRenew == self.autoRenew)
+    }
+
+    /// A key as the journal and the audience are compared: app account tokens (UUIDs) in lowercase.
+    public func normalized(_ key: String) -> String {
+        self.key == .appAccountToken ? key.lowercased() : key
+    }
+
+    /// The selection in words, for plans and logs.
+    public var summary: String {
+        var parts: [String] = []
+        parts.append(statuses.isEmpty ? "any status" : "status " + statuses.joined(separator: " or "))
+        if !products.isEmpty { parts.append("product " + products.joined(separator: " or ")) }
+        if let autoRenew { parts.append("auto-renew " + (autoRenew ? "on" : "off")) }
+        return parts.joined(separator: ", ") + "; joined by \(attribute) = \(key.rawValue)"
+    }
 }
 
 /// A payload template or a string table: a file to read, or a structure written in the campaign.

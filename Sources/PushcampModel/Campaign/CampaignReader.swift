@@ -5,9 +5,9 @@ import Yams
 public enum CampaignReader {
     static let topKeys = [
         "campaign", "description", "app", "variables", "audience", "message", "schedule", "quiet_hours", "throttle",
-        "retry", "frequency_cap",
+        "retry", "frequency_cap", "trigger",
     ]
-    static let audienceKeys = ["source", "where", "exclude", "registered_at"]
+    static let audienceKeys = ["source", "where", "exclude", "registered_at", "subscriptions"]
     static let messageKeys = [
         "push_type", "priority", "expiration", "collapse_id", "topic", "payload", "strings", "locale", "variants",
         "holdout",
@@ -41,6 +41,13 @@ public enum CampaignReader {
         let audience = top["audience"].flatMap { readAudience($0, reader) }
         let message = top["message"].flatMap { readMessage($0, reader) }
         let schedule = top["schedule"].flatMap { readSchedule($0, reader) }
+        let trigger = top["trigger"].flatMap { readTrigger($0, reader) }
+        if let triggerNode = top.keyNode("trigger"), top["schedule"] != nil {
+            reader.error(
+                "a campaign has a 'schedule' or a 'trigger', not both: a trigger sends when its event arrives",
+                at: triggerNode
+            )
+        }
         let quietHours = top["quiet_hours"].flatMap { readQuietHours($0, schedule: schedule, reader) }
         let throttle = top["throttle"].map { readThrottle($0, reader) } ?? ThrottleSpec()
         let retry = top["retry"].map { readRetry($0, reader) } ?? RetrySpec()
@@ -57,6 +64,7 @@ public enum CampaignReader {
             audience: audience,
             message: message,
             schedule: schedule,
+            trigger: trigger,
             quietHours: quietHours,
             throttle: throttle,
             retry: retry,
@@ -117,6 +125,7 @@ public enum CampaignReader {
             }
         }
         let registeredAt = map["registered_at"].flatMap { reader.string($0, "registered_at") }
+        let subscriptions = map["subscriptions"].flatMap { readSubscriptions($0, reader) }
         guard let source else { return nil }
         return AudienceSpec(
             source: source,
@@ -124,8 +133,112 @@ public enum CampaignReader {
             filterText: filterText,
             filterLocation: filterLocation,
             exclude: exclude,
-            registeredAt: registeredAt
+            registeredAt: registeredAt,
+            subscriptions: subscriptions
         )
+    }
+
+    /// `audience.subscriptions: { status, product, auto_renew, attribute, by }`.
+    static func readSubscriptions(_ node: Node, _ reader: YAMLReader) -> SubscriptionAudienceSpec? {
+        let context = "audience.subscriptions"
+        guard
+            let map = reader.mapping(
+                node,
+                in: context,
+                allowed: ["status", "product", "auto_renew", "attribute", "by"]
+            )
+        else { return nil }
+        var spec = SubscriptionAudienceSpec(location: reader.location(node))
+        if let statusNode = map["status"] {
+            for (item, status) in strings(statusNode, "\(context).status", reader) {
+                guard SubscriptionAudienceSpec.statuses.contains(status) else {
+                    let hint = Suggestion.didYouMean(status, in: SubscriptionAudienceSpec.statuses)
+                    let known =
+                        hint.isEmpty
+                        ? " (expected one of: \(SubscriptionAudienceSpec.statuses.joined(separator: ", ")))" : hint
+                    reader.error("unknown subscription status '\(status.excerpt())'\(known)", at: item)
+                    continue
+                }
+                spec.statuses.append(status)
+            }
+        }
+        if let productNode = map["product"] {
+            spec.products = strings(productNode, "\(context).product", reader).map(\.text)
+        }
+        spec.autoRenew = map["auto_renew"].flatMap { reader.bool($0, "\(context).auto_renew") }
+        if let attribute = map["attribute"].flatMap({ reader.string($0, "\(context).attribute") }) {
+            spec.attribute = attribute
+        }
+        if let byNode = map["by"], let by = reader.string(byNode, "\(context).by") {
+            guard let key = SubscriptionAudienceSpec.Key(rawValue: by) else {
+                let keys = SubscriptionAudienceSpec.Key.allCases.map(\.rawValue)
+                reader.error(
+                    "'\(context).by' must be \(keys.joined(separator: " or ")), found '\(by.excerpt())'",
+                    at: byNode
+                )
+                return nil
+            }
+            spec.key = key
+            if map["attribute"] == nil { spec.attribute = key.rawValue }
+        }
+        return spec
+    }
+
+    /// `trigger: { app_store: TYPE, subtype: SUBTYPE or [..], delay: SPAN }`.
+    static func readTrigger(_ node: Node, _ reader: YAMLReader) -> TriggerSpec? {
+        guard
+            let map = reader.mapping(
+                node,
+                in: "trigger",
+                allowed: ["app_store", "subtype", "delay"],
+                required: ["app_store"]
+            )
+        else { return nil }
+        guard let typeNode = map["app_store"], let type = reader.string(typeNode, "trigger.app_store") else {
+            return nil
+        }
+        let known = TriggerSpec.appStoreTypes[type]
+        if known == nil {
+            let hint = Suggestion.didYouMean(type, in: TriggerSpec.appStoreTypes.keys.sorted())
+            reader.warning(
+                "'\(type.excerpt())' is not an App Store notification type Apple documents (the trigger fires only if Apple sends one)\(hint)",
+                at: typeNode
+            )
+        }
+        var spec = TriggerSpec(appStoreType: type, location: reader.location(node))
+        if let subtypeNode = map["subtype"] {
+            for (item, subtype) in strings(subtypeNode, "trigger.subtype", reader) {
+                if let known, !known.contains(subtype) {
+                    let documented = known.isEmpty ? "none" : known.joined(separator: ", ")
+                    reader.warning(
+                        "Apple documents no subtype '\(subtype.excerpt())' for \(type) (documented: \(documented)); the trigger fires only if Apple sends one",
+                        at: item
+                    )
+                }
+                spec.subtypes.append(subtype)
+            }
+        }
+        if let delayNode = map["delay"], let delay = reader.parsed(delayNode, "trigger.delay", TimeSpan.parse) {
+            guard delay.seconds <= 7 * 86_400 else {
+                reader.error("'trigger.delay' is \(delay); a trigger waits at most 7d", at: delayNode)
+                return nil
+            }
+            spec.delay = delay
+        }
+        return spec
+    }
+
+    /// One string, or a list of them, with the node each came from.
+    static func strings(_ node: Node, _ what: String, _ reader: YAMLReader) -> [(node: Node, text: String)] {
+        let items: [Node]
+        if case .sequence = node {
+            items = reader.sequence(node, what) ?? []
+        } else {
+            items = [node]
+        }
+        return items.enumerated().compactMap { index, item in
+            reader.string(item, items.count == 1 ? what : "\(what)[\(index)]").map { (item, $0) }
+        }
     }
 
     /// Where character `offset` of a one-line scalar is in the file.

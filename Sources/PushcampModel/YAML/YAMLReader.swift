@@ -24,6 +24,10 @@ public final class YAMLReader {
         diagnostics.append(.error(message, at: location))
     }
 
+    public func warning(_ message: String, at node: Node?) {
+        diagnostics.append(.warning(message, at: location(node)))
+    }
+
     public func append(_ more: [Diagnostic]) {
         diagnostics += more
     }

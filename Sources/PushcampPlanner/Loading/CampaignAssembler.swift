@@ -71,7 +71,9 @@ struct CampaignAssembler {
             messageLocation: message.location,
             journalPath: paths.url(project.journalPath).path,
             registeredAtAttribute: campaign.audience.registeredAt ?? "registered_at",
-            frequencyCap: frequencyCap()
+            frequencyCap: frequencyCap(),
+            subscriptions: campaign.audience.subscriptions,
+            trigger: campaign.trigger
         )
         return loaded
     }

@@ -56,6 +56,16 @@ public struct LoadedCampaign: Sendable {
     public var registeredAtAttribute: String
     /// The campaign's `frequency_cap`, else the project's default; nil when there is none (or `off`).
     public var frequencyCap: FrequencyCapSpec?
+    /// `audience.subscriptions`: only recipients whose App Store subscription is in these states.
+    public var subscriptions: SubscriptionAudienceSpec? = nil
+    /// `trigger:`: sent by `pushcamp serve` when an App Store notification arrives.
+    public var trigger: TriggerSpec? = nil
+
+    /// How the audience is joined to App Store subscriptions: `audience.subscriptions`, else (for
+    /// a trigger) the app account token in the `app_account_token` attribute.
+    public var subscriptionJoin: SubscriptionAudienceSpec {
+        subscriptions ?? SubscriptionAudienceSpec(location: trigger?.location ?? messageLocation)
+    }
 }
 
 /// One file a campaign is made of, with a digest of its bytes.

@@ -50,9 +50,12 @@ public struct FrequencyCap: Sendable {
 public struct DeliveryHistory: Sendable {
     public var suppression: Suppression
     public var frequencyCap: FrequencyCap?
+    /// The subscriptions the audience is joined to; everyone passes when nil.
+    public var subscriptions: SubscriptionMatch?
 
-    public init(suppression: Suppression, frequencyCap: FrequencyCap? = nil) {
+    public init(suppression: Suppression, frequencyCap: FrequencyCap? = nil, subscriptions: SubscriptionMatch? = nil) {
         self.suppression = suppression
         self.frequencyCap = frequencyCap
+        self.subscriptions = subscriptions
     }
 }

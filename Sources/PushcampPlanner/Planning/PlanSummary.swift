@@ -25,6 +25,17 @@ public struct PlanSummary: Sendable {
     public var suppressed = 0
     /// Recipients held back by the frequency cap: delivered `max` notifications within its window.
     public var capped = 0
+    /// Recipients passed over because no subscription of `audience.subscriptions` (or the
+    /// trigger's) is joined to them.
+    public var unsubscribed = 0
+    public var subscriptions: SubscriptionAudienceSpec?
+    /// How many subscriptions in the journal are in the selected states; nil when not looked up.
+    public var subscriptionsMatched: Int?
+    /// The subscription keys audience rows were joined to, when the match records them (triggers).
+    public var joinedSubscriptions: Set<String> = []
+    public var trigger: TriggerSpec?
+    /// For a trigger campaign: the notifications of the last `days` days that would have fired it.
+    public var triggerHistory: (days: Int, events: Int, subscriptions: Int)?
     public var holdout: Share
     /// Pushes that passed every pre-flight check and would be sent.
     public var planned = 0

@@ -58,6 +58,14 @@ public struct Planner: Sendable {
         var seq = 0
         let counts = try campaign.audience.forEachRecipient { recipient in
             defer { seq += 1 }
+            // Before the resume check, so a resumed trigger run still knows which firings it reached.
+            if let subscriptions = history?.subscriptions {
+                guard let key = subscriptions.key(of: recipient) else {
+                    state.unsubscribed += 1
+                    return
+                }
+                if subscriptions.recordsJoins { state.joined.insert(key) }
+            }
             if skip(seq) {
                 state.skipped += 1
                 return
@@ -88,7 +96,9 @@ public struct Planner: Sendable {
             }
             if let push = state.plan(recipient, seq: seq) { try body(push) }
         }
-        return state.summary(audience: counts, sendTimeSource: sendTimeSource)
+        var summary = state.summary(audience: counts, sendTimeSource: sendTimeSource)
+        summary.subscriptionsMatched = history?.subscriptions?.count
+        return summary
     }
 }
 
@@ -131,6 +141,8 @@ struct PlanState {
     var skipped = 0
     var suppressed = 0
     var capped = 0
+    var unsubscribed = 0
+    var joined: Set<String> = []
     var planned = 0
     var failed = 0
     var sizes = SizeStatistics()
@@ -364,6 +376,8 @@ struct PlanState {
         summary.skipped = skipped
         summary.suppressed = suppressed
         summary.capped = capped
+        summary.unsubscribed = unsubscribed
+        summary.joinedSubscriptions = joined
         summary.planned = planned
         summary.failed = failed
         if campaign.hasVariants {
@@ -376,6 +390,8 @@ struct PlanState {
         }
         summary.payloadSizes = sizes
         if timing != nil { summary.timing = timingSummary }
+        summary.subscriptions = campaign.subscriptions
+        summary.trigger = campaign.trigger
         summary.schedule = campaign.schedule
         summary.quietHours = campaign.quietHours
         if let schedule = campaign.schedule, schedule.isRecurring {

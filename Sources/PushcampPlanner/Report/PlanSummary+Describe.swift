@@ -83,8 +83,27 @@ extension PlanSummary {
                 )
             }
         }
+        if let trigger {
+            lines.append("trigger \(trigger) — sent by `pushcamp serve` to each notification's subscription")
+            if let history = triggerHistory {
+                lines.append(
+                    "in the last \(history.days) days \(history.events) notification\(history.events == 1 ? "" : "s") for \(history.subscriptions) subscription\(history.subscriptions == 1 ? "" : "s") would have fired it"
+                )
+            }
+        }
         if let quietHours { lines.append("quiet hours \(quietHours)") }
         return lines
+    }
+
+    /// The audience funnel's "no subscription" row, when the audience is joined to subscriptions.
+    var subscriptionRow: (label: String, count: Int, note: String)? {
+        guard subscriptions != nil || trigger != nil else { return nil }
+        let join = subscriptions ?? SubscriptionAudienceSpec(location: SourceLocation(path: ""))
+        var note = join.summary
+        if let matched = subscriptionsMatched {
+            note += "; \(matched) subscription\(matched == 1 ? "" : "s") in the journal"
+        }
+        return ("no subscription", unsubscribed, note)
     }
 
     /// What the timeline's counts do not show: fallbacks, deferrals, drops.

@@ -18,7 +18,8 @@ extension PlanSummary {
             ("invalid_tokens", .integer(audience.invalidTotal)), ("invalid_by_problem", .object(invalidByProblem)),
             ("invalid_examples", .array(invalidExamples)), ("duplicates", .integer(audience.duplicates)),
             ("filtered_out", .integer(audience.filteredOut)), ("excluded", .integer(audience.excluded)),
-            ("suppressed", .integer(suppressed)), ("capped", .integer(capped)), ("held_out", .integer(heldOut)),
+            ("no_subscription", .integer(unsubscribed)), ("suppressed", .integer(suppressed)),
+            ("capped", .integer(capped)), ("held_out", .integer(heldOut)),
             ("holdout_percent", .number(Double(holdout.basisPoints) / 100)),
         ])
         let failuresJSON = sortedFailures.map { reason, stat -> JSONValue in
@@ -138,6 +139,33 @@ extension PlanSummary {
                     .object([
                         ("max", .integer($0.max)), ("per", .string($0.per.description)),
                         ("per_seconds", .integer(Int($0.per.seconds))),
+                    ])
+                } ?? .null
+            ),
+            (
+                "subscriptions",
+                subscriptionRow.map { row in
+                    let join = subscriptions ?? SubscriptionAudienceSpec(location: SourceLocation(path: ""))
+                    return .object([
+                        ("status", .array(join.statuses.map { .string($0) })),
+                        ("product", .array(join.products.map { .string($0) })),
+                        ("auto_renew", join.autoRenew.map { .bool($0) } ?? .null),
+                        ("attribute", .string(join.attribute)), ("by", .string(join.key.rawValue)),
+                        ("matched", subscriptionsMatched.map { .integer($0) } ?? .null),
+                        ("no_subscription", .integer(row.count)),
+                    ])
+                } ?? .null
+            ),
+            (
+                "trigger",
+                trigger.map { trigger in
+                    .object([
+                        ("app_store", .string(trigger.appStoreType)),
+                        ("subtype", .array(trigger.subtypes.map { .string($0) })),
+                        ("delay_seconds", .integer(Int(trigger.delay.seconds))),
+                        ("days", triggerHistory.map { .integer($0.days) } ?? .null),
+                        ("would_have_fired", triggerHistory.map { .integer($0.events) } ?? .null),
+                        ("subscriptions", triggerHistory.map { .integer($0.subscriptions) } ?? .null),
                     ])
                 } ?? .null
             ),

@@ -23,6 +23,7 @@ extension PlanSummary {
         out += "| duplicates | \(audience.duplicates) | first row of a token wins |\n"
         out += "| filtered out | \(audience.filteredOut) | \(filter.map { "\(Markdown.code($0))" } ?? "") |\n"
         out += "| excluded | \(audience.excluded) | |\n"
+        if let row = subscriptionRow { out += "| \(row.label) | \(row.count) | \(escape(row.note)) |\n" }
         out += "| suppressed | \(suppressed) | \(suppressed > 0 ? "dead tokens for \(Markdown.code(topic))" : "") |\n"
         out += "| capped | \(capped) | \(frequencyCap.map { "frequency cap: \($0)" } ?? "no frequency cap") |\n"
         out += "| held out | \(heldOut) | holdout \(holdout) |\n"

@@ -22,6 +22,7 @@ extension PlanSummary {
             ("filtered out", audience.filteredOut, filter.map { "where: \($0.escapingControlCharacters)" } ?? "")
         )
         rows.append(("excluded", audience.excluded, ""))
+        if let row = subscriptionRow { rows.append((row.label, row.count, row.note.escapingControlCharacters)) }
         rows.append(("suppressed", suppressed, suppressed > 0 ? "dead tokens for \(topic), from the journal" : ""))
         rows.append(
             ("capped", capped, frequencyCap.map { "frequency cap: \($0), from the journal" } ?? "no frequency cap")
@@ -103,7 +104,9 @@ extension PlanSummary {
         if let journal { out += "  journal: \(journal.text)\n" }
         var held: [String] = []
         for (count, label) in [
-            (failed, "refused by pre-flight checks"), (suppressed, "suppressed"), (capped, "capped"),
+            (failed, "refused by pre-flight checks"), (unsubscribed, "with no subscription"),
+            (suppressed, "suppressed"),
+            (capped, "capped"),
         ]
         where count > 0 {
             held.append("\(count) \(label)")

@@ -176,6 +176,8 @@ public struct ExecutorStateMachine: Sendable {
             report.heldOut = summary.heldOut
             report.suppressed = summary.suppressed
             report.capped = summary.capped
+            report.unsubscribed = summary.unsubscribed
+            report.joinedSubscriptions = summary.joinedSubscriptions
             report.preflightFailed = summary.failed
             report.dropped = summary.dropped
             report.planFinished = true
@@ -440,6 +442,10 @@ public struct PlanSummaryCounts: Sendable {
     public var failed: Int
     /// Not sent by the campaign's timing: quiet hours, or a local time already passed (by reason).
     public var dropped: [String: Int]
+    /// Recipients with no subscription the audience is joined to.
+    public var unsubscribed = 0
+    /// The subscription keys rows were joined to (trigger runs).
+    public var joinedSubscriptions: Set<String> = []
 
     public init(heldOut: Int, suppressed: Int, capped: Int, failed: Int, dropped: [String: Int] = [:]) {
         self.heldOut = heldOut

@@ -119,17 +119,18 @@ final class PlanProducer: Sendable {
                 _ = try pass.run(skipping: skip) { (push: PlannedPush) in try take(push) }
                 try handOver()
             }
-            result.withLock {
-                $0.summary = PlanSummaryCounts(
-                    heldOut: summary.heldOut,
-                    suppressed: summary.suppressed,
-                    capped: summary.capped,
-                    failed: summary.failed,
-                    dropped: Dictionary(
-                        uniqueKeysWithValues: (summary.timing?.dropped ?? [:]).map { ($0.key.rawValue, $0.value) }
-                    )
+            var counts = PlanSummaryCounts(
+                heldOut: summary.heldOut,
+                suppressed: summary.suppressed,
+                capped: summary.capped,
+                failed: summary.failed,
+                dropped: Dictionary(
+                    uniqueKeysWithValues: (summary.timing?.dropped ?? [:]).map { ($0.key.rawValue, $0.value) }
                 )
-            }
+            )
+            counts.unsubscribed = summary.unsubscribed
+            counts.joinedSubscriptions = summary.joinedSubscriptions
+            result.withLock { $0.summary = counts }
         } catch is CancellationError {
             // Stopped: the report says the plan was not finished.
         } catch {

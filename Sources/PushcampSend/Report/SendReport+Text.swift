@@ -29,6 +29,7 @@ extension SendReport {
             "planned \(planned)\(planNote); held out \(heldOut); "
                 + (suppressed > 0 ? "suppressed \(suppressed) (dead tokens); " : "")
                 + (capped > 0 ? "capped \(capped) (frequency cap); " : "")
+                + (unsubscribed > 0 ? "no subscription \(unsubscribed); " : "")
                 + dropped.sorted { $0.key < $1.key }.map { "dropped \($0.value) (\($0.key)); " }.joined()
                 + "refused by pre-flight \(preflightFailed)"
         )

@@ -45,6 +45,10 @@ public struct SendReport: Sendable {
     public var suppressed = 0
     /// Recipients held back by the campaign's frequency cap.
     public var capped = 0
+    /// Recipients with no App Store subscription the audience is joined to.
+    public var unsubscribed = 0
+    /// The subscription keys audience rows were joined to (runs of trigger firings).
+    public var joinedSubscriptions: Set<String> = []
     /// Recipients not sent because of the campaign's timing, by reason (`quiet-hours`,
     /// `quiet-hours-expired`, `on-passed`).
     public var dropped: [String: Int] = [:]

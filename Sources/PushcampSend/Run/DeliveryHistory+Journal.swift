@@ -4,12 +4,15 @@ import PushcampModel
 import PushcampPlanner
 
 extension DeliveryHistory {
-    /// What `journal` knows that changes `campaign`'s plan: the dead tokens of its topic and, when
-    /// it has a frequency cap, the deliveries within the cap's window before `now`.
+    /// What `journal` knows that changes `campaign`'s plan: the dead tokens of its topic; when it
+    /// has a frequency cap, the deliveries within the cap's window before `now`; when its audience
+    /// is joined to App Store subscriptions, those in the selected states — only those keyed by
+    /// `triggerKeys` for the run of trigger firings.
     public static func read(
         for campaign: LoadedCampaign,
         from journal: any JournalStore,
-        now: Date = Date()
+        now: Date = Date(),
+        triggerKeys: [String]? = nil
     ) throws -> DeliveryHistory {
         var suppression = Suppression(registeredAtAttribute: campaign.registeredAtAttribute)
         for token in try journal.invalidTokens(topic: campaign.topic, since: nil) {
@@ -20,14 +23,60 @@ extension DeliveryHistory {
             let since = now.timeIntervalSince1970 - Double(spec.per.seconds)
             history.frequencyCap = try FrequencyCap(spec) { try journal.forEachDelivery(since: since, $0) }
         }
+        if campaign.subscriptions != nil || campaign.trigger != nil || triggerKeys != nil {
+            history.subscriptions = try subscriptionMatch(for: campaign, from: journal, only: triggerKeys)
+        }
         return history
+    }
+
+    /// The subscriptions `campaign`'s audience is joined to: those of its app in the states of
+    /// `audience.subscriptions` (any state without it: what a trigger can reach), limited to `keys`
+    /// when given.
+    static func subscriptionMatch(
+        for campaign: LoadedCampaign,
+        from journal: any JournalStore,
+        only keys: [String]?
+    ) throws -> SubscriptionMatch {
+        let join = campaign.subscriptionJoin
+        let spec = campaign.subscriptions
+        if spec == nil, let keys {
+            var match = SubscriptionMatch(spec: join, keys: keys)
+            match.recordsJoins = true
+            return match
+        }
+        guard let store = journal as? any NotificationStore else {
+            throw JournalError(.failed, "this journal keeps no App Store subscription state")
+        }
+        let wanted = keys.map { Set($0.map(join.normalized)) }
+        var selected: [String] = []
+        try store.forEachSubscription(app: campaign.app.name) { subscription in
+            guard
+                spec?.admits(
+                    status: subscription.status,
+                    product: subscription.productID,
+                    autoRenew: subscription.autoRenew
+                ) ?? true,
+                let key = join.key == .appAccountToken
+                    ? subscription.appAccountToken : subscription.originalTransactionID
+            else { return }
+            if let wanted, !wanted.contains(join.normalized(key)) { return }
+            selected.append(key)
+        }
+        var match = SubscriptionMatch(spec: join, keys: selected)
+        match.recordsJoins = keys != nil
+        return match
     }
 
     /// For `plan`: the journal at `path` if there is one (a project that never sent has none, and
     /// planning does not create it).
     public static func read(for campaign: LoadedCampaign, journalPath path: String) throws -> DeliveryHistory {
         guard FileManager.default.fileExists(atPath: path) else {
-            return DeliveryHistory(suppression: Suppression(registeredAtAttribute: campaign.registeredAtAttribute))
+            // A project that never received App Store notifications has no subscription to join.
+            return DeliveryHistory(
+                suppression: Suppression(registeredAtAttribute: campaign.registeredAtAttribute),
+                subscriptions: campaign.subscriptions != nil || campaign.trigger != nil
+                    ? SubscriptionMatch(spec: campaign.subscriptionJoin, keys: []) : nil
+            )
         }
         return try read(for: campaign, from: SQLiteJournal(path: path, readOnly: true))
     }
@@ -54,6 +103,27 @@ extension PlanSummary {
         let journal = try CampaignJournalStatus.read(for: campaign, journalPath: journalPath)
         var summary = try planner.run()
         summary.journal = journal
+        if let trigger = campaign.trigger {
+            summary.triggerHistory = try triggerHistory(trigger, app: campaign.app.name, journalPath: journalPath)
+        }
         return summary
+    }
+
+    /// How many notifications of the last `days` days would have fired `trigger`.
+    static func triggerHistory(
+        _ trigger: TriggerSpec,
+        app: String,
+        journalPath: String,
+        days: Int = 30,
+        now: Date = Date()
+    ) throws -> (days: Int, events: Int, subscriptions: Int) {
+        guard FileManager.default.fileExists(atPath: journalPath) else { return (days, 0, 0) }
+        let counts = try SQLiteJournal(path: journalPath, readOnly: true).countNotifications(
+            app: app,
+            type: trigger.appStoreType,
+            subtypes: trigger.subtypes,
+            since: now.timeIntervalSince1970 - Double(days * 86_400)
+        )
+        return (days, counts.events, counts.subscriptions)
     }
 }

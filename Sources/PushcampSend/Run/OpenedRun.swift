@@ -11,6 +11,8 @@ struct OpenedRun {
     var lock: RunLock?
     /// What to tell the user before sending (resuming, giving up an old run).
     var note: String?
+    /// For the run of trigger firings: the subscriptions they are about.
+    var triggerKeys: [String]?
 
     /// Throws `RunRefusal` only.
     static func open(_ campaign: LoadedCampaign, options: SendRun.Options, now: Double) throws(RunRefusal) -> OpenedRun
@@ -44,6 +46,11 @@ struct OpenedRun {
             }
             if case .slot(let slot) = options.kind {
                 return try slotRun(slot, campaign: campaign, store: store, lock: lock, now: now)
+            }
+            if case .trigger(let notifications) = options.kind {
+                var opened = try triggerRun(notifications, campaign: campaign, store: store, lock: lock, now: now)
+                opened.triggerKeys = try store.firings(run: opened.journal.run.id).compactMap(\.subscriptionKey)
+                return opened
             }
             return try sendOrRehearse(campaign, options: options, store: store, lock: lock, now: now)
         } catch let error as JournalError {
@@ -152,6 +159,53 @@ struct OpenedRun {
             )
         }
         return try resuming(run, in: store, lock: lock, named: "run \(run.id) of \(campaign.id), slot \(slotText)")
+    }
+
+    /// The run of the trigger firings of `campaign` by `notifications`: a new run claimed with them
+    /// in one transaction, or their unfinished run resumed. Firings claimed already (or skipped)
+    /// are refused with `slotRecorded`.
+    private static func triggerRun(
+        _ notifications: [String],
+        campaign: LoadedCampaign,
+        store: SQLiteJournal,
+        lock: RunLock,
+        now: Double
+    ) throws -> OpenedRun {
+        let file = URL(fileURLWithPath: campaign.path).standardizedFileURL.path
+        if let run = try store.claimFirings(
+            campaign: campaign.id,
+            notifications: notifications,
+            revision: campaign.revision,
+            file: file,
+            now: now
+        ) {
+            return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: lock)
+        }
+        let events =
+            notifications.count == 1 ? "notification \(notifications[0])" : "\(notifications.count) notifications"
+        guard let first = notifications.first,
+            let firing = try store.firing(campaign: campaign.id, notification: first), let id = firing.run,
+            let run = try store.run(id), run.status.isUnfinished
+        else {
+            throw RunRefusal(
+                "the trigger of \(campaign.id) by \(events) fired already; it does not fire again",
+                exitCode: 1,
+                slotRecorded: true
+            )
+        }
+        guard run.revision == campaign.revision else {
+            try store.setStatus(.superseded, of: run.id, now: now)
+            throw RunRefusal(
+                """
+                run \(run.id) of the trigger of \(campaign.id) was planned from revision \(run.revision), and the \
+                campaign changed since (revision now \(campaign.revision)); resuming would send a different plan, \
+                so the run was given up
+                """,
+                exitCode: 1,
+                slotRecorded: true
+            )
+        }
+        return try resuming(run, in: store, lock: lock, named: "run \(run.id) of \(campaign.id), fired by \(events)")
     }
 
     /// The replay run of `original` for `reasons`: an unfinished one resumed, or a new one.

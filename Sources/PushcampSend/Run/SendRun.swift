@@ -29,6 +29,9 @@ public final class SendRun: Service, Sendable {
         /// `pushcamp serve`: the run of one schedule slot (seconds since 1970), claimed in the journal
         /// as the run is created, or resumed when the slot's run is unfinished.
         case slot(Int64)
+        /// `pushcamp serve`: the run of trigger firings (by their notifications' UUIDs), claimed in
+        /// the journal as the run is created, or resumed when their run is unfinished.
+        case trigger([String])
     }
 
     public struct Options: Sendable {
@@ -122,6 +125,16 @@ public final class SendRun: Service, Sendable {
         if case .send = options.kind, !options.ignoreSchedule, let schedule = campaign.schedule {
             try refuseScheduled(schedule, now: now)
         }
+        if case .send = options.kind, !options.ignoreSchedule, let trigger = campaign.trigger {
+            throw RunRefusal(
+                """
+                the campaign has a trigger (\(trigger)); `pushcamp serve` sends it to one subscription's \
+                recipients each time that notification arrives, so nothing was sent. Send it now to everyone \
+                the audience joins to a subscription anyway with --now
+                """,
+                exitCode: 1
+            )
+        }
         if let (plan, path) = options.plan {
             let differences = plan.differences(from: campaign)
             guard differences.isEmpty else {
@@ -162,7 +175,11 @@ public final class SendRun: Service, Sendable {
                 if let path = options.historyJournalPath {
                     history = try DeliveryHistory.read(for: campaign, journalPath: path)
                 } else {
-                    history = try DeliveryHistory.read(for: campaign, from: opened.journal.store)
+                    history = try DeliveryHistory.read(
+                        for: campaign,
+                        from: opened.journal.store,
+                        triggerKeys: opened.triggerKeys
+                    )
                 }
             } catch {
                 try? opened.journal.close(status: .interrupted, planned: nil)

@@ -29,18 +29,21 @@ public final class AppStoreReceiver: Sendable {
     let metrics: ServeMetrics
     let logger: Logger
     let clock: any WallClock
+    let triggers: TriggerTable
 
     public init(
         intake: NotificationIntake,
         store: any NotificationStore,
         metrics: ServeMetrics,
         logger: Logger,
+        triggers: TriggerTable = TriggerTable(),
         clock: any WallClock = SystemWallClock()
     ) {
         self.intake = intake
         self.store = store
         self.metrics = metrics
         self.logger = logger
+        self.triggers = triggers
         self.clock = clock
     }
 
@@ -57,9 +60,13 @@ public final class AppStoreReceiver: Sendable {
             return Answer(status: 400, body: "refused: \(error.code.rawValue)\n")
         }
         let record = Self.record(outcome, signedPayload: signedPayload, receivedAt: now)
+        var firings: [TriggerFiring] = []
+        if case .accepted(let notification, let app) = outcome {
+            firings = triggers.firings(for: notification, app: app, now: now)
+        }
         let new: Bool
         do {
-            new = try store.storeNotification(record, subscription: Self.subscription(outcome))
+            new = try store.storeNotification(record, subscription: Self.subscription(outcome), firings: firings)
         } catch {
             metrics.appStoreStoreFailed()
             logger.error(
@@ -74,7 +81,11 @@ public final class AppStoreReceiver: Sendable {
         case (false, _):
             logger.info("App Store notification \(what): a duplicate, already kept")
         case (true, .accepted(_, let app)):
-            logger.info("App Store notification \(what) for \(app): stored")
+            let fires = firings.map(\.campaign).joined(separator: ", ")
+            logger.info("App Store notification \(what) for \(app): stored\(fires.isEmpty ? "" : "; fires \(fires)")")
+            for firing in firings where firing.status == .noRecipient {
+                metrics.triggerFired(firing.campaign, outcome: "no_recipient")
+            }
         case (true, .quarantined(_, let reason)):
             logger.warning(
                 "App Store notification \(what) quarantined: \(reason.escapingControlCharacters); fix pushcamp.yaml, then `pushcamp appstore reprocess`"

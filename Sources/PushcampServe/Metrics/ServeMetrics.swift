@@ -183,6 +183,15 @@ public struct ServeMetrics: Sendable {
         Counter(label: "pushcamp_appstore_store_failures_total", factory: factory).increment()
     }
 
+    /// A trigger firing settled: `sent` (its run reached a recipient), `no_recipient`, `skipped`.
+    func triggerFired(_ campaign: String, outcome: String) {
+        Counter(
+            label: "pushcamp_trigger_firings_total",
+            dimensions: [("campaign", campaign), ("outcome", outcome)],
+            factory: factory
+        ).increment()
+    }
+
     func runRefused(_ campaign: String) {
         Counter(label: "pushcamp_runs_refused_total", dimensions: [("campaign", campaign)], factory: factory)
             .increment()

@@ -5,14 +5,15 @@ import PushcampPlanner
 /// The campaign files `serve` watches: every `*.yaml` and `*.yml` under the configured folders
 /// (not recursively), read again when a file's size or modification time changes. A file that does
 /// not validate is kept as invalid with its first error; the others go on. A campaign whose file
-/// stops validating keeps its last schedule, so each of its slots is still decided, and recorded
-/// as skipped (`invalid`) when its file cannot be sent.
+/// stops validating keeps its last schedule (or trigger), so each of its slots is still decided,
+/// and recorded as skipped (`invalid`) when its file cannot be sent.
 struct CampaignCatalog {
     struct Entry {
         var path: String
         var stamp: Stamp
         var id: String?
         var schedule: ScheduleSpec?
+        var trigger: TriggerRule?
         var loadError: String?
         /// Set when an earlier file (by path) defines the same campaign.
         var duplicateOf: String?
@@ -52,6 +53,18 @@ struct CampaignCatalog {
         return result
     }
 
+    /// Trigger campaigns by id, as `scheduled`.
+    var triggers: [String: (path: String, rule: TriggerRule)] {
+        var result: [String: (path: String, rule: TriggerRule)] = [:]
+        for entry in entries.values.sorted(by: { $0.path < $1.path }) {
+            guard entry.duplicateOf == nil, let id = entry.id, let rule = entry.trigger, result[id] == nil else {
+                continue
+            }
+            result[id] = (entry.path, rule)
+        }
+        return result
+    }
+
     var invalid: [(file: String, error: String)] {
         entries.values.compactMap { entry in entry.error.map { (entry.path, $0) } }.sorted { $0.file < $1.file }
     }
@@ -72,6 +85,7 @@ struct CampaignCatalog {
                 if entry.loadError != nil, let previous = entries[path], previous.loadError == nil {
                     entry.id = previous.id
                     entry.schedule = previous.schedule
+                    entry.trigger = previous.trigger
                 }
                 entries[path] = entry
                 changed = true
@@ -97,7 +111,14 @@ struct CampaignCatalog {
 
     private func read(_ path: String, stamp: Stamp) -> Entry {
         let (campaign, error) = load(path)
-        return Entry(path: path, stamp: stamp, id: campaign?.id, schedule: campaign?.schedule, loadError: error)
+        return Entry(
+            path: path,
+            stamp: stamp,
+            id: campaign?.id,
+            schedule: campaign?.schedule,
+            trigger: campaign.flatMap(TriggerRule.init),
+            loadError: error
+        )
     }
 
     private mutating func markDuplicates() {

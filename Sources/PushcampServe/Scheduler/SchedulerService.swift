@@ -15,8 +15,15 @@ import Synchronization
 /// and sending it through `SendRun` with `.slot(slot)`, which claims the slot in the journal in
 /// the transaction that creates the run. Skipped slots are recorded with their reason.
 ///
-/// On start it resumes slot runs left unfinished by a killed `serve`. On graceful shutdown it fires
-/// nothing more, lets running sends drain as `send` does (they resume on the next start), and ends.
+/// Trigger campaigns go the same way: the receiver records a firing with each notification that
+/// matches one (through the shared `TriggerTable`, which this service keeps up to date), and once
+/// a second the firings due are sent, each campaign's due firings in one run (`.trigger`), claimed
+/// in the transaction that creates the run; firings whose subscription no audience row is joined
+/// to are then marked `no-recipient`.
+///
+/// On start it resumes slot and trigger runs left unfinished by a killed `serve`. On graceful
+/// shutdown it fires nothing more, lets running sends drain as `send` does (they resume on the next
+/// start), and ends.
 public final class SchedulerService: Service, Sendable {
     public struct Configuration: Sendable {
         public var paths: ProjectPaths
@@ -48,18 +55,21 @@ public final class SchedulerService: Service, Sendable {
     let metrics: ServeMetrics
     let status: ServeStatus
     let logger: Logger
+    let triggers: TriggerTable
 
     public init(
         configuration: Configuration,
         metrics: ServeMetrics,
         status: ServeStatus,
         logger: Logger,
+        triggers: TriggerTable = TriggerTable(),
         clock: any WallClock = SystemWallClock()
     ) {
         self.configuration = configuration
         self.metrics = metrics
         self.status = status
         self.logger = logger
+        self.triggers = triggers
         self.clock = clock
     }
 
@@ -70,6 +80,7 @@ public final class SchedulerService: Service, Sendable {
         var machine = SchedulerStateMachine(startedAt: Int64(clock.now()))
         var catalog = CampaignCatalog(paths: configuration.paths, folders: configuration.campaignFolders)
         var paths: [String: String] = [:]
+        var triggered: [String: String] = [:]
         let (events, continuation) = AsyncStream<Event>.makeStream()
         let clock = self.clock
         let interval = configuration.tickInterval
@@ -93,6 +104,15 @@ public final class SchedulerService: Service, Sendable {
                     status.update { $0.running = running.sorted() }
                     group.addTask {
                         await self.fire(campaign, slot: slot, path: path, journal: journal)
+                        continuation.yield(.ended(campaign))
+                    }
+                }
+                func startTrigger(_ campaign: String, notifications: [String]) {
+                    guard let path = triggered[campaign] else { return }
+                    running.insert(campaign)
+                    status.update { $0.running = running.sorted() }
+                    group.addTask {
+                        await self.fireTrigger(campaign, notifications: notifications, path: path, journal: journal)
                         continuation.yield(.ended(campaign))
                     }
                 }
@@ -122,6 +142,8 @@ public final class SchedulerService: Service, Sendable {
                         guard !stopping else { break }
                         if catalog.refresh() || !resumed {
                             paths = self.sync(&machine, with: catalog, journal: journal, now: now)
+                            triggered = catalog.triggers.mapValues(\.path)
+                            self.triggers.set(catalog.triggers.values.map(\.rule))
                         }
                         if !resumed {
                             resumed = true
@@ -129,8 +151,16 @@ public final class SchedulerService: Service, Sendable {
                                 machine.resuming(campaign, slot: slot)
                                 start(campaign, slot: slot)
                             }
+                            for (campaign, notifications) in self.unfinishedTriggers(journal, triggered: triggered)
+                            where !running.contains(campaign) {
+                                startTrigger(campaign, notifications: notifications)
+                            }
                         }
                         perform(machine.tick(now: Int64(now)))
+                        for (campaign, notifications) in self.dueFirings(journal, now: now, triggered: triggered)
+                        where !running.contains(campaign) {
+                            startTrigger(campaign, notifications: notifications)
+                        }
                         self.metrics.ticked(at: now)
                         for campaign in machine.campaigns {
                             self.metrics.nextSlot(campaign, at: machine.nextSlot(of: campaign))
@@ -213,6 +243,129 @@ public final class SchedulerService: Service, Sendable {
             report("the journal cannot be read: \(error)")
             return []
         }
+    }
+
+    /// Pending firings due now, by campaign (oldest first); those of campaigns no longer in the
+    /// folders are skipped.
+    private func dueFirings(
+        _ journal: SQLiteJournal,
+        now: Double,
+        triggered: [String: String]
+    ) -> [(String, [String])] {
+        let due: [TriggerFiring]
+        do {
+            due = try journal.dueFirings(now: now)
+        } catch {
+            report("the journal's trigger firings cannot be read: \(error)")
+            return []
+        }
+        var order: [String] = []
+        var byCampaign: [String: [String]] = [:]
+        for firing in due {
+            if byCampaign[firing.campaign] == nil { order.append(firing.campaign) }
+            byCampaign[firing.campaign, default: []].append(firing.notification)
+        }
+        return order.compactMap { campaign in
+            let notifications = byCampaign[campaign] ?? []
+            guard triggered[campaign] != nil else {
+                skipFirings(
+                    campaign,
+                    notifications,
+                    detail: "campaign \(campaign) is no longer a trigger campaign in the campaign folders",
+                    journal: journal
+                )
+                return nil
+            }
+            return (campaign, notifications)
+        }
+    }
+
+    /// Trigger runs a killed `serve` left unfinished, with their notifications.
+    private func unfinishedTriggers(_ journal: SQLiteJournal, triggered: [String: String]) -> [(String, [String])] {
+        do {
+            return try journal.unfinishedTriggerRuns().compactMap { run in
+                guard triggered[run.campaign] != nil else {
+                    logger.warning(
+                        "run \(run.id) of trigger campaign \(run.campaign) is unfinished, but the campaign is no longer a trigger campaign; it is left as it is"
+                    )
+                    return nil
+                }
+                return (run.campaign, try journal.firings(run: run.id).map(\.notification))
+            }
+        } catch {
+            report("the journal cannot be read: \(error)")
+            return []
+        }
+    }
+
+    /// Sends the firings of `campaign` by `notifications` in one run: the campaign as its file is
+    /// now, to the audience rows joined to their subscriptions.
+    private func fireTrigger(_ campaign: String, notifications: [String], path: String, journal: SQLiteJournal) async {
+        let events =
+            notifications.count == 1 ? "notification \(notifications[0])" : "\(notifications.count) notifications"
+        let (loaded, error) = CampaignCatalog(paths: configuration.paths, folders: []).load(path)
+        guard let loaded else {
+            skipFirings(campaign, notifications, detail: error ?? "the campaign file does not load", journal: journal)
+            return
+        }
+        var options = SendRun.Options(journalPath: configuration.journalPath)
+        options.kind = .trigger(notifications)
+        options.stallTimeout = configuration.stallTimeout
+        let send: SendRun
+        do {
+            send = try SendRun.prepare(
+                loaded,
+                options: options,
+                transport: .app(paths: configuration.paths, environment: configuration.environment),
+                clock: clock
+            )
+        } catch {
+            if error.slotRecorded {
+                logger.debug("trigger of \(campaign) by \(events): \(error.message)")
+            } else if error.exitCode != 5 {
+                metrics.runRefused(campaign)
+                skipFirings(campaign, notifications, detail: error.message, journal: journal)
+                report("the trigger of \(campaign) by \(events) was refused: \(error.message)")
+            }
+            return
+        }
+        logger.info("trigger of \(campaign) by \(events): run \(send.run.id) sending (revision \(loaded.revision))")
+        do {
+            try await send.run()
+        } catch {
+            report("trigger of \(campaign): run \(send.run.id) failed: \(error)")
+        }
+        guard let report = send.report else { return }
+        metrics.ended(campaign, report: report, lastProgress: nil)
+        if report.planFinished {
+            do {
+                let firings = try journal.firings(run: send.run.id)
+                let unreached = try journal.settleFirings(
+                    run: send.run.id,
+                    joined: report.joinedSubscriptions,
+                    normalize: loaded.subscriptionJoin.normalized
+                )
+                for _ in 0..<unreached { metrics.triggerFired(campaign, outcome: "no_recipient") }
+                for _ in 0..<max(0, firings.count - unreached) { metrics.triggerFired(campaign, outcome: "sent") }
+            } catch {
+                self.report("trigger of \(campaign): run \(send.run.id)'s firings cannot be settled: \(error)")
+            }
+        }
+        logger.info(
+            "trigger of \(campaign) by \(events): run \(send.run.id) \(ServeMetrics.end(of: report)): \(report.delivered) delivered, \(report.failed) failed, \(report.unsubscribed) rows not joined"
+        )
+        if case .credentials(let message)? = report.stop { self.report("\(campaign): \(message)") }
+    }
+
+    private func skipFirings(_ campaign: String, _ notifications: [String], detail: String, journal: SQLiteJournal) {
+        do {
+            try journal.skipFirings(campaign: campaign, notifications: notifications, detail: detail)
+        } catch {
+            report("campaign \(campaign): skipped trigger firings cannot be recorded: \(error)")
+            return
+        }
+        for _ in notifications { metrics.triggerFired(campaign, outcome: "skipped") }
+        logger.notice("\(notifications.count) trigger firing(s) of \(campaign) skipped: \(detail)")
     }
 
     /// Fires one slot: the campaign as its file is now, claimed and sent (or resumed).

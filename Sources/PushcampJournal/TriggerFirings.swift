@@ -1,0 +1,257 @@
+import GRDB
+
+/// A trigger campaign fired by an App Store notification, as the journal keeps it: recorded once per
+/// (campaign, notification) in the transaction that stores the notification, then claimed by the
+/// run that sends it, so an event fires a campaign at most once whatever restarts happen.
+public struct TriggerFiring: Sendable, Hashable {
+    public enum Status: String, Sendable {
+        /// Waiting for its time (`delay`) and a run.
+        case pending
+        /// Claimed by `run`.
+        case fired
+        /// Fired, but no audience row is joined to its subscription (or the event names none):
+        /// counted, not failed.
+        case noRecipient = "no-recipient"
+        /// Not sent, for `detail` (the campaign was removed, refused or invalid).
+        case skipped
+    }
+
+    public var campaign: String
+    /// The notification's `notificationUUID`.
+    public var notification: String
+    /// The subscription's app account token or original transaction id, as the campaign joins by;
+    /// nil when the notification carries none.
+    public var subscriptionKey: String?
+    /// Seconds since 1970.
+    public var dueAt: Double
+    public var status: Status
+    public var detail: String?
+    public var run: RunID?
+    public var recordedAt: Double
+
+    public init(
+        campaign: String,
+        notification: String,
+        subscriptionKey: String?,
+        dueAt: Double,
+        status: Status = .pending,
+        detail: String? = nil,
+        run: RunID? = nil,
+        recordedAt: Double
+    ) {
+        self.campaign = campaign
+        self.notification = notification
+        self.subscriptionKey = subscriptionKey
+        self.dueAt = dueAt
+        self.status = status
+        self.detail = detail
+        self.run = run
+        self.recordedAt = recordedAt
+    }
+}
+
+extension SQLiteJournal {
+    static func insert(_ firings: [TriggerFiring], in db: Database) throws {
+        for firing in firings {
+            try db.execute(
+                sql: """
+                    INSERT OR IGNORE INTO trigger_firing (campaign, notification, subscription_key, due_at, status, detail, recorded_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    firing.campaign, firing.notification, firing.subscriptionKey, firing.dueAt,
+                    firing.status.rawValue, firing.detail, firing.recordedAt,
+                ]
+            )
+        }
+    }
+
+    /// Pending firings due by `now`, oldest first.
+    public func dueFirings(now: Double, limit: Int = 1000) throws(JournalError) -> [TriggerFiring] {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM trigger_firing WHERE status = 'pending' AND due_at <= ? ORDER BY due_at LIMIT ?",
+                arguments: [now, limit]
+            ).map(Self.firing(from:))
+        }
+    }
+
+    /// Firings, newest first: of one campaign, or of all.
+    public func firings(campaign: String?, limit: Int) throws(JournalError) -> [TriggerFiring] {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM trigger_firing \(campaign != nil ? "WHERE campaign = ?" : "")
+                    ORDER BY recorded_at DESC, notification LIMIT ?
+                    """,
+                arguments: StatementArguments((campaign.map { [$0] } ?? []) as [any DatabaseValueConvertible] + [limit])
+            ).map(Self.firing(from:))
+        }
+    }
+
+    /// The firing of `campaign` by `notification`, if recorded.
+    public func firing(campaign: String, notification: String) throws(JournalError) -> TriggerFiring? {
+        try read { db in
+            try Row.fetchOne(
+                db,
+                sql: "SELECT * FROM trigger_firing WHERE campaign = ? AND notification = ?",
+                arguments: [campaign, notification]
+            ).map(Self.firing(from:))
+        }
+    }
+
+    /// The firings a run sends.
+    public func firings(run: RunID) throws(JournalError) -> [TriggerFiring] {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM trigger_firing WHERE run = ? ORDER BY notification",
+                arguments: [run.rawValue]
+            ).map(Self.firing(from:))
+        }
+    }
+
+    /// Creates a run for the pending firings of `campaign` by `notifications` and marks them fired
+    /// by it, in one transaction; nil when none of them is pending any more (claimed by this
+    /// process or another, or skipped).
+    public func claimFirings(
+        campaign: String,
+        notifications: [String],
+        revision: String,
+        file: String?,
+        now: Double
+    ) throws(JournalError) -> RunRecord? {
+        try write { db in
+            let marks = databaseQuestionMarks(count: notifications.count)
+            let pending = try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT count(*) FROM trigger_firing
+                    WHERE campaign = ? AND status = 'pending' AND notification IN (\(marks))
+                    """,
+                arguments: StatementArguments([campaign] + notifications)
+            )
+            guard let pending, pending > 0 else { return nil }
+            try db.execute(
+                sql: """
+                    INSERT INTO run (campaign, revision, status, started_at, updated_at, file)
+                    VALUES (?, ?, 'running', ?, ?, ?)
+                    """,
+                arguments: [campaign, revision, now, now, file]
+            )
+            let id = db.lastInsertedRowID
+            try db.execute(
+                sql: """
+                    UPDATE trigger_firing SET status = 'fired', run = ?
+                    WHERE campaign = ? AND status = 'pending' AND notification IN (\(marks))
+                    """,
+                arguments: StatementArguments([id, campaign] as [any DatabaseValueConvertible] + notifications)
+            )
+            return RunRecord.started(
+                id: RunID(id),
+                campaign: campaign,
+                revision: revision,
+                now: now,
+                file: file,
+                replay: nil
+            )
+        }
+    }
+
+    /// Marks the firings of `run` whose subscription no audience row was joined to (their key is
+    /// not in `joined`) as `no-recipient`; returns how many.
+    @discardableResult
+    public func settleFirings(
+        run: RunID,
+        joined: Set<String>,
+        normalize: (String) -> String
+    ) throws(JournalError)
+        -> Int
+    {
+        try write { db in
+            let firings = try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM trigger_firing WHERE run = ? AND status = 'fired'",
+                arguments: [run.rawValue]
+            ).map(Self.firing(from:))
+            var count = 0
+            for firing in firings where firing.subscriptionKey.map({ !joined.contains(normalize($0)) }) ?? true {
+                try db.execute(
+                    sql: """
+                        UPDATE trigger_firing SET status = 'no-recipient',
+                            detail = 'no audience row is joined to the subscription'
+                        WHERE campaign = ? AND notification = ?
+                        """,
+                    arguments: [firing.campaign, firing.notification]
+                )
+                count += 1
+            }
+            return count
+        }
+    }
+
+    /// Marks pending firings as skipped (the campaign was removed, refused or invalid).
+    public func skipFirings(campaign: String, notifications: [String], detail: String) throws(JournalError) {
+        try write { db in
+            try db.execute(
+                sql: """
+                    UPDATE trigger_firing SET status = 'skipped', detail = ?
+                    WHERE campaign = ? AND status = 'pending' AND notification IN (\(databaseQuestionMarks(count: notifications.count)))
+                    """,
+                arguments: StatementArguments([detail, campaign] + notifications)
+            )
+        }
+    }
+
+    /// Unfinished runs of trigger firings, oldest first: what a restarted `serve` resumes.
+    public func unfinishedTriggerRuns() throws(JournalError) -> [RunRecord] {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM run WHERE status IN ('running', 'interrupted')
+                    AND id IN (SELECT run FROM trigger_firing WHERE run IS NOT NULL) ORDER BY id
+                    """
+            ).map(Self.run(from:))
+        }
+    }
+
+    /// Stored notifications of `app` and `type` (one of `subtypes`, any when empty) signed since
+    /// `since`: how many, and about how many subscriptions. What `plan` shows of a trigger.
+    public func countNotifications(
+        app: String,
+        type: String,
+        subtypes: [String],
+        since: Double
+    ) throws(JournalError) -> (events: Int, subscriptions: Int) {
+        try read { db in
+            let subtypeClause =
+                subtypes.isEmpty ? "" : "AND subtype IN (\(databaseQuestionMarks(count: subtypes.count)))"
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT count(*) AS events, count(DISTINCT original_transaction_id) AS subscriptions
+                    FROM appstore_notification
+                    WHERE disposition = 'stored' AND app = ? AND type = ? AND signed_date >= ? \(subtypeClause)
+                    """,
+                arguments: StatementArguments([app, type, since] as [any DatabaseValueConvertible] + subtypes)
+            )
+            return (row?["events"] ?? 0, row?["subscriptions"] ?? 0)
+        }
+    }
+
+    static func firing(from row: Row) -> TriggerFiring {
+        TriggerFiring(
+            campaign: row["campaign"],
+            notification: row["notification"],
+            subscriptionKey: row["subscription_key"],
+            dueAt: row["due_at"],
+            status: TriggerFiring.Status(rawValue: row["status"]) ?? .pending,
+            detail: row["detail"],
+            run: (row["run"] as Int64?).map(RunID.init),
+            recordedAt: row["recorded_at"]
+        )
+    }
+}
