@@ -15,7 +15,9 @@ struct AppStore: ParsableCommand {
             an `app_store:` key, verifies them to Apple's root, and keeps each once (by its UUID) \\
             before answering 200. See docs/app-store.md.
             """,
-        subcommands: [AppStoreNotifications.self, AppStoreSubscriptions.self, AppStoreReprocess.self]
+        subcommands: [
+            AppStoreNotifications.self, AppStoreSubscriptions.self, AppStoreTriggers.self, AppStoreReprocess.self,
+        ]
     )
 }
 
@@ -80,12 +82,7 @@ struct AppStoreNotifications: ParsableCommand {
                     ? "stored" : "quarantined: \((record.reason ?? "").escapingControlCharacters)",
             ])
         }
-        let widths = (0..<(lines[0].count - 1)).map { column in lines.map { $0[column].count }.max() ?? 0 }
-        return lines.map { line in
-            line.enumerated().map { column, cell in
-                column < widths.count ? cell.padding(toLength: widths[column], withPad: " ", startingAt: 0) : cell
-            }.joined(separator: "  ")
-        }.joined(separator: "\n") + "\n"
+        return columns(lines)
     }
 
     static func json(_ records: [AppStoreNotificationRecord]) -> String {
@@ -223,6 +220,80 @@ struct AppStoreSubscriptions: ParsableCommand {
                 object["grace_period_expires_at"] = state.gracePeriodExpiresAt.map(Timestamps.text)
                 object["app_account_token"] = state.appAccountToken
                 object["last_subtype"] = state.lastSubtype
+                return object
+            }
+            let data = try! JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+        }
+    }
+}
+
+struct AppStoreTriggers: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "triggers",
+        abstract: "List trigger firings, newest first: which notification fired which campaign, and what came of it.",
+        discussion: """
+            A campaign with `trigger: { app_store: TYPE }` fires once for each notification of that \
+            type `pushcamp serve` stores for its app; the firing is recorded with the notification. \
+            Status: pending (waiting for its delay), fired (sent by the run shown), no-recipient (no \
+            audience row is joined to the subscription, or the notification names no app account \
+            token), skipped (the campaign was removed, invalid or refused; see the detail).
+
+            Examples:
+              pushcamp appstore triggers
+              pushcamp appstore triggers --campaign card-failed --format json
+            """
+    )
+
+    @OptionGroup var journalOption: JournalOption
+
+    @Option(help: "Only the firings of this campaign.")
+    var campaign: String?
+
+    @Option(help: "How many to show.")
+    var limit = 50
+
+    @Option(help: "text or json.")
+    var format: Runs.RunsFormat = .text
+
+    func run() throws {
+        let (journal, _) = try journalOption.open()
+        let firings: [TriggerFiring]
+        do {
+            firings = try journal.firings(campaign: campaign, limit: limit)
+        } catch {
+            printError("error: \(error.message)")
+            throw ExitCode(1)
+        }
+        switch format {
+        case .text:
+            guard !firings.isEmpty else {
+                print("no trigger firings\(campaign.map { " of \($0)" } ?? "") yet")
+                return
+            }
+            var lines = [["RECORDED", "CAMPAIGN", "NOTIFICATION", "DUE", "STATUS"]]
+            for firing in firings {
+                var status = firing.status.rawValue
+                if let run = firing.run { status += " (run \(run))" }
+                if let detail = firing.detail { status += ": \(detail)" }
+                lines.append(
+                    [
+                        Timestamps.text(firing.recordedAt), firing.campaign, firing.notification,
+                        Timestamps.text(firing.dueAt), status,
+                    ].map(\.escapingControlCharacters)
+                )
+            }
+            print(columns(lines), terminator: "")
+        case .json:
+            let objects: [[String: Any]] = firings.map { firing in
+                var object: [String: Any] = [
+                    "campaign": firing.campaign, "notification": firing.notification,
+                    "status": firing.status.rawValue, "due_at": Timestamps.text(firing.dueAt),
+                    "recorded_at": Timestamps.text(firing.recordedAt),
+                ]
+                object["subscription_key"] = firing.subscriptionKey
+                object["run"] = firing.run?.rawValue
+                object["detail"] = firing.detail
                 return object
             }
             let data = try! JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])

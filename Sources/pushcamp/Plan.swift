@@ -13,8 +13,9 @@ struct Plan: ParsableCommand {
             where: filter, exclusions, dead tokens (suppressed: tokens APNs called Unregistered, \
             ExpiredToken or BadDeviceToken for the topic, remembered in the journal), the \
             frequency cap (capped: recipients the journal shows delivered frequency_cap.max times \
-            within frequency_cap.per, by any campaign), holdout and A/B buckets, locale fallback, \
-            rendering, and the \
+            within frequency_cap.per, by any campaign), the App Store subscriptions of \
+            audience.subscriptions (no subscription: rows joined to none in the selected states), \
+            holdout and A/B buckets, locale fallback, rendering, and the \
             pre-flight checks APNs would otherwise fail (payload size, collapse id length, priority \
             and push-type rules, missing template variables). Prints counts, payload sizes, every \
             failure by reason with its first examples, rendered samples and the duration at the \
@@ -22,7 +23,9 @@ struct Plan: ParsableCommand {
 
             The plan starts with what the project's journal says of the campaign: never sent, \
             already sent by run N (which `send` refuses to repeat without --new-run), or run N \
-            interrupted (which `send` resumes, picking up the recipients left).
+            interrupted (which `send` resumes, picking up the recipients left). For a trigger \
+            campaign it shows the rows a notification could reach and how many notifications of \
+            the last 30 days would have fired it.
 
             --out FILE writes a plan file beside the output: the campaign id and revision, the \
             SHA-256 of every file the campaign is made of (campaign, templates, strings, audiences, \
@@ -104,9 +107,11 @@ struct Plan: ParsableCommand {
             printError("\(summary.source): error: the audience has no recipients")
             throw ExitCode(1)
         }
-        if summary.planned == 0 && summary.failed == 0 {
+        // A trigger campaign reaches whoever its notifications name: none joined yet is not an error.
+        if summary.planned == 0 && summary.failed == 0 && campaign.trigger == nil {
+            let unsubscribed = campaign.subscriptions != nil ? ", with no subscription in the selected states" : ""
             printError(
-                "\(campaign.path): error: nobody would be sent anything: all \(summary.audience.read) rows were invalid, duplicates, filtered out, excluded, suppressed, capped"
+                "\(campaign.path): error: nobody would be sent anything: all \(summary.audience.read) rows were invalid, duplicates, filtered out, excluded\(unsubscribed), suppressed, capped"
                     + (summary.timing == nil
                         ? " or held out"
                         : ", held out or dropped by the campaign's timing (quiet hours, on_passed; see the timeline)")

@@ -115,15 +115,8 @@ struct Runs: ParsableCommand {
                 "\(counts.waiting + counts.unknown + counts.inFlight)", run.planned.map { "\($0)" } ?? "-",
             ])
         }
-        let widths = (0..<lines[0].count).map { column in lines.map { $0[column].count }.max() ?? 0 }
-        return lines.map { line in
-            line.enumerated().map { column, cell in
-                // Names left-aligned, numbers right-aligned.
-                column >= 4
-                    ? String(repeating: " ", count: widths[column] - cell.count) + cell
-                    : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
-        }.joined(separator: "\n") + "\n"
+        // Names left-aligned, numbers right-aligned.
+        return columns(lines, rightAlignedFrom: 4)
     }
 
     static func json(_ rows: [(RunRecord, RecipientCounts)]) -> String {

@@ -104,7 +104,8 @@ struct Send: AsyncParsableCommand {
     @Flag(
         help: """
             Send once now although `pushcamp serve` is due to send the campaign (schedule.at in the \
-            future, or a recurring schedule); expirations count from the real send time.
+            future, a recurring schedule, or a trigger: then to every row joined to a subscription); \
+            expirations count from the real send time.
             """
     )
     var now = false
@@ -216,6 +217,12 @@ func sendToApp(
     preview: () throws -> String,
     announce: (SendRun) -> String?
 ) async throws {
+    do {
+        try SendRun.refuseUndeliberate(campaign, options: options, now: Date().timeIntervalSince1970)
+    } catch {
+        printError("\(campaign.path): error: \(error.message)")
+        throw ExitCode(error.exitCode)
+    }
     try confirm.check(campaign, planFile: options.plan != nil, preview: preview)
     let printer = ProgressPrinter()
     let send: SendRun

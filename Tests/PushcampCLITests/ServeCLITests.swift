@@ -431,4 +431,117 @@ struct ServeCLITests {
         let rows = try CLI.run(["appstore", "notifications", "--format", "json"], in: project.root)
         #expect((try JSONSerialization.jsonObject(with: Data(rows.stdout.utf8)) as? [[String: Any]])?.count == 1)
     }
+
+    /// A trigger campaign end to end: a DID_FAIL_TO_RENEW for a subscription whose app account
+    /// token two devices carry reaches both, once; one for an account with no device is counted as
+    /// reaching nobody; a renewal fires nothing; Apple's retry after a restart fires nothing again.
+    @Test func aTriggerCampaignSendsToTheSubscriptionsDevicesOncePerNotification() throws {
+        let chain = try AppStoreTestChain()
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let sim = try SimulatorProcess(
+            ["--state-dir", "sim", "--team-id", "ABCDE12345", "--record", "received.csv"],
+            in: project.root
+        )
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        try SendCLITests.writeProject(project, port: sim.port, credentials: SendCLITests.simulatorKey)
+        let configured =
+            try String(contentsOf: project.root.appendingPathComponent("pushcamp.yaml"), encoding: .utf8) + """
+
+                    app_store:
+                      bundle_id: com.example.shop
+                      app_apple_id: 1234567890
+                      trusted_roots: [test-root.pem]
+                """
+        try project.write("pushcamp.yaml", configured)
+        try project.write("test-root.pem", chain.rootPEM)
+        let payer = "7E3FB20B-4CDB-47CC-936D-99D65F608138"  // as the app's backend spells it
+        let accounts = [payer.lowercased(), "0b7c9a55-2f7d-4a39-9d53-6c1c0b0e7f11", payer.lowercased()]
+        try project.write(
+            "audiences/a.csv",
+            TemporaryProject.csv(count: 3, columns: ["name", "account"]) { ["Name\($0)", accounts[$0]] }
+        )
+        try project.write(
+            "campaigns/card.yaml",
+            """
+            campaign: card-failed
+            app: shop
+            audience:
+              source: { csv: audiences/a.csv }
+              subscriptions: { status: [billing-retry, grace-period], attribute: account }
+            message:
+              payload: { aps: { alert: "{{name}}, your payment did not go through" } }
+            trigger: { app_store: DID_FAIL_TO_RENEW, delay: 1s }
+            """
+        )
+        // Before any notification: nobody is joined to a subscription, and `send` refuses a trigger campaign.
+        let before = try CLI.run(["plan", "campaigns/card.yaml", "--format", "json"], in: project.root)
+        let planned = try JSONSerialization.jsonObject(with: Data(before.stdout.utf8)) as? [String: Any]
+        #expect((planned?["audience"] as? [String: Any])?["no_subscription"] as? Int == 3, "\(before.stdout)")
+        let refused = try CLI.run(["send", "campaigns/card.yaml"], in: project.root)
+        #expect(refused.status == 1 && refused.stderr.contains("the campaign has a trigger"), "\(refused.stderr)")
+
+        func post(_ serve: ServeProcess, _ type: String, original: String, account: String?) throws -> [UInt8] {
+            let payload = try chain.subscriptionNotification(
+                type: type,
+                original: original,
+                appAccountToken: account,
+                signedDate: Date()
+            )
+            let body = AppStoreTestChain.body(try chain.sign(payload))
+            #expect(try serve.post("/app-store/notifications", body: body) == (200, "stored\n"))
+            return body
+        }
+        let serve = try ServeProcess(in: project.root)
+        let failed = try post(serve, "DID_FAIL_TO_RENEW", original: "2000000001", account: payer)
+        _ = try post(
+            serve,
+            "DID_FAIL_TO_RENEW",
+            original: "2000000002",
+            account: "9d0a7e4e-0000-4000-8000-000000000000"
+        )
+        _ = try post(serve, "DID_RENEW", original: "2000000003", account: accounts[1])
+        #expect(serve.waitFor("trigger of card-failed", count: 2), "\(serve.output)")
+        #expect(serve.waitFor(" delivered, "), "\(serve.output)")
+        Thread.sleep(forTimeInterval: 0.5)
+        let metrics = try serve.get("/metrics").body
+        #expect(
+            Self.value(of: "pushcamp_trigger_firings_total{campaign=\"card-failed\",outcome=\"sent\"}", in: metrics)
+                == 1,
+            "\(metrics)"
+        )
+        #expect(
+            Self.value(
+                of: "pushcamp_trigger_firings_total{campaign=\"card-failed\",outcome=\"no_recipient\"}",
+                in: metrics
+            ) == 1
+        )
+        #expect(serve.stop() == 0)
+
+        // Apple's retry of the first notification reaches the next serve: a duplicate, no second send.
+        let again = try ServeProcess(in: project.root)
+        #expect(try again.post("/app-store/notifications", body: failed) == (200, "duplicate\n"))
+        Thread.sleep(forTimeInterval: 2.5)
+        #expect(again.stop() == 0)
+        #expect(!again.output.contains("trigger of card-failed"), "\(again.output)")
+        _ = sim.stop()
+        let delivered = try Self.deliveries(project)
+        #expect(
+            delivered == [Substring(TemporaryProject.token(0)): 1, Substring(TemporaryProject.token(2)): 1],
+            "\(delivered)"
+        )
+        let triggerRuns = try Self.runs(project).filter { $0["campaign"] as? String == "card-failed" }
+        #expect(!triggerRuns.isEmpty && triggerRuns.allSatisfy { $0["status"] as? String == "finished" })
+
+        // What plan says now: one subscription in billing retry, two rows joined to it, and what fired.
+        let after = try CLI.run(["plan", "campaigns/card.yaml"], in: project.root)
+        #expect(after.stdout.contains("in the last 30 days 2 notifications for 2 subscriptions would have fired it"))
+        #expect(
+            SendCLITests.numbers(in: after.stdout, lineStartingWith: "  no subscription").first == 1,
+            "\(after.stdout)"
+        )
+        let firings = try CLI.run(["appstore", "triggers", "--format", "json"], in: project.root)
+        let rows = try JSONSerialization.jsonObject(with: Data(firings.stdout.utf8)) as? [[String: Any]] ?? []
+        #expect(Set(rows.compactMap { $0["status"] as? String }) == ["fired", "no-recipient"], "\(firings.stdout)")
+    }
 }

@@ -185,7 +185,8 @@ public struct SubscriptionAudienceSpec: Hashable, Sendable {
         parts.append(statuses.isEmpty ? "any status" : "status " + statuses.joined(separator: " or "))
         if !products.isEmpty { parts.append("product " + products.joined(separator: " or ")) }
         if let autoRenew { parts.append("auto-renew " + (autoRenew ? "on" : "off")) }
-        return parts.joined(separator: ", ") + "; joined by \(attribute) = \(key.rawValue)"
+        let what = key == .appAccountToken ? "app account token" : "original transaction id"
+        return parts.joined(separator: ", ") + "; joined by the \(what) in \(attribute)"
     }
 }
 

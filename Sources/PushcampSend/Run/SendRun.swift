@@ -122,19 +122,7 @@ public final class SendRun: Service, Sendable {
                 )
             }
         }
-        if case .send = options.kind, !options.ignoreSchedule, let schedule = campaign.schedule {
-            try refuseScheduled(schedule, now: now)
-        }
-        if case .send = options.kind, !options.ignoreSchedule, let trigger = campaign.trigger {
-            throw RunRefusal(
-                """
-                the campaign has a trigger (\(trigger)); `pushcamp serve` sends it to one subscription's \
-                recipients each time that notification arrives, so nothing was sent. Send it now to everyone \
-                the audience joins to a subscription anyway with --now
-                """,
-                exitCode: 1
-            )
-        }
+        try refuseUndeliberate(campaign, options: options, now: now)
         if let (plan, path) = options.plan {
             let differences = plan.differences(from: campaign)
             guard differences.isEmpty else {
@@ -243,6 +231,28 @@ public final class SendRun: Service, Sendable {
 
 extension SendRun {
     /// `send` of a campaign that `serve` sends: one whose `at` is still ahead, or a recurring one.
+    /// Refuses a `send` of a campaign `serve` sends (scheduled for later, recurring, or triggered)
+    /// unless `--now`: checked before anything else, confirmation prompts included.
+    public static func refuseUndeliberate(
+        _ campaign: LoadedCampaign,
+        options: Options,
+        now: Double
+    ) throws(RunRefusal) {
+        if case .send = options.kind, !options.ignoreSchedule, let schedule = campaign.schedule {
+            try refuseScheduled(schedule, now: now)
+        }
+        if case .send = options.kind, !options.ignoreSchedule, let trigger = campaign.trigger {
+            throw RunRefusal(
+                """
+                the campaign has a trigger (\(trigger)); `pushcamp serve` sends it to one subscription's \
+                recipients each time that notification arrives, so nothing was sent. Send it now to everyone \
+                the audience joins to a subscription anyway with --now
+                """,
+                exitCode: 1
+            )
+        }
+    }
+
     private static func refuseScheduled(_ schedule: ScheduleSpec, now: Double) throws(RunRefusal) {
         if let at = schedule.once {
             guard Double(at) > now else { return }
