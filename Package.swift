@@ -159,6 +159,7 @@ let package = Package(
         .target(
             name: "PushcampAppStore",
             dependencies: [
+                "PushcampAPNsCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -188,6 +189,7 @@ let package = Package(
             dependencies: [
                 "PushcampPlanner", "PushcampModel", "PushcampAudience", "PushcampSend", "PushcampRehearsal",
                 "PushcampAPNsCore", "PushcampSimulator", "PushcampJournal", "PushcampReport", "PushcampServe",
+                "PushcampAppStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -201,6 +203,8 @@ let package = Package(
             dependencies: [
                 "PushcampAPNsCore", "PushcampAPNs",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -265,7 +269,7 @@ let package = Package(
         .testTarget(
             name: "PushcampAppStoreTests",
             dependencies: [
-                "PushcampAppStore", "PushcampTestSupport",
+                "PushcampAppStore", "PushcampTestSupport", "PushcampAPNsCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -291,6 +295,7 @@ let package = Package(
             name: "PushcampCLITests",
             dependencies: [
                 "pushcamp", "PushcampJournal", "PushcampTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),

@@ -63,3 +63,28 @@ public enum Base64URL {
         return Data(base64Encoded: base64).map { Array($0) }
     }
 }
+
+/// An Apple `.p8` signing key (PKCS#8 PEM, P-256): APNs keys and App Store Connect (In-App
+/// Purchase) keys alike.
+public enum SigningKeyFile {
+    public struct Problem: Error, Sendable, CustomStringConvertible {
+        public var description: String
+    }
+
+    public static func read(_ path: String) throws(Problem) -> P256.Signing.PrivateKey {
+        let pem: String
+        do {
+            // A .p8 key is a few hundred bytes.
+            pem = String(decoding: try InputFile.read(path, limit: 64 << 10), as: UTF8.self)
+        } catch {
+            throw Problem(description: "key file \(path) \(error.description)")
+        }
+        do {
+            return try P256.Signing.PrivateKey(pemRepresentation: pem)
+        } catch {
+            throw Problem(
+                description: "\(path) is not an ES256 (P-256) private key in PEM form, as Apple's .p8 files are"
+            )
+        }
+    }
+}

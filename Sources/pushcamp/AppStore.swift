@@ -1,6 +1,9 @@
 import ArgumentParser
+import Crypto
 import Foundation
 import Logging
+import PushcampAPNsCore
+import PushcampAppStore
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
@@ -17,6 +20,7 @@ struct AppStore: ParsableCommand {
             """,
         subcommands: [
             AppStoreNotifications.self, AppStoreSubscriptions.self, AppStoreTriggers.self, AppStoreReprocess.self,
+            AppStoreHistory.self,
         ]
     )
 }
@@ -299,5 +303,181 @@ struct AppStoreTriggers: ParsableCommand {
             let data = try! JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
             print(String(decoding: data, as: UTF8.self))
         }
+    }
+}
+
+struct AppStoreHistory: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "history",
+        abstract: "Recover notifications `serve` missed, from the App Store Server API's Get Notification History.",
+        discussion: """
+            Asks Apple for the notifications it sent for the app over a time range (all, or only \
+            those it failed to deliver), page by page, waiting out its rate limit, and keeps each \
+            through the receiver's own path: verified to Apple's root (the chain at its \
+            signedDate; the 7-day age limit does not apply), kept once per notificationUUID \
+            (those already received are counted, not stored again), quarantined when \
+            pushcamp.yaml does not accept it, and applied to subscription state by signedDate.
+
+            It needs an In-App Purchase key of App Store Connect (Users and Access › \
+            Integrations › In-App Purchase) under the app's app_store: key:
+              api: { issuer_id: 57246542-96fe-1a63-e053-0824d011072a, key_id: 2X9R4HXF34, key_file: ${env:IAP_KEY} }
+
+            Back-filled notifications fire no trigger campaign unless --fire-triggers: then \
+            those that match a trigger campaign of the campaign folders are recorded as firings, \
+            which `pushcamp serve` sends (checking the subscription's state then).
+
+            Exit status: 0 when every page was read; 1 on a configuration, journal or API \
+            problem; 2 when Apple refuses the key.
+
+            Examples:
+              pushcamp appstore history --since 72h
+              pushcamp appstore history --since 30d --only-failures --app shop-ios
+              pushcamp appstore history --environment sandbox --since 7d
+            """
+    )
+
+    enum Environment: String, ExpressibleByArgument, CaseIterable {
+        case production, sandbox
+    }
+
+    @OptionGroup var projectOption: ProjectOption
+
+    @Option(help: ArgumentHelp("The journal file (default: journal.path of pushcamp.yaml).", valueName: "file"))
+    var journal: String?
+
+    @Option(help: "The app (default: the only app whose app_store: has an api: key).")
+    var app: String?
+
+    @Option(help: "How far back (72h, 7d; at most 180d, Apple's limit in production).")
+    var since = "72h"
+
+    @Flag(help: "Only the notifications Apple failed to deliver (including those it is still retrying).")
+    var onlyFailures = false
+
+    @Option(help: "production (default) or sandbox: which of Apple's hosts to ask.")
+    var environment: Environment = .production
+
+    @Flag(help: "Record trigger firings for back-filled notifications, for `serve` to send.")
+    var fireTriggers = false
+
+    func validate() throws {
+        guard case .success(let span) = TimeSpan.parse(since), span.seconds > 0, span.seconds <= 180 * 86_400 else {
+            throw ValidationError("--since takes a span such as 72h or 7d, at most 180d")
+        }
+    }
+
+    func run() async throws {
+        let (project, paths) = try projectOption.load()
+        var logger = Logger(label: "pushcamp.appstore")
+        logger.logLevel = .error
+        let environmentVariables = ProcessInfo.processInfo.environment
+        let withAPI = project.appNames.filter { project.apps[$0]?.appStore?.api != nil }
+        guard let name = app ?? (withAPI.count == 1 ? withAPI[0] : nil) else {
+            printError(
+                withAPI.isEmpty
+                    ? "error: no app in pushcamp.yaml has app_store.api (issuer_id, key_id, key_file); see docs/app-store.md"
+                    : "error: several apps have app_store.api (\(withAPI.joined(separator: ", "))); name one with --app"
+            )
+            throw ExitCode(1)
+        }
+        guard let config = project.apps[name]?.appStore, let api = config.api else {
+            printError("error: app \(name) has no app_store.api key in pushcamp.yaml; see docs/app-store.md")
+            throw ExitCode(1)
+        }
+        let keyPath: String
+        switch api.keyFile.resolve(environmentVariables) {
+        case .success(let resolved): keyPath = paths.url(resolved).path
+        case .failure(let error):
+            printError("error: apps.\(name).app_store.api.key_file: \(error.message)")
+            throw ExitCode(1)
+        }
+        let key: P256.Signing.PrivateKey
+        do {
+            key = try SigningKeyFile.read(keyPath)
+        } catch {
+            printError("error: apps.\(name).app_store.api: \(error.description)")
+            throw ExitCode(1)
+        }
+        let server = AppStoreServerAPI(
+            issuerID: api.issuerID,
+            keyID: api.keyID,
+            key: key,
+            bundleID: config.bundleID,
+            baseURL: api.endpoint
+                ?? (environment == .production ? AppStoreServerAPI.production : AppStoreServerAPI.sandbox)
+        )
+        let receiver: AppStoreReceiver
+        do {
+            let intake = try AppStoreReceiver.requiredIntake(
+                for: project,
+                paths: paths,
+                environment: environmentVariables,
+                logger: logger
+            )
+            let store = try SQLiteJournal(path: journal ?? paths.url(project.journalPath).path)
+            receiver = AppStoreReceiver(
+                intake: intake,
+                store: store,
+                metrics: ServeMetrics(),
+                logger: logger,
+                triggers: fireTriggers
+                    ? TriggerTable(paths: paths, folders: project.serve.campaignFolders) : TriggerTable()
+            )
+        } catch let error as JournalError {
+            printError("error: \(error.message)")
+            throw ExitCode(1)
+        } catch {
+            printError("error: \(error)")
+            throw ExitCode(1)
+        }
+        let now = Date()
+        let span = (try? TimeSpan.parse(since).get())?.seconds ?? 72 * 3600
+        let query = NotificationHistoryQuery(
+            start: now.addingTimeInterval(-Double(span)),
+            end: now,
+            onlyFailures: onlyFailures
+        )
+        var counts: [String: Int] = [:]
+        var refusals: [String] = []
+        let fetched: NotificationHistory.Fetched
+        do {
+            fetched = try await NotificationHistory.fetch(query, api: server, transport: URLSessionAPITransport()) {
+                payloads in
+                for payload in payloads {
+                    switch await receiver.ingest(signedPayload: payload, checkAge: false) {
+                    case .kept(let record, let new):
+                        counts[new ? record.disposition.rawValue : "duplicate", default: 0] += 1
+                    case .refused(let refusal):
+                        counts["refused", default: 0] += 1
+                        if refusals.count < 5 { refusals.append(refusal.description) }
+                    case .storeFailed(let error):
+                        throw error
+                    }
+                }
+            }
+        } catch let failure as NotificationHistory.Failure {
+            summarize(counts)
+            printError("error: \(failure.description.escapingControlCharacters)")
+            throw ExitCode(failure.description.contains("(401") ? 2 : 1)
+        } catch let error as JournalError {
+            summarize(counts)
+            printError("error: the journal cannot keep notifications: \(error.message); run the command again")
+            throw ExitCode(1)
+        }
+        for refusal in refusals { printError("refused: \(refusal.escapingControlCharacters)") }
+        let waits =
+            fetched.waits > 0 ? ", \(fetched.waits) wait\(fetched.waits == 1 ? "" : "s") for Apple's rate limit" : ""
+        print(
+            "\(name) (\(environment.rawValue)), \(onlyFailures ? "failed notifications" : "notifications") since \(Timestamps.text(query.start.timeIntervalSince1970)): \(fetched.pages) page\(fetched.pages == 1 ? "" : "s")\(waits)"
+        )
+        summarize(counts)
+    }
+
+    private func summarize(_ counts: [String: Int]) {
+        let total = counts.values.reduce(0, +)
+        let new = (counts["stored"] ?? 0) + (counts["quarantined"] ?? 0)
+        print(
+            "\(total) notification\(total == 1 ? "" : "s"): \(new) new (\(counts["stored"] ?? 0) stored, \(counts["quarantined"] ?? 0) quarantined), \(counts["duplicate"] ?? 0) already kept, \(counts["refused"] ?? 0) refused"
+        )
     }
 }

@@ -1,4 +1,6 @@
+import Crypto
 import Foundation
+import PushcampAPNsCore
 import PushcampAppStore
 import PushcampTestSupport
 import Testing
@@ -141,5 +143,93 @@ struct RefusalTests {
             }
             #expect(why.contains(reason), "\(why)")
         }
+    }
+}
+
+@Suite("Get Notification History: pages and back-off, decided without a network")
+struct NotificationHistoryPagerTests {
+    static func page(_ payloads: [String], more: String?) -> Data {
+        var object: [String: Any] = [
+            "notificationHistory": payloads.map { ["signedPayload": $0] }, "hasMore": more != nil,
+        ]
+        if let more { object["paginationToken"] = more }
+        return try! JSONSerialization.data(withJSONObject: object)
+    }
+
+    @Test func pagesFollowTheTokenAndRateLimitsWaitThenRetryTheSamePage() {
+        var pager = NotificationHistoryPager(maxAttempts: 4)
+        #expect(pager.start() == .fetch(paginationToken: nil))
+        var answer = pager.answered(status: 200, retryAfter: nil, body: Self.page(["a", "b"], more: "t1"))
+        #expect(answer.payloads == ["a", "b"] && answer.next == .fetch(paginationToken: "t1"))
+        // Apple's Retry-After is honoured; without one, 1 s doubling.
+        #expect(pager.answered(status: 429, retryAfter: 7, body: Data()).next == .wait(seconds: 7, then: "t1"))
+        #expect(pager.answered(status: 503, retryAfter: nil, body: Data()).next == .wait(seconds: 2, then: "t1"))
+        #expect(pager.unanswered("connection refused") == .wait(seconds: 4, then: "t1"))
+        answer = pager.answered(status: 200, retryAfter: nil, body: Self.page(["c"], more: nil))
+        #expect(answer.payloads == ["c"] && answer.next == .finished)
+        #expect(pager.pages == 2 && pager.waits == 3)
+    }
+
+    @Test func endlessLimitsRepeatedTokensAndRefusalsStopWithAReason() {
+        var pager = NotificationHistoryPager(maxAttempts: 3)
+        _ = pager.answered(status: 429, retryAfter: nil, body: Data())
+        _ = pager.answered(status: 429, retryAfter: nil, body: Data())
+        guard case .failed(let message) = pager.answered(status: 429, retryAfter: nil, body: Data()).next else {
+            Issue.record("a third 429 in a row should stop")
+            return
+        }
+        #expect(message.contains("429 3 times in a row"))
+
+        var looping = NotificationHistoryPager()
+        _ = looping.answered(status: 200, retryAfter: nil, body: Self.page([], more: "same"))
+        #expect(
+            looping.answered(status: 200, retryAfter: nil, body: Self.page([], more: "same")).next
+                == .failed("the App Store Server API said hasMore but gave no new paginationToken")
+        )
+        var refused = NotificationHistoryPager()
+        let body = try! JSONSerialization.data(withJSONObject: [
+            "errorCode": 4_000_006, "errorMessage": "Invalid request.",
+        ])
+        #expect(
+            refused.answered(status: 400, retryAfter: nil, body: body).next
+                == .failed("the App Store Server API answered 400: Invalid request.")
+        )
+        guard case .failed(let unauthorized) = refused.answered(status: 401, retryAfter: nil, body: Data()).next else {
+            Issue.record("401 should stop")
+            return
+        }
+        #expect(unauthorized.contains("check api.issuer_id, api.key_id and api.key_file"))
+    }
+
+    @Test func theBearerTokenCarriesWhatAppleAsksFor() throws {
+        let key = P256.Signing.PrivateKey()
+        let api = AppStoreServerAPI(
+            issuerID: "issuer",
+            keyID: "2X9R4HXF34",
+            key: key,
+            bundleID: "com.example.shop",
+            baseURL: "https://api.storekit.itunes.apple.com/"
+        )
+        let token = api.token(issuedAt: 1_000)
+        #expect(
+            ProviderTokenJWT.issuedAt(token, publicKey: key.publicKey, teamID: "issuer", keyID: "2X9R4HXF34") == 1_000
+        )
+        let claims = try #require(
+            Base64URL.decode(token.split(separator: ".")[1]).flatMap {
+                try? JSONSerialization.jsonObject(with: Data($0)) as? [String: Any]
+            }
+        )
+        #expect(claims["aud"] as? String == "appstoreconnect-v1" && claims["bid"] as? String == "com.example.shop")
+        #expect((claims["exp"] as? Int) == 2_200)
+        #expect(
+            api.historyURL(paginationToken: "a b")?.absoluteString
+                == "https://api.storekit.itunes.apple.com/inApps/v1/notifications/history?paginationToken=a%20b"
+        )
+        let body = NotificationHistoryQuery(
+            start: Date(timeIntervalSince1970: 1),
+            end: Date(timeIntervalSince1970: 2),
+            onlyFailures: false
+        ).body
+        #expect(String(decoding: body, as: UTF8.self) == #"{"endDate":2000,"startDate":1000}"#)
     }
 }

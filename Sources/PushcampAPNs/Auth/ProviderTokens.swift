@@ -74,21 +74,11 @@ public final class ProviderTokens: Sendable {
         clock: any WallClock = SystemWallClock(),
         cacheDirectory: String? = nil
     ) throws(APNsClientError) {
-        let pem: String
-        do {
-            // A .p8 key is a few hundred bytes.
-            pem = String(decoding: try InputFile.read(path, limit: 64 << 10), as: UTF8.self)
-        } catch {
-            throw APNsClientError(.credentials, "key file \(path) \(error.description)")
-        }
         let key: P256.Signing.PrivateKey
         do {
-            key = try P256.Signing.PrivateKey(pemRepresentation: pem)
+            key = try SigningKeyFile.read(path)
         } catch {
-            throw APNsClientError(
-                .credentials,
-                "\(path) is not an ES256 (P-256) private key in PEM form, as Apple's .p8 files are"
-            )
+            throw APNsClientError(.credentials, error.description)
         }
         self.init(teamID: teamID, keyID: keyID, key: key, clock: clock, cacheDirectory: cacheDirectory)
     }

@@ -67,8 +67,28 @@ public struct AppStoreConfig: Hashable, Sendable {
     public var environments: [String]
     /// Certificates (PEM or DER files) trusted besides Apple Root CA - G3: for tests only.
     public var trustedRoots: [ConfigString]
+    /// The App Store Server API key, for `pushcamp appstore history`.
+    public var api: AppStoreAPIConfig? = nil
 
     public static let environmentNames = ["production", "sandbox", "xcode", "localtesting"]
+}
+
+/// `apps.NAME.app_store.api: { issuer_id, key_id, key_file, endpoint }`: an In-App Purchase key of
+/// App Store Connect, for the App Store Server API (Get Notification History).
+public struct AppStoreAPIConfig: Hashable, Sendable {
+    /// App Store Connect › Users and Access › Integrations › In-App Purchase: the issuer id (a UUID).
+    public var issuerID: String
+    public var keyID: String
+    public var keyFile: ConfigString
+    /// Replaces Apple's host (`https://api.storekit.itunes.apple.com`, or its sandbox): for tests.
+    public var endpoint: String?
+
+    public init(issuerID: String, keyID: String, keyFile: ConfigString, endpoint: String? = nil) {
+        self.issuerID = issuerID
+        self.keyID = keyID
+        self.keyFile = keyFile
+        self.endpoint = endpoint
+    }
 }
 
 /// `serve: { listen: "127.0.0.1:8080", campaigns: [campaigns] }` in pushcamp.yaml.

@@ -89,7 +89,7 @@ public enum ProjectReader {
             let map = reader.mapping(
                 node,
                 in: context,
-                allowed: ["bundle_id", "app_apple_id", "environments", "trusted_roots"],
+                allowed: ["bundle_id", "app_apple_id", "environments", "trusted_roots", "api"],
                 required: ["bundle_id"]
             ), let bundle = map["bundle_id"].flatMap({ reader.string($0, "\(context).bundle_id") })
         else { return nil }
@@ -119,7 +119,38 @@ public enum ProjectReader {
         if let node = map["trusted_roots"], let items = reader.sequence(node, "\(context).trusted_roots") {
             config.trustedRoots = items.compactMap { reader.parsed($0, "\(context).trusted_roots", ConfigString.parse) }
         }
+        if let node = map["api"] { config.api = readAppStoreAPI(node, context: "\(context).api", reader) }
         return config
+    }
+
+    /// `api: { issuer_id, key_id, key_file, endpoint }`.
+    static func readAppStoreAPI(_ node: Node, context: String, _ reader: YAMLReader) -> AppStoreAPIConfig? {
+        guard
+            let map = reader.mapping(
+                node,
+                in: context,
+                allowed: ["issuer_id", "key_id", "key_file", "endpoint"],
+                required: ["issuer_id", "key_id", "key_file"]
+            )
+        else { return nil }
+        let issuer = map["issuer_id"].flatMap { reader.string($0, "\(context).issuer_id") }
+        let keyID = map["key_id"].flatMap { reader.string($0, "\(context).key_id") }
+        let keyFile = map["key_file"].flatMap { reader.parsed($0, "\(context).key_file", ConfigString.parse) }
+        var endpoint: String?
+        if let node = map["endpoint"], let text = reader.string(node, "\(context).endpoint") {
+            guard
+                text.hasPrefix("https://") || text.hasPrefix("http://127.0.0.1:") || text.hasPrefix("http://localhost:")
+            else {
+                reader.error(
+                    "'\(context).endpoint' must be an https:// URL (plain http only on 127.0.0.1 or localhost, for a test stub), found '\(text.excerpt())'",
+                    at: node
+                )
+                return nil
+            }
+            endpoint = text
+        }
+        guard let issuer, let keyID, let keyFile else { return nil }
+        return AppStoreAPIConfig(issuerID: issuer, keyID: keyID, keyFile: keyFile, endpoint: endpoint)
     }
 
     static func readServe(_ node: Node, _ reader: YAMLReader) -> ServeSpec {

@@ -48,16 +48,51 @@ public final class AppStoreReceiver: Sendable {
     }
 
     public func handle(_ body: [UInt8]) async -> Answer {
-        let now = clock.now()
-        let outcome: NotificationIntake.Outcome
         let signedPayload: String
         do {
             signedPayload = try NotificationIntake.signedPayload(of: body)
-            outcome = try await intake.receive(signedPayload: signedPayload, now: Date(timeIntervalSince1970: now))
         } catch {
-            metrics.appStoreRefused(error.code.rawValue)
-            logger.notice("App Store notification refused (400): \(error.description.escapingControlCharacters)")
-            return Answer(status: 400, body: "refused: \(error.code.rawValue)\n")
+            return refused(error)
+        }
+        switch await ingest(signedPayload: signedPayload) {
+        case .refused(let refusal): return refused(refusal)
+        case .storeFailed:
+            return Answer(status: 503, body: "cannot store the notification now; try again\n")
+        case .kept(let record, let new):
+            return Answer(status: 200, body: (new ? record.disposition.rawValue : "duplicate") + "\n")
+        }
+    }
+
+    private func refused(_ refusal: AppStoreRefusal) -> Answer {
+        metrics.appStoreRefused(refusal.code.rawValue)
+        logger.notice("App Store notification refused (400): \(refusal.description.escapingControlCharacters)")
+        return Answer(status: 400, body: "refused: \(refusal.code.rawValue)\n")
+    }
+
+    /// What became of a signed payload.
+    public enum Ingested: Sendable {
+        /// Not verified: not kept.
+        case refused(AppStoreRefusal)
+        /// Kept (`new`), or kept already (a duplicate).
+        case kept(AppStoreNotificationRecord, new: Bool)
+        /// Verified, but the store failed.
+        case storeFailed(JournalError)
+    }
+
+    /// Verifies `signedPayload` and keeps it once, with the subscription state it carries and the
+    /// trigger firings it records: what a POST does, and what the history back-fill does with each
+    /// payload Apple lists (`checkAge` false: the chain is still checked at its signedDate).
+    public func ingest(signedPayload: String, checkAge: Bool = true) async -> Ingested {
+        let now = clock.now()
+        let outcome: NotificationIntake.Outcome
+        do {
+            outcome = try await intake.receive(
+                signedPayload: signedPayload,
+                now: Date(timeIntervalSince1970: now),
+                checkAge: checkAge
+            )
+        } catch {
+            return .refused(error)
         }
         let record = Self.record(outcome, signedPayload: signedPayload, receivedAt: now)
         var firings: [TriggerFiring] = []
@@ -72,7 +107,7 @@ public final class AppStoreReceiver: Sendable {
             logger.error(
                 "App Store notification \(record.uuid.escapingControlCharacters) not stored (503, Apple retries): \(error)"
             )
-            return Answer(status: 503, body: "cannot store the notification now; try again\n")
+            return .storeFailed(error)
         }
         let disposition = new ? record.disposition.rawValue : "duplicate"
         metrics.appStoreReceived(type: record.type, outcome: disposition)
@@ -91,7 +126,7 @@ public final class AppStoreReceiver: Sendable {
                 "App Store notification \(what) quarantined: \(reason.escapingControlCharacters); fix pushcamp.yaml, then `pushcamp appstore reprocess`"
             )
         }
-        return Answer(status: 200, body: disposition + "\n")
+        return .kept(record, new: new)
     }
 
     /// What reprocessing the quarantined notifications did.
