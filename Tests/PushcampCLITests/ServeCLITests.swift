@@ -544,4 +544,77 @@ struct ServeCLITests {
         let rows = try JSONSerialization.jsonObject(with: Data(firings.stdout.utf8)) as? [[String: Any]] ?? []
         #expect(Set(rows.compactMap { $0["status"] as? String }) == ["fired", "no-recipient"], "\(firings.stdout)")
     }
+
+    /// A trigger run cut by `kill -9` is resumed by the next serve and finished, never fired again.
+    @Test func aKilledServeResumesATriggerRunAndFiresItOnce() throws {
+        let count = 6_000
+        let chain = try AppStoreTestChain()
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let sim = try SimulatorProcess(
+            ["--state-dir", "sim", "--team-id", "ABCDE12345", "--record", "received.csv"],
+            in: project.root
+        )
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        try SendCLITests.writeProject(project, port: sim.port, credentials: SendCLITests.simulatorKey)
+        let configured =
+            try String(contentsOf: project.root.appendingPathComponent("pushcamp.yaml"), encoding: .utf8) + """
+
+                    app_store:
+                      bundle_id: com.example.shop
+                      app_apple_id: 1234567890
+                      trusted_roots: [test-root.pem]
+                """
+        try project.write("pushcamp.yaml", configured)
+        try project.write("test-root.pem", chain.rootPEM)
+        // One business account whose subscription failed, on many devices.
+        let account = "7e3fb20b-4cdb-47cc-936d-99d65f608138"
+        try project.write(
+            "audiences/a.csv",
+            TemporaryProject.csv(count: count, columns: ["app_account_token"]) { _ in [account] }
+        )
+        try project.write(
+            "campaigns/card.yaml",
+            """
+            campaign: card-failed
+            app: shop
+            audience:
+              source: { csv: audiences/a.csv }
+            message:
+              payload: { aps: { alert: "your payment did not go through" } }
+            trigger: { app_store: DID_FAIL_TO_RENEW }
+            throttle: { rate: 2000/s, connections: 2 }
+            """
+        )
+        let first = try ServeProcess(in: project.root)
+        let payload = try chain.subscriptionNotification(
+            type: "DID_FAIL_TO_RENEW",
+            original: "2000000001",
+            appAccountToken: account,
+            signedDate: Date()
+        )
+        let body = AppStoreTestChain.body(try chain.sign(payload))
+        #expect(try first.post("/app-store/notifications", body: body) == (200, "stored\n"))
+        #expect(first.waitFor("run 1 sending", timeout: 30), "\(first.output)")
+        Thread.sleep(forTimeInterval: 1.2)
+        kill(first.process.processIdentifier, SIGKILL)
+        first.process.waitUntilExit()
+
+        let second = try ServeProcess(in: project.root)
+        #expect(second.waitFor("resuming run 1 of card-failed, fired by notification", timeout: 30), "\(second.output)")
+        #expect(second.waitFor("run 1 finished", timeout: 60), "\(second.output)")
+        // Apple's retry, had the first answer been lost: a duplicate.
+        #expect(try second.post("/app-store/notifications", body: body) == (200, "duplicate\n"))
+        Thread.sleep(forTimeInterval: 1.5)
+        #expect(second.stop() == 0)
+
+        let runs = try Self.runs(project)
+        #expect(runs.count == 1, "\(runs)")
+        #expect(runs.first?["status"] as? String == "finished" && runs.first?["delivered"] as? Int == count)
+        _ = sim.stop()
+        let deliveries = try Self.deliveries(project)
+        #expect(deliveries.count == count)
+        let duplicated = deliveries.values.reduce(0) { $0 + ($1 - 1) }
+        #expect(duplicated <= runs.first?["possible_duplicates"] as? Int ?? -1)
+    }
 }

@@ -329,7 +329,10 @@ public final class SchedulerService: Service, Sendable {
             }
             return
         }
-        logger.info("trigger of \(campaign) by \(events): run \(send.run.id) sending (revision \(loaded.revision))")
+        let note = send.note.map { "; \($0)" } ?? ""
+        logger.info(
+            "trigger of \(campaign) by \(events): run \(send.run.id) sending (revision \(loaded.revision))\(note)"
+        )
         do {
             try await send.run()
         } catch {
