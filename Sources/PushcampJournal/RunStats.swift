@@ -42,12 +42,23 @@ public struct LatencyHistogram: Sendable, Equatable {
         histogram.recordedValues().map { ($0.value, UInt64($0.count)) }
     }
 
-    /// Counts per range `bounds[i]..<bounds[i+1]` (microseconds), for drawing the distribution.
+    /// Counts per range `bounds[i]..<bounds[i+1]` (microseconds, ascending), for drawing the
+    /// distribution: each recorded value in exactly one range (by the value HdrHistogram keeps for
+    /// it), so no answer is counted twice where a bound falls inside one of its buckets.
     public func counts(between bounds: [UInt64]) -> [UInt64] {
         guard bounds.count > 1 else { return [] }
-        return (0..<(bounds.count - 1)).map { index in
-            histogram.count(within: bounds[index]...(bounds[index + 1] - 1))
+        var counts = [UInt64](repeating: 0, count: bounds.count - 1)
+        for (value, count) in buckets {
+            // The last bound at or below the value.
+            var low = 0
+            var high = bounds.count - 1
+            while low < high {
+                let middle = (low + high + 1) / 2
+                if bounds[middle] <= value { low = middle } else { high = middle - 1 }
+            }
+            if bounds[low] <= value, low < counts.count { counts[low] += count }
         }
+        return counts
     }
 
     public static func == (lhs: LatencyHistogram, rhs: LatencyHistogram) -> Bool {
@@ -68,6 +79,13 @@ public struct RunStats: Sendable, Equatable {
     public var connectionsOpened = 0
     /// Connections that ended, by why.
     public var disconnects: [String: Int] = [:]
+    /// Final outcomes per variant (with latency) and per locale: the A/B readout.
+    public var variants: [String: Readout] = [:]
+    public var locales: [String: Readout] = [:]
+    /// Where the audience went, from the run's plan (its first complete pass).
+    public var plan: PlanFunnel?
+    /// What the run sent to: the app, its topic and host, the throttle.
+    public var sent: SentFacts?
 
     public init() {}
 
@@ -81,7 +99,91 @@ public struct RunStats: Sendable, Equatable {
         sum.seconds += later.seconds
         sum.connectionsOpened += later.connectionsOpened
         sum.disconnects.merge(later.disconnects, uniquingKeysWith: +)
+        sum.variants.merge(later.variants) { $0.adding($1) }
+        sum.locales.merge(later.locales) { $0.adding($1) }
+        sum.plan = plan ?? later.plan
+        sum.sent = later.sent ?? sent
         return sum
+    }
+}
+
+/// Final outcomes of one variant or locale.
+public struct Readout: Sendable, Equatable {
+    public var delivered = 0
+    /// Final failures by reason.
+    public var failed: [String: Int] = [:]
+    /// Latencies of the answers (kept per variant, not per locale).
+    public var latency: LatencyHistogram?
+
+    public init(delivered: Int = 0, failed: [String: Int] = [:], latency: LatencyHistogram? = nil) {
+        self.delivered = delivered
+        self.failed = failed
+        self.latency = latency
+    }
+
+    public var failedTotal: Int { failed.values.reduce(0, +) }
+
+    public func adding(_ later: Readout) -> Readout {
+        var sum = self
+        sum.delivered += later.delivered
+        sum.failed.merge(later.failed, uniquingKeysWith: +)
+        if let other = later.latency {
+            var latency = sum.latency ?? LatencyHistogram()
+            latency.add(other)
+            sum.latency = latency
+        }
+        return sum
+    }
+}
+
+/// The plan's audience funnel, as `plan` prints it, and what it planned per variant and locale.
+public struct PlanFunnel: Sendable, Equatable, Codable {
+    public var read = 0
+    public var invalid = 0
+    public var duplicates = 0
+    public var filteredOut = 0
+    public var excluded = 0
+    public var noSubscription = 0
+    public var suppressed = 0
+    public var capped = 0
+    public var heldOut = 0
+    /// Refused by pre-flight checks.
+    public var refused = 0
+    public var planned = 0
+    /// The holdout share, in basis points.
+    public var holdoutBasisPoints = 0
+    public var variants: [String: Int] = [:]
+    public var locales: [String: Int] = [:]
+
+    public init() {}
+
+    enum CodingKeys: String, CodingKey {
+        case read, invalid, duplicates, excluded, suppressed, capped, refused, planned, variants, locales
+        case filteredOut = "filtered_out"
+        case noSubscription = "no_subscription"
+        case heldOut = "held_out"
+        case holdoutBasisPoints = "holdout_basis_points"
+    }
+}
+
+/// What a run sent to.
+public struct SentFacts: Sendable, Equatable, Codable {
+    public var app: String
+    public var topic: String
+    /// `production`, `sandbox`, or `rehearsal`.
+    public var environment: String
+    public var endpoint: String
+    /// The campaign's throttle, as written (`2000/s`).
+    public var rate: String
+    public var connections: Int
+
+    public init(app: String, topic: String, environment: String, endpoint: String, rate: String, connections: Int) {
+        self.app = app
+        self.topic = topic
+        self.environment = environment
+        self.endpoint = endpoint
+        self.rate = rate
+        self.connections = connections
     }
 }
 
@@ -89,7 +191,24 @@ extension RunStats: Codable {
     private enum Keys: String, CodingKey {
         case latency, retries, seconds
         case connectionsOpened = "connections_opened"
-        case disconnects
+        case disconnects, variants, locales, plan, sent
+    }
+
+    /// A readout as stored: `{"delivered": n, "failed": {reason: n}, "latency": [[µs, n]…]}`.
+    private struct StoredReadout: Codable {
+        var delivered: Int
+        var failed: [String: Int]
+        var latency: [[UInt64]]?
+    }
+
+    private static func stored(_ readouts: [String: Readout]) -> [String: StoredReadout] {
+        readouts.mapValues { readout in
+            StoredReadout(
+                delivered: readout.delivered,
+                failed: readout.failed,
+                latency: readout.latency.map { $0.buckets.map { [$0.microseconds, $0.count] } }
+            )
+        }
     }
 
     public init(from decoder: any Decoder) throws {
@@ -113,6 +232,27 @@ extension RunStats: Codable {
         try check((0...most).contains(connectionsOpened), .connectionsOpened)
         disconnects = try container.decode([String: Int].self, forKey: .disconnects)
         try check(disconnects.values.allSatisfy { (0...most).contains($0) }, .disconnects)
+        // Absent from journals written before readouts existed.
+        for key in [Keys.variants, .locales] {
+            var readouts: [String: Readout] = [:]
+            for (name, stored) in try container.decodeIfPresent([String: StoredReadout].self, forKey: key) ?? [:] {
+                try check((0...most).contains(stored.delivered), key)
+                try check(stored.failed.values.allSatisfy { (0...most).contains($0) }, key)
+                var readout = Readout(delivered: stored.delivered, failed: stored.failed)
+                if let pairs = stored.latency {
+                    var latency = LatencyHistogram()
+                    for pair in pairs where pair.count == 2 {
+                        try check(pair[1] <= UInt64(most), key)
+                        latency.record(microseconds: pair[0], count: pair[1])
+                    }
+                    readout.latency = latency
+                }
+                readouts[name] = readout
+            }
+            if key == .variants { variants = readouts } else { locales = readouts }
+        }
+        plan = try container.decodeIfPresent(PlanFunnel.self, forKey: .plan)
+        sent = try container.decodeIfPresent(SentFacts.self, forKey: .sent)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -122,6 +262,10 @@ extension RunStats: Codable {
         try container.encode(seconds, forKey: .seconds)
         try container.encode(connectionsOpened, forKey: .connectionsOpened)
         try container.encode(disconnects, forKey: .disconnects)
+        if !variants.isEmpty { try container.encode(Self.stored(variants), forKey: .variants) }
+        if !locales.isEmpty { try container.encode(Self.stored(locales), forKey: .locales) }
+        try container.encodeIfPresent(plan, forKey: .plan)
+        try container.encodeIfPresent(sent, forKey: .sent)
     }
 
     /// As stored: JSON.

@@ -24,16 +24,19 @@ enum Charts {
         return svg + "</svg>\n"
     }
 
-    /// A line over an area: `points[i]` is the value `secondsPerPoint` × i seconds after `start`;
-    /// `label` names a second (for the time axis).
+    /// A line over an area: `points[i]` is the value `secondsPerPoint` × i seconds after `start`,
+    /// `failed[i]` the failures among it (a red line), `gaps` spans of points shaded as pauses;
+    /// `label` names a second (for the time axis). Both axes are labelled.
     static func timeSeries(
         _ points: [Double],
+        failed: [Double] = [],
+        gaps: [ClosedRange<Int>] = [],
         start: Int64,
         secondsPerPoint: Int,
         label: (Int64) -> String
     ) -> String {
-        let (width, height) = (960.0, 280.0)
-        let (left, right, top, bottom) = (64.0, 16.0, 12.0, 32.0)
+        let (width, height) = (960.0, 300.0)
+        let (left, right, top, bottom) = (78.0, 16.0, 12.0, 50.0)
         let plotWidth = width - left - right
         let plotHeight = height - top - bottom
         let step = niceStep(for: points.max() ?? 0)
@@ -44,11 +47,18 @@ enum Charts {
         }
         func y(_ value: Double) -> Double { top + plotHeight * (1 - value / ceiling) }
         var svg = open(width, height, "answers per second over time")
+        for gap in gaps where gap.lowerBound <= gap.upperBound && gap.upperBound < points.count {
+            let from = x(max(0, gap.lowerBound - 1))
+            let to = x(min(points.count - 1, gap.upperBound + 1))
+            svg += "<rect class=\"gap\" x=\"\(format(from))\" y=\"\(format(top))\" width=\"\(format(to - from))\" "
+            svg += "height=\"\(format(plotHeight))\"><title>no answers: paused</title></rect>"
+        }
         for index in 0...steps {
             let value = step * Double(index)
             svg += line(left, y(value), width - right, y(value), step == 0 ? "axis" : "grid")
             svg += text(left - 6, y(value) + 4, number(value), anchor: "end")
         }
+        svg += line(left, top + plotHeight, width - right, top + plotHeight, "axis")
         let coordinates = points.indices.map { "\(format(x($0))),\(format(y(points[$0])))" }
         if points.count == 1 {
             svg += "<rect class=\"bar\" x=\"\(format(x(0) - 6))\" y=\"\(format(y(points[0])))\" width=\"12\" "
@@ -57,20 +67,28 @@ enum Charts {
             svg += "<polygon class=\"area\" points=\"\(format(left)),\(format(y(0))) "
             svg += coordinates.joined(separator: " ") + " \(format(x(points.count - 1))),\(format(y(0)))\"/>"
             svg += "<polyline class=\"line\" points=\"" + coordinates.joined(separator: " ") + "\"/>"
+            if failed.count == points.count, failed.contains(where: { $0 > 0 }) {
+                let failures = failed.indices.map { "\(format(x($0))),\(format(y(failed[$0])))" }
+                svg += "<polyline class=\"line failed\" points=\"" + failures.joined(separator: " ") + "\"/>"
+            }
         }
         // Time labels under the first, middle and last points, anchored so none leaves the chart.
         let last = points.count - 1
         for index in Set([0, last / 2, last]).sorted() {
             let anchor = last == 0 || (index != 0 && index != last) ? "middle" : index == 0 ? "start" : "end"
-            svg += text(x(index), height - 10, label(start + Int64(index * secondsPerPoint)), anchor: anchor)
+            svg += text(x(index), top + plotHeight + 18, label(start + Int64(index * secondsPerPoint)), anchor: anchor)
         }
+        svg += "<text class=\"axis-label\" x=\"\(format(left + plotWidth / 2))\" y=\"\(format(height - 6))\" "
+        svg += "text-anchor=\"middle\">time (UTC)</text>"
+        svg += "<text class=\"axis-label\" transform=\"translate(16 \(format(top + plotHeight / 2))) rotate(-90)\" "
+        svg += "text-anchor=\"middle\">answers per second</text>"
         return svg + "</svg>\n"
     }
 
     /// Columns with their labels under them and counts over them.
-    static func verticalBars(_ bars: [(label: String, value: Double)]) -> String {
-        let (width, height) = (960.0, 240.0)
-        let (top, bottom) = (20.0, 36.0)
+    static func verticalBars(_ bars: [(label: String, value: Double)], axis: String? = nil) -> String {
+        let (width, height) = (960.0, axis == nil ? 240.0 : 262.0)
+        let (top, bottom) = (20.0, axis == nil ? 36.0 : 58.0)
         let plotHeight = height - top - bottom
         let slot = width / Double(max(1, bars.count))
         let highest = bars.map(\.value).max() ?? 0
@@ -82,7 +100,14 @@ enum Charts {
             svg += "<rect class=\"bar\" x=\"\(format(x + slot * 0.15))\" y=\"\(format(height - bottom - barHeight))\" "
             svg += "width=\"\(format(slot * 0.7))\" height=\"\(format(barHeight))\" rx=\"2\"/>"
             svg += text(x + slot / 2, height - bottom - barHeight - 5, number(bar.value), anchor: "middle")
-            svg += text(x + slot / 2, height - 14, bar.label, anchor: "middle")
+            // Every label when they fit, else every other one.
+            if bars.count <= 16 || index % 2 == 0 {
+                svg += text(x + slot / 2, height - bottom + 20, bar.label, anchor: "middle")
+            }
+        }
+        if let axis {
+            svg += "<text class=\"axis-label\" x=\"\(format(width / 2))\" y=\"\(format(height - 6))\" "
+            svg += "text-anchor=\"middle\">\(escape(axis))</text>"
         }
         return svg + "</svg>\n"
     }

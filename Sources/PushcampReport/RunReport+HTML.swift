@@ -6,9 +6,16 @@ extension RunReport {
     /// (outcomes by reason, answers per second over time, latency distribution) are inline SVG.
     public func html() -> String {
         let title = "\(runTitle) of \(run.campaign)"
-        var body = "<header><h1>\(escape(title)) <span class=\"status \(run.status.rawValue)\">"
-        body += "\(run.status.rawValue)</span></h1>\n<p class=\"meta\">revision <code>\(escape(run.revision))</code>"
-        if let file = run.file { body += " · <code>\(escape(file))</code>" }
+        let badge = outcomeBadge
+        var body = "<header><h1>\(escape(title)) <span class=\"status \(badge.tone)\">"
+        body += "\(escape(badge.text))</span></h1>\n<p class=\"meta\">revision <code>\(escape(run.revision))</code>"
+        if let file = fileDisplay ?? run.file { body += " · <code>\(escape(file))</code>" }
+        if let sent = stats.sent {
+            body += "<br>app <code>\(escape(sent.app))</code> · topic <code>\(escape(sent.topic))</code> · "
+            body +=
+                "\(escape(sent.environment)) · <code>\(escape(sent.endpoint))</code> · throttle \(escape(sent.rate)) over "
+            body += "\(sent.connections) connection\(sent.connections == 1 ? "" : "s")"
+        }
         if let replay = run.replay {
             body += " · replay of run \(replay.run) (\(escape(replay.reasons.joined(separator: ", "))))"
         }
@@ -39,6 +46,7 @@ extension RunReport {
         body += "</section>\n"
 
         body += "<section><h2>Outcomes by status and reason</h2>\n"
+        body += "<div class=\"chart\">"
         body += Charts.horizontalBars(
             outcomes.filter { $0.count > 0 || $0.kind == .delivered }.map {
                 (
@@ -47,30 +55,86 @@ extension RunReport {
                 )
             }
         )
-        body += "</section>\n"
+        body += "</div></section>\n"
+
+        if !funnelRows.isEmpty || !variantRows.isEmpty || !localeRows.isEmpty {
+            body += "<section class=\"pair\">"
+            if !funnelRows.isEmpty {
+                body += table(
+                    "Plan: where the audience went" + (holdoutText.map { " (holdout \($0))" } ?? ""),
+                    ["step", "recipients"],
+                    funnelRows.map { [$0.label, "\($0.count)"] },
+                    numeric: [1]
+                )
+            }
+            if !localeRows.isEmpty {
+                body += table(
+                    "By locale",
+                    ["locale", "planned", "delivered", "failed", "rate"],
+                    localeRows.map { row in
+                        [row.name, row.planned.map(String.init) ?? "–", "\(row.delivered)", "\(row.failed)", rate(row)]
+                    },
+                    numeric: [1, 2, 3, 4]
+                )
+            }
+            body += "</section>\n"
+        }
+        if !variantRows.isEmpty {
+            body += "<section class=\"readout\">"
+            body += table(
+                "By variant (A/B readout)",
+                ["variant", "planned", "delivered", "failed", "rate", "p50", "p99", "top failures"],
+                variantRows.map { row in
+                    [
+                        row.name, row.planned.map(String.init) ?? "–", "\(row.delivered)", "\(row.failed)", rate(row),
+                        row.p50.map(Durations.milliseconds) ?? "–", row.p99.map(Durations.milliseconds) ?? "–",
+                        row.reasonsText(),
+                    ]
+                },
+                numeric: [1, 2, 3, 4, 5, 6]
+            )
+            body += "</section>\n"
+        }
 
         let series = series(width: 600)
         body += "<section><h2>Answers per second</h2>\n"
         if series.points.isEmpty {
             body += "<p class=\"empty\">No answers recorded.</p>"
         } else {
+            body += "<div class=\"chart\">"
             body += Charts.timeSeries(
                 series.points,
+                failed: series.failed,
+                gaps: series.gaps,
                 start: series.start,
                 secondsPerPoint: series.secondsPerPoint,
                 label: { Timestamps.text(Double($0)).dropFirst(11).description }
             )
-            if series.secondsPerPoint > 1 {
-                body += "<p class=\"note\">Each point averages \(series.secondsPerPoint) seconds.</p>"
+            body += "</div>"
+            var notes = ["final answers per second (UTC); failures in red"]
+            if series.secondsPerPoint > 1 { notes.append("each point averages \(series.secondsPerPoint) seconds") }
+            if !series.gaps.isEmpty {
+                notes.append(
+                    "shaded: \(series.gaps.count) pause\(series.gaps.count == 1 ? "" : "s") with no answer (an interruption, a wait for retries or quiet hours)"
+                )
             }
+            if stats.totalRetries > 0 {
+                notes.append(
+                    "\(stats.totalRetries) retries (\(sortedRetries.prefix(3).map { "\($0.cause) \($0.count)" }.joined(separator: ", "))) are not answers and not drawn"
+                )
+            }
+            body += "<p class=\"note\">" + escape(notes.joined(separator: " · ")) + ".</p>"
         }
         body += "</section>\n"
 
         body += "<section><h2>Latency distribution</h2>\n"
         if let latency {
+            body += "<div class=\"chart\">"
             body += Charts.verticalBars(
-                latencyDistribution.map { (label: Self.range($0.from, $0.to), value: Double($0.count)) }
+                latencyDistribution.map { (label: Self.short($0.from), value: Double($0.count)) },
+                axis: "latency from (answers per bin, bins 1.25× wide)"
             )
+            body += "</div>"
             body +=
                 "<table class=\"numbers\"><tr><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr><tr>"
             for value in [latency.p50, latency.p90, latency.p99, latency.p999, latency.max] {
@@ -109,24 +173,49 @@ extension RunReport {
         String(format: "%.2f%%", Double(count) * 100 / Double(max(1, recipients)))
     }
 
-    func table(_ title: String, _ header: [String], _ rows: [[String]]) -> String {
-        var out = "<div><h3>\(escape(title))</h3><table>"
-        out += "<tr>" + header.map { "<th>\(escape($0))</th>" }.joined() + "</tr>"
+    func table(_ title: String, _ header: [String], _ rows: [[String]], numeric: Set<Int> = []) -> String {
+        func cell(_ tag: String, _ column: Int, _ text: String) -> String {
+            "<\(tag)\(numeric.contains(column) ? " class=\"num\"" : "")>\(escape(text))</\(tag)>"
+        }
+        var out = "<div class=\"scroll\"><h3>\(escape(title))</h3><table>"
+        out += "<tr>" + header.enumerated().map { cell("th", $0.offset, $0.element) }.joined() + "</tr>"
         if rows.isEmpty { out += "<tr><td colspan=\"\(header.count)\">none</td></tr>" }
-        for row in rows { out += "<tr>" + row.map { "<td>\(escape($0))</td>" }.joined() + "</tr>" }
+        for row in rows {
+            out += "<tr>" + row.enumerated().map { cell("td", $0.offset, $0.element) }.joined() + "</tr>"
+        }
         return out + "</table></div>"
     }
 
-    /// A latency bin's label: `1–2 ms`, `≥ 10 s`.
-    static func range(_ from: UInt64, _ to: UInt64) -> String {
-        func short(_ micros: UInt64) -> String {
-            if micros >= 1_000_000 { return "\(micros / 1_000_000) s" }
-            if micros >= 1000 { return "\(micros / 1000) ms" }
-            return "\(micros) µs"
+    func rate(_ row: ReadoutRow) -> String {
+        row.deliveryRate.map { String(format: "%.1f%%", $0 * 100) } ?? "–"
+    }
+
+    /// The header's badge: the run's status and what came of it, coloured by the outcome (a run
+    /// that finished with every push failed is not green).
+    var outcomeBadge: (text: String, tone: String) {
+        switch run.status {
+        case .finished:
+            if failed == 0 && count(.unsent) == 0 && count(.waiting) == 0 && count(.unknown) == 0 {
+                return (delivered > 0 ? "finished · all delivered" : "finished · nothing to send", "good")
+            }
+            if delivered == 0 { return ("finished · all failed", "bad") }
+            return ("finished · \(failed) failed", "warn")
+        case .cancelled: return ("cancelled", "warn")
+        case .interrupted: return ("interrupted · send again to resume", "warn")
+        case .running: return ("running", "info")
+        case .superseded: return ("superseded", "info")
         }
-        if to > LatencyHistogram.highestMicroseconds { return "≥ \(short(from))" }
-        if from == 0 { return "< \(short(to))" }
-        return "\(short(from))–\(short(to))"
+    }
+
+    /// A latency bin's lower bound: `160 µs`, `1.2 ms`, `25 ms`, `2.5 s`.
+    static func short(_ micros: UInt64) -> String {
+        func scaled(_ value: Double, _ unit: String) -> String {
+            let text = value < 10 ? String(format: "%.2g", value) : String(format: "%.0f", value)
+            return text + " " + unit
+        }
+        if micros >= 1_000_000 { return scaled(Double(micros) / 1_000_000, "s") }
+        if micros >= 1000 { return scaled(Double(micros) / 1000, "ms") }
+        return "\(micros) µs"
     }
 
     static let style = """
@@ -134,8 +223,9 @@ extension RunReport {
         padding:24px;color:#1d2430;background:#fff}
         h1{font-size:22px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px}h3{font-size:14px;margin:0 0 6px}
         .meta{color:#5b6575;margin:0}code{font-size:12px}
-        .status{font-size:12px;padding:2px 8px;border-radius:10px;vertical-align:middle;background:#e6e9ef}
-        .status.finished{background:#d6f0dd;color:#1b6b34}.status.cancelled,.status.interrupted{background:#fbe6cf;color:#8a4b08}
+        .status{font-size:12px;padding:2px 8px;border-radius:10px;vertical-align:middle;background:#e6e9ef;white-space:nowrap}
+        .status.good{background:#d6f0dd;color:#1b6b34}.status.warn{background:#fbe6cf;color:#8a4b08}
+        .status.bad{background:#f8d7d6;color:#9b1c1c}.status.info{background:#e1ebfa;color:#1f4f96}
         .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(108px,1fr));gap:10px;margin-top:18px}
         .card{border:1px solid #e2e6ec;border-radius:8px;padding:10px}
         .card .label{color:#5b6575;font-size:12px}.card .value{font-size:20px;font-weight:600}
@@ -144,9 +234,14 @@ extension RunReport {
         .bar{fill:#3b7dd8}.bar.delivered{fill:#2f9e55}.bar.failed{fill:#d9534f}.bar.waiting,.bar.unknown,.bar.unsent{fill:#e3a33b}
         .axis{stroke:#c9d0da;stroke-width:1}.grid{stroke:#eef1f5;stroke-width:1}
         .line{fill:none;stroke:#3b7dd8;stroke-width:1.5}.area{fill:#3b7dd8;fill-opacity:.15}
+        .line.failed{stroke:#d9534f}.gap{fill:#9aa3b0;fill-opacity:.18}.axis-label{font-size:12px;fill:#5b6575}
         table{border-collapse:collapse;font-size:13px}th,td{padding:4px 10px;border-bottom:1px solid #e8ebf0;text-align:left}
-        table.numbers td,table.numbers th{text-align:right}
+        table.numbers td,table.numbers th,td.num,th.num{text-align:right;white-space:nowrap}
+        .scroll,.chart{overflow-x:auto}.readout{margin-top:24px}
         .pair{display:grid;grid-template-columns:1fr 1fr;gap:24px;margin-top:28px}
+        @media (max-width:640px){body{padding:12px}.pair{grid-template-columns:1fr}h1{font-size:18px}
+        .chart svg{min-width:640px}
+        th,td{padding:3px 6px}}
         footer{margin-top:32px;color:#9aa3b0;font-size:12px}
         """
 }

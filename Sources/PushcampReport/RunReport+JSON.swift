@@ -1,3 +1,4 @@
+import Foundation
 import PushcampJournal
 import PushcampModel
 
@@ -30,11 +31,42 @@ extension RunReport {
                     ),
                 ])
             } ?? .null
+        func readout(_ rows: [ReadoutRow], latency: Bool) -> JSONValue {
+            .array(
+                rows.map { row in
+                    var fields: [(String, JSONValue)] = [
+                        ("name", .string(row.name)), ("planned", row.planned.map { .integer($0) } ?? .null),
+                        ("delivered", .integer(row.delivered)), ("failed", .integer(row.failed)),
+                        ("failed_by_reason", .object(row.reasons.map { ($0.reason, .integer($0.count)) })),
+                    ]
+                    if latency {
+                        fields.append(("p50", row.p50.map { .number($0) } ?? .null))
+                        fields.append(("p99", row.p99.map { .number($0) } ?? .null))
+                    }
+                    return .object(fields)
+                }
+            )
+        }
+        let sentJSON: JSONValue =
+            stats.sent.map { sent in
+                .object([
+                    ("app", .string(sent.app)), ("topic", .string(sent.topic)),
+                    ("environment", .string(sent.environment)), ("endpoint", .string(sent.endpoint)),
+                    ("rate", .string(sent.rate)), ("connections", .integer(sent.connections)),
+                ])
+            } ?? .null
+        let planJSON: JSONValue =
+            stats.plan.map { plan in
+                .object(
+                    funnelRows.map { ($0.label.replacingOccurrences(of: " ", with: "_"), .integer($0.count)) }
+                        + [("holdout_percent", .number(Double(plan.holdoutBasisPoints) / 100))]
+                )
+            } ?? .null
         let document: JSONValue = .object([
             ("run", .integer(Int(run.id.rawValue))), ("rehearsal", .bool(rehearsal)),
             ("campaign", .string(run.campaign)),
             ("revision", .string(run.revision)), ("status", .string(run.status.rawValue)),
-            ("file", .optional(run.file)),
+            ("file", .optional(fileDisplay ?? run.file)), ("sent", sentJSON), ("plan", planJSON),
             (
                 "replay_of",
                 run.replay.map {
@@ -49,6 +81,7 @@ extension RunReport {
             ("sending_seconds", .number(Self.rounded(stats.seconds))),
             ("planned", run.planned.map { .integer($0) } ?? .null), ("recipients", .integer(recipients)),
             ("delivered", .integer(delivered)), ("failed", .integer(failed)), ("outcomes", .array(outcomesJSON)),
+            ("variants", readout(variantRows, latency: true)), ("locales", readout(localeRows, latency: false)),
             (
                 "retries",
                 .object([

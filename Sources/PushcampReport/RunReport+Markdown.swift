@@ -8,6 +8,13 @@ extension RunReport {
         var out = "### \(runTitle) of \(Markdown.code(run.campaign)): \(run.status.rawValue)\n\n"
         out += "| | |\n|---|---|\n"
         out += "| revision | \(Markdown.code(run.revision)) |\n"
+        if let file = fileDisplay ?? run.file { out += "| file | \(Markdown.code(file)) |\n" }
+        if let sent = stats.sent {
+            out += "| app | \(Markdown.code(sent.app)) · topic \(Markdown.code(sent.topic)) |\n"
+            out += "| sent to | \(Markdown.text(sent.environment)) (\(Markdown.code(sent.endpoint))) |\n"
+            out +=
+                "| throttle | \(Markdown.text(sent.rate)) over \(sent.connections) connection\(sent.connections == 1 ? "" : "s") |\n"
+        }
         if let replay = run.replay {
             out +=
                 "| replay of | run \(replay.run) (\(replay.reasons.map { "\(Markdown.code($0))" }.joined(separator: ", "))) |\n"
@@ -25,6 +32,32 @@ extension RunReport {
             out += String(format: "%.2f%%", Double(outcome.count) * 100 / Double(total)) + " |\n"
         }
         out += "| **total** | **\(recipients)** | |\n\n"
+        if !funnelRows.isEmpty {
+            out += "#### Plan\n\n| step | recipients |\n|---|---:|\n"
+            for (label, count) in funnelRows {
+                out += label == "planned" ? "| **planned** | **\(count)** |\n" : "| \(label) | \(count) |\n"
+            }
+            if let holdoutText { out += "\nHoldout: \(Markdown.text(holdoutText)).\n" }
+            out += "\n"
+        }
+        for (title, rows) in [("Variants", variantRows), ("Locales", localeRows)] where !rows.isEmpty {
+            let latency = title == "Variants"
+            out +=
+                "#### \(title)\n\n| \(title == "Variants" ? "variant" : "locale") | planned | delivered | failed | rate |"
+            out += latency ? " p50 | p99 |" : ""
+            out += " top failures |\n|---|---:|---:|---:|---:|" + (latency ? "---:|---:|" : "") + "---|\n"
+            for row in rows {
+                out +=
+                    "| \(Markdown.code(row.name)) | \(row.planned.map(String.init) ?? "-") | \(row.delivered) | \(row.failed) | "
+                out += (row.deliveryRate.map { String(format: "%.1f%%", $0 * 100) } ?? "-") + " |"
+                if latency {
+                    out +=
+                        " \(row.p50.map(Durations.milliseconds) ?? "-") | \(row.p99.map(Durations.milliseconds) ?? "-") |"
+                }
+                out += " \(Markdown.text(row.reasonsText())) |\n"
+            }
+            out += "\n"
+        }
 
         if !stats.retries.isEmpty {
             out += "#### Retries\n\n| cause | sends |\n|---|---:|\n"

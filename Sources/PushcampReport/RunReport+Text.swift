@@ -5,7 +5,8 @@ extension RunReport {
     /// The report for a terminal.
     public func text() -> String {
         var out = "\(runTitle) of \(run.campaign): \(run.status.rawValue)\n"
-        out += "  revision \(run.revision)" + (run.file.map { " · \($0)" } ?? "") + "\n"
+        out += "  revision \(run.revision)" + ((fileDisplay ?? run.file).map { " · \($0)" } ?? "") + "\n"
+        if let sentLine { out += "  \(sentLine)\n" }
         if let replay = run.replay {
             out += "  replay of run \(replay.run) (reasons: \(replay.reasons.joined(separator: ", ")))\n"
         }
@@ -23,6 +24,33 @@ extension RunReport {
             run.planned.map { $0 == recipients ? "  (the whole plan)" : "  of \($0) planned" }
             ?? "  (plan not read to its end)"
         out += "\n\n"
+        if !funnelRows.isEmpty {
+            out += "Plan (the audience)\n"
+            for (label, count) in funnelRows {
+                out += "  " + pad(label, 32) + pad(String(count), 10, right: true) + "\n"
+            }
+            if let holdoutText { out += "  holdout \(holdoutText)\n" }
+            out += "\n"
+        }
+        for (title, rows) in [("Variants", variantRows), ("Locales", localeRows)] where !rows.isEmpty {
+            out += title + "\n"
+            out += "  " + pad("", 16) + pad("planned", 10, right: true) + pad("delivered", 11, right: true)
+            out += pad("failed", 8, right: true) + pad("rate", 9, right: true)
+            out += title == "Variants" ? pad("p50", 10, right: true) + pad("p99", 10, right: true) : ""
+            out += "\n"
+            for row in rows {
+                out += "  " + pad(row.name, 16) + pad(row.planned.map(String.init) ?? "-", 10, right: true)
+                out += pad(String(row.delivered), 11, right: true) + pad(String(row.failed), 8, right: true)
+                out += pad(row.deliveryRate.map { String(format: "%.1f%%", $0 * 100) } ?? "-", 9, right: true)
+                if title == "Variants" {
+                    out += pad(row.p50.map(Durations.milliseconds) ?? "-", 10, right: true)
+                    out += pad(row.p99.map(Durations.milliseconds) ?? "-", 10, right: true)
+                }
+                out += row.reasons.isEmpty ? "" : "   \(row.reasonsText())"
+                out += "\n"
+            }
+            out += "\n"
+        }
 
         out += "Retries \(stats.totalRetries)"
         if !stats.retries.isEmpty {

@@ -53,6 +53,8 @@ public struct RunReport: Sendable {
     public var runTitle: String { (rehearsal ? "Rehearsal run " : "Run ") + "\(run.id)" }
     public var outcomes: [Outcome]
     public var stats: RunStats
+    /// The campaign file as the reader knows it (relative to the project when inside it).
+    public var fileDisplay: String?
     public var perSecond: [AnswersInSecond]
 
     public init(run: RunRecord, outcomes: [Outcome], stats: RunStats, perSecond: [AnswersInSecond]) {
@@ -127,28 +129,46 @@ public struct RunReport: Sendable {
     }
 
     /// Answers per second from the first answer's second to the last, `width` points at most: each
-    /// point averages `secondsPerPoint` seconds (1 unless the run is longer than `width` seconds).
-    public func series(width: Int) -> (start: Int64, secondsPerPoint: Int, points: [Double]) {
-        guard let first = perSecond.first?.second, let last = perSecond.last?.second else { return (0, 1, []) }
+    /// point averages `secondsPerPoint` seconds (1 unless the run is longer than `width` seconds);
+    /// `failed` the failures among them; `gaps` the spans of points (first, last) inside a pause of
+    /// more than 5 seconds with no answer at all (an interruption, retries' back-off, quiet hours).
+    public func series(
+        width: Int
+    ) -> (
+        start: Int64, secondsPerPoint: Int, points: [Double], failed: [Double], gaps: [ClosedRange<Int>]
+    ) {
+        guard let first = perSecond.first?.second, let last = perSecond.last?.second else { return (0, 1, [], [], []) }
         // Seconds from a damaged journal can be anything: a span beyond a century draws nothing.
         let (difference, overflow) = last.subtractingReportingOverflow(first)
-        guard !overflow, (0..<3_153_600_000).contains(difference) else { return (first, 1, []) }
+        guard !overflow, (0..<3_153_600_000).contains(difference) else { return (first, 1, [], [], []) }
         let span = Int(difference) + 1
         let step = max(1, (span + width - 1) / width)
         var points = [Double](repeating: 0, count: (span + step - 1) / step)
+        var failed = points
+        var gaps: [ClosedRange<Int>] = []
+        var previous: Int64?
         for second in perSecond {
-            points[Int(second.second - first) / step] += Double(second.delivered + second.failed)
+            let index = Int(second.second - first) / step
+            points[index] += Double(second.delivered + second.failed)
+            failed[index] += Double(second.failed)
+            if let previous, second.second - previous > 5 {
+                let from = Int(previous - first) / step
+                let to = Int(second.second - first) / step
+                if to - from > 1 { gaps.append((from + 1)...(to - 1)) }
+            }
+            previous = second.second
         }
-        return (first, step, points.map { $0 / Double(step) })
+        return (first, step, points.map { $0 / Double(step) }, failed.map { $0 / Double(step) }, gaps)
     }
 
-    /// Latency counts between log-spaced bounds (1, 2, 5 per decade from 100 µs), trimmed to the
-    /// recorded range: (lower bound µs, upper bound µs, count).
+    /// Latency counts between log-spaced bounds (ten per decade from 100 µs: 1, 1.25, 1.6, 2, 2.5,
+    /// 3.2, 4, 5, 6.3, 8), trimmed to the recorded range: (lower bound µs, upper bound µs, count).
+    /// Enough bins to show a distribution's shape even when answers cluster within one decade.
     public var latencyDistribution: [(from: UInt64, to: UInt64, count: UInt64)] {
         var bounds: [UInt64] = [0]
         var decade: UInt64 = 100
         while decade <= 100_000_000 {
-            bounds += [decade, decade * 2, decade * 5]
+            bounds += [100, 125, 160, 200, 250, 320, 400, 500, 630, 800].map { decade * $0 / 100 }
             decade *= 10
         }
         bounds.append(LatencyHistogram.highestMicroseconds + 1)

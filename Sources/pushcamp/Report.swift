@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import PushcampJournal
+import PushcampPlanner
 import PushcampReport
+import PushcampServe
 
 struct Report: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -73,6 +75,7 @@ struct Report: ParsableCommand {
             }
             report = loaded
             report.rehearsal = journalOption.rehearsal
+            report.fileDisplay = RunReport.projectRelative(report.run.file)
         } catch let error as JournalError {
             printError("error: \(error.message)")
             throw ExitCode(1)
@@ -98,5 +101,15 @@ struct Report: ParsableCommand {
             printError("error: cannot write \(output): \(error.localizedDescription)")
             throw ExitCode(1)
         }
+    }
+}
+
+extension RunReport {
+    /// `file` relative to the project around the working directory, when it lies inside it.
+    static func projectRelative(_ file: String?) -> String? {
+        guard let file else { return nil }
+        let here = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        guard case .success((_, let paths)) = ProjectJournal.project(workingDirectory: here) else { return file }
+        return paths.displayRelative(file)
     }
 }

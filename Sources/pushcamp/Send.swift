@@ -276,6 +276,7 @@ struct SendFormatOption: ParsableArguments {
                 throw ExitCode(1)
             }
             loaded.rehearsal = rehearsal
+            loaded.fileDisplay = RunReport.projectRelative(loaded.run.file)
             Swift.print(loaded.json(), terminator: "")
         } catch let error as JournalError {
             printError("error: \(error.message)")

@@ -25,6 +25,16 @@ struct AppStoreHistoryCLITests {
         return project
     }
 
+    /// `CLI.run` on a thread of its own: the stub's handlers run on Swift's cooperative pool, which
+    /// a test blocked in `waitUntilExit` (with others beside it, on two cores) could starve.
+    static func run(_ arguments: [String], in directory: URL) async throws -> CLI.Output {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Result { try CLI.run(arguments, in: directory) })
+            }
+        }
+    }
+
     @Test func pagesA429AndRepeatsAreFedThroughTheVerifiedIdempotentPath() async throws {
         let chain = try AppStoreTestChain()
         let key = P256.Signing.PrivateKey()
@@ -56,7 +66,7 @@ struct AppStoreHistoryCLITests {
         let project = try Self.project(chain, key: key, port: stub.port)
         defer { project.remove() }
 
-        let first = try CLI.run(["appstore", "history", "--since", "30d", "--only-failures"], in: project.root)
+        let first = try await Self.run(["appstore", "history", "--since", "30d", "--only-failures"], in: project.root)
         #expect(first.status == 0, "\(first.stdout)\(first.stderr)")
         #expect(first.stdout.contains("2 pages, 1 wait for Apple's rate limit"), "\(first.stdout)")
         #expect(
@@ -70,16 +80,16 @@ struct AppStoreHistoryCLITests {
         #expect(requests.map(\.paginationToken) == [nil, "page-1", "page-1"])
         #expect(Set(requests.map(\.body)).count == 1)
         #expect(requests.first?.body.contains("\"onlyFailures\":true") == true)
-        let subscriptions = try CLI.run(["appstore", "subscriptions"], in: project.root)
+        let subscriptions = try await Self.run(["appstore", "subscriptions"], in: project.root)
         #expect(subscriptions.stdout.hasPrefix("2000000001  billing-retry"), "\(subscriptions.stdout)")
 
         // Asked again: everything is kept already, nothing is stored twice.
-        let second = try CLI.run(["appstore", "history", "--since", "30d"], in: project.root)
+        let second = try await Self.run(["appstore", "history", "--since", "30d"], in: project.root)
         #expect(
             second.stdout.hasSuffix("4 notifications: 0 new (0 stored, 0 quarantined), 3 already kept, 1 refused\n"),
             "\(second.stdout)\(second.stderr)"
         )
-        let listed = try CLI.run(["appstore", "notifications", "--format", "json"], in: project.root)
+        let listed = try await Self.run(["appstore", "notifications", "--format", "json"], in: project.root)
         #expect((try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])?.count == 3)
 
         // With --fire-triggers (here into a journal of its own), a matching trigger campaign gets a
@@ -97,15 +107,15 @@ struct AppStoreHistoryCLITests {
             """
         )
         let other = ["--journal", "other.sqlite"]
-        _ = try CLI.run(["appstore", "history"] + other + ["--fire-triggers"], in: project.root)
-        let firings = try CLI.run(["appstore", "triggers", "--format", "json"] + other, in: project.root)
+        _ = try await Self.run(["appstore", "history"] + other + ["--fire-triggers"], in: project.root)
+        let firings = try await Self.run(["appstore", "triggers", "--format", "json"] + other, in: project.root)
         let rows = try JSONSerialization.jsonObject(with: Data(firings.stdout.utf8)) as? [[String: Any]] ?? []
         #expect(rows.map { $0["status"] as? String } == ["pending"], "\(firings.stdout)\(firings.stderr)")
-        #expect(try CLI.run(["appstore", "triggers"], in: project.root).stdout == "no trigger firings yet\n")
+        #expect(try await Self.run(["appstore", "triggers"], in: project.root).stdout == "no trigger firings yet\n")
 
         // Another key: Apple answers 401, and the command says what to check (exit 2).
         try project.write("iap.p8", P256.Signing.PrivateKey().pemRepresentation)
-        let refused = try CLI.run(["appstore", "history"], in: project.root)
+        let refused = try await Self.run(["appstore", "history"], in: project.root)
         #expect(refused.status == 2, "\(refused.stdout)\(refused.stderr)")
         #expect(refused.stderr.contains("refused the key (401 Unauthorized): check api.issuer_id"), "\(refused.stderr)")
     }

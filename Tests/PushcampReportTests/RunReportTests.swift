@@ -76,8 +76,14 @@ struct RunReportTests {
         #expect(latency.count == 10)
         #expect(abs(latency.p50 - 0.005) < 0.0001)
         #expect(abs(latency.max - 0.25) / 0.25 < 0.001)
-        // 2–5 ms: 2, 3, 3, 4 (5 ms opens the next bin); 5–10: 5, 8, 9; 10–20: 12; 20–50: 40; 200–500: 250.
-        #expect(report.latencyDistribution.map(\.count) == [4, 3, 1, 1, 0, 0, 1])
+        // Ten bins a decade, each answer in one: 2–2.5 ms: 2; 2.5–3.2: 3, 3; 4–5: 4; 5–6.3: 5; 8–10: 8, 9;
+        // 10–12.5: 12; 40–50: 40; 250–320: 250.
+        #expect(
+            report.latencyDistribution.map(\.count) == [
+                1, 2, 0, 1, 1, 0, 2, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1,
+            ]
+        )
+        #expect(report.latencyDistribution.first?.from == 2_000 && report.latencyDistribution.last?.to == 320_000)
         #expect(try RunReport.load(RunID(99), from: journal) == nil)
     }
 
@@ -87,10 +93,10 @@ struct RunReportTests {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
         #expect(
             Array(object.keys).sorted() == [
-                "campaign", "connections", "delivered", "failed", "file", "latency", "outcomes", "planned",
-                "possible_duplicates", "recipients", "rehearsal", "replay_of", "retries", "revision", "run",
-                "sending_seconds",
-                "started_at", "status", "throughput", "updated_at", "wall_seconds",
+                "campaign", "connections", "delivered", "failed", "file", "latency", "locales", "outcomes", "plan",
+                "planned", "possible_duplicates", "recipients", "rehearsal", "replay_of", "retries", "revision", "run",
+                "sending_seconds", "sent", "started_at", "status", "throughput", "updated_at", "variants",
+                "wall_seconds",
             ]
         )
         #expect(
@@ -123,7 +129,9 @@ struct RunReportTests {
         #expect(!html.contains("<script") && !html.contains("src=") && !html.contains("href="))
         #expect(html.components(separatedBy: "http").count - 1 == 3)
         #expect(html.contains(">400 BadDeviceToken</text>"))
-        #expect(html.contains(">2 ms–5 ms</text>"))
+        #expect(html.contains(">3.2 ms</text>") && html.contains(">answers per second</text>"))
+        // Interrupted with answers missing: not a green badge.
+        #expect(html.contains("<span class=\"status warn\">interrupted · send again to resume</span>"))
     }
 
     @Test func htmlEscapesWhatTheJournalHolds() throws {

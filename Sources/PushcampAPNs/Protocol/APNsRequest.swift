@@ -14,6 +14,9 @@ public struct APNsRequest: Sendable {
     public var attempt: Int = 0
     /// How many of those attempts were lost with their connection (no answer, APNs may have it).
     public var losses: Int = 0
+    /// The sender's own grouping of requests, carried to the outcome (Pushcamp: the variant and
+    /// locale the push was planned for, to count outcomes per variant and locale).
+    public var group: UInt32 = 0
     private let fields: Fields
 
     private final class Fields: Sendable {

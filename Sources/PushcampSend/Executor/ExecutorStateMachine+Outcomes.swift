@@ -17,6 +17,9 @@ extension ExecutorStateMachine {
             let request = outcome.request
             if case .response = outcome.result {
                 report.latency.record(nanoseconds: outcome.latency.nanoseconds)
+                report.variantLatency[request.group >> 16, default: LatencyHistogram()].record(
+                    nanoseconds: outcome.latency.nanoseconds
+                )
                 silentSince = nil
             }
             if case .timedOut = outcome.result { timeouts += 1 }
@@ -34,9 +37,11 @@ extension ExecutorStateMachine {
             case .delivered:
                 report.delivered += 1
                 report.statuses[200, default: 0] += 1
+                report.groups[request.group, default: Readout()].delivered += 1
                 note(.delivered(attempt: attempt))
             case .failed(let reason):
                 fail(outcome, reason: reason)
+                report.groups[request.group, default: Readout()].failed[reason, default: 0] += 1
                 var stamp: Int64?
                 if case .response(_, _, let timestamp) = outcome.result { stamp = timestamp }
                 note(.failed(status: outcome.status, reason: reason, apnsTimestamp: stamp))

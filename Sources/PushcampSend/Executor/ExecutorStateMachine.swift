@@ -178,6 +178,7 @@ public struct ExecutorStateMachine: Sendable {
             report.capped = summary.capped
             report.unsubscribed = summary.unsubscribed
             report.joinedSubscriptions = summary.joinedSubscriptions
+            report.funnel = summary.funnel
             report.preflightFailed = summary.failed
             report.dropped = summary.dropped
             report.planFinished = true
@@ -446,6 +447,8 @@ public struct PlanSummaryCounts: Sendable {
     public var unsubscribed = 0
     /// The subscription keys rows were joined to (trigger runs).
     public var joinedSubscriptions: Set<String> = []
+    /// Where the audience went; nil for a resumed run's partial pass.
+    public var funnel: PlanFunnel?
 
     public init(heldOut: Int, suppressed: Int, capped: Int, failed: Int, dropped: [String: Int] = [:]) {
         self.heldOut = heldOut

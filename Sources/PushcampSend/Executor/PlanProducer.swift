@@ -1,6 +1,7 @@
 import Foundation
 import PushcampAPNs
 import PushcampAPNsCore
+import PushcampAudience
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
@@ -20,6 +21,8 @@ final class PlanProducer: Sendable {
     private let only: SeqSet?
     private let clock: any WallClock
     private let feed = PlanFeed(capacity: 4)
+    /// The variant and locale of each request, for the readout.
+    let groups: ReadoutGroups
     private let result = Mutex<(summary: PlanSummaryCounts?, failure: String?)>((nil, nil))
 
     /// `sendTime` is when the send really starts: relative expirations count from it.
@@ -29,8 +32,10 @@ final class PlanProducer: Sendable {
         batchSize: Int,
         resume: ResumePoint,
         only: SeqSet?,
-        clock: any WallClock
+        clock: any WallClock,
+        groups: ReadoutGroups = ReadoutGroups()
     ) {
+        self.groups = groups
         self.planner = Mutex(planner)
         self.clock = clock
         self.sendTime = sendTime
@@ -73,6 +78,7 @@ final class PlanProducer: Sendable {
         var batch = ExecutorStateMachine.PlanBatch(requests: [])
         batch.requests.reserveCapacity(batchSize)
         var notBefore: Double?
+        var last: (variant: String, locale: String?, group: UInt32)?
         func handOver() throws {
             guard !batch.requests.isEmpty || !batch.waiting.isEmpty else { return }
             batch.notBefore = notBefore
@@ -81,7 +87,13 @@ final class PlanProducer: Sendable {
             batch.requests.reserveCapacity(batchSize)
         }
         func take(_ push: PlannedPush) throws {
-            let (request, kind) = Self.request(for: push, sendTime: sendTime, resume: resume)
+            var (request, kind) = Self.request(for: push, sendTime: sendTime, resume: resume)
+            if let last, last.variant == push.variant, last.locale == push.locale {
+                request.group = last.group
+            } else {
+                request.group = groups.group(variant: push.variant, locale: push.locale)
+                last = (push.variant, push.locale, request.group)
+            }
             switch kind {
             case .waiting(let until):
                 // A retry keeps its due time across the restart.
@@ -130,6 +142,8 @@ final class PlanProducer: Sendable {
             )
             counts.unsubscribed = summary.unsubscribed
             counts.joinedSubscriptions = summary.joinedSubscriptions
+            // A resumed run's pass skips what was settled before: its funnel would be partial.
+            if summary.skipped == 0 { counts.funnel = PlanFunnel(summary) }
             result.withLock { $0.summary = counts }
         } catch is CancellationError {
             // Stopped: the report says the plan was not finished.
@@ -170,5 +184,26 @@ final class PlanProducer: Sendable {
         case .unsent?, nil:
             return (request, .new)
         }
+    }
+}
+
+extension PlanFunnel {
+    /// The funnel of a plan that went through the whole audience.
+    init(_ summary: PlanSummary) {
+        self.init()
+        read = summary.audience.read
+        invalid = summary.audience.invalidTotal
+        duplicates = summary.audience.duplicates
+        filteredOut = summary.audience.filteredOut
+        excluded = summary.audience.excluded
+        noSubscription = summary.unsubscribed
+        suppressed = summary.suppressed
+        capped = summary.capped
+        heldOut = summary.heldOut
+        refused = summary.failed
+        planned = summary.planned
+        holdoutBasisPoints = summary.holdout.basisPoints
+        variants = Dictionary(summary.variants.map { ($0.name, $0.planned) }, uniquingKeysWith: +)
+        locales = Dictionary(summary.locales.map { ($0.locale, $0.planned) }, uniquingKeysWith: +)
     }
 }

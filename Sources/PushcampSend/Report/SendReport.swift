@@ -86,6 +86,15 @@ public struct SendReport: Sendable {
     /// Recipients sent again although APNs may have had their earlier request (in flight when a
     /// connection died or the process was killed).
     public var possibleDuplicates = 0
+    /// Final outcomes per `APNsRequest.group` (variant and locale), latencies per variant index,
+    /// and the names of both; kept in the run's statistics for `pushcamp report`.
+    public var groups: [UInt32: Readout] = [:]
+    public var variantLatency: [UInt32: LatencyHistogram] = [:]
+    public var groupNames: ReadoutGroups?
+    /// Where the audience went, when the plan went through all of it in this send.
+    public var funnel: PlanFunnel?
+    /// What the send went to.
+    public var sent: SentFacts?
 
     public static let deadTokenLimit = 100_000
 
@@ -105,6 +114,29 @@ public struct SendReport: Sendable {
         stats.seconds = seconds
         stats.connectionsOpened = connectionsOpened
         stats.disconnects = disconnects
+        stats.plan = funnel
+        stats.sent = sent
+        if let names = groupNames {
+            for (group, readout) in groups {
+                let (variant, locale) = names.names(of: group)
+                if let variant {
+                    stats.variants[variant, default: Readout()] = stats.variants[variant, default: Readout()].adding(
+                        readout
+                    )
+                }
+                if let locale {
+                    stats.locales[locale, default: Readout()] = stats.locales[locale, default: Readout()].adding(
+                        readout
+                    )
+                }
+            }
+            for (index, latency) in variantLatency {
+                guard let variant = names.names(of: index << 16).variant else { continue }
+                stats.variants[variant, default: Readout()] = stats.variants[variant, default: Readout()].adding(
+                    Readout(latency: latency)
+                )
+            }
+        }
         return stats
     }
 

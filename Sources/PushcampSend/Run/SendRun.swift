@@ -182,6 +182,16 @@ public final class SendRun: Service, Sendable {
         )
         configuration.stallTimeout = options.stallTimeout
         var report = SendReport(campaign: campaign.id, revision: campaign.revision, endpoint: endpoint)
+        let groups = ReadoutGroups()
+        report.groupNames = groups
+        report.sent = SentFacts(
+            app: campaign.app.name,
+            topic: campaign.topic,
+            environment: options.kind == .rehearsal ? "rehearsal" : campaign.app.environment.rawValue,
+            endpoint: endpoint,
+            rate: campaign.rate.text,
+            connections: campaign.connections
+        )
         let resume = opened.resume
         if resume.settled.count > 0 || !resume.pending.isEmpty {
             report.resumed = SendReport.Resumed(
@@ -208,7 +218,8 @@ public final class SendRun: Service, Sendable {
             batchSize: configuration.handOverSize,
             resume: resume,
             only: only,
-            clock: clock
+            clock: clock,
+            groups: groups
         )
         let executor = Executor(
             machine: machine,

@@ -1,0 +1,39 @@
+# Shared by scripts/setup.sh, scripts/test.sh and .ci/run (sourced, not run).
+
+# One build configuration for everything: the demo, the tests, the benchmarks. Release, because
+# that is what sends at the wire's speed; the tests build on top of it (only their own targets).
+BUILD_FLAGS=(-c release)
+
+# Installs what the build and the tests need and this machine lacks: Debian/Ubuntu packages
+# (as root, or through sudo), or Homebrew's on macOS.
+install_missing() {
+    local missing=()
+    if [[ "$(uname -s)" == Darwin ]]; then
+        command -v pkg-config >/dev/null || missing+=(pkg-config)
+        pkg-config --exists libnghttp2 2>/dev/null || missing+=(nghttp2)
+        if ((${#missing[@]})); then
+            echo "installing with Homebrew: ${missing[*]}"
+            brew install "${missing[@]}"
+        fi
+        return
+    fi
+    command -v pkg-config >/dev/null || missing+=(pkg-config)
+    pkg-config --exists sqlite3 2>/dev/null || missing+=(libsqlite3-dev)
+    pkg-config --exists libnghttp2 2>/dev/null || missing+=(libnghttp2-dev)
+    # Time zone data: schedules in a zone (and the DST tests) read /usr/share/zoneinfo.
+    [[ -f /usr/share/zoneinfo/Australia/Lord_Howe ]] || missing+=(tzdata)
+    # FoundationNetworking (the App Store Server API client, the CLI tests) needs libcurl.
+    ldconfig -p 2>/dev/null | grep -q 'libcurl\.so\.4' || missing+=(libcurl4)
+    if ((${#missing[@]})); then
+        local sudo=()
+        [[ $(id -u) -eq 0 ]] || sudo=(sudo)
+        echo "installing with apt-get: ${missing[*]}"
+        "${sudo[@]}" apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}"
+    fi
+}
+
+# The built binary's folder.
+bin_path() {
+    swift build "${BUILD_FLAGS[@]}" --show-bin-path
+}
