@@ -1,8 +1,7 @@
 import NIOCore
+import PushcampAPNs
 import PushcampAPNsCore
 import Testing
-
-@testable import PushcampAPNs
 
 @Suite("Connection state machine")
 struct ConnectionStateMachineTests {

@@ -1,7 +1,6 @@
+import PushcampAPNs
 import PushcampAPNsCore
 import Testing
-
-@testable import PushcampAPNs
 
 /// An error body comes from the network: whatever it holds, it gives a reason and a sane timestamp
 /// or none, never a trap or a year −4712.

@@ -1,9 +1,8 @@
 import NIOCore
 import NIOHPACK
+import PushcampAPNs
 import PushcampAPNsCore
 import Testing
-
-@testable import PushcampAPNs
 
 /// Decodes what nghttp2 put on the wire and checks Apple's HPACK rules.
 @Suite("HPACK on the wire")

@@ -1,7 +1,6 @@
+import PushcampAPNs
 import Synchronization
 import Testing
-
-@testable import PushcampAPNs
 
 @Suite("Request queue")
 struct RequestQueueTests {

@@ -26,6 +26,11 @@ public final class ProviderTokens: Sendable {
     public struct Current: Sendable {
         public var bearer: String
         public var generation: Int
+
+        package init(bearer: String, generation: Int) {
+            self.bearer = bearer
+            self.generation = generation
+        }
     }
 
     /// With a `cacheDirectory`, a token minted by an earlier process (a send killed and started again)

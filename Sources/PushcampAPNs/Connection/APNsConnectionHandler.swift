@@ -10,9 +10,9 @@ import PushcampAPNsCore
 ///
 /// Writes are batched: what nghttp2 produced goes out once per read batch, per wake-up and per timer
 /// tick, never once per request. Outcomes are handed to the pool's event stream once per read batch.
-final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = ByteBuffer
-    typealias OutboundOut = ByteBuffer
+package final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
+    package typealias InboundIn = ByteBuffer
+    package typealias OutboundOut = ByteBuffer
 
     /// Fired into the pipeline to end the connection gracefully: finish open streams, then GOAWAY.
     struct Drain: Sendable {}
@@ -68,14 +68,14 @@ final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         }
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    package func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let eventLoop = context.eventLoop
         wake = { eventLoop.execute { bound.value.service() } }
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         switch event {
         case TLSUserEvent.handshakeCompleted(let negotiated):
             guard negotiated == "h2" else {
@@ -106,7 +106,7 @@ final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         service()
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard let session else { return }
         do {
             try session.receive(unwrapInboundIn(data))
@@ -117,11 +117,11 @@ final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         handle(session.takeEvents())
     }
 
-    func channelReadComplete(context: ChannelHandlerContext) {
+    package func channelReadComplete(context: ChannelHandlerContext) {
         service()
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         timer?.cancel()
         configuration.queue.forget(connection: configuration.id)
         let now = NIODeadline.now()
@@ -146,7 +146,7 @@ final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         context.fireChannelInactive()
     }
 
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+    package func errorCaught(context: ChannelHandlerContext, error: any Error) {
         fail("\(error)")
     }
 
@@ -317,7 +317,7 @@ final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
     // MARK: parsing
 
-    static func parseError(_ body: [UInt8]) -> (APNsReason?, Int64?) {
+    package static func parseError(_ body: [UInt8]) -> (APNsReason?, Int64?) {
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
             return (nil, nil)
         }

@@ -11,7 +11,7 @@ import NIOCore
 /// Confinement: an instance belongs to one channel's event loop and is never shared; that is why it
 /// is not `Sendable`. The C callbacks find the instance through `user_data`, an unretained pointer
 /// that lives as long as the nghttp2 session, which `deinit` deletes first.
-final class NGHTTP2Session {
+package final class NGHTTP2Session {
     enum Event {
         /// The server's SETTINGS arrived; its current `SETTINGS_MAX_CONCURRENT_STREAMS`.
         case settings(maxConcurrentStreams: UInt32)
@@ -55,7 +55,7 @@ final class NGHTTP2Session {
     private var headerBlock = HeaderBlock()
     private let authority: String
 
-    init(authority: String) throws(APNsClientError) {
+    package init(authority: String) throws(APNsClientError) {
         self.authority = authority
         var callbacks: OpaquePointer?
         guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else {
@@ -97,7 +97,7 @@ final class NGHTTP2Session {
     }
 
     /// Everything nghttp2 wants to send now, in one buffer (nil when it has nothing).
-    func drainOutput(allocator: ByteBufferAllocator) throws(APNsClientError) -> ByteBuffer? {
+    package func drainOutput(allocator: ByteBufferAllocator) throws(APNsClientError) -> ByteBuffer? {
         var output: ByteBuffer?
         while true {
             var data: UnsafePointer<UInt8>?
@@ -117,12 +117,12 @@ final class NGHTTP2Session {
     /// `apns-expiration` and `apns-collapse-id` indexed the first time on this connection and not after;
     /// everything else with incremental indexing (nghttp2's default).
     /// nghttp2 refused a request: why, and the request, handed back (submit consumes it).
-    struct Refused: Error {
+    package struct Refused: Error {
         var error: APNsClientError
         var request: APNsRequest
     }
 
-    func submit(
+    package func submit(
         _ request: consuming APNsRequest,
         token: ProviderTokens.Current?,
         now: NIODeadline

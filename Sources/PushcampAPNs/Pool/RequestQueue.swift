@@ -7,8 +7,8 @@ import Synchronization
 /// connections announced); connections `take` as many as their stream budget allows, on their event
 /// loop, and when they find it empty they leave a wake-up that the next `add` calls. Requests a
 /// connection could not send (refused by GOAWAY) go back to the front.
-final class RequestQueue: Sendable {
-    typealias Wake = @Sendable () -> Void
+package final class RequestQueue: Sendable {
+    package typealias Wake = @Sendable () -> Void
 
     private struct State {
         /// Batches in arrival order, each stored reversed so `popLast()` moves the next request out
@@ -26,12 +26,12 @@ final class RequestQueue: Sendable {
 
     private let state = Mutex(State())
 
-    init() {}
+    package init() {}
 
-    var count: Int { state.withLock { $0.count } }
+    package var count: Int { state.withLock { $0.count } }
 
     /// Adds requests; hands them back when the queue is closed.
-    func add(_ requests: consuming [APNsRequest]) -> [APNsRequest]? {
+    package func add(_ requests: consuming [APNsRequest]) -> [APNsRequest]? {
         var batch = requests
         guard !batch.isEmpty else { return nil }
         batch.reverseByMoving()
@@ -52,7 +52,7 @@ final class RequestQueue: Sendable {
     }
 
     /// Puts requests back at the front (they were never processed), whatever the capacity.
-    func requeue(_ requests: [APNsRequest]) {
+    package func requeue(_ requests: [APNsRequest]) {
         guard !requests.isEmpty else { return }
         let wake = state.withLock { state in
             state.count += requests.count
@@ -64,7 +64,7 @@ final class RequestQueue: Sendable {
 
     /// Up to `limit` requests for connection `id`; when that empties the queue, `wake` is kept and called
     /// on the next arrival.
-    func take(_ limit: Int, connection id: Int, wake: @escaping Wake) -> [APNsRequest] {
+    package func take(_ limit: Int, connection id: Int, wake: @escaping Wake) -> [APNsRequest] {
         state.withLock { state -> [APNsRequest] in
             var taken: [APNsRequest] = []
             taken.reserveCapacity(min(limit, state.count))
@@ -86,7 +86,7 @@ final class RequestQueue: Sendable {
     }
 
     /// Refuses further requests and hands back the ones still waiting, in order.
-    func close() -> [APNsRequest] {
+    package func close() -> [APNsRequest] {
         state.withLock { state in
             state.closed = true
             defer {
