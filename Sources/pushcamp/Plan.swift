@@ -77,7 +77,10 @@ struct Plan: ParsableCommand {
         if let at, case .failure(let error) = Timestamp.parse(at) { throw ValidationError("--at: \(error.message)") }
     }
 
+    @OptionGroup var projectOption: ProjectOption
+
     func run() throws {
+        try projectOption.enter()
         let loaded = CampaignLoader().load(file)
         for diagnostic in loaded.diagnostics { printError(diagnostic.description) }
         guard let campaign = loaded.campaign else { throw ExitCode(1) }

@@ -47,7 +47,10 @@ struct Rehearse: AsyncParsableCommand {
 
     @OptionGroup var format: SendFormatOption
 
+    @OptionGroup var projectOption: ProjectOption
+
     func run() async throws {
+        try projectOption.enter()
         let (campaign, _) = try loadCampaign(file)
         var rehearsal = Rehearsal(campaign: campaign)
         let scenario = try faults.resolve()

@@ -7,6 +7,8 @@ import PushcampSend
 
 /// Options of the commands that read the journal without a campaign file.
 struct JournalOption: ParsableArguments {
+    @OptionGroup var projectOption: ProjectOption
+
     @Option(
         help: ArgumentHelp(
             "The journal file (default: journal.path of the nearest pushcamp.yaml, else .pushcamp/journal.sqlite beside it).",
@@ -25,7 +27,7 @@ struct JournalOption: ParsableArguments {
         if let journal {
             path = journal
         } else {
-            switch ProjectJournal.path() {
+            switch ProjectJournal.path(workingDirectory: projectOption.directory) {
             case .success(let found): path = found
             case .failure(let error):
                 printError(error.description)

@@ -121,21 +121,39 @@ struct Schedules: ParsableCommand {
     }
 }
 
-/// `--project DIR`, for the commands that work on a whole project rather than one campaign file.
+/// `--project DIR`, on every command that works in a project: the folder holding pushcamp.yaml
+/// (default: the nearest one at or above the current folder).
 struct ProjectOption: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "The project folder holding pushcamp.yaml (default: the nearest one at or above the current folder).",
+            "The project folder holding pushcamp.yaml (default: the nearest one at or above the current folder); campaign files are then relative to it.",
             valueName: "dir"
         )
     )
     var project: String?
 
+    /// The folder to look for pushcamp.yaml from: `--project`, else the current folder.
+    var directory: URL {
+        let workingDirectory = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        return URL(fileURLWithPath: project ?? workingDirectory.path, relativeTo: workingDirectory).standardizedFileURL
+    }
+
+    /// For the commands given campaign files: works from `--project` as if started there (as
+    /// `git -C` and `make -C` do), so campaign paths are relative to the project. Exits 1 when it
+    /// is not a folder.
+    func enter() throws {
+        guard let project else { return }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue,
+            FileManager.default.changeCurrentDirectoryPath(directory.path)
+        else {
+            printError("error: --project \(project.escapingControlCharacters): not a folder")
+            throw ExitCode(1)
+        }
+    }
+
     /// The project's pushcamp.yaml, read; prints the problems and exits 1 when there is none or it is invalid.
     func load() throws -> (Project, ProjectPaths) {
-        let workingDirectory = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
-        let directory = URL(fileURLWithPath: project ?? workingDirectory.path, relativeTo: workingDirectory)
-            .standardizedFileURL
         switch ProjectJournal.project(workingDirectory: directory) {
         case .success(let found): return found
         case .failure(let error):

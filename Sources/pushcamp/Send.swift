@@ -127,7 +127,10 @@ struct Send: AsyncParsableCommand {
 
     @OptionGroup var format: SendFormatOption
 
+    @OptionGroup var projectOption: ProjectOption
+
     func run() async throws {
+        try projectOption.enter()
         let (campaign, paths) = try loadCampaign(file)
         var options = SendRun.Options(journalPath: journal ?? campaign.journalPath)
         options.newRun = newRun

@@ -27,7 +27,10 @@ struct Validate: ParsableCommand {
         if files.isEmpty { throw ValidationError("name at least one campaign file") }
     }
 
+    @OptionGroup var projectOption: ProjectOption
+
     func run() throws {
+        try projectOption.enter()
         let validation = Validation()
         let results = files.map { validation.check($0) }
         print(format.render(results), terminator: "")

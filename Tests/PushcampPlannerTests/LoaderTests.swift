@@ -39,6 +39,45 @@ struct LoaderTests {
         )
     }
 
+    /// What `plan` would only find later, `validate` finds in the same pass: a key missing from the
+    /// default locale; and it warns when a locale's fallback mixes two languages in one payload.
+    @Test func stringsMissingFromTheDefaultAndMixedLanguagesAreFoundInOnePass() throws {
+        let campaign = """
+            campaign: strings
+            app: shop
+            audience:
+              source: { csv: audiences/a.csv }
+            message:
+              payload: templates/p.yaml
+              strings: templates/s.yaml
+              locale: { from: locale, default: en }
+            """
+        let payload = "aps: { alert: { title: \"{{> title}}\", body: \"{{> body}}\" } }\n"
+        let mixed = try makeProject(
+            campaign: campaign,
+            payload: payload,
+            strings: "en: { title: Sale, body: Now }\npt-BR: { title: Promoção }\nen-US: { title: Deal }\n"
+        )
+        defer { mixed.remove() }
+        // en-US falls back to en for body: one language, no warning.
+        #expect(
+            diagnostics(mixed) == [
+                "templates/s.yaml:2:17: warning: locale 'pt-BR' mixes languages in one notification: 'title' from pt-BR, but 'body' from en (the default); add it to pt-BR"
+            ]
+        )
+        let missing = try makeProject(
+            campaign: campaign,
+            payload: payload,
+            strings: "en: { title: Sale, body: Now }\nfr: { title: Soldes, body: Maintenant, footer: Fin }\n"
+        )
+        defer { missing.remove() }
+        #expect(
+            diagnostics(missing) == [
+                "templates/s.yaml:2:40: error: localized string 'footer' is missing from the default locale 'en' (it is in fr): recipients of other locales would be refused (missing-string); add it to en"
+            ]
+        )
+    }
+
     @Test func missingFilesAndProject() throws {
         let campaign = basicCampaign.replacingOccurrences(of: "audiences/a.csv", with: "audiences/missing.csv")
             .replacingOccurrences(of: "templates/p.yaml", with: "templates/missing.yaml")

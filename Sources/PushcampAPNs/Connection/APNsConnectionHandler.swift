@@ -147,7 +147,10 @@ package final class APNsConnectionHandler: ChannelInboundHandler, RemovableChann
     }
 
     package func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        fail("\(error)")
+        // During set-up the pool explains the error itself (a TLS failure, a reset), so it gets
+        // it as it is; once ready this changes nothing.
+        ready.fail(error)
+        fail(ConnectFailure.reason(error))
     }
 
     // MARK: the work

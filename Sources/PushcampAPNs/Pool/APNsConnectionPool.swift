@@ -136,13 +136,22 @@ public final class APNsConnectionPool: PushTransport {
             channel = try await bootstrap.connect(host: host, port: configuration.port).get()
         } catch {
             ready.fail(error)
-            throw APNsClientError(.connect, "cannot connect to \(authority): \(error)")
+            throw APNsClientError(
+                .connect,
+                ConnectFailure.explain(error, connectTimeout: configuration.connectTimeout)
+            )
         }
         do {
             try await ready.futureResult.get()
+        } catch let error as APNsClientError {
+            channel.close(promise: nil)
+            throw error
         } catch {
             channel.close(promise: nil)
-            throw APNsClientError(.connect, "\(authority): \(error)")
+            throw APNsClientError(
+                .connect,
+                ConnectFailure.explain(error, connectTimeout: configuration.connectTimeout)
+            )
         }
         return channel
     }

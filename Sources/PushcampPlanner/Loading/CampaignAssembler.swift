@@ -343,7 +343,10 @@ struct CampaignAssembler {
                                 )
                             )
                         }
-                    } else {
+                    } else if campaign.message.strings == nil
+                        && campaign.message.variants.allSatisfy({ $0.strings == nil })
+                    {
+                        // (Strings that failed to compile were reported already.)
                         diagnostics.append(
                             .error(
                                 "'{{> \(key)}}' includes a localized string, but the campaign has no 'strings'",

@@ -1,5 +1,6 @@
 import Foundation
 import PushcampModel
+import PushcampTemplates
 
 /// `validate`: everything that can be checked without reading the audience's rows. The campaign and
 /// project files, templates and strings, the audience's files and columns, and the pre-flight rules
@@ -27,6 +28,13 @@ public struct Validation: Sendable {
                     diagnostics.append(.error(issue.message, at: issue.location))
                 }
             }
+            for variant in campaign.variants {
+                guard let strings = variant.strings else { continue }
+                let keys = variant.payload.leaves.flatMap { $0.template.localizedKeys.map(\.0) }
+                for warning in Self.mixedLanguages(strings, keys: keys) where seen.insert(warning.message).inserted {
+                    diagnostics.append(warning)
+                }
+            }
             if let locale = campaign.locale, locale.attribute != nil,
                 campaign.variants.allSatisfy({ $0.strings == nil })
             {
@@ -39,6 +47,33 @@ public struct Validation: Sendable {
             }
         }
         return FileResult(path: path, diagnostics: diagnostics.sortedByLocation())
+    }
+
+    /// Warnings for locales whose fallback puts two languages in one notification: a pt-BR title
+    /// with an English body, when pt-BR (and pt) define only some of the keys a payload uses.
+    static func mixedLanguages(_ strings: LocalizedStrings, keys: [String]) -> [Diagnostic] {
+        let used = Array(Set(keys)).sorted()
+        guard used.count > 1 else { return [] }
+        let defaultLanguage = LocalizedStrings.language(strings.defaultLocale)
+        var warnings: [Diagnostic] = []
+        for locale in strings.locales where LocalizedStrings.language(locale) != defaultLanguage {
+            let suppliers = used.map { (key: $0, from: strings.supplier(of: $0, for: locale)) }
+            let languages = Set(suppliers.compactMap { $0.from.map(LocalizedStrings.language) })
+            guard languages.count > 1 else { continue }
+            let fallen = suppliers.filter { $0.from.map(LocalizedStrings.language) == defaultLanguage }
+            let own = suppliers.filter { $0.from.map(LocalizedStrings.language) != defaultLanguage }
+            let location = strings.entries.first {
+                LocalizedStrings.normalize($0.locale) == LocalizedStrings.normalize(locale)
+            }
+            .map { $0.location.location(offset: 0) }
+            warnings.append(
+                .warning(
+                    "locale '\(locale)' mixes languages in one notification: \(own.map { "'\($0.key)' from \($0.from ?? "?")" }.joined(separator: ", ")), but \(fallen.map { "'\($0.key)'" }.joined(separator: ", ")) from \(strings.defaultLocale) (the default); add \(fallen.count == 1 ? "it" : "them") to \(locale)",
+                    at: location
+                )
+            )
+        }
+        return warnings
     }
 }
 

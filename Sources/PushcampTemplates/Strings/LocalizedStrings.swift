@@ -35,6 +35,17 @@ public struct LocalizedStrings: Sendable {
         return chain
     }
 
+    /// The table (as written) that gives `key` to a recipient of `locale`, along its fallback chain.
+    public func supplier(of key: String, for locale: String) -> String? {
+        Self.chain(for: locale, defaultLocale: defaultLocale).lazy.compactMap { self.tables[$0] }
+            .first { $0.strings[key] != nil }?.name
+    }
+
+    /// A locale's language: `pt` for `pt-BR`.
+    public static func language(_ locale: String) -> String {
+        String(normalize(locale).split(separator: "-").first ?? "")
+    }
+
     public static func normalize(_ locale: String) -> String {
         String(locale.lowercased().map { $0 == "_" ? "-" : $0 })
     }
@@ -109,6 +120,17 @@ extension LocalizedStrings {
                 "the default locale '\(defaultLocale)' has no strings (tables: \(listed.isEmpty ? "none" : listed)); every key needs a default to fall back to",
                 at: root
             )
+        }
+        // Every key falls back to the default: one missing there refuses, at plan time, every
+        // recipient whose locale lacks it too.
+        if let defaults = tables[normalize(defaultLocale)] {
+            for (key, location) in keyLocations.sorted(by: { $0.key < $1.key }) where defaults.strings[key] == nil {
+                let holders = tables.values.filter { $0.strings[key] != nil }.map(\.name).sorted()
+                reader.error(
+                    "localized string '\(key)' is missing from the default locale '\(defaultLocale)' (it is in \(holders.joined(separator: ", "))): recipients of other locales would be refused (missing-string); add it to \(defaultLocale)",
+                    at: location
+                )
+            }
         }
         guard !reader.diagnostics.hasErrors else { return (nil, reader.diagnostics) }
         let strings = LocalizedStrings(
