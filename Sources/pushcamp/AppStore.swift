@@ -105,8 +105,7 @@ struct AppStoreNotifications: ParsableCommand {
             object["product_id"] = record.productID
             return object
         }
-        let data = try! JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
-        return String(decoding: data, as: UTF8.self)
+        return JSONValue.from(objects).text
     }
 }
 
@@ -226,8 +225,7 @@ struct AppStoreSubscriptions: ParsableCommand {
                 object["last_subtype"] = state.lastSubtype
                 return object
             }
-            let data = try! JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
-            print(String(decoding: data, as: UTF8.self))
+            print(JSONValue.from(objects).text)
         }
     }
 }
@@ -300,8 +298,7 @@ struct AppStoreTriggers: ParsableCommand {
                 object["detail"] = firing.detail
                 return object
             }
-            let data = try! JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
-            print(String(decoding: data, as: UTF8.self))
+            print(JSONValue.from(objects).text)
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PushcampModel
 
 /// Writes a line to standard error.
 func printError(_ line: String) {
@@ -17,4 +18,25 @@ func columns(_ lines: [[String]], rightAlignedFrom: Int = .max) -> String {
                 ? cell.padding(toLength: widths[column], withPad: " ", startingAt: 0) : cell
         }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
     }.joined(separator: "\n") + "\n"
+}
+
+extension JSONValue {
+    /// A dictionary-and-array value (as the list commands build them) in Pushcamp's one JSON
+    /// style: object keys sorted, compact, no escaped slashes; absent values (nil, NSNull) as null.
+    static func from(_ value: Any?) -> JSONValue {
+        switch value {
+        case nil, is NSNull: return .null
+        case let object as [String: Any]:
+            return .object(object.keys.sorted().map { ($0, from(object[$0])) })
+        case let array as [Any]: return .array(array.map { from($0) })
+        case let text as String: return .string(text)
+        case let flag as Bool: return .bool(flag)
+        case let number as Int: return .integer(number)
+        case let number as Int64: return .integer(Int(number))
+        case let number as Double: return .number(number)
+        case let optional as Any?:
+            guard let unwrapped = optional else { return .null }
+            return .string("\(unwrapped)")
+        }
+    }
 }

@@ -138,8 +138,7 @@ struct Runs: ParsableCommand {
             }
             return object
         }
-        let data = try! JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
-        return String(decoding: data, as: UTF8.self)
+        return JSONValue.from(objects).text
     }
 }
 

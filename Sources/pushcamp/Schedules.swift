@@ -116,8 +116,7 @@ struct Schedules: ParsableCommand {
             }
             return object
         }
-        let data = try! JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
-        return String(decoding: data, as: UTF8.self)
+        return JSONValue.from(objects).text
     }
 }
 

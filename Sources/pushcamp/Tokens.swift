@@ -88,8 +88,7 @@ struct Tokens: ParsableCommand {
                 object["apns_time"] = token.apnsTimestamp.map { Timestamps.iso(Double($0) / 1000) } ?? NSNull()
                 return object
             }
-            let data = try! JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
-            return String(decoding: data, as: UTF8.self)
+            return JSONValue.from(objects).text
         }
 
         /// RFC 4180: quoted when it holds a comma, a quote or a line break.
