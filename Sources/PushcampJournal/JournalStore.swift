@@ -380,20 +380,26 @@ public struct AnswersInSecond: Sendable, Hashable {
     public var second: Int64
     public var delivered: Int
     public var failed: Int
+    /// Of those, the answers that came to a retry (a recipient's second or later send).
+    public var retried: Int
 
-    public init(second: Int64, delivered: Int = 0, failed: Int = 0) {
+    public init(second: Int64, delivered: Int = 0, failed: Int = 0, retried: Int = 0) {
         self.second = second
         self.delivered = delivered
         self.failed = failed
+        self.retried = retried
     }
 
-    /// Per-second counts from (time, delivered, failed) entries in any order.
-    static func tally(_ entries: some Sequence<(at: Double, delivered: Int, failed: Int)>) -> [AnswersInSecond] {
+    /// Per-second counts from (time, delivered, failed, retried) entries in any order.
+    static func tally(
+        _ entries: some Sequence<(at: Double, delivered: Int, failed: Int, retried: Int)>
+    ) -> [AnswersInSecond] {
         var seconds: [Int64: AnswersInSecond] = [:]
         for entry in entries {
             let second = Int64(entry.at.rounded(.down))
             seconds[second, default: AnswersInSecond(second: second)].delivered += entry.delivered
             seconds[second, default: AnswersInSecond(second: second)].failed += entry.failed
+            seconds[second, default: AnswersInSecond(second: second)].retried += entry.retried
         }
         return seconds.values.sorted { $0.second < $1.second }
     }

@@ -141,13 +141,14 @@ public final class MemoryJournal: JournalStore {
     public func answersPerSecond(of run: RunID) throws(JournalError) -> [AnswersInSecond] {
         state.withLock { state in
             let ranges = (state.delivered[run] ?? []).map {
-                (at: $0.at, delivered: $0.range.tokenHashes.count, failed: 0)
+                (at: $0.at, delivered: $0.range.tokenHashes.count, failed: 0, retried: 0)
             }
             let rows = (state.recipients[run] ?? [:]).values.compactMap {
-                row -> (at: Double, delivered: Int, failed: Int)? in
+                row -> (at: Double, delivered: Int, failed: Int, retried: Int)? in
+                let retried = row.state.attempt > 1 ? 1 : 0
                 switch row.state {
-                case .delivered: return (row.updatedAt, 1, 0)
-                case .failed: return (row.updatedAt, 0, 1)
+                case .delivered: return (row.updatedAt, 1, 0, retried)
+                case .failed: return (row.updatedAt, 0, 1, retried)
                 default: return nil
                 }
             }

@@ -610,7 +610,7 @@ public final class SQLiteJournal: JournalStore {
 
     public func answersPerSecond(of run: RunID) throws(JournalError) -> [AnswersInSecond] {
         try read { db in
-            var entries: [(at: Double, delivered: Int, failed: Int)] = []
+            var entries: [(at: Double, delivered: Int, failed: Int, retried: Int)] = []
             let ranges = try Row.fetchCursor(
                 db,
                 sql: """
@@ -619,11 +619,12 @@ public final class SQLiteJournal: JournalStore {
                     """,
                 arguments: [run.rawValue]
             )
-            while let row = try ranges.next() { entries.append((row["second"], row["count"], 0)) }
+            while let row = try ranges.next() { entries.append((row["second"], row["count"], 0, 0)) }
             let rows = try Row.fetchCursor(
                 db,
                 sql: """
-                    SELECT CAST(updated_at AS INTEGER) AS second, state, COUNT(*) AS count FROM recipient
+                    SELECT CAST(updated_at AS INTEGER) AS second, state, COUNT(*) AS count,
+                        SUM(attempt > 1) AS retried FROM recipient
                     WHERE run = ? AND state IN ('delivered', 'failed') GROUP BY second, state
                     """,
                 arguments: [run.rawValue]
@@ -631,7 +632,7 @@ public final class SQLiteJournal: JournalStore {
             while let row = try rows.next() {
                 let count: Int = row["count"]
                 let delivered = (row["state"] as String) == "delivered"
-                entries.append((row["second"], delivered ? count : 0, delivered ? 0 : count))
+                entries.append((row["second"], delivered ? count : 0, delivered ? 0 : count, row["retried"]))
             }
             return AnswersInSecond.tally(entries)
         }

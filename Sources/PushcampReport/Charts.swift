@@ -25,11 +25,13 @@ enum Charts {
     }
 
     /// A line over an area: `points[i]` is the value `secondsPerPoint` × i seconds after `start`,
-    /// `failed[i]` the failures among it (a red line), `gaps` spans of points shaded as pauses;
+    /// `failed[i]` the failures among it (a red line), `retried[i]` the answers to retries (an
+    /// orange line), `gaps` spans of points shaded as pauses;
     /// `label` names a second (for the time axis). Both axes are labelled.
     static func timeSeries(
         _ points: [Double],
         failed: [Double] = [],
+        retried: [Double] = [],
         gaps: [ClosedRange<Int>] = [],
         start: Int64,
         secondsPerPoint: Int,
@@ -67,9 +69,10 @@ enum Charts {
             svg += "<polygon class=\"area\" points=\"\(format(left)),\(format(y(0))) "
             svg += coordinates.joined(separator: " ") + " \(format(x(points.count - 1))),\(format(y(0)))\"/>"
             svg += "<polyline class=\"line\" points=\"" + coordinates.joined(separator: " ") + "\"/>"
-            if failed.count == points.count, failed.contains(where: { $0 > 0 }) {
-                let failures = failed.indices.map { "\(format(x($0))),\(format(y(failed[$0])))" }
-                svg += "<polyline class=\"line failed\" points=\"" + failures.joined(separator: " ") + "\"/>"
+            for (values, kind) in [(retried, "retried"), (failed, "failed")]
+            where values.count == points.count && values.contains(where: { $0 > 0 }) {
+                let line = values.indices.map { "\(format(x($0))),\(format(y(values[$0])))" }
+                svg += "<polyline class=\"line \(kind)\" points=\"" + line.joined(separator: " ") + "\"/>"
             }
         }
         // Time labels under the first, middle and last points, anchored so none leaves the chart.

@@ -105,13 +105,14 @@ extension RunReport {
             body += Charts.timeSeries(
                 series.points,
                 failed: series.failed,
+                retried: series.retried,
                 gaps: series.gaps,
                 start: series.start,
                 secondsPerPoint: series.secondsPerPoint,
                 label: { Timestamps.text(Double($0)).dropFirst(11).description }
             )
             body += "</div>"
-            var notes = ["final answers per second (UTC); failures in red"]
+            var notes = ["final answers per second (UTC); failures in red, answers to retries in orange"]
             if series.secondsPerPoint > 1 { notes.append("each point averages \(series.secondsPerPoint) seconds") }
             if !series.gaps.isEmpty {
                 notes.append(
@@ -120,7 +121,7 @@ extension RunReport {
             }
             if stats.totalRetries > 0 {
                 notes.append(
-                    "\(stats.totalRetries) retries (\(sortedRetries.prefix(3).map { "\($0.cause) \($0.count)" }.joined(separator: ", "))) are not answers and not drawn"
+                    "\(stats.totalRetries) retries: \(sortedRetries.prefix(3).map { "\($0.cause) \($0.count)" }.joined(separator: ", "))"
                 )
             }
             body += "<p class=\"note\">" + escape(notes.joined(separator: " · ")) + ".</p>"
@@ -234,7 +235,7 @@ extension RunReport {
         .bar{fill:#3b7dd8}.bar.delivered{fill:#2f9e55}.bar.failed{fill:#d9534f}.bar.waiting,.bar.unknown,.bar.unsent{fill:#e3a33b}
         .axis{stroke:#c9d0da;stroke-width:1}.grid{stroke:#eef1f5;stroke-width:1}
         .line{fill:none;stroke:#3b7dd8;stroke-width:1.5}.area{fill:#3b7dd8;fill-opacity:.15}
-        .line.failed{stroke:#d9534f}.gap{fill:#9aa3b0;fill-opacity:.18}.axis-label{font-size:12px;fill:#5b6575}
+        .line.failed{stroke:#d9534f}.line.retried{stroke:#e3a33b}.gap{fill:#9aa3b0;fill-opacity:.18}.axis-label{font-size:12px;fill:#5b6575}
         table{border-collapse:collapse;font-size:13px}th,td{padding:4px 10px;border-bottom:1px solid #e8ebf0;text-align:left}
         table.numbers td,table.numbers th,td.num,th.num{text-align:right;white-space:nowrap}
         .scroll,.chart{overflow-x:auto}.readout{margin-top:24px}

@@ -102,6 +102,7 @@ extension RunReport {
                                 .object([
                                     ("at", .string(Timestamps.iso(Double($0.second)))),
                                     ("delivered", .integer($0.delivered)), ("failed", .integer($0.failed)),
+                                    ("retried", .integer($0.retried)),
                                 ])
                             }
                         )

@@ -130,27 +130,32 @@ public struct RunReport: Sendable {
 
     /// Answers per second from the first answer's second to the last, `width` points at most: each
     /// point averages `secondsPerPoint` seconds (1 unless the run is longer than `width` seconds);
-    /// `failed` the failures among them; `gaps` the spans of points (first, last) inside a pause of
+    /// `failed` the failures among them, `retried` the answers to retries; `gaps` the spans of points (first, last) inside a pause of
     /// more than 5 seconds with no answer at all (an interruption, retries' back-off, quiet hours).
     public func series(
         width: Int
     ) -> (
-        start: Int64, secondsPerPoint: Int, points: [Double], failed: [Double], gaps: [ClosedRange<Int>]
+        start: Int64, secondsPerPoint: Int, points: [Double], failed: [Double], retried: [Double],
+        gaps: [ClosedRange<Int>]
     ) {
-        guard let first = perSecond.first?.second, let last = perSecond.last?.second else { return (0, 1, [], [], []) }
+        guard let first = perSecond.first?.second, let last = perSecond.last?.second else {
+            return (0, 1, [], [], [], [])
+        }
         // Seconds from a damaged journal can be anything: a span beyond a century draws nothing.
         let (difference, overflow) = last.subtractingReportingOverflow(first)
-        guard !overflow, (0..<3_153_600_000).contains(difference) else { return (first, 1, [], [], []) }
+        guard !overflow, (0..<3_153_600_000).contains(difference) else { return (first, 1, [], [], [], []) }
         let span = Int(difference) + 1
         let step = max(1, (span + width - 1) / width)
         var points = [Double](repeating: 0, count: (span + step - 1) / step)
         var failed = points
+        var retried = points
         var gaps: [ClosedRange<Int>] = []
         var previous: Int64?
         for second in perSecond {
             let index = Int(second.second - first) / step
             points[index] += Double(second.delivered + second.failed)
             failed[index] += Double(second.failed)
+            retried[index] += Double(second.retried)
             if let previous, second.second - previous > 5 {
                 let from = Int(previous - first) / step
                 let to = Int(second.second - first) / step
@@ -158,7 +163,8 @@ public struct RunReport: Sendable {
             }
             previous = second.second
         }
-        return (first, step, points.map { $0 / Double(step) }, failed.map { $0 / Double(step) }, gaps)
+        let scale = { (values: [Double]) in values.map { $0 / Double(step) } }
+        return (first, step, scale(points), scale(failed), scale(retried), gaps)
     }
 
     /// Latency counts between log-spaced bounds (ten per decade from 100 µs: 1, 1.25, 1.6, 2, 2.5,

@@ -66,7 +66,7 @@ struct RunReportTests {
         #expect(
             report.perSecond == [
                 AnswersInSecond(second: 1_000, delivered: 4, failed: 0),
-                AnswersInSecond(second: 1_001, delivered: 3, failed: 2),
+                AnswersInSecond(second: 1_001, delivered: 3, failed: 2, retried: 1),
             ]
         )
         #expect(report.peak?.second == 1_001)
@@ -106,7 +106,7 @@ struct RunReportTests {
         )
         #expect(json.contains(#"{"kind":"failed","status":410,"reason":"Unregistered","count":1}"#))
         #expect(json.contains(#""retries":{"total":1,"by_cause":{"TooManyRequests":1}}"#))
-        #expect(json.contains(#""per_second":[{"at":"1970-01-01T00:16:40Z","delivered":4,"failed":0},"#))
+        #expect(json.contains(#""per_second":[{"at":"1970-01-01T00:16:40Z","delivered":4,"failed":0,"retried":0},"#))
         #expect(json.contains(#""possible_duplicates":1"#))
     }
 
