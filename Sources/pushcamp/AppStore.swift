@@ -12,10 +12,11 @@ import PushcampServe
 struct AppStore: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "appstore",
-        abstract: "App Store Server Notifications that `pushcamp serve` received.",
+        abstract:
+            "App Store Server Notifications: what `pushcamp serve` received, subscriptions, trigger firings, the history back-fill.",
         discussion: """
-            `pushcamp serve` receives Apple's signed notifications for the apps of pushcamp.yaml with \\
-            an `app_store:` key, verifies them to Apple's root, and keeps each once (by its UUID) \\
+            `pushcamp serve` receives Apple's signed notifications for the apps of pushcamp.yaml with \
+            an `app_store:` key, verifies them to Apple's root, and keeps each once (by its UUID) \
             before answering 200. See docs/app-store.md.
             """,
         subcommands: [
@@ -30,9 +31,9 @@ struct AppStoreNotifications: ParsableCommand {
         commandName: "notifications",
         abstract: "List received notifications, newest first: stored, or quarantined with the reason.",
         discussion: """
-            A notification is quarantined when it is correctly signed but names a bundle id, app id \\
-            or environment pushcamp.yaml does not accept (or carries no signedDate): it is kept, \\
-            answered 200, and never acted on. Refused payloads (bad signature, chain or date) are \\
+            A notification is quarantined when it is correctly signed but names a bundle id, app id \
+            or environment pushcamp.yaml does not accept (or carries no signedDate): it is kept, \
+            answered 200, and never acted on. Refused payloads (bad signature, chain or date) are \
             not kept; /metrics counts them by reason.
 
             Examples:

@@ -6,11 +6,11 @@ struct Init: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Start a project: pushcamp.yaml, a campaign, its template and audience, CI.",
         discussion: """
-            Writes, into DIR (default: the current folder), a project that validates, plans and \\
-            rehearses as it is: pushcamp.yaml with its keys commented, campaigns/welcome.yaml with \\
-            templates/welcome.yaml and a four-row audiences/welcome.csv, a .gitignore for the \\
-            journal (.pushcamp/), and .github/workflows/pushcamp.yml, which runs `validate --format \\
-            github` and posts `plan --format markdown` on pull requests. It never overwrites: a \\
+            Writes, into DIR (default: the current folder), a project that validates, plans and \
+            rehearses as it is: pushcamp.yaml with its keys commented, campaigns/welcome.yaml with \
+            templates/welcome.yaml and a four-row audiences/welcome.csv, a .gitignore for the \
+            journal (.pushcamp/), and .github/workflows/pushcamp.yml, which runs `validate --format \
+            github` and posts `plan --format markdown` on pull requests. It never overwrites: a \
             folder that holds anything is refused and nothing is written.
 
             Examples:

@@ -13,7 +13,8 @@ struct Pushcamp: AsyncParsableCommand {
             sends and `cancel` stops one. Tokens APNs calls dead are remembered and skipped by later \
             campaigns; `tokens invalid` exports them. Campaigns with a `schedule:` are sent by \
             `serve`, the long-running side, at each slot, each slot once; `schedules` lists them. \
-            `serve` also receives App Store Server Notifications (`appstore` lists them). A new \
+            `serve` also receives App Store Server Notifications (`appstore` lists them and \
+            back-fills missed ones) and sends `trigger:` campaigns when they arrive. A new \
             project starts with `init`.
 
             Exit codes: 0 success; 1 invalid campaign, template or audience; 2 credentials refused \

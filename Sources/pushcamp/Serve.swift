@@ -10,7 +10,8 @@ import UnixSignals
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Send scheduled campaigns at their slots, each slot once; serve health and metrics.",
+        abstract:
+            "Send scheduled campaigns at their slots and trigger campaigns on App Store events, each once; receive App Store notifications; serve health and metrics.",
         discussion: """
             The long-running side of Pushcamp. Every campaign file in the watched folders (serve.campaigns \
             in pushcamp.yaml, default campaigns/) with a `schedule:` is sent at each of its slots: \
@@ -24,8 +25,12 @@ struct Serve: AsyncParsableCommand {
             due while the previous one still sends follows schedule.overlap. Skipped slots are \
             recorded with their reason (`pushcamp schedules` lists them).
 
+            Campaigns with a `trigger: { app_store: TYPE }` are sent to a subscription's rows each \
+            time such an App Store notification arrives, once per notification (docs/app-store.md).
+
             HTTP (plain, on --listen; loopback by default): GET /healthz, GET /readyz (503 with the \
-            reason when the journal is closed or the scheduler stalls), GET /metrics (Prometheus).
+            reason when the journal is closed or the scheduler stalls), GET /metrics (Prometheus), \
+            and, for apps with an `app_store:` key, POST /app-store/notifications (serve.app_store_path).
 
             Ctrl-C or SIGTERM drains: no new slot fires, running sends stop as `send` does (in-flight \
             answers recorded), and the next serve resumes them. Logs go to standard error.

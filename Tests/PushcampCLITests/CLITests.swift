@@ -295,4 +295,19 @@ struct CLITests {
         #expect(output.stdout.contains("pushcamp plan --format markdown campaigns/spring-sale.yaml > plan.md"))
         #expect(output.status == 0)
     }
+
+    /// Every command's help reads as prose: no stray line-continuation backslash from the source.
+    @Test func everyHelpPageIsFreeOfSourceArtifacts() throws {
+        let commands: [[String]] = [
+            [], ["validate"], ["plan"], ["send"], ["rehearse"], ["report"], ["runs"], ["cancel"], ["replay"],
+            ["tokens", "invalid"], ["init"], ["serve"], ["schedules"], ["sim"], ["appstore"],
+            ["appstore", "notifications"], ["appstore", "subscriptions"], ["appstore", "triggers"],
+            ["appstore", "reprocess"], ["appstore", "history"],
+        ]
+        for command in commands {
+            let help = try CLI.run(command + ["--help"], in: CLI.repository)
+            #expect(help.status == 0, "\(command)")
+            #expect(!help.stdout.contains("\\\n") && !help.stdout.contains(" \\ "), "\(command): \(help.stdout)")
+        }
+    }
 }
