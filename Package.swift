@@ -68,7 +68,7 @@ let package = Package(
         .target(
             name: "PushcampPlanner",
             dependencies: [
-                "PushcampModel", "PushcampTemplates", "PushcampAudience",
+                "PushcampModel", "PushcampTemplates", "PushcampAudience", "PushcampAPNsCore",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict

@@ -66,6 +66,42 @@ struct HPACKWireTests {
                 )
             }
             #expect(indexing(headers, "apns-topic") == .indexable)
+            #expect(headers.first(name: "apns-id") == "00000000-0000-5000-8000-00000000000\(number)")
+            #expect(headers.first(name: "apns-expiration") == "1767225600")
+            #expect(headers.first(name: "apns-priority") == "10")
+            #expect(headers.first(name: "content-length") == "22")
         }
+    }
+
+    /// A planner's request: its `apns-id` written from the UUID's bytes, its payload kept beside it.
+    @Test func aRequestMadeFromUUIDBytesCarriesItsTextAndPayload() throws {
+        let payload = Array(#"{"aps":{"alert":"\#(String(repeating: "é", count: 300))"}}"#.utf8)
+        let request = APNsRequest(
+            tag: 7,
+            deviceToken: String(repeating: "ab", count: 32),
+            uuid: (0x5D2E_0F9A_3C1B_5E7D, 0x9A8B_0C1D_2E3F_4A5B),
+            topic: "com.example.shop",
+            pushType: "alert",
+            priority: nil,
+            expiration: 0,
+            collapseID: nil,
+            payload: payload
+        )
+        #expect(request.apnsID == "5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5b")
+        #expect(request.payload == payload)
+        #expect(request.payloadCount == payload.count)
+
+        let session = try NGHTTP2Session(authority: "api.push.apple.com")
+        _ = try session.submit(request, token: nil, now: .now())
+        let wire = try #require(try session.drainOutput(allocator: ByteBufferAllocator()))
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+        var block = try #require(headerBlocks(wire).first)
+        let headers = try decoder.decodeHeaders(from: &block)
+        #expect(headers.first(name: "apns-id") == "5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5b")
+        #expect(headers.first(name: "apns-expiration") == "0")
+        #expect(headers.first(name: "content-length") == "\(payload.count)")
+        #expect(headers.first(name: "apns-priority") == nil)
+        // The body follows in DATA frames, byte for byte.
+        #expect(wire.readableBytesView.suffix(payload.count).elementsEqual(payload))
     }
 }

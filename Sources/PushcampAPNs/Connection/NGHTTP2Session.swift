@@ -49,6 +49,8 @@ package final class NGHTTP2Session {
     }
 
     private var session: OpaquePointer?
+    /// nghttp2's allocator for this session (see shim.h): freed blocks kept for the next requests.
+    private let pool: UnsafeMutablePointer<pushcamp_nghttp2_pool>
     private(set) var streams: [Int32: Stream] = [:]
     private var events: [Event] = []
     private var indexedOnce = IndexedOnce()
@@ -57,7 +59,12 @@ package final class NGHTTP2Session {
 
     package init(authority: String) throws(APNsClientError) {
         self.authority = authority
+        guard let pool = pushcamp_nghttp2_pool_new() else {
+            throw APNsClientError(.protocolError, "nghttp2: out of memory")
+        }
+        self.pool = pool
         var callbacks: OpaquePointer?
+        // From here on a throw runs `deinit`, which deletes the pool.
         guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else {
             throw APNsClientError(.protocolError, "nghttp2: out of memory")
         }
@@ -68,7 +75,11 @@ package final class NGHTTP2Session {
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onFrame)
         nghttp2_session_callbacks_set_on_frame_not_send_callback(callbacks, onFrameNotSent)
         var created: OpaquePointer?
-        guard nghttp2_session_client_new(&created, callbacks, Unmanaged.passUnretained(self).toOpaque()) == 0 else {
+        var memory = pushcamp_nghttp2_pool_mem(pool)
+        guard
+            nghttp2_session_client_new3(&created, callbacks, Unmanaged.passUnretained(self).toOpaque(), nil, &memory)
+                == 0
+        else {
             throw APNsClientError(.protocolError, "nghttp2: cannot create a session")
         }
         session = created
@@ -79,6 +90,7 @@ package final class NGHTTP2Session {
 
     deinit {
         nghttp2_session_del(session)
+        pushcamp_nghttp2_pool_delete(pool)
     }
 
     func takeEvents() -> [Event] {
@@ -140,7 +152,7 @@ package final class NGHTTP2Session {
         block.add(":authority", authority)
         block.add(":path", prefix: "/3/device/", request.deviceToken, flags: noIndex)
         if let token { block.add("authorization", token.bearer, flags: noIndex) }
-        block.add("apns-id", request.apnsID, flags: indexedOnce.apnsID ? noIndex : 0)
+        request.withAPNsID { block.add("apns-id", $0, flags: indexedOnce.apnsID ? noIndex : 0) }
         indexedOnce.apnsID = true
         block.add("apns-topic", request.topic)
         block.add("apns-push-type", request.pushType)
@@ -153,7 +165,7 @@ package final class NGHTTP2Session {
             block.add("apns-collapse-id", collapseID, flags: indexedOnce.collapseID ? noIndex : 0)
             indexedOnce.collapseID = true
         }
-        block.add("content-length", decimal: Int64(request.payload.count))
+        block.add("content-length", decimal: Int64(request.payloadCount))
 
         var body = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: bodyReader)
         let streamID = block.withNameValues { list in
@@ -266,26 +278,45 @@ private struct HeaderBlock {
     }
 
     mutating func add(_ name: StaticString, prefix: StaticString = "", _ value: String, flags: UInt8 = 0) {
+        var value = value
+        value.withUTF8 { add(name, prefix: prefix, $0, flags: flags) }
+    }
+
+    mutating func add(
+        _ name: StaticString,
+        prefix: StaticString = "",
+        _ value: UnsafeBufferPointer<UInt8>,
+        flags: UInt8 = 0
+    ) {
         let nameStart = bytes.count
         name.withUTF8Buffer { bytes.append(contentsOf: $0) }
         let valueStart = bytes.count
         prefix.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        var value = value
-        value.withUTF8 { bytes.append(contentsOf: $0) }
+        bytes.append(contentsOf: value)
         fields.append((nameStart..<valueStart, valueStart..<bytes.count, flags))
     }
 
-    /// A non-negative integer in decimal, written in place.
+    /// A non-negative integer in decimal, written in place (digits counted first, then filled from
+    /// the end: no temporary storage).
     mutating func add(_ name: StaticString, decimal: Int64, flags: UInt8 = 0) {
         let nameStart = bytes.count
         name.withUTF8Buffer { bytes.append(contentsOf: $0) }
         let valueStart = bytes.count
-        var rest = max(decimal, 0)
-        repeat {
-            bytes.append(UInt8(truncatingIfNeeded: rest % 10) &+ 0x30)
+        let value = UInt64(max(decimal, 0))
+        var digits = 1
+        var rest = value / 10
+        while rest > 0 {
+            digits += 1
             rest /= 10
-        } while rest > 0
-        bytes[valueStart...].reverse()
+        }
+        bytes.append(contentsOf: repeatElement(0x30, count: digits))
+        bytes.withUnsafeMutableBufferPointer { text in
+            var rest = value
+            for index in stride(from: text.count - 1, through: valueStart, by: -1) {
+                text[index] = UInt8(truncatingIfNeeded: rest % 10) &+ 0x30
+                rest /= 10
+            }
+        }
         fields.append((nameStart..<valueStart, valueStart..<bytes.count, flags))
     }
 

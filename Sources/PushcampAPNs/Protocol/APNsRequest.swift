@@ -7,7 +7,10 @@ import PushcampAPNsCore
 ///
 /// What goes on the wire is fixed when the request is made and kept in one shared, immutable
 /// object: a request crosses the planner, the journal, the queue, nghttp2's stream table and the
-/// outcome, and each of those copies costs one reference count, not one per field.
+/// outcome, and each of those copies costs one reference count, not one per field. That object
+/// holds the `apns-id` text and the payload in its own storage: one allocation per request, made
+/// on the planner's thread and freed on the connection's (each allocation crossing threads costs
+/// the allocator a lock).
 public struct APNsRequest: Sendable {
     public var tag: Int
     /// How many times this request was handed to a connection before (0 for the first send).
@@ -17,49 +20,36 @@ public struct APNsRequest: Sendable {
     /// The sender's own grouping of requests, carried to the outcome (Pushcamp: the variant and
     /// locale the push was planned for, to count outcomes per variant and locale).
     public var group: UInt32 = 0
-    private let fields: Fields
+    private let storage: Storage
 
-    private final class Fields: Sendable {
+    /// The fields, ahead of the bytes: the `apns-id` text, then the payload.
+    private struct Header {
         let deviceToken: String
-        let apnsID: String
         let topic: String
         let pushType: String
         let priority: Int?
         let expiration: Int64?
         let collapseID: String?
-        let payload: [UInt8]
-
-        init(
-            deviceToken: String,
-            apnsID: String,
-            topic: String,
-            pushType: String,
-            priority: Int?,
-            expiration: Int64?,
-            collapseID: String?,
-            payload: [UInt8]
-        ) {
-            self.deviceToken = deviceToken
-            self.apnsID = apnsID
-            self.topic = topic
-            self.pushType = pushType
-            self.priority = priority
-            self.expiration = expiration
-            self.collapseID = collapseID
-            self.payload = payload
-        }
+        let apnsIDCount: Int
+        let payloadCount: Int
     }
 
-    /// The device token in hexadecimal.
-    public var deviceToken: String { fields.deviceToken }
-    public var apnsID: String { fields.apnsID }
-    public var topic: String { fields.topic }
-    public var pushType: String { fields.pushType }
-    public var priority: Int? { fields.priority }
-    /// `apns-expiration`, UNIX seconds; nil leaves the header out.
-    public var expiration: Int64? { fields.expiration }
-    public var collapseID: String? { fields.collapseID }
-    public var payload: [UInt8] { fields.payload }
+    private final class Fields: ManagedBuffer<Header, UInt8> {}
+
+    /// The standard library keeps `ManagedBuffer` from being `Sendable`; `Fields` is never written
+    /// after `init`, so sharing it across threads is safe.
+    private struct Storage: @unchecked Sendable {
+        let fields: Fields
+    }
+
+    private var fields: Fields { storage.fields }
+
+    private init(tag: Int, header: Header, write: (UnsafeMutablePointer<UInt8>) -> Void) {
+        self.tag = tag
+        let buffer = Fields.create(minimumCapacity: header.apnsIDCount + header.payloadCount) { _ in header }
+        buffer.withUnsafeMutablePointerToElements(write)
+        storage = Storage(fields: unsafeDowncast(buffer, to: Fields.self))
+    }
 
     public init(
         tag: Int,
@@ -72,22 +62,84 @@ public struct APNsRequest: Sendable {
         collapseID: String?,
         payload: [UInt8]
     ) {
-        self.tag = tag
-        fields = Fields(
-            deviceToken: deviceToken,
-            apnsID: apnsID,
-            topic: topic,
-            pushType: pushType,
-            priority: priority,
-            expiration: expiration,
-            collapseID: collapseID,
-            payload: payload
-        )
+        let id = Array(apnsID.utf8)
+        self.init(
+            tag: tag,
+            header: Header(
+                deviceToken: deviceToken,
+                topic: topic,
+                pushType: pushType,
+                priority: priority,
+                expiration: expiration,
+                collapseID: collapseID,
+                apnsIDCount: id.count,
+                payloadCount: payload.count
+            )
+        ) { bytes in
+            bytes.initialize(from: id, count: id.count)
+            (bytes + id.count).initialize(from: payload, count: payload.count)
+        }
+    }
+
+    /// A request whose `apns-id` is the UUID with these bytes (big-endian halves), written straight
+    /// into the request's storage in its 8-4-4-4-12 form.
+    public init(
+        tag: Int,
+        deviceToken: String,
+        uuid: (high: UInt64, low: UInt64),
+        topic: String,
+        pushType: String,
+        priority: Int?,
+        expiration: Int64?,
+        collapseID: String?,
+        payload: [UInt8]
+    ) {
+        self.init(
+            tag: tag,
+            header: Header(
+                deviceToken: deviceToken,
+                topic: topic,
+                pushType: pushType,
+                priority: priority,
+                expiration: expiration,
+                collapseID: collapseID,
+                apnsIDCount: UUIDText.count,
+                payloadCount: payload.count
+            )
+        ) { bytes in
+            UUIDText.write(
+                high: uuid.high,
+                low: uuid.low,
+                into: UnsafeMutableBufferPointer(start: bytes, count: UUIDText.count)
+            )
+            (bytes + UUIDText.count).initialize(from: payload, count: payload.count)
+        }
+    }
+
+    /// The device token in hexadecimal.
+    public var deviceToken: String { fields.header.deviceToken }
+    public var apnsID: String { withAPNsID { String(decoding: $0, as: UTF8.self) } }
+    public var topic: String { fields.header.topic }
+    public var pushType: String { fields.header.pushType }
+    public var priority: Int? { fields.header.priority }
+    /// `apns-expiration`, UNIX seconds; nil leaves the header out.
+    public var expiration: Int64? { fields.header.expiration }
+    public var collapseID: String? { fields.header.collapseID }
+    public var payload: [UInt8] { withPayload { Array($0) } }
+    public var payloadCount: Int { fields.header.payloadCount }
+
+    /// Calls `body` with the `apns-id` text's bytes, without copying them.
+    public func withAPNsID<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        try fields.withUnsafeMutablePointers { header, bytes in
+            try body(UnsafeBufferPointer(start: bytes, count: header.pointee.apnsIDCount))
+        }
     }
 
     /// Calls `body` with the payload's bytes, without copying them.
     public func withPayload<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        try fields.payload.withUnsafeBufferPointer(body)
+        try fields.withUnsafeMutablePointers { header, bytes in
+            try body(UnsafeBufferPointer(start: bytes + header.pointee.apnsIDCount, count: header.pointee.payloadCount))
+        }
     }
 }
 

@@ -1,3 +1,4 @@
+import PushcampAPNsCore
 import PushcampModel
 
 /// One APNs request, fully decided: the device, every header, the exact body.
@@ -62,29 +63,12 @@ public struct APNsID: Sendable, Hashable, CustomStringConvertible {
             + (0..<8).map { UInt8(truncatingIfNeeded: bytes.1 >> (56 - 8 * UInt64($0))) }
     }
 
-    /// The 8-4-4-4-12 form in lowercase hex, written straight into the string's storage (once per
-    /// recipient).
+    /// The 8-4-4-4-12 form in lowercase hex, written straight into the string's storage.
     public var description: String {
-        String(unsafeUninitializedCapacity: 36) { text in
-            var at = 0
-            for index in 0..<16 {
-                if index == 4 || index == 6 || index == 8 || index == 10 {
-                    text[at] = 0x2D
-                    at += 1
-                }
-                let word = index < 8 ? bytes.0 : bytes.1
-                let byte = UInt8(truncatingIfNeeded: word >> (56 - 8 * UInt64(index % 8)))
-                text[at] = Self.hexDigit(byte >> 4)
-                text[at + 1] = Self.hexDigit(byte & 0x0F)
-                at += 2
-            }
-            return at
+        String(unsafeUninitializedCapacity: UUIDText.count) { text in
+            UUIDText.write(high: bytes.0, low: bytes.1, into: text)
+            return UUIDText.count
         }
-    }
-
-    @inline(__always)
-    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
-        nibble < 10 ? 0x30 + nibble : 0x57 + nibble
     }
 
     public static func == (lhs: APNsID, rhs: APNsID) -> Bool { lhs.bytes == rhs.bytes }

@@ -166,7 +166,7 @@ final class PlanProducer: Sendable {
         var request = APNsRequest(
             tag: push.seq,
             deviceToken: push.token,
-            apnsID: push.apnsID.description,
+            uuid: (push.apnsID.bytes.0, push.apnsID.bytes.1),
             topic: push.topic,
             pushType: push.pushType.rawValue,
             priority: push.priority,
