@@ -1,5 +1,6 @@
 import Foundation
 import Histogram
+import PushcampModel
 
 /// Request latencies (from writing a request to its answer) in an HdrHistogram: microsecond units,
 /// three significant digits, up to an hour. Fixed memory whatever the count; stored per run as its
@@ -187,7 +188,7 @@ public struct SentFacts: Sendable, Equatable, Codable {
     }
 }
 
-extension RunStats: Codable {
+extension RunStats: Decodable {
     private enum Keys: String, CodingKey {
         case latency, retries, seconds
         case connectionsOpened = "connections_opened"
@@ -195,20 +196,10 @@ extension RunStats: Codable {
     }
 
     /// A readout as stored: `{"delivered": n, "failed": {reason: n}, "latency": [[µs, n]…]}`.
-    private struct StoredReadout: Codable {
+    private struct StoredReadout: Decodable {
         var delivered: Int
         var failed: [String: Int]
         var latency: [[UInt64]]?
-    }
-
-    private static func stored(_ readouts: [String: Readout]) -> [String: StoredReadout] {
-        readouts.mapValues { readout in
-            StoredReadout(
-                delivered: readout.delivered,
-                failed: readout.failed,
-                latency: readout.latency.map { $0.buckets.map { [$0.microseconds, $0.count] } }
-            )
-        }
     }
 
     public init(from decoder: any Decoder) throws {
@@ -255,24 +246,23 @@ extension RunStats: Codable {
         sent = try container.decodeIfPresent(SentFacts.self, forKey: .sent)
     }
 
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: Keys.self)
-        try container.encode(latency.buckets.map { [$0.microseconds, $0.count] }, forKey: .latency)
-        try container.encode(retries, forKey: .retries)
-        try container.encode(seconds, forKey: .seconds)
-        try container.encode(connectionsOpened, forKey: .connectionsOpened)
-        try container.encode(disconnects, forKey: .disconnects)
-        if !variants.isEmpty { try container.encode(Self.stored(variants), forKey: .variants) }
-        if !locales.isEmpty { try container.encode(Self.stored(locales), forKey: .locales) }
-        try container.encodeIfPresent(plan, forKey: .plan)
-        try container.encodeIfPresent(sent, forKey: .sent)
-    }
-
-    /// As stored: JSON.
+    /// As stored: JSON with sorted keys, written straight into one buffer. It is written about once
+    /// a second while sending, in the journal's transaction, and Foundation's `JSONEncoder` took
+    /// milliseconds per write for a run's histogram buckets (the profile of issue #14).
     public func encoded() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return String(decoding: (try? encoder.encode(self)) ?? Data("{}".utf8), as: UTF8.self)
+        var json = JSONWriter(capacity: 4096)
+        json.object([
+            ("connections_opened", { $0.integer(connectionsOpened) }),
+            ("disconnects", { $0.counts(disconnects) }),
+            ("latency", { $0.buckets(latency) }),
+            ("locales", locales.isEmpty ? nil : { $0.readouts(locales) }),
+            ("plan", plan.map { plan in { plan.write(to: &$0) } }),
+            ("retries", { $0.counts(retries) }),
+            ("seconds", { $0.number(seconds) }),
+            ("sent", sent.map { sent in { sent.write(to: &$0) } }),
+            ("variants", variants.isEmpty ? nil : { $0.readouts(variants) }),
+        ])
+        return json.string
     }
 
     public static func decode(_ text: String) throws(JournalError) -> RunStats {
@@ -295,5 +285,93 @@ extension RunStats: Codable {
                 "a run's stored statistics (table run_stats) cannot be read: \(detail); the journal was damaged or edited"
             )
         }
+    }
+}
+
+extension JSONWriter {
+    /// A JSON object of `members` in the order given (sorted by the caller); nil members are left out.
+    fileprivate mutating func object(_ members: [(key: String, value: ((inout JSONWriter) -> Void)?)]) {
+        raw("{")
+        var first = true
+        for member in members {
+            guard let value = member.value else { continue }
+            if !first { raw(",") }
+            first = false
+            string(member.key)
+            raw(":")
+            value(&self)
+        }
+        raw("}")
+    }
+
+    /// `{name: count}`, names sorted.
+    fileprivate mutating func counts(_ counts: [String: Int]) {
+        object(counts.sorted { $0.key < $1.key }.map { count in (count.key, { $0.integer(count.value) }) })
+    }
+
+    /// `[[µs, n]…]`: a histogram's non-empty buckets, lowest first.
+    fileprivate mutating func buckets(_ histogram: LatencyHistogram) {
+        raw("[")
+        for (index, bucket) in histogram.buckets.enumerated() {
+            raw(index == 0 ? "[" : ",[")
+            raw(String(bucket.microseconds))
+            raw(",")
+            raw(String(bucket.count))
+            raw("]")
+        }
+        raw("]")
+    }
+
+    /// `{name: {"delivered": n, "failed": {reason: n}, "latency": [[µs, n]…]}}`, names sorted.
+    fileprivate mutating func readouts(_ readouts: [String: Readout]) {
+        object(
+            readouts.sorted { $0.key < $1.key }.map { entry in
+                let readout = entry.value
+                return (
+                    entry.key,
+                    { json in
+                        json.object([
+                            ("delivered", { $0.integer(readout.delivered) }),
+                            ("failed", { $0.counts(readout.failed) }),
+                            ("latency", readout.latency.map { latency in { $0.buckets(latency) } }),
+                        ])
+                    }
+                )
+            }
+        )
+    }
+}
+
+extension PlanFunnel {
+    fileprivate func write(to json: inout JSONWriter) {
+        json.object([
+            ("capped", { $0.integer(capped) }),
+            ("duplicates", { $0.integer(duplicates) }),
+            ("excluded", { $0.integer(excluded) }),
+            ("filtered_out", { $0.integer(filteredOut) }),
+            ("held_out", { $0.integer(heldOut) }),
+            ("holdout_basis_points", { $0.integer(holdoutBasisPoints) }),
+            ("invalid", { $0.integer(invalid) }),
+            ("locales", { $0.counts(locales) }),
+            ("no_subscription", { $0.integer(noSubscription) }),
+            ("planned", { $0.integer(planned) }),
+            ("read", { $0.integer(read) }),
+            ("refused", { $0.integer(refused) }),
+            ("suppressed", { $0.integer(suppressed) }),
+            ("variants", { $0.counts(variants) }),
+        ])
+    }
+}
+
+extension SentFacts {
+    fileprivate func write(to json: inout JSONWriter) {
+        json.object([
+            ("app", { $0.string(app) }),
+            ("connections", { $0.integer(connections) }),
+            ("endpoint", { $0.string(endpoint) }),
+            ("environment", { $0.string(environment) }),
+            ("rate", { $0.string(rate) }),
+            ("topic", { $0.string(topic) }),
+        ])
     }
 }

@@ -27,6 +27,42 @@ struct RunStatsTests {
         let decoded = try RunStats.decode(first.encoded())
         #expect(decoded == first)
 
+        // Everything a report reads back: readouts, the plan's funnel, what was sent, names to escape.
+        var full = first
+        full.seconds = 2.25
+        var variantLatency = LatencyHistogram()
+        variantLatency.record(nanoseconds: 3_000_000)
+        full.variants = [
+            "a \"quoted\" name": Readout(delivered: 3, failed: ["BadDeviceToken": 1], latency: variantLatency),
+            "b": Readout(delivered: 0, failed: [:], latency: LatencyHistogram()),
+        ]
+        full.locales = ["fr-CA": Readout(delivered: 2, failed: ["Unregistered": 2]), "é": Readout(delivered: 1)]
+        var plan = PlanFunnel()
+        (plan.read, plan.invalid, plan.duplicates, plan.filteredOut, plan.excluded) = (100, 1, 2, 3, 4)
+        (plan.noSubscription, plan.suppressed, plan.capped, plan.heldOut, plan.refused) = (5, 6, 7, 8, 9)
+        (plan.planned, plan.holdoutBasisPoints) = (55, 1_000)
+        plan.variants = ["a": 30, "b": 25]
+        plan.locales = ["en": 55]
+        full.plan = plan
+        full.sent = SentFacts(
+            app: "shop",
+            topic: "com.example.shop",
+            environment: "sandbox",
+            endpoint: "https://api.sandbox.push.apple.com/\\",
+            rate: "2000/s",
+            connections: 4
+        )
+        let text = full.encoded()
+        #expect(try RunStats.decode(text) == full)
+        let object = try #require(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        #expect(
+            object.keys.sorted() == [
+                "connections_opened", "disconnects", "latency", "locales", "plan", "retries", "seconds", "sent",
+                "variants",
+            ]
+        )
+        #expect(text.hasPrefix(#"{"connections_opened":2,"disconnects":{"GOAWAY":1},"latency":[["#))
+
         var second = RunStats()
         second.latency.record(nanoseconds: 2_000_000)
         second.retries = ["TooManyRequests": 1, "timeout": 4]
