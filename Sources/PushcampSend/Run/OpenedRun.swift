@@ -137,28 +137,16 @@ struct OpenedRun {
             return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: lock)
         }
         let slotText = Timestamps.text(Double(slot))
-        guard let record = try store.slot(campaign: campaign.id, at: slot), let id = record.run,
-            let run = try store.run(id), run.status.isUnfinished
-        else {
-            throw RunRefusal(
-                "slot \(slotText) of \(campaign.id) is recorded already; it does not fire again",
-                exitCode: 1,
-                slotRecorded: true
-            )
-        }
-        guard run.revision == campaign.revision else {
-            try store.setStatus(.superseded, of: run.id, now: now)
-            throw RunRefusal(
-                """
-                run \(run.id) of slot \(slotText) was planned from revision \(run.revision), and the campaign \
-                changed since (revision now \(campaign.revision)); resuming would send a different plan, so \
-                the run was given up (recipients it reached keep their notification, the others get none)
-                """,
-                exitCode: 1,
-                slotRecorded: true
-            )
-        }
-        return try resuming(run, in: store, lock: lock, named: "run \(run.id) of \(campaign.id), slot \(slotText)")
+        return try resumingRecorded(
+            try store.slot(campaign: campaign.id, at: slot)?.run,
+            of: "slot \(slotText) of \(campaign.id)",
+            named: ", slot \(slotText)",
+            alreadyDone: "slot \(slotText) of \(campaign.id) is recorded already; it does not fire again",
+            campaign: campaign,
+            store: store,
+            lock: lock,
+            now: now
+        )
     }
 
     /// The run of the trigger firings of `campaign` by `notifications`: a new run claimed with them
@@ -183,29 +171,49 @@ struct OpenedRun {
         }
         let events =
             notifications.count == 1 ? "notification \(notifications[0])" : "\(notifications.count) notifications"
-        guard let first = notifications.first,
-            let firing = try store.firing(campaign: campaign.id, notification: first), let id = firing.run,
-            let run = try store.run(id), run.status.isUnfinished
-        else {
-            throw RunRefusal(
-                "the trigger of \(campaign.id) by \(events) fired already; it does not fire again",
-                exitCode: 1,
-                slotRecorded: true
-            )
+        let firing = try notifications.first.flatMap { try store.firing(campaign: campaign.id, notification: $0) }
+        return try resumingRecorded(
+            firing?.run,
+            of: "the trigger of \(campaign.id) by \(events)",
+            named: ", fired by \(events)",
+            alreadyDone: "the trigger of \(campaign.id) by \(events) fired already; it does not fire again",
+            campaign: campaign,
+            store: store,
+            lock: lock,
+            now: now
+        )
+    }
+
+    /// The unfinished run a slot or trigger firing recorded, resumed; given up (superseded) when the
+    /// campaign changed since it was planned. Refused with `slotRecorded` when there is no such run:
+    /// the slot or firing is done. `what` names the slot or firing in messages; the resumed run is
+    /// logged as "run N of CAMPAIGN" followed by `suffix`.
+    private static func resumingRecorded(
+        _ id: RunID?,
+        of what: String,
+        named suffix: String,
+        alreadyDone: String,
+        campaign: LoadedCampaign,
+        store: SQLiteJournal,
+        lock: RunLock,
+        now: Double
+    ) throws -> OpenedRun {
+        guard let id, let run = try store.run(id), run.status.isUnfinished else {
+            throw RunRefusal(alreadyDone, exitCode: 1, slotRecorded: true)
         }
         guard run.revision == campaign.revision else {
             try store.setStatus(.superseded, of: run.id, now: now)
             throw RunRefusal(
                 """
-                run \(run.id) of the trigger of \(campaign.id) was planned from revision \(run.revision), and the \
-                campaign changed since (revision now \(campaign.revision)); resuming would send a different plan, \
-                so the run was given up
+                run \(run.id) of \(what) was planned from revision \(run.revision), and the campaign changed \
+                since (revision now \(campaign.revision)); resuming would send a different plan, so the run was \
+                given up (recipients it reached keep their notification, the others get none)
                 """,
                 exitCode: 1,
                 slotRecorded: true
             )
         }
-        return try resuming(run, in: store, lock: lock, named: "run \(run.id) of \(campaign.id), fired by \(events)")
+        return try resuming(run, in: store, lock: lock, named: "run \(run.id) of \(campaign.id)\(suffix)")
     }
 
     /// The replay run of `original` for `reasons`: an unfinished one resumed, or a new one.
