@@ -44,10 +44,36 @@ public struct APNsRequest: Sendable {
 
     private var fields: Fields { storage.fields }
 
-    private init(tag: Int, header: Header, write: (UnsafeMutablePointer<UInt8>) -> Void) {
+    /// Lays the request out in one allocation: the header, `apnsIDCount` bytes `writeAPNsID` fills,
+    /// then the payload.
+    private init(
+        tag: Int,
+        deviceToken: String,
+        topic: String,
+        pushType: String,
+        priority: Int?,
+        expiration: Int64?,
+        collapseID: String?,
+        payload: [UInt8],
+        apnsIDCount: Int,
+        writeAPNsID: (UnsafeMutableBufferPointer<UInt8>) -> Void
+    ) {
         self.tag = tag
-        let buffer = Fields.create(minimumCapacity: header.apnsIDCount + header.payloadCount) { _ in header }
-        buffer.withUnsafeMutablePointerToElements(write)
+        let header = Header(
+            deviceToken: deviceToken,
+            topic: topic,
+            pushType: pushType,
+            priority: priority,
+            expiration: expiration,
+            collapseID: collapseID,
+            apnsIDCount: apnsIDCount,
+            payloadCount: payload.count
+        )
+        let buffer = Fields.create(minimumCapacity: apnsIDCount + payload.count) { _ in header }
+        buffer.withUnsafeMutablePointerToElements { bytes in
+            writeAPNsID(UnsafeMutableBufferPointer(start: bytes, count: apnsIDCount))
+            (bytes + apnsIDCount).initialize(from: payload, count: payload.count)
+        }
         storage = Storage(fields: unsafeDowncast(buffer, to: Fields.self))
     }
 
@@ -65,20 +91,15 @@ public struct APNsRequest: Sendable {
         let id = Array(apnsID.utf8)
         self.init(
             tag: tag,
-            header: Header(
-                deviceToken: deviceToken,
-                topic: topic,
-                pushType: pushType,
-                priority: priority,
-                expiration: expiration,
-                collapseID: collapseID,
-                apnsIDCount: id.count,
-                payloadCount: payload.count
-            )
-        ) { bytes in
-            bytes.initialize(from: id, count: id.count)
-            (bytes + id.count).initialize(from: payload, count: payload.count)
-        }
+            deviceToken: deviceToken,
+            topic: topic,
+            pushType: pushType,
+            priority: priority,
+            expiration: expiration,
+            collapseID: collapseID,
+            payload: payload,
+            apnsIDCount: id.count
+        ) { _ = $0.initialize(from: id) }
     }
 
     /// A request whose `apns-id` is the UUID with these bytes (big-endian halves), written straight
@@ -96,24 +117,15 @@ public struct APNsRequest: Sendable {
     ) {
         self.init(
             tag: tag,
-            header: Header(
-                deviceToken: deviceToken,
-                topic: topic,
-                pushType: pushType,
-                priority: priority,
-                expiration: expiration,
-                collapseID: collapseID,
-                apnsIDCount: UUIDText.count,
-                payloadCount: payload.count
-            )
-        ) { bytes in
-            UUIDText.write(
-                high: uuid.high,
-                low: uuid.low,
-                into: UnsafeMutableBufferPointer(start: bytes, count: UUIDText.count)
-            )
-            (bytes + UUIDText.count).initialize(from: payload, count: payload.count)
-        }
+            deviceToken: deviceToken,
+            topic: topic,
+            pushType: pushType,
+            priority: priority,
+            expiration: expiration,
+            collapseID: collapseID,
+            payload: payload,
+            apnsIDCount: UUIDText.count
+        ) { UUIDText.write(high: uuid.high, low: uuid.low, into: $0) }
     }
 
     /// The device token in hexadecimal.
