@@ -250,13 +250,15 @@ struct LoopbackTests {
         )
         // TLS 1.3 finishes the client's side of the handshake before the server checks its
         // certificate, so the refusal shows as a failed connect or as a connection that ends at once.
+        let (events, sink) = AsyncStream.makeStream(of: TransportEvent.self)
         let ending = await withTaskGroup(of: String?.self) { group in
             group.addTask {
-                await pool.run()
+                await pool.run { sink.yield($0) }
+                sink.finish()
                 return nil
             }
             group.addTask {
-                for await event in pool.events {
+                for await event in events {
                     switch event {
                     case .connectFailed(_, let error): return error.message
                     case .disconnected(_, let reason): return reason
@@ -321,23 +323,25 @@ extension LoopbackTests {
                 payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8)
             )
         }
+        let (events, sink) = AsyncStream.makeStream(of: TransportEvent.self)
         let outcomes = await withTaskGroup(of: [APNsOutcome].self) { group in
             group.addTask {
-                await pool.run()
+                await pool.run { sink.yield($0) }
+                sink.finish()
                 return []
             }
             group.addTask {
                 var outcomes: [APNsOutcome] = []
                 var submitted = false
-                for await event in pool.events {
+                for await event in events {
                     switch event {
                     case .connected where !submitted:
                         submitted = true
-                        pool.submit([request(1, collapseID: "ok")])
+                        _ = pool.submit([request(1, collapseID: "ok")])
                     case .outcomes(let batch):
                         outcomes += batch
                         if outcomes.count == 1 {
-                            pool.submit([
+                            _ = pool.submit([
                                 request(2, collapseID: "a\r\napns-priority: 5"), request(3, collapseID: "fine"),
                             ])
                         }

@@ -54,8 +54,6 @@ public final class InMemoryTransport: PushTransport {
         var first: APNsRequest?
     }
 
-    public let events: AsyncStream<TransportEvent>
-    private let continuation: AsyncStream<TransportEvent>.Continuation
     private let rules: Rules
     private let clock: any WallClock
     private let state: Mutex<State>
@@ -63,7 +61,6 @@ public final class InMemoryTransport: PushTransport {
     public init(rules: Rules = Rules(), clock: any WallClock) {
         self.rules = rules
         self.clock = clock
-        (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
         state = Mutex(
             State(
                 answered: Array(repeating: 0, count: rules.connections),
@@ -88,15 +85,15 @@ public final class InMemoryTransport: PushTransport {
     /// while work is still being handed over.
     public var isParked: Bool { state.withLock { $0.finished || ($0.waiter != nil && !$0.woken) } }
 
-    public func submit(_ requests: consuming [APNsRequest]) {
+    public func submit(_ requests: consuming [APNsRequest]) -> [APNsRequest] {
         let requests = copy requests
         let refused = state.withLock { state -> [APNsRequest] in
             if state.shutdown { return requests }
             state.queue.append(contentsOf: requests)
             return []
         }
-        if !refused.isEmpty { continuation.yield(.unsent(refused)) }
         wake()
+        return refused
     }
 
     public func shutdown() {
@@ -104,11 +101,11 @@ public final class InMemoryTransport: PushTransport {
         wake()
     }
 
-    public func run() async {
-        for connection in 0..<rules.connections { connectionUp(connection) }
+    public func run(reporting events: @escaping TransportEventSink) async {
+        for connection in 0..<rules.connections { connectionUp(connection, events: events) }
         var alarm: Task<Void, Never>?
         while true {
-            let next = step()
+            let next = step(events: events)
             if next == .infinity { break }
             alarm?.cancel()
             if next.isFinite {
@@ -131,7 +128,6 @@ public final class InMemoryTransport: PushTransport {
         }
         alarm?.cancel()
         state.withLock { $0.finished = true }
-        continuation.finish()
     }
 
     private func wake() {
@@ -146,17 +142,17 @@ public final class InMemoryTransport: PushTransport {
         waiter?.resume()
     }
 
-    private func connectionUp(_ connection: Int) {
+    private func connectionUp(_ connection: Int, events: TransportEventSink) {
         state.withLock { $0.accepted[connection] = false }
-        continuation.yield(.connected(connection: connection))
+        events(.connected(connection: connection))
         if rules.sendsSettings {
-            continuation.yield(.streamLimit(connection: connection, limit: min(1, rules.streamLimit)))
+            events(.streamLimit(connection: connection, limit: min(1, rules.streamLimit)))
         }
     }
 
     /// Answers what is due, writes what fits, and returns when to look again: `.infinity` once shut
     /// down with nothing open, `.nan` when only a submit can bring work.
-    private func step() -> Double {
+    private func step(events: TransportEventSink) -> Double {
         let now = clock.now()
         var outcomes: [APNsOutcome] = []
         var dropped: [Int] = []
@@ -236,14 +232,14 @@ public final class InMemoryTransport: PushTransport {
             return state.flights.map(\.due).min() ?? .nan
         }
         for connection in raised where !dropped.contains(connection) {
-            continuation.yield(.streamLimit(connection: connection, limit: rules.streamLimit))
+            events(.streamLimit(connection: connection, limit: rules.streamLimit))
         }
-        if !outcomes.isEmpty { continuation.yield(.outcomes(outcomes)) }
+        if !outcomes.isEmpty { events(.outcomes(outcomes)) }
         for connection in dropped {
-            continuation.yield(.disconnected(connection: connection, reason: "dropped by the in-memory server"))
-            connectionUp(connection)
+            events(.disconnected(connection: connection, reason: "dropped by the in-memory server"))
+            connectionUp(connection, events: events)
         }
-        if !unsent.isEmpty { continuation.yield(.unsent(unsent)) }
+        if !unsent.isEmpty { events(.unsent(unsent)) }
         // Requests written after a drop's reconnect: look again at once.
         if !dropped.isEmpty { wake() }
         return next

@@ -9,7 +9,7 @@ import PushcampAPNsCore
 /// `ConnectionStateMachine`.
 ///
 /// Writes are batched: what nghttp2 produced goes out once per read batch, per wake-up and per timer
-/// tick, never once per request. Outcomes are handed to the pool's event stream once per read batch.
+/// tick, never once per request. Outcomes are reported to the transport's event sink once per read batch.
 package final class APNsConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     package typealias InboundIn = ByteBuffer
     package typealias OutboundOut = ByteBuffer
@@ -22,7 +22,7 @@ package final class APNsConnectionHandler: ChannelInboundHandler, RemovableChann
         var authority: String
         var queue: RequestQueue
         var tokens: ProviderTokens?
-        var events: AsyncStream<TransportEvent>.Continuation
+        var events: TransportEventSink
         var requestTimeout: TimeAmount
         var idleTimeout: TimeAmount
         var pingTimeout: TimeAmount
@@ -61,7 +61,7 @@ package final class APNsConnectionHandler: ChannelInboundHandler, RemovableChann
         case .none:
             break
         case .reportStreamLimit(let limit):
-            configuration.events.yield(.streamLimit(connection: configuration.id, limit: limit))
+            configuration.events(.streamLimit(connection: configuration.id, limit: limit))
         case .drain(let reason):
             configuration.queue.forget(connection: configuration.id)
             if closeReason == nil { closeReason = reason }
@@ -102,7 +102,7 @@ package final class APNsConnectionHandler: ChannelInboundHandler, RemovableChann
         }
         scheduleTick(on: context.eventLoop)
         ready.succeed()
-        configuration.events.yield(.connected(connection: configuration.id))
+        configuration.events(.connected(connection: configuration.id))
         service()
     }
 
@@ -140,7 +140,7 @@ package final class APNsConnectionHandler: ChannelInboundHandler, RemovableChann
         deliver()
         session = nil
         ready.fail(APNsClientError(.connect, closeReason ?? "the connection closed during set-up"))
-        configuration.events.yield(
+        configuration.events(
             .disconnected(connection: configuration.id, reason: closeReason ?? "closed by the server")
         )
         context.fireChannelInactive()
@@ -253,7 +253,7 @@ package final class APNsConnectionHandler: ChannelInboundHandler, RemovableChann
             switch tokens.expired(generation: stream.tokenGeneration) {
             case .mint, .alreadyReplaced:
                 let minted = tokens.current().generation != stream.tokenGeneration
-                configuration.events.yield(.providerTokenRenewed(minted: minted))
+                configuration.events(.providerTokenRenewed(minted: minted))
                 var retry = stream.request
                 retry.attempt += 1
                 requeue.append(retry)
@@ -275,11 +275,11 @@ package final class APNsConnectionHandler: ChannelInboundHandler, RemovableChann
     private func deliver() {
         if !requeue.isEmpty {
             configuration.queue.requeue(requeue)
-            configuration.events.yield(.requeued(count: requeue.count))
+            configuration.events(.requeued(count: requeue.count))
             requeue.removeAll(keepingCapacity: true)
         }
         if !outcomes.isEmpty {
-            configuration.events.yield(.outcomes(outcomes))
+            configuration.events(.outcomes(outcomes))
             outcomes.removeAll(keepingCapacity: true)
         }
     }

@@ -10,8 +10,6 @@ import Synchronization
 /// (GOAWAY, drop, PING timeout) is replaced after an exponential back-off with jitter, and the requests
 /// it never processed go to the others.
 public final class APNsConnectionPool: PushTransport {
-    public let events: AsyncStream<TransportEvent>
-    private let continuation: AsyncStream<TransportEvent>.Continuation
     private let configuration: APNsClientConfiguration
     /// Every connection of the pool runs on this one loop (so does the executor, by preference).
     private let eventLoop: any EventLoop
@@ -34,11 +32,10 @@ public final class APNsConnectionPool: PushTransport {
         eventLoop = group.next()
         taskExecutor = EventLoopTaskExecutor(eventLoop: eventLoop)
         self.tlsContext = try configuration.makeTLSContext()
-        (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
     }
 
-    public func submit(_ requests: consuming [APNsRequest]) {
-        if let refused = queue.add(requests) { continuation.yield(.unsent(refused)) }
+    public func submit(_ requests: consuming [APNsRequest]) -> [APNsRequest] {
+        queue.add(requests) ?? []
     }
 
     public var openStreams: Int { streams.value }
@@ -53,25 +50,24 @@ public final class APNsConnectionPool: PushTransport {
         }
     }
 
-    public func run() async {
+    public func run(reporting events: @escaping TransportEventSink) async {
         await withTaskGroup(of: Void.self) { group in
             for slot in 0..<configuration.connections {
-                group.addTask { await self.maintain(slot: slot) }
+                group.addTask { await self.maintain(slot: slot, events: events) }
             }
         }
         let unsent = queue.close()
-        if !unsent.isEmpty { continuation.yield(.unsent(unsent)) }
-        continuation.finish()
+        if !unsent.isEmpty { events(.unsent(unsent)) }
     }
 
     private var stopping: Bool { state.withLock { $0.stopping } }
 
     /// Keeps one connection slot filled until shutdown.
-    private func maintain(slot: Int) async {
+    private func maintain(slot: Int, events: @escaping TransportEventSink) async {
         var backoff = configuration.reconnectBackoff
         while !stopping {
             do {
-                let channel = try await connect(slot: slot)
+                let channel = try await connect(slot: slot, events: events)
                 backoff.reset()
                 let stopNow = state.withLock { state in
                     state.channels[slot] = channel
@@ -81,9 +77,9 @@ public final class APNsConnectionPool: PushTransport {
                 try? await channel.closeFuture.get()
                 _ = state.withLock { $0.channels.removeValue(forKey: slot) }
             } catch let error as APNsClientError {
-                continuation.yield(.connectFailed(connection: slot, error: error))
+                events(.connectFailed(connection: slot, error: error))
             } catch {
-                continuation.yield(.connectFailed(connection: slot, error: APNsClientError(.connect, "\(error)")))
+                events(.connectFailed(connection: slot, error: APNsClientError(.connect, "\(error)")))
             }
             guard !stopping else { break }
             // The back-off, in steps so a shutdown does not wait for it; cancellation ends the slot.
@@ -98,7 +94,7 @@ public final class APNsConnectionPool: PushTransport {
         }
     }
 
-    private func connect(slot: Int) async throws -> any Channel {
+    private func connect(slot: Int, events: @escaping TransportEventSink) async throws -> any Channel {
         let host = configuration.host
         let isAddress = (try? SocketAddress(ipAddress: host, port: 0)) != nil
         let authority = configuration.port == 443 ? host : "\(host):\(configuration.port)"
@@ -109,7 +105,7 @@ public final class APNsConnectionPool: PushTransport {
             authority: authority,
             queue: queue,
             tokens: tokens,
-            events: continuation,
+            events: events,
             requestTimeout: configuration.requestTimeout,
             idleTimeout: configuration.idleTimeout,
             pingTimeout: configuration.pingTimeout,

@@ -21,14 +21,19 @@ public enum TransportEvent: Sendable {
     case unsent([APNsRequest])
 }
 
+/// Where a transport reports what happens, in order: called on the transport's own threads (the
+/// connections' event loop), so it must only hand the event over.
+public typealias TransportEventSink = @Sendable (TransportEvent) -> Void
+
 /// The seam between the executor and the network: a pool of connections to APNs, or an in-memory twin.
 public protocol PushTransport: Sendable {
-    var events: AsyncStream<TransportEvent> { get }
-    /// Keeps the transport going until `shutdown()` and every connection has ended; then finishes `events`.
-    func run() async
+    /// Keeps the transport going until `shutdown()` and every connection has ended, reporting to
+    /// `events` as things happen (straight into the caller's own queue: no stream in between); every
+    /// event is reported before it returns.
+    func run(reporting events: @escaping TransportEventSink) async
     /// Hands requests over without waiting: the caller bounds how many it submits (by the stream
-    /// limits reported). Requests submitted after `shutdown()` come back as `unsent`.
-    func submit(_ requests: consuming [APNsRequest])
+    /// limits reported). Returns what it can no longer take (submitted after `shutdown()`): never sent.
+    func submit(_ requests: consuming [APNsRequest]) -> [APNsRequest]
     /// Stops taking requests; in-flight streams finish, queued ones are reported as `unsent`.
     func shutdown()
     /// Requests written to a connection and not yet answered: what is really on the wire.

@@ -107,10 +107,8 @@ public final class Executor: Service, Sendable {
             // memory by about 1 KB per hand-over batch for the whole send.
             await withDiscardingTaskGroup { group in
                 group.addTask {
-                    await self.transport.run()
-                }
-                group.addTask {
-                    for await event in self.transport.events { self.input.yield(.transport(event)) }
+                    // Events go straight into the loop's own input: one hand-over per answer batch.
+                    await self.transport.run { [input = self.input] event in input.yield(.transport(event)) }
                     self.input.yield(.transportEnded)
                 }
                 group.addTask(executorPreference: globalConcurrentExecutor) { await self.housekeepingTicks() }
@@ -189,7 +187,8 @@ public final class Executor: Service, Sendable {
                 }
             }
         case .submit(let requests):
-            transport.submit(requests)
+            let refused = transport.submit(requests)
+            if !refused.isEmpty { input.yield(.transport(.unsent(refused))) }
         case .settle(let updates, let possibleDuplicates, let invalidTokens):
             journal.settle(updates, possibleDuplicates: possibleDuplicates, invalidTokens: invalidTokens)
         case .arm(let deadline):
