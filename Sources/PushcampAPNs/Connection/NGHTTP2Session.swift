@@ -55,16 +55,19 @@ package final class NGHTTP2Session {
     private var events: [Event] = []
     private var indexedOnce = IndexedOnce()
     private var headerBlock = HeaderBlock()
-    private let authority: String
+    /// The `:authority` value, allocated once: every request's header list points at it.
+    private let authority: UnsafeMutableBufferPointer<UInt8>
 
     package init(authority: String) throws(APNsClientError) {
-        self.authority = authority
         guard let pool = pushcamp_nghttp2_pool_new() else {
             throw APNsClientError(.protocolError, "nghttp2: out of memory")
         }
         self.pool = pool
+        let count = authority.utf8.count
+        self.authority = UnsafeMutableBufferPointer(start: .allocate(capacity: max(1, count)), count: count)
+        _ = self.authority.initialize(from: authority.utf8)
         var callbacks: OpaquePointer?
-        // From here on a throw runs `deinit`, which deletes the pool.
+        // From here on a throw runs `deinit`, which deletes the pool and the authority.
         guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else {
             throw APNsClientError(.protocolError, "nghttp2: out of memory")
         }
@@ -91,6 +94,7 @@ package final class NGHTTP2Session {
     deinit {
         nghttp2_session_del(session)
         pushcamp_nghttp2_pool_delete(pool)
+        authority.deallocate()
     }
 
     func takeEvents() -> [Event] {
@@ -147,9 +151,9 @@ package final class NGHTTP2Session {
         swap(&block, &headerBlock)
         defer { swap(&block, &headerBlock) }
         block.removeAll()
-        block.add(":method", "POST")
-        block.add(":scheme", "https")
-        block.add(":authority", authority)
+        block.add(":method", constant: "POST")
+        block.add(":scheme", constant: "https")
+        block.add(":authority", constant: UnsafeBufferPointer(authority))
         block.add(":path", prefix: "/3/device/", request.deviceToken, flags: noIndex)
         if let token { block.add("authorization", token.bearer, flags: noIndex) }
         request.withAPNsID { block.add("apns-id", $0, flags: indexedOnce.apnsID ? noIndex : 0) }
@@ -265,16 +269,34 @@ extension NGHTTP2Session.Stream {
     }
 }
 
-/// A request's header fields, laid out in one byte buffer, and the `nghttp2_nv` list pointing into it.
-/// Reused from request to request so encoding allocates nothing once warm.
+/// A request's header fields: names and constant values where they live for good (string literals,
+/// the session's authority), the request's own values laid out in one byte buffer, and the
+/// `nghttp2_nv` list pointing at both. nghttp2 copies only what is not marked `NO_COPY`: the
+/// request's values. Reused from request to request so encoding allocates nothing once warm.
 private struct HeaderBlock {
+    private enum Value {
+        /// In `bytes`.
+        case laidOut(Range<Int>)
+        /// Storage that outlives every request of the session.
+        case constant(UnsafePointer<UInt8>, count: Int)
+    }
+
     private var bytes: [UInt8] = []
-    private var fields: [(name: Range<Int>, value: Range<Int>, flags: UInt8)] = []
+    private var fields: [(name: StaticString, value: Value, flags: UInt8)] = []
     private var nameValues: [nghttp2_nv] = []
 
     mutating func removeAll() {
         bytes.removeAll(keepingCapacity: true)
         fields.removeAll(keepingCapacity: true)
+    }
+
+    /// A value that lives as long as the session (a string literal, the session's authority).
+    mutating func add(_ name: StaticString, constant value: UnsafeBufferPointer<UInt8>, flags: UInt8 = 0) {
+        fields.append((name, .constant(value.baseAddress!, count: value.count), flags))
+    }
+
+    mutating func add(_ name: StaticString, constant value: StaticString) {
+        add(name, constant: UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
     }
 
     mutating func add(_ name: StaticString, prefix: StaticString = "", _ value: String, flags: UInt8 = 0) {
@@ -288,19 +310,15 @@ private struct HeaderBlock {
         _ value: UnsafeBufferPointer<UInt8>,
         flags: UInt8 = 0
     ) {
-        let nameStart = bytes.count
-        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
         let valueStart = bytes.count
         prefix.withUTF8Buffer { bytes.append(contentsOf: $0) }
         bytes.append(contentsOf: value)
-        fields.append((nameStart..<valueStart, valueStart..<bytes.count, flags))
+        fields.append((name, .laidOut(valueStart..<bytes.count), flags))
     }
 
     /// A non-negative integer in decimal, written in place (digits counted first, then filled from
     /// the end: no temporary storage).
     mutating func add(_ name: StaticString, decimal: Int64, flags: UInt8 = 0) {
-        let nameStart = bytes.count
-        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
         let valueStart = bytes.count
         let value = UInt64(max(decimal, 0))
         var digits = 1
@@ -317,23 +335,41 @@ private struct HeaderBlock {
                 rest /= 10
             }
         }
-        fields.append((nameStart..<valueStart, valueStart..<bytes.count, flags))
+        fields.append((name, .laidOut(valueStart..<bytes.count), flags))
     }
 
     /// Calls `body` with the fields as nghttp2 name-value pairs (valid only during the call).
     mutating func withNameValues<R>(_ body: (UnsafeBufferPointer<nghttp2_nv>) -> R) -> R {
-        bytes.withUnsafeMutableBufferPointer { text in
+        // Names are string literals (lower case, as HTTP/2 wants): nghttp2 neither copies nor
+        // lowercases them.
+        let noCopyName = UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)
+        let noCopyValue = UInt8(NGHTTP2_NV_FLAG_NO_COPY_VALUE.rawValue)
+        return bytes.withUnsafeMutableBufferPointer { text in
             nameValues.removeAll(keepingCapacity: true)
             for field in fields {
-                nameValues.append(
-                    nghttp2_nv(
-                        name: text.baseAddress! + field.name.lowerBound,
-                        value: text.baseAddress! + field.value.lowerBound,
-                        namelen: field.name.count,
-                        valuelen: field.value.count,
-                        flags: field.flags
+                let name = UnsafeMutablePointer(mutating: field.name.utf8Start)
+                switch field.value {
+                case .laidOut(let range):
+                    nameValues.append(
+                        nghttp2_nv(
+                            name: name,
+                            value: text.baseAddress! + range.lowerBound,
+                            namelen: field.name.utf8CodeUnitCount,
+                            valuelen: range.count,
+                            flags: field.flags | noCopyName
+                        )
                     )
-                )
+                case .constant(let start, let count):
+                    nameValues.append(
+                        nghttp2_nv(
+                            name: name,
+                            value: UnsafeMutablePointer(mutating: start),
+                            namelen: field.name.utf8CodeUnitCount,
+                            valuelen: count,
+                            flags: field.flags | noCopyName | noCopyValue
+                        )
+                    )
+                }
             }
             return nameValues.withUnsafeBufferPointer(body)
         }
