@@ -101,7 +101,50 @@ struct HPACKWireTests {
         #expect(headers.first(name: "apns-expiration") == "0")
         #expect(headers.first(name: "content-length") == "\(payload.count)")
         #expect(headers.first(name: "apns-priority") == nil)
+        // Names and constant values go to nghttp2 uncopied, the request's fields from its own storage.
+        #expect(headers.first(name: ":method") == "POST")
+        #expect(headers.first(name: ":scheme") == "https")
+        #expect(headers.first(name: ":authority") == "api.push.apple.com")
+        #expect(headers.first(name: ":path") == "/3/device/" + String(repeating: "ab", count: 32))
+        #expect(headers.first(name: "apns-topic") == "com.example.shop")
+        #expect(headers.first(name: "apns-push-type") == "alert")
+        #expect(headers.first(name: "apns-collapse-id") == nil)
         // The body follows in DATA frames, byte for byte.
         #expect(wire.readableBytesView.suffix(payload.count).elementsEqual(payload))
+    }
+
+    /// Topic, push type and collapse id are kept as bytes beside the payload; each reads back whole,
+    /// whatever their lengths, and goes on the wire as given.
+    @Test(arguments: [("com.example.shop", "alert", "spring-sale-été"), ("t", "", ""), ("a.b.voip", "voip", "x")])
+    func aRequestKeepsItsTextFieldsBesideThePayload(topic: String, pushType: String, collapseID: String) throws {
+        let payload = Array(#"{"aps":{}}"#.utf8)
+        let request = APNsRequest(
+            tag: 1,
+            deviceToken: String(repeating: "0f", count: 32),
+            apnsID: "5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5b",
+            topic: topic,
+            pushType: pushType,
+            priority: 5,
+            expiration: nil,
+            collapseID: collapseID,
+            payload: payload
+        )
+        #expect(request.topic == topic)
+        #expect(request.pushType == pushType)
+        #expect(request.collapseID == collapseID)
+        #expect(request.payload == payload)
+        #expect(request.apnsID == "5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5b")
+
+        let session = try NGHTTP2Session(authority: "127.0.0.1:2197")
+        _ = try session.submit(request, token: nil, now: .now())
+        let wire = try #require(try session.drainOutput(allocator: ByteBufferAllocator()))
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+        var block = try #require(headerBlocks(wire).first)
+        let headers = try decoder.decodeHeaders(from: &block)
+        #expect(headers.first(name: ":authority") == "127.0.0.1:2197")
+        #expect(headers.first(name: "apns-topic") == topic)
+        #expect(headers.first(name: "apns-push-type") == pushType)
+        #expect(headers.first(name: "apns-collapse-id") == collapseID)
+        #expect(headers.first(name: "apns-priority") == "5")
     }
 }

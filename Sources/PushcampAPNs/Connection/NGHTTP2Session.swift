@@ -158,14 +158,15 @@ package final class NGHTTP2Session {
         if let token { block.add("authorization", token.bearer, flags: noIndex) }
         request.withAPNsID { block.add("apns-id", $0, flags: indexedOnce.apnsID ? noIndex : 0) }
         indexedOnce.apnsID = true
-        block.add("apns-topic", request.topic)
-        block.add("apns-push-type", request.pushType)
+        request.withTopic { block.add("apns-topic", $0) }
+        request.withPushType { block.add("apns-push-type", $0) }
         if let priority = request.priority { block.add("apns-priority", decimal: Int64(priority)) }
         if let expiration = request.expiration {
             block.add("apns-expiration", decimal: expiration, flags: indexedOnce.expiration ? noIndex : 0)
             indexedOnce.expiration = true
         }
-        if let collapseID = request.collapseID {
+        request.withCollapseID { collapseID in
+            guard let collapseID else { return }
             block.add("apns-collapse-id", collapseID, flags: indexedOnce.collapseID ? noIndex : 0)
             indexedOnce.collapseID = true
         }
@@ -206,8 +207,8 @@ package final class NGHTTP2Session {
 
     // MARK: callbacks (recording only)
 
-    fileprivate func header(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        guard name.elementsEqual(":status".utf8) else { return }
+    /// A response's `:status` (the only header kept; the C callback passes no other).
+    fileprivate func status(streamID: Int32, value: UnsafeBufferPointer<UInt8>) {
         var status = 0
         for digit in value { status = status * 10 + Int(digit &- 0x30) }
         streams[streamID]?.status = status
@@ -376,14 +377,23 @@ private struct HeaderBlock {
     }
 }
 
+/// Whether a header's name is `:status`, byte by byte (no generic comparison per header).
+private func isStatus(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+    name.count == 7 && name[0] == UInt8(ascii: ":") && name[1] == UInt8(ascii: "s") && name[2] == UInt8(ascii: "t")
+        && name[3] == UInt8(ascii: "a") && name[4] == UInt8(ascii: "t") && name[5] == UInt8(ascii: "u")
+        && name[6] == UInt8(ascii: "s")
+}
+
 private func owner(_ userData: UnsafeMutableRawPointer?) -> NGHTTP2Session {
     Unmanaged<NGHTTP2Session>.fromOpaque(userData!).takeUnretainedValue()
 }
 
+/// Called for every response header; only `:status` reaches the session. The check comes first, so
+/// the other headers (server, date, apns-id…) cost no reference count on the session.
 private let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, userData in
-    owner(userData).header(
+    guard let name, isStatus(UnsafeBufferPointer(start: name, count: nameLength)) else { return 0 }
+    owner(userData).status(
         streamID: frame!.pointee.hd.stream_id,
-        name: UnsafeBufferPointer(start: name, count: nameLength),
         value: UnsafeBufferPointer(start: value, count: valueLength)
     )
     return 0
@@ -399,8 +409,15 @@ private let onStreamClose: nghttp2_on_stream_close_callback = { _, streamID, err
     return 0
 }
 
+/// Called for every frame received; only SETTINGS, GOAWAY and PING reach the session (not each
+/// response's HEADERS and DATA).
 private let onFrame: nghttp2_on_frame_recv_callback = { _, frame, userData in
-    owner(userData).frameReceived(frame!)
+    switch Int(frame!.pointee.hd.type) {
+    case Int(NGHTTP2_SETTINGS.rawValue), Int(NGHTTP2_GOAWAY.rawValue), Int(NGHTTP2_PING.rawValue):
+        owner(userData).frameReceived(frame!)
+    default:
+        break
+    }
     return 0
 }
 

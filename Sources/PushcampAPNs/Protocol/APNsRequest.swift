@@ -8,9 +8,12 @@ import PushcampAPNsCore
 /// What goes on the wire is fixed when the request is made and kept in one shared, immutable
 /// object: a request crosses the planner, the journal, the queue, nghttp2's stream table and the
 /// outcome, and each of those copies costs one reference count, not one per field. That object
-/// holds the `apns-id` text and the payload in its own storage: one allocation per request, made
-/// on the planner's thread and freed on the connection's (each allocation crossing threads costs
-/// the allocator a lock).
+/// holds the `apns-id` text, the payload, the topic, the push type and the collapse id in its own
+/// storage: one allocation per request, made on the planner's thread and freed on the connection's
+/// (each allocation crossing threads costs the allocator a lock). The topic and the collapse id are
+/// the same for every request of a run: kept as `String`s, each request would count references to
+/// them on the planner's thread while the connection's thread dropped them, one cache line pulled
+/// back and forth between the two cores per request and field.
 public struct APNsRequest: Sendable {
     public var tag: Int
     /// How many times this request was handed to a connection before (0 for the first send).
@@ -22,16 +25,22 @@ public struct APNsRequest: Sendable {
     public var group: UInt32 = 0
     private let storage: Storage
 
-    /// The fields, ahead of the bytes: the `apns-id` text, then the payload.
+    /// The fields, ahead of the bytes: the `apns-id` text, the payload, the topic, the push type,
+    /// then the collapse id.
     private struct Header {
         let deviceToken: String
-        let topic: String
-        let pushType: String
         let priority: Int?
         let expiration: Int64?
-        let collapseID: String?
         let apnsIDCount: Int
         let payloadCount: Int
+        let topicCount: Int
+        let pushTypeCount: Int
+        /// -1: no collapse id.
+        let collapseIDCount: Int
+
+        var topicStart: Int { apnsIDCount + payloadCount }
+        var pushTypeStart: Int { topicStart + topicCount }
+        var collapseIDStart: Int { pushTypeStart + pushTypeCount }
     }
 
     private final class Fields: ManagedBuffer<Header, UInt8> {}
@@ -43,6 +52,13 @@ public struct APNsRequest: Sendable {
     }
 
     private var fields: Fields { storage.fields }
+
+    /// Reads one field in place. `fields.header.x` copies the whole header first (a reference count
+    /// taken and dropped for each of its strings) to return one field, on every read.
+    @inline(__always)
+    private func field<T>(_ read: (UnsafeMutablePointer<Header>) -> T) -> T {
+        fields.withUnsafeMutablePointerToHeader(read)
+    }
 
     /// Lays the request out in one allocation: the header, `apnsIDCount` bytes `writeAPNsID` fills,
     /// then the payload.
@@ -61,18 +77,25 @@ public struct APNsRequest: Sendable {
         self.tag = tag
         let header = Header(
             deviceToken: deviceToken,
-            topic: topic,
-            pushType: pushType,
             priority: priority,
             expiration: expiration,
-            collapseID: collapseID,
             apnsIDCount: apnsIDCount,
-            payloadCount: payload.count
+            payloadCount: payload.count,
+            topicCount: topic.utf8.count,
+            pushTypeCount: pushType.utf8.count,
+            collapseIDCount: collapseID?.utf8.count ?? -1
         )
-        let buffer = Fields.create(minimumCapacity: apnsIDCount + payload.count) { _ in header }
+        let count = header.collapseIDStart + max(0, header.collapseIDCount)
+        let buffer = Fields.create(minimumCapacity: count) { _ in header }
         buffer.withUnsafeMutablePointerToElements { bytes in
             writeAPNsID(UnsafeMutableBufferPointer(start: bytes, count: apnsIDCount))
             (bytes + apnsIDCount).initialize(from: payload, count: payload.count)
+            func write(_ text: String, at start: Int) {
+                _ = UnsafeMutableBufferPointer(start: bytes + start, count: text.utf8.count).initialize(from: text.utf8)
+            }
+            write(topic, at: header.topicStart)
+            write(pushType, at: header.pushTypeStart)
+            if let collapseID { write(collapseID, at: header.collapseIDStart) }
         }
         storage = Storage(fields: unsafeDowncast(buffer, to: Fields.self))
     }
@@ -129,16 +152,16 @@ public struct APNsRequest: Sendable {
     }
 
     /// The device token in hexadecimal.
-    public var deviceToken: String { fields.header.deviceToken }
+    public var deviceToken: String { field { $0.pointee.deviceToken } }
     public var apnsID: String { withAPNsID { String(decoding: $0, as: UTF8.self) } }
-    public var topic: String { fields.header.topic }
-    public var pushType: String { fields.header.pushType }
-    public var priority: Int? { fields.header.priority }
+    public var topic: String { withTopic { String(decoding: $0, as: UTF8.self) } }
+    public var pushType: String { withPushType { String(decoding: $0, as: UTF8.self) } }
+    public var priority: Int? { field { $0.pointee.priority } }
     /// `apns-expiration`, UNIX seconds; nil leaves the header out.
-    public var expiration: Int64? { fields.header.expiration }
-    public var collapseID: String? { fields.header.collapseID }
+    public var expiration: Int64? { field { $0.pointee.expiration } }
+    public var collapseID: String? { withCollapseID { $0.map { String(decoding: $0, as: UTF8.self) } } }
     public var payload: [UInt8] { withPayload { Array($0) } }
-    public var payloadCount: Int { fields.header.payloadCount }
+    public var payloadCount: Int { field { $0.pointee.payloadCount } }
 
     /// Calls `body` with the `apns-id` text's bytes, without copying them.
     public func withAPNsID<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
@@ -151,6 +174,32 @@ public struct APNsRequest: Sendable {
     public func withPayload<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         try fields.withUnsafeMutablePointers { header, bytes in
             try body(UnsafeBufferPointer(start: bytes + header.pointee.apnsIDCount, count: header.pointee.payloadCount))
+        }
+    }
+
+    /// Calls `body` with the topic's UTF-8 bytes, without copying them.
+    public func withTopic<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        try fields.withUnsafeMutablePointers { header, bytes in
+            try body(UnsafeBufferPointer(start: bytes + header.pointee.topicStart, count: header.pointee.topicCount))
+        }
+    }
+
+    /// Calls `body` with the push type's UTF-8 bytes, without copying them.
+    public func withPushType<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        try fields.withUnsafeMutablePointers { header, bytes in
+            try body(
+                UnsafeBufferPointer(start: bytes + header.pointee.pushTypeStart, count: header.pointee.pushTypeCount)
+            )
+        }
+    }
+
+    /// Calls `body` with the collapse id's UTF-8 bytes (nil when there is none), without copying them.
+    public func withCollapseID<R>(_ body: (UnsafeBufferPointer<UInt8>?) throws -> R) rethrows -> R {
+        try fields.withUnsafeMutablePointers { header, bytes in
+            let count = header.pointee.collapseIDCount
+            return try body(
+                count < 0 ? nil : UnsafeBufferPointer(start: bytes + header.pointee.collapseIDStart, count: count)
+            )
         }
     }
 }
