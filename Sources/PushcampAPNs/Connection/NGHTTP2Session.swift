@@ -154,7 +154,7 @@ package final class NGHTTP2Session {
         block.add(":method", constant: "POST")
         block.add(":scheme", constant: "https")
         block.add(":authority", constant: UnsafeBufferPointer(authority))
-        block.add(":path", prefix: "/3/device/", request.deviceToken, flags: noIndex)
+        request.withDeviceToken { block.add(":path", prefix: "/3/device/", $0, flags: noIndex) }
         if let token { block.add("authorization", token.bearer, flags: noIndex) }
         request.withAPNsID { block.add("apns-id", $0, flags: indexedOnce.apnsID ? noIndex : 0) }
         indexedOnce.apnsID = true

@@ -8,8 +8,8 @@ import PushcampAPNsCore
 /// What goes on the wire is fixed when the request is made and kept in one shared, immutable
 /// object: a request crosses the planner, the journal, the queue, nghttp2's stream table and the
 /// outcome, and each of those copies costs one reference count, not one per field. That object
-/// holds the `apns-id` text, the payload, the topic, the push type and the collapse id in its own
-/// storage: one allocation per request, made on the planner's thread and freed on the connection's
+/// holds the `apns-id` text, the payload, the topic, the push type, the collapse id and the device
+/// token's text in its own storage: one allocation per request, made on the planner's thread and freed on the connection's
 /// (each allocation crossing threads costs the allocator a lock). The topic and the collapse id are
 /// the same for every request of a run: kept as `String`s, each request would count references to
 /// them on the planner's thread while the connection's thread dropped them, one cache line pulled
@@ -26,7 +26,8 @@ public struct APNsRequest: Sendable {
     private let storage: Storage
 
     /// The fields, ahead of the bytes: the `apns-id` text, the payload, the topic, the push type,
-    /// then the collapse id.
+    /// the collapse id, then the device token (also kept as a `String` for the journal and reports;
+    /// the bytes are what `:path` is written from, without touching the string's reference count).
     private struct Header {
         let deviceToken: String
         let priority: Int?
@@ -37,10 +38,12 @@ public struct APNsRequest: Sendable {
         let pushTypeCount: Int
         /// -1: no collapse id.
         let collapseIDCount: Int
+        let deviceTokenCount: Int
 
         var topicStart: Int { apnsIDCount + payloadCount }
         var pushTypeStart: Int { topicStart + topicCount }
         var collapseIDStart: Int { pushTypeStart + pushTypeCount }
+        var deviceTokenStart: Int { collapseIDStart + max(0, collapseIDCount) }
     }
 
     private final class Fields: ManagedBuffer<Header, UInt8> {}
@@ -83,9 +86,10 @@ public struct APNsRequest: Sendable {
             payloadCount: payload.count,
             topicCount: topic.utf8.count,
             pushTypeCount: pushType.utf8.count,
-            collapseIDCount: collapseID?.utf8.count ?? -1
+            collapseIDCount: collapseID?.utf8.count ?? -1,
+            deviceTokenCount: deviceToken.utf8.count
         )
-        let count = header.collapseIDStart + max(0, header.collapseIDCount)
+        let count = header.deviceTokenStart + header.deviceTokenCount
         let buffer = Fields.create(minimumCapacity: count) { _ in header }
         buffer.withUnsafeMutablePointerToElements { bytes in
             writeAPNsID(UnsafeMutableBufferPointer(start: bytes, count: apnsIDCount))
@@ -96,6 +100,7 @@ public struct APNsRequest: Sendable {
             write(topic, at: header.topicStart)
             write(pushType, at: header.pushTypeStart)
             if let collapseID { write(collapseID, at: header.collapseIDStart) }
+            write(deviceToken, at: header.deviceTokenStart)
         }
         storage = Storage(fields: unsafeDowncast(buffer, to: Fields.self))
     }
@@ -174,6 +179,18 @@ public struct APNsRequest: Sendable {
     public func withPayload<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         try fields.withUnsafeMutablePointers { header, bytes in
             try body(UnsafeBufferPointer(start: bytes + header.pointee.apnsIDCount, count: header.pointee.payloadCount))
+        }
+    }
+
+    /// Calls `body` with the device token's text as UTF-8 bytes, without copying them.
+    public func withDeviceToken<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        try fields.withUnsafeMutablePointers { header, bytes in
+            try body(
+                UnsafeBufferPointer(
+                    start: bytes + header.pointee.deviceTokenStart,
+                    count: header.pointee.deviceTokenCount
+                )
+            )
         }
     }
 
