@@ -41,6 +41,16 @@ struct HPACKWireTests {
         return blocks
     }
 
+    /// The header block nghttp2 writes for `request` alone on a new session, decoded.
+    func wireHeaders(of request: APNsRequest, authority: String) throws -> (HPACKHeaders, wire: ByteBuffer) {
+        let session = try NGHTTP2Session(authority: authority)
+        _ = try session.submit(request, token: nil, now: .now())
+        let wire = try #require(try session.drainOutput(allocator: ByteBufferAllocator()))
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+        var block = try #require(headerBlocks(wire).first)
+        return (try decoder.decodeHeaders(from: &block), wire)
+    }
+
     @Test func pathAndAuthorizationAreNeverIndexedAndApnsHeadersOnlyTheFirstTime() throws {
         let session = try NGHTTP2Session(authority: "api.push.apple.com")
         let token = ProviderTokens.Current(bearer: "bearer abc.def.ghi", generation: 1)
@@ -91,12 +101,7 @@ struct HPACKWireTests {
         #expect(request.payload == payload)
         #expect(request.payloadCount == payload.count)
 
-        let session = try NGHTTP2Session(authority: "api.push.apple.com")
-        _ = try session.submit(request, token: nil, now: .now())
-        let wire = try #require(try session.drainOutput(allocator: ByteBufferAllocator()))
-        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
-        var block = try #require(headerBlocks(wire).first)
-        let headers = try decoder.decodeHeaders(from: &block)
+        let (headers, wire) = try wireHeaders(of: request, authority: "api.push.apple.com")
         #expect(headers.first(name: "apns-id") == "5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5b")
         #expect(headers.first(name: "apns-expiration") == "0")
         #expect(headers.first(name: "content-length") == "\(payload.count)")
@@ -135,12 +140,7 @@ struct HPACKWireTests {
         #expect(request.payload == payload)
         #expect(request.apnsID == "5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5b")
 
-        let session = try NGHTTP2Session(authority: "127.0.0.1:2197")
-        _ = try session.submit(request, token: nil, now: .now())
-        let wire = try #require(try session.drainOutput(allocator: ByteBufferAllocator()))
-        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
-        var block = try #require(headerBlocks(wire).first)
-        let headers = try decoder.decodeHeaders(from: &block)
+        let (headers, _) = try wireHeaders(of: request, authority: "127.0.0.1:2197")
         #expect(headers.first(name: ":authority") == "127.0.0.1:2197")
         #expect(headers.first(name: "apns-topic") == topic)
         #expect(headers.first(name: "apns-push-type") == pushType)

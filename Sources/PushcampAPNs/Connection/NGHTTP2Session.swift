@@ -292,8 +292,8 @@ private struct HeaderBlock {
     }
 
     /// A value that lives as long as the session (a string literal, the session's authority).
-    mutating func add(_ name: StaticString, constant value: UnsafeBufferPointer<UInt8>, flags: UInt8 = 0) {
-        fields.append((name, .constant(value.baseAddress!, count: value.count), flags))
+    mutating func add(_ name: StaticString, constant value: UnsafeBufferPointer<UInt8>) {
+        fields.append((name, .constant(value.baseAddress!, count: value.count), 0))
     }
 
     mutating func add(_ name: StaticString, constant value: StaticString) {
@@ -348,29 +348,21 @@ private struct HeaderBlock {
         return bytes.withUnsafeMutableBufferPointer { text in
             nameValues.removeAll(keepingCapacity: true)
             for field in fields {
-                let name = UnsafeMutablePointer(mutating: field.name.utf8Start)
+                let (value, count, noCopy): (UnsafePointer<UInt8>, Int, UInt8)
                 switch field.value {
                 case .laidOut(let range):
-                    nameValues.append(
-                        nghttp2_nv(
-                            name: name,
-                            value: text.baseAddress! + range.lowerBound,
-                            namelen: field.name.utf8CodeUnitCount,
-                            valuelen: range.count,
-                            flags: field.flags | noCopyName
-                        )
-                    )
-                case .constant(let start, let count):
-                    nameValues.append(
-                        nghttp2_nv(
-                            name: name,
-                            value: UnsafeMutablePointer(mutating: start),
-                            namelen: field.name.utf8CodeUnitCount,
-                            valuelen: count,
-                            flags: field.flags | noCopyName | noCopyValue
-                        )
-                    )
+                    (value, count, noCopy) = (UnsafePointer(text.baseAddress! + range.lowerBound), range.count, 0)
+                case .constant(let start, let length): (value, count, noCopy) = (start, length, noCopyValue)
                 }
+                nameValues.append(
+                    nghttp2_nv(
+                        name: UnsafeMutablePointer(mutating: field.name.utf8Start),
+                        value: UnsafeMutablePointer(mutating: value),
+                        namelen: field.name.utf8CodeUnitCount,
+                        valuelen: count,
+                        flags: field.flags | noCopyName | noCopy
+                    )
+                )
             }
             return nameValues.withUnsafeBufferPointer(body)
         }

@@ -40,10 +40,17 @@ public struct APNsRequest: Sendable {
         let collapseIDCount: Int
         let deviceTokenCount: Int
 
-        var topicStart: Int { apnsIDCount + payloadCount }
-        var pushTypeStart: Int { topicStart + topicCount }
-        var collapseIDStart: Int { pushTypeStart + pushTypeCount }
-        var deviceTokenStart: Int { collapseIDStart + max(0, collapseIDCount) }
+        // Where each part lies in the bytes.
+        var apnsIDRange: Range<Int> { 0..<apnsIDCount }
+        var payloadRange: Range<Int> { apnsIDRange.upperBound..<apnsIDRange.upperBound + payloadCount }
+        var topicRange: Range<Int> { payloadRange.upperBound..<payloadRange.upperBound + topicCount }
+        var pushTypeRange: Range<Int> { topicRange.upperBound..<topicRange.upperBound + pushTypeCount }
+        var collapseIDRange: Range<Int> {
+            pushTypeRange.upperBound..<pushTypeRange.upperBound + max(0, collapseIDCount)
+        }
+        var deviceTokenRange: Range<Int> {
+            collapseIDRange.upperBound..<collapseIDRange.upperBound + deviceTokenCount
+        }
     }
 
     private final class Fields: ManagedBuffer<Header, UInt8> {}
@@ -89,18 +96,17 @@ public struct APNsRequest: Sendable {
             collapseIDCount: collapseID?.utf8.count ?? -1,
             deviceTokenCount: deviceToken.utf8.count
         )
-        let count = header.deviceTokenStart + header.deviceTokenCount
-        let buffer = Fields.create(minimumCapacity: count) { _ in header }
+        let buffer = Fields.create(minimumCapacity: header.deviceTokenRange.upperBound) { _ in header }
         buffer.withUnsafeMutablePointerToElements { bytes in
             writeAPNsID(UnsafeMutableBufferPointer(start: bytes, count: apnsIDCount))
             (bytes + apnsIDCount).initialize(from: payload, count: payload.count)
             func write(_ text: String, at start: Int) {
                 _ = UnsafeMutableBufferPointer(start: bytes + start, count: text.utf8.count).initialize(from: text.utf8)
             }
-            write(topic, at: header.topicStart)
-            write(pushType, at: header.pushTypeStart)
-            if let collapseID { write(collapseID, at: header.collapseIDStart) }
-            write(deviceToken, at: header.deviceTokenStart)
+            write(topic, at: header.topicRange.lowerBound)
+            write(pushType, at: header.pushTypeRange.lowerBound)
+            if let collapseID { write(collapseID, at: header.collapseIDRange.lowerBound) }
+            write(deviceToken, at: header.deviceTokenRange.lowerBound)
         }
         storage = Storage(fields: unsafeDowncast(buffer, to: Fields.self))
     }
@@ -168,56 +174,47 @@ public struct APNsRequest: Sendable {
     public var payload: [UInt8] { withPayload { Array($0) } }
     public var payloadCount: Int { field { $0.pointee.payloadCount } }
 
+    /// Calls `body` with the part of the request's bytes that `range` names, without copying them.
+    @inline(__always)
+    private func withBytes<R>(
+        _ range: (UnsafeMutablePointer<Header>) -> Range<Int>,
+        _ body: (UnsafeBufferPointer<UInt8>) throws -> R
+    ) rethrows -> R {
+        try fields.withUnsafeMutablePointers { header, bytes in
+            let range = range(header)
+            return try body(UnsafeBufferPointer(start: bytes + range.lowerBound, count: range.count))
+        }
+    }
+
     /// Calls `body` with the `apns-id` text's bytes, without copying them.
     public func withAPNsID<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        try fields.withUnsafeMutablePointers { header, bytes in
-            try body(UnsafeBufferPointer(start: bytes, count: header.pointee.apnsIDCount))
-        }
+        try withBytes({ $0.pointee.apnsIDRange }, body)
     }
 
     /// Calls `body` with the payload's bytes, without copying them.
     public func withPayload<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        try fields.withUnsafeMutablePointers { header, bytes in
-            try body(UnsafeBufferPointer(start: bytes + header.pointee.apnsIDCount, count: header.pointee.payloadCount))
-        }
+        try withBytes({ $0.pointee.payloadRange }, body)
     }
 
     /// Calls `body` with the device token's text as UTF-8 bytes, without copying them.
     public func withDeviceToken<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        try fields.withUnsafeMutablePointers { header, bytes in
-            try body(
-                UnsafeBufferPointer(
-                    start: bytes + header.pointee.deviceTokenStart,
-                    count: header.pointee.deviceTokenCount
-                )
-            )
-        }
+        try withBytes({ $0.pointee.deviceTokenRange }, body)
     }
 
     /// Calls `body` with the topic's UTF-8 bytes, without copying them.
     public func withTopic<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        try fields.withUnsafeMutablePointers { header, bytes in
-            try body(UnsafeBufferPointer(start: bytes + header.pointee.topicStart, count: header.pointee.topicCount))
-        }
+        try withBytes({ $0.pointee.topicRange }, body)
     }
 
     /// Calls `body` with the push type's UTF-8 bytes, without copying them.
     public func withPushType<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        try fields.withUnsafeMutablePointers { header, bytes in
-            try body(
-                UnsafeBufferPointer(start: bytes + header.pointee.pushTypeStart, count: header.pointee.pushTypeCount)
-            )
-        }
+        try withBytes({ $0.pointee.pushTypeRange }, body)
     }
 
     /// Calls `body` with the collapse id's UTF-8 bytes (nil when there is none), without copying them.
     public func withCollapseID<R>(_ body: (UnsafeBufferPointer<UInt8>?) throws -> R) rethrows -> R {
-        try fields.withUnsafeMutablePointers { header, bytes in
-            let count = header.pointee.collapseIDCount
-            return try body(
-                count < 0 ? nil : UnsafeBufferPointer(start: bytes + header.pointee.collapseIDStart, count: count)
-            )
-        }
+        let present = field { $0.pointee.collapseIDCount >= 0 }
+        return try withBytes({ $0.pointee.collapseIDRange }) { try body(present ? $0 : nil) }
     }
 }
 
