@@ -214,7 +214,7 @@ public struct APNsRequest: Sendable {
     /// Calls `body` with the collapse id's UTF-8 bytes (nil when there is none), without copying them.
     public func withCollapseID<R>(_ body: (UnsafeBufferPointer<UInt8>?) throws -> R) rethrows -> R {
         let present = field { $0.pointee.collapseIDCount >= 0 }
-        return try withBytes({ $0.pointee.collapseIDRange }) { try body(present ? $0 : nil) }
+        return try withBytes({ $0.pointee.collapseIDRange }, { try body(present ? $0 : nil) })
     }
 }
 
