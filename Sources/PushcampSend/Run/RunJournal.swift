@@ -6,8 +6,9 @@ import PushcampJournal
 ///
 /// Requests are recorded in flight before they reach the transport (`dispatch` returns once that is
 /// committed); answers are recorded shortly after they come (`settle` only queues them). Whatever is
-/// queued when the writer wakes goes in one transaction, so a busy send makes a few hundred commits
-/// a second however many pushes it sends. First attempts are recorded as seq ranges, one per batch;
+/// queued when the writer wakes goes in one transaction (two when a dispatch waits: its own first,
+/// then the first deliveries and statistics), so a busy send makes a few hundred commits a second
+/// however many pushes it sends. First attempts are recorded as seq ranges, one per batch;
 /// only retries and answers get rows of their own.
 public final class RunJournal: @unchecked Sendable {
     public let store: any JournalStore
@@ -47,7 +48,7 @@ public final class RunJournal: @unchecked Sendable {
 
     /// Records `requests` as in flight, durably, before they are handed to the transport.
     /// `possibleDuplicates` of them are resumed requests whose first send may have arrived.
-    func dispatch(_ requests: borrowing [APNsRequest], possibleDuplicates: Int = 0) async throws {
+    package func dispatch(_ requests: borrowing [APNsRequest], possibleDuplicates: Int = 0) async throws {
         var ranges: [ClosedRange<Int>] = []
         var rows: [RecipientUpdate] = []
         for index in requests.indices {
@@ -85,7 +86,7 @@ public final class RunJournal: @unchecked Sendable {
 
     /// Queues recipients' new states (answers, retries); committed within `gatherWindow`. A first
     /// attempt delivered joins a delivered range instead of getting a row.
-    func settle(_ updates: [RecipientUpdate], possibleDuplicates: Int = 0, invalidTokens: [InvalidToken] = []) {
+    package func settle(_ updates: [RecipientUpdate], possibleDuplicates: Int = 0, invalidTokens: [InvalidToken] = []) {
         guard !updates.isEmpty || possibleDuplicates > 0 else { return }
         condition.lock()
         let wasEmpty = isIdle
@@ -122,7 +123,7 @@ public final class RunJournal: @unchecked Sendable {
     private var isIdle: Bool { pending.isEmpty && deliveries.isEmpty }
 
     /// The first write error, if any: the send must stop, it can no longer promise a resume.
-    var error: JournalError? {
+    package var error: JournalError? {
         condition.lock()
         defer { condition.unlock() }
         return failure
@@ -134,7 +135,7 @@ public final class RunJournal: @unchecked Sendable {
     }
 
     /// Commits what is queued, stops the writer and sets the run's final status.
-    func close(status: RunStatus, planned: Int?) throws(JournalError) {
+    package func close(status: RunStatus, planned: Int?) throws(JournalError) {
         condition.lock()
         closing = true
         condition.signal()
@@ -162,26 +163,51 @@ public final class RunJournal: @unchecked Sendable {
             deliveries.removeAll(keepingCapacity: true)
             waiters = []
             condition.unlock()
-            batch.delivered = DeliveredRange.ranges(of: delivered)
-            var result: JournalError?
-            if failure == nil {
-                do {
-                    try store.record(batch, run: run.id, now: Date().timeIntervalSince1970)
-                } catch {
-                    result = error
-                }
+            // A dispatch waits for its commit with its connection's queue running dry, so that commit
+            // carries only what must precede it. First deliveries (hashed here) and the statistics
+            // follow in a commit of their own while the batch is on the wire: they are final answers
+            // that no later update of the same recipient can precede.
+            var answers = JournalBatch(stats: batch.stats)
+            if waiting.isEmpty {
+                batch.delivered = DeliveredRange.ranges(of: delivered)
+            } else {
+                batch.stats = nil
+                answers.delivered = DeliveredRange.ranges(of: delivered)
             }
-            condition.lock()
-            if let result, failure == nil { failure = result }
-            let outcome = failure
-            condition.unlock()
-            for waiter in waiting {
-                if let outcome { waiter.resume(throwing: outcome) } else { waiter.resume() }
-            }
+            commit(batch)
+            resume(waiting)
+            if !waiting.isEmpty { commit(answers) }
             condition.lock()
         }
         writerDone = true
         condition.broadcast()
         condition.unlock()
+    }
+
+    /// Writes `batch` unless an earlier write failed; a failure is kept for every later caller.
+    private func commit(_ batch: JournalBatch) {
+        guard !batch.isEmpty else { return }
+        condition.lock()
+        let failed = failure != nil
+        condition.unlock()
+        if failed { return }
+        do {
+            try store.record(batch, run: run.id, now: Date().timeIntervalSince1970)
+        } catch {
+            condition.lock()
+            if failure == nil { failure = error }
+            condition.unlock()
+        }
+    }
+
+    /// Answers the dispatches that waited for the last commit.
+    private func resume(_ waiting: [CheckedContinuation<Void, any Error>]) {
+        guard !waiting.isEmpty else { return }
+        condition.lock()
+        let outcome = failure
+        condition.unlock()
+        for waiter in waiting {
+            if let outcome { waiter.resume(throwing: outcome) } else { waiter.resume() }
+        }
     }
 }
