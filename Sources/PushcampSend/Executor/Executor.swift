@@ -178,13 +178,9 @@ public final class Executor: Service, Sendable {
                 }
             }
         case .record(let id, let requests, let possibleDuplicates):
-            group.addTask {
-                do {
-                    try await self.journal.dispatch(requests, possibleDuplicates: possibleDuplicates)
-                    self.input.yield(.recorded(id: id, failure: nil))
-                } catch {
-                    self.input.yield(.recorded(id: id, failure: (error as? JournalError)?.message ?? "\(error)"))
-                }
+            let input = self.input
+            journal.dispatch(requests, possibleDuplicates: possibleDuplicates) { failure in
+                input.yield(.recorded(id: id, failure: failure?.message))
             }
         case .submit(let requests):
             let refused = transport.submit(requests)

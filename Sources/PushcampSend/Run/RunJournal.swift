@@ -21,7 +21,7 @@ public final class RunJournal: @unchecked Sendable {
     private var pending = JournalBatch()
     /// First attempts delivered since the last commit; made into `pending.delivered` ranges then.
     private var deliveries: [(seq: Int, token: String)] = []
-    private var waiters: [CheckedContinuation<Void, any Error>] = []
+    private var waiters: [@Sendable (JournalError?) -> Void] = []
     private var closing = false
     private var failure: JournalError?
     private var writerDone = false
@@ -46,9 +46,18 @@ public final class RunJournal: @unchecked Sendable {
         thread.start()
     }
 
-    /// Records `requests` as in flight, durably, before they are handed to the transport.
-    /// `possibleDuplicates` of them are resumed requests whose first send may have arrived.
-    package func dispatch(_ requests: borrowing [APNsRequest], possibleDuplicates: Int = 0) async throws {
+    /// Records `requests` as in flight, durably, before they are handed to the transport, then
+    /// calls `done` on the writer's thread (with the journal's failure, if any). `possibleDuplicates`
+    /// of them are resumed requests whose first send may have arrived.
+    ///
+    /// A callback rather than `async`: the executor hears of the commit straight from the writer,
+    /// without a task of its own to resume on the event loop first (one hop less while the
+    /// connection's queue runs dry).
+    package func dispatch(
+        _ requests: borrowing [APNsRequest],
+        possibleDuplicates: Int = 0,
+        then done: @escaping @Sendable (JournalError?) -> Void
+    ) {
         var ranges: [ClosedRange<Int>] = []
         var rows: [RecipientUpdate] = []
         for index in requests.indices {
@@ -69,19 +78,26 @@ public final class RunJournal: @unchecked Sendable {
                 )
             }
         }
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            condition.lock()
-            defer { condition.unlock() }
-            if let failure {
-                continuation.resume(throwing: failure)
-                return
-            }
-            pending.dispatched.append(contentsOf: ranges)
-            pending.updates.append(contentsOf: rows)
-            pending.possibleDuplicates += possibleDuplicates
-            waiters.append(continuation)
-            condition.signal()
+        condition.lock()
+        if let failure {
+            condition.unlock()
+            done(failure)
+            return
         }
+        pending.dispatched.append(contentsOf: ranges)
+        pending.updates.append(contentsOf: rows)
+        pending.possibleDuplicates += possibleDuplicates
+        waiters.append(done)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// `dispatch(_:possibleDuplicates:then:)`, awaited.
+    package func dispatch(_ requests: borrowing [APNsRequest], possibleDuplicates: Int = 0) async throws(JournalError) {
+        let failure = await withCheckedContinuation { (continuation: CheckedContinuation<JournalError?, Never>) in
+            dispatch(requests, possibleDuplicates: possibleDuplicates) { continuation.resume(returning: $0) }
+        }
+        if let failure { throw failure }
     }
 
     /// Queues recipients' new states (answers, retries); committed within `gatherWindow`. A first
@@ -201,13 +217,11 @@ public final class RunJournal: @unchecked Sendable {
     }
 
     /// Answers the dispatches that waited for the last commit.
-    private func resume(_ waiting: [CheckedContinuation<Void, any Error>]) {
+    private func resume(_ waiting: [@Sendable (JournalError?) -> Void]) {
         guard !waiting.isEmpty else { return }
         condition.lock()
         let outcome = failure
         condition.unlock()
-        for waiter in waiting {
-            if let outcome { waiter.resume(throwing: outcome) } else { waiter.resume() }
-        }
+        for waiter in waiting { waiter(outcome) }
     }
 }
