@@ -142,22 +142,29 @@ bench_send() {
     }
 }
 
-# bench_h2load DIR PORT COUNT CONNECTIONS COLLAPSE_ID: h2load with the request a bench_campaign send
-# makes (same headers, a body of the same size, the first row's token), 100 streams per connection;
-# sets h2load_rate, h2load_ok (2xx answers) and h2load_cpu (user + sys).
-bench_h2load() {
+# bench_h2load_command DIR PORT COUNT CONNECTIONS COLLAPSE_ID: sets h2load_command to the h2load
+# run with the request a bench_campaign send makes (same headers, a body of the same size, the
+# first row's token), 100 streams per connection.
+bench_h2load_command() {
     local dir=$1 port=$2 count=$3 connections=$4 collapse=$5
     printf '%s' '{"aps":{"alert":{"title":"Spring sale","body":"Hello Name123, 20% off everything until Sunday"},"sound":"default"}}' \
         > "$dir/body.json"
     local token
     token=$(sed -n '2s/,.*//p' "$dir/audience.csv")
-    /usr/bin/time -f '%U %S' -o "$dir/h2load-time.txt" \
-        h2load -n "$count" -c "$connections" -m 100 -d "$dir/body.json" \
-        -H "authorization: bearer eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWTEyMzQ1NjcifQ.eyJpc3MiOiJBQkNERTEyMzQ1IiwiaWF0IjoxNzAwMDAwMDAwfQ.c2lnbmF0dXJlLXBsYWNlaG9sZGVyLW9mLXRoZS1zYW1lLWxlbmd0aC1hcy1hbi1FUzI1Ni1zaWduYXR1cmUtMTIzNDU2Nzg" \
-        -H "apns-id: 5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5b" -H "apns-topic: com.example.shop" \
-        -H "apns-push-type: alert" -H "apns-priority: 10" -H "apns-expiration: 1767225600" \
-        -H "apns-collapse-id: $collapse" \
-        "https://127.0.0.1:$port/3/device/$token" > "$dir/h2load.txt"
+    h2load_command=(h2load -n "$count" -c "$connections" -m 100 -d "$dir/body.json"
+        -H "authorization: bearer eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWTEyMzQ1NjcifQ.eyJpc3MiOiJBQkNERTEyMzQ1IiwiaWF0IjoxNzAwMDAwMDAwfQ.c2lnbmF0dXJlLXBsYWNlaG9sZGVyLW9mLXRoZS1zYW1lLWxlbmd0aC1hcy1hbi1FUzI1Ni1zaWduYXR1cmUtMTIzNDU2Nzg"
+        -H "apns-id: 5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5b" -H "apns-topic: com.example.shop"
+        -H "apns-push-type: alert" -H "apns-priority: 10" -H "apns-expiration: 1767225600"
+        -H "apns-collapse-id: $collapse"
+        "https://127.0.0.1:$port/3/device/$token")
+}
+
+# bench_h2load DIR PORT COUNT CONNECTIONS COLLAPSE_ID: runs bench_h2load_command's h2load; sets
+# h2load_rate, h2load_ok (2xx answers) and h2load_cpu (user + sys).
+bench_h2load() {
+    local dir=$1
+    bench_h2load_command "$@"
+    /usr/bin/time -f '%U %S' -o "$dir/h2load-time.txt" "${h2load_command[@]}" > "$dir/h2load.txt"
     h2load_rate=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' "$dir/h2load.txt")
     h2load_ok=$(sed -n 's/^status codes: \([0-9]*\) 2xx.*/\1/p' "$dir/h2load.txt")
     local user sys
