@@ -43,17 +43,20 @@ struct RunJournalTests {
         #expect(journal.error != nil)
     }
 
-    /// With nobody waiting, answers and statistics go in one commit, as before.
+    /// With nobody waiting, answers and statistics go in one commit, as before: a second commit would
+    /// fail here, and `close` would say so.
     @Test func answersAloneCommitOnce() async throws {
         let store = MemoryJournal(failingAfter: 1)
         let run = try store.createRun(campaign: "welcome", revision: "r1", now: 0)
-        let journal = RunJournal(store: store, run: run, gatherWindow: 0.001)
+        let journal = RunJournal(store: store, run: run, gatherWindow: 60)
         journal.settle(
             (0..<4).map {
                 RecipientUpdate(seq: $0, token: String(repeating: "ab", count: 32), state: .delivered(attempt: 1))
             }
         )
+        journal.saveStats(RunStats())
         try journal.close(status: .finished, planned: 4)
         #expect(try store.delivered(of: run.id) == [0...3])
+        #expect(try store.stats(of: run.id) != nil)
     }
 }

@@ -120,7 +120,7 @@ public final class RunJournal: @unchecked Sendable {
     }
 
     /// Queues this send's statistics so far (added to earlier sends' of the run) for the next commit.
-    func saveStats(_ stats: RunStats) {
+    package func saveStats(_ stats: RunStats) {
         let total = previousStats.adding(stats)
         condition.lock()
         let wasEmpty = isIdle
