@@ -145,15 +145,15 @@ public struct DeliveredRange: Sendable, Hashable {
 
     public var seqs: ClosedRange<Int> { first...(first + tokenHashes.count - 1) }
 
-    /// Groups (seq, token) pairs into ranges of consecutive seqs, in seq order.
-    public static func ranges(of deliveries: [(seq: Int, token: String)]) -> [DeliveredRange] {
+    /// Groups first deliveries into ranges of consecutive seqs, in seq order.
+    public static func ranges(of deliveries: [FirstDelivery]) -> [DeliveredRange] {
         var ranges: [DeliveredRange] = []
         for delivery in deliveries.sorted(by: { $0.seq < $1.seq }) {
             if let last = ranges.last, last.seqs.contains(delivery.seq) { continue }
             if let last = ranges.last, last.first + last.tokenHashes.count == delivery.seq {
-                ranges[ranges.count - 1].tokenHashes.append(StableHash.hash(delivery.token))
+                ranges[ranges.count - 1].tokenHashes.append(delivery.tokenHash)
             } else {
-                ranges.append(DeliveredRange(first: delivery.seq, tokenHashes: [StableHash.hash(delivery.token)]))
+                ranges.append(DeliveredRange(first: delivery.seq, tokenHashes: [delivery.tokenHash]))
             }
         }
         return ranges
@@ -176,6 +176,22 @@ public struct DeliveredRange: Sendable, Hashable {
             try body(UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
             offset += 8
         }
+    }
+}
+
+/// A recipient delivered on its first attempt, as the journal keeps it: its seq and the
+/// `StableHash` of its device token.
+public struct FirstDelivery: Sendable, Hashable {
+    public var seq: Int
+    public var tokenHash: UInt64
+
+    public init(seq: Int, tokenHash: UInt64) {
+        self.seq = seq
+        self.tokenHash = tokenHash
+    }
+
+    public init(seq: Int, token: String) {
+        self.init(seq: seq, tokenHash: StableHash.hash(token))
     }
 }
 

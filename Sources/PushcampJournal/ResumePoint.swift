@@ -16,6 +16,8 @@ public struct ResumePoint: Sendable {
     /// Recipients with a final outcome.
     public private(set) var settled = SeqSet()
     public private(set) var pending: [Int: Pending] = [:]
+    /// The device tokens of the `unsent` ones: their rows stay, so an answer updates the row.
+    public private(set) var unsentTokens: [Int: String] = [:]
     public private(set) var delivered = 0
     public private(set) var failed = 0
     /// What the sends before measured: the resumed send adds its own to them.
@@ -45,6 +47,7 @@ public struct ResumePoint: Sendable {
                 pending[row.seq] = .unknown(attempts: attempts)
             case .planned:
                 pending[row.seq] = .unsent
+                unsentTokens[row.seq] = row.token
             }
         }
         // Dispatched first attempts with neither an answer nor a row were in flight when it stopped.

@@ -122,7 +122,7 @@ struct JournalStoreTests {
 
     @Test func deliveriesGroupIntoRangesOfConsecutiveSeqs() {
         let tokens = (0..<10).map(TemporaryProject.token)
-        let ranges = DeliveredRange.ranges(of: [5, 3, 4, 9, 0, 4].map { (seq: $0, token: tokens[$0]) })
+        let ranges = DeliveredRange.ranges(of: [5, 3, 4, 9, 0, 4].map { FirstDelivery(seq: $0, token: tokens[$0]) })
         #expect(ranges.map(\.seqs) == [0...0, 3...5, 9...9])
         #expect(ranges[1].tokenHashes == [3, 4, 5].map { StableHash.hash(tokens[$0]) })
         #expect(ranges[1] == DeliveredRange(first: 3, tokens: [tokens[3], tokens[4], tokens[5]]))

@@ -291,10 +291,14 @@ struct ExecutorSimulation {
                     queue.append(contentsOf: requests)
                     dispatch()
                 }
-            case .settle(let updates, _, _):
+            case .settle(let updates, let firstDeliveries, _, _):
                 for update in updates {
                     journal[update.seq] = update.state
                     inFlight.remove(update.seq)
+                }
+                for delivery in firstDeliveries {
+                    journal[delivery.seq] = .delivered(attempt: 1)
+                    inFlight.remove(delivery.seq)
                 }
             case .arm(let time):
                 if let earliest = armed.min(), earliest <= time { break }

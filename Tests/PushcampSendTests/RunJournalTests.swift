@@ -31,9 +31,8 @@ struct RunJournalTests {
         // Answers alone wait a minute for company, so the dispatch below joins them.
         let journal = RunJournal(store: store, run: run, gatherWindow: 60)
         journal.settle(
-            (0..<4).map {
-                RecipientUpdate(seq: $0, token: String(repeating: "ab", count: 32), state: .delivered(attempt: 1))
-            }
+            [],
+            firstDeliveries: (0..<4).map { FirstDelivery(seq: $0, token: String(repeating: "ab", count: 32)) }
         )
         try await journal.dispatch((4..<8).map(Self.request))
 
@@ -50,13 +49,40 @@ struct RunJournalTests {
         let run = try store.createRun(campaign: "welcome", revision: "r1", now: 0)
         let journal = RunJournal(store: store, run: run, gatherWindow: 60)
         journal.settle(
-            (0..<4).map {
-                RecipientUpdate(seq: $0, token: String(repeating: "ab", count: 32), state: .delivered(attempt: 1))
-            }
+            [],
+            firstDeliveries: (0..<4).map { FirstDelivery(seq: $0, token: String(repeating: "ab", count: 32)) }
         )
         journal.saveStats(RunStats())
         try journal.close(status: .finished, planned: 4)
         #expect(try store.delivered(of: run.id) == [0...3])
         #expect(try store.stats(of: run.id) != nil)
+    }
+
+    /// A recipient a resume found with a row (taken for sending, never sent) keeps that row: its
+    /// first delivery updates the row, with the token the resume read, instead of joining a range.
+    @Test func aFirstDeliveryOfAnUnsentRowUpdatesTheRow() async throws {
+        let store = MemoryJournal()
+        let run = try store.createRun(campaign: "welcome", revision: "r1", now: 0)
+        let token = String(repeating: "cd", count: 32)
+        try store.record(
+            JournalBatch(updates: [RecipientUpdate(seq: 2, token: token, state: .planned)], dispatched: [0...1]),
+            run: run.id,
+            now: 1
+        )
+        let resume = try ResumePoint(journal: store, run: run.id)
+        #expect(resume.unsentTokens == [2: token])
+        let journal = RunJournal(store: store, run: run, resume: resume, gatherWindow: 60)
+        journal.settle(
+            [],
+            firstDeliveries: [0, 1, 2].map { FirstDelivery(seq: $0, token: token) }
+        )
+        try journal.close(status: .finished, planned: 3)
+
+        #expect(try store.delivered(of: run.id) == [0...1])
+        var rows: [RecipientRecord] = []
+        try store.forEachRecipient(of: run.id) { rows.append($0) }
+        #expect(rows.map(\.seq) == [2])
+        #expect(rows.first?.token == token)
+        #expect(rows.first?.state == .delivered(attempt: 1))
     }
 }

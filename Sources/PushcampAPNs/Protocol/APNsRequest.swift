@@ -23,6 +23,10 @@ public struct APNsRequest: Sendable {
     /// The sender's own grouping of requests, carried to the outcome (Pushcamp: the variant and
     /// locale the push was planned for, to count outcomes per variant and locale).
     public var group: UInt32 = 0
+    /// The sender's 64-bit digest of the device token, carried to the outcome (Pushcamp: the token's
+    /// `StableHash`, computed while planning, which the journal keeps for each first delivery): the
+    /// answer's side then needs neither the token's text nor a hash of it. 0 when unused.
+    public var deviceTokenHash: UInt64 = 0
     private let storage: Storage
 
     /// The fields, ahead of the bytes: the `apns-id` text, the payload, the topic, the push type,

@@ -185,8 +185,13 @@ public final class Executor: Service, Sendable {
         case .submit(let requests):
             let refused = transport.submit(requests)
             if !refused.isEmpty { input.yield(.transport(.unsent(refused))) }
-        case .settle(let updates, let possibleDuplicates, let invalidTokens):
-            journal.settle(updates, possibleDuplicates: possibleDuplicates, invalidTokens: invalidTokens)
+        case .settle(let updates, let firstDeliveries, let possibleDuplicates, let invalidTokens):
+            journal.settle(
+                updates,
+                firstDeliveries: firstDeliveries,
+                possibleDuplicates: possibleDuplicates,
+                invalidTokens: invalidTokens
+            )
         case .arm(let deadline):
             guard timers.arm(deadline) else { return }
             group.addTask {

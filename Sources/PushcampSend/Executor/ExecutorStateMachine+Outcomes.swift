@@ -9,7 +9,8 @@ extension ExecutorStateMachine {
     mutating func handle(_ outcomes: [APNsOutcome], now: Double) -> [Action] {
         unanswered -= outcomes.count
         var updates: [RecipientUpdate] = []
-        updates.reserveCapacity(outcomes.count)
+        var firstDeliveries: [FirstDelivery] = []
+        firstDeliveries.reserveCapacity(outcomes.count)
         var dead: [InvalidToken] = []
         var lostInFlight = 0
         var stopReason: SendReport.Stop?
@@ -38,7 +39,13 @@ extension ExecutorStateMachine {
                 report.delivered += 1
                 report.statuses[200, default: 0] += 1
                 report.groups[request.group, default: Readout()].delivered += 1
-                note(.delivered(attempt: attempt))
+                if request.attempt == 0 {
+                    // The common case: no token text taken (its reference count lives on the planner's
+                    // thread), the hash the planner made instead.
+                    firstDeliveries.append(FirstDelivery(seq: request.tag, tokenHash: request.deviceTokenHash))
+                } else {
+                    note(.delivered(attempt: attempt))
+                }
             case .failed(let reason):
                 fail(outcome, reason: reason)
                 report.groups[request.group, default: Readout()].failed[reason, default: 0] += 1
@@ -91,7 +98,7 @@ extension ExecutorStateMachine {
         }
         report.possibleDuplicates += lostInFlight
         var actions: [Action] = [
-            .settle(updates, possibleDuplicates: lostInFlight, invalidTokens: dead)
+            .settle(updates, firstDeliveries: firstDeliveries, possibleDuplicates: lostInFlight, invalidTokens: dead)
         ]
         if let stopReason {
             // Retries decided in this same read are not sent (the report counts them as not sent).

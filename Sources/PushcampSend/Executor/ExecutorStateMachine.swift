@@ -85,8 +85,14 @@ public struct ExecutorStateMachine: Sendable {
         case record(id: Int, requests: [APNsRequest], possibleDuplicates: Int)
         /// Hand recorded requests to the transport.
         case submit([APNsRequest])
-        /// Queue recipients' new states for the journal (committed shortly after).
-        case settle([RecipientUpdate], possibleDuplicates: Int, invalidTokens: [InvalidToken])
+        /// Queue recipients' new states for the journal (committed shortly after): those delivered on
+        /// their first attempt by seq and token hash, every other one as an update.
+        case settle(
+            [RecipientUpdate],
+            firstDeliveries: [FirstDelivery],
+            possibleDuplicates: Int,
+            invalidTokens: [InvalidToken]
+        )
         /// Call `timerFired` at this time (seconds since 1970) or soon after.
         case arm(at: Double)
         /// Stop the planner: nothing more will be pulled.
@@ -398,6 +404,7 @@ public struct ExecutorStateMachine: Sendable {
                     state: request.attempt > 0 ? .waiting(until: now, attempt: request.attempt) : .planned
                 )
             },
+            firstDeliveries: [],
             possibleDuplicates: 0,
             invalidTokens: []
         )

@@ -174,6 +174,7 @@ final class PlanProducer: Sendable {
             collapseID: push.collapseID,
             payload: push.payload
         )
+        request.deviceTokenHash = StableHash.hash(push.token)
         switch resume.pending.isEmpty ? nil : resume.pending[push.seq] {
         case .waiting(let until, let attempts)?:
             request.attempt = attempts

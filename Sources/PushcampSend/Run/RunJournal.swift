@@ -20,13 +20,14 @@ public final class RunJournal: @unchecked Sendable {
     private let condition = NSCondition()
     private var pending = JournalBatch()
     /// First attempts delivered since the last commit; made into `pending.delivered` ranges then.
-    private var deliveries: [(seq: Int, token: String)] = []
+    private var deliveries: [FirstDelivery] = []
     private var waiters: [@Sendable (JournalError?) -> Void] = []
     private var closing = false
     private var failure: JournalError?
     private var writerDone = false
-    /// Seqs a resume found with a row but never sent: their first attempt is a row, not a range.
-    private let unsentRows: Set<Int>
+    /// Seqs a resume found with a row but never sent, with their tokens: their first attempt is a
+    /// row, not a range.
+    private let unsentRows: [Int: String]
     /// What the sends before this one (of a resumed run) measured.
     private let previousStats: RunStats
 
@@ -39,7 +40,7 @@ public final class RunJournal: @unchecked Sendable {
         self.store = store
         self.run = run
         self.gatherWindow = gatherWindow
-        self.unsentRows = Set(resume.pending.compactMap { $0.value == .unsent ? $0.key : nil })
+        self.unsentRows = resume.unsentTokens
         self.previousStats = resume.stats
         let thread = Thread { [self] in write() }
         thread.name = "pushcamp-journal"
@@ -100,17 +101,30 @@ public final class RunJournal: @unchecked Sendable {
         if let failure { throw failure }
     }
 
-    /// Queues recipients' new states (answers, retries); committed within `gatherWindow`. A first
-    /// attempt delivered joins a delivered range instead of getting a row.
-    package func settle(_ updates: [RecipientUpdate], possibleDuplicates: Int = 0, invalidTokens: [InvalidToken] = []) {
-        guard !updates.isEmpty || possibleDuplicates > 0 else { return }
+    /// Queues recipients' new states (answers, retries); committed within `gatherWindow`. Those
+    /// delivered on their first attempt join a delivered range instead of getting a row (unless a
+    /// resume found them with a row).
+    package func settle(
+        _ updates: [RecipientUpdate],
+        firstDeliveries: [FirstDelivery] = [],
+        possibleDuplicates: Int = 0,
+        invalidTokens: [InvalidToken] = []
+    ) {
+        guard !updates.isEmpty || !firstDeliveries.isEmpty || possibleDuplicates > 0 else { return }
         condition.lock()
         let wasEmpty = isIdle
-        for update in updates {
-            if case .delivered(attempt: 1) = update.state, !hasRow(update.seq) {
-                deliveries.append((update.seq, update.token))
-            } else {
-                pending.updates.append(update)
+        pending.updates.append(contentsOf: updates)
+        if unsentRows.isEmpty {
+            deliveries.append(contentsOf: firstDeliveries)
+        } else {
+            for delivery in firstDeliveries {
+                if let token = unsentRows[delivery.seq] {
+                    pending.updates.append(
+                        RecipientUpdate(seq: delivery.seq, token: token, state: .delivered(attempt: 1))
+                    )
+                } else {
+                    deliveries.append(delivery)
+                }
             }
         }
         pending.possibleDuplicates += possibleDuplicates
@@ -132,7 +146,7 @@ public final class RunJournal: @unchecked Sendable {
     /// Whether a first attempt of `seq` is a row rather than part of a range: a resume found it
     /// with a row but never sent.
     private func hasRow(_ seq: Int) -> Bool {
-        !unsentRows.isEmpty && unsentRows.contains(seq)
+        !unsentRows.isEmpty && unsentRows[seq] != nil
     }
 
     /// Nothing queued (guarded by `condition`).
