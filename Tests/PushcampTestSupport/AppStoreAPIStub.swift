@@ -25,7 +25,7 @@ public final class AppStoreAPIStub: Sendable {
     }
 
     public let port: Int
-    private let task: Task<Void, Error>
+    private let task: Task<Void, any Error>
     private let recorder: Recorder
 
     public var requests: [Request] { recorder.requests.withLock { $0 } }
