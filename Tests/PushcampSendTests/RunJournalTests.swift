@@ -2,6 +2,7 @@ import Foundation
 import PushcampAPNs
 import PushcampJournal
 import PushcampSend
+import PushcampTestSupport
 import Testing
 
 /// The executor's journal writer on the in-memory store, whose `failingAfter` shows which commit
@@ -11,7 +12,7 @@ struct RunJournalTests {
     static func request(_ seq: Int) -> APNsRequest {
         APNsRequest(
             tag: seq,
-            deviceToken: String(repeating: "ab", count: 32),
+            deviceToken: TemporaryProject.token(seq),
             apnsID: "00000000-0000-0000-0000-00000000000\(seq % 10)",
             topic: "com.example.app",
             pushType: "alert",
@@ -22,18 +23,24 @@ struct RunJournalTests {
         )
     }
 
+    /// An in-memory store whose commits after the first `failingAfter` fail, a run in it, and its
+    /// writer. Answers alone wait a minute for company, so a dispatch joins answers queued before it.
+    static func journal(failingAfter records: Int) throws -> (MemoryJournal, RunRecord, RunJournal) {
+        let store = MemoryJournal(failingAfter: records)
+        let run = try store.createRun(campaign: "welcome", revision: "r1", now: 0)
+        return (store, run, RunJournal(store: store, run: run, gatherWindow: 60))
+    }
+
+    static func firstDeliveries(_ seqs: Range<Int>) -> [FirstDelivery] {
+        seqs.map { FirstDelivery(seq: $0, token: TemporaryProject.token($0)) }
+    }
+
     /// A dispatch's commit carries only what must precede the send; first deliveries queued before
     /// it follow in a commit of their own, so the connection does not wait for them.
     @Test func dispatchCommitsAheadOfQueuedDeliveries() async throws {
         // The second commit fails: whatever it carried is missing from the store afterwards.
-        let store = MemoryJournal(failingAfter: 1)
-        let run = try store.createRun(campaign: "welcome", revision: "r1", now: 0)
-        // Answers alone wait a minute for company, so the dispatch below joins them.
-        let journal = RunJournal(store: store, run: run, gatherWindow: 60)
-        journal.settle(
-            [],
-            firstDeliveries: (0..<4).map { FirstDelivery(seq: $0, token: String(repeating: "ab", count: 32)) }
-        )
+        let (store, run, journal) = try Self.journal(failingAfter: 1)
+        journal.settle([], firstDeliveries: Self.firstDeliveries(0..<4))
         try await journal.dispatch((4..<8).map(Self.request))
 
         #expect(try store.dispatched(of: run.id) == [4...7])
@@ -45,13 +52,8 @@ struct RunJournalTests {
     /// With nobody waiting, answers and statistics go in one commit, as before: a second commit would
     /// fail here, and `close` would say so.
     @Test func answersAloneCommitOnce() async throws {
-        let store = MemoryJournal(failingAfter: 1)
-        let run = try store.createRun(campaign: "welcome", revision: "r1", now: 0)
-        let journal = RunJournal(store: store, run: run, gatherWindow: 60)
-        journal.settle(
-            [],
-            firstDeliveries: (0..<4).map { FirstDelivery(seq: $0, token: String(repeating: "ab", count: 32)) }
-        )
+        let (store, run, journal) = try Self.journal(failingAfter: 1)
+        journal.settle([], firstDeliveries: Self.firstDeliveries(0..<4))
         journal.saveStats(RunStats())
         try journal.close(status: .finished, planned: 4)
         #expect(try store.delivered(of: run.id) == [0...3])
@@ -63,7 +65,7 @@ struct RunJournalTests {
     @Test func aFirstDeliveryOfAnUnsentRowUpdatesTheRow() async throws {
         let store = MemoryJournal()
         let run = try store.createRun(campaign: "welcome", revision: "r1", now: 0)
-        let token = String(repeating: "cd", count: 32)
+        let token = TemporaryProject.token(2)
         try store.record(
             JournalBatch(updates: [RecipientUpdate(seq: 2, token: token, state: .planned)], dispatched: [0...1]),
             run: run.id,
@@ -72,10 +74,7 @@ struct RunJournalTests {
         let resume = try ResumePoint(journal: store, run: run.id)
         #expect(resume.unsentTokens == [2: token])
         let journal = RunJournal(store: store, run: run, resume: resume, gatherWindow: 60)
-        journal.settle(
-            [],
-            firstDeliveries: [0, 1, 2].map { FirstDelivery(seq: $0, token: token) }
-        )
+        journal.settle([], firstDeliveries: Self.firstDeliveries(0..<3))
         try journal.close(status: .finished, planned: 3)
 
         #expect(try store.delivered(of: run.id) == [0...1])

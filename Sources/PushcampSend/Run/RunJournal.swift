@@ -193,20 +193,21 @@ public final class RunJournal: @unchecked Sendable {
             deliveries.removeAll(keepingCapacity: true)
             waiters = []
             condition.unlock()
-            // A dispatch waits for its commit with its connection's queue running dry, so that commit
-            // carries only what must precede it. First deliveries (hashed here) and the statistics
-            // follow in a commit of their own while the batch is on the wire: they are final answers
-            // that no later update of the same recipient can precede.
-            var answers = JournalBatch(stats: batch.stats)
+            let ranges = DeliveredRange.ranges(of: delivered)
             if waiting.isEmpty {
-                batch.delivered = DeliveredRange.ranges(of: delivered)
+                batch.delivered = ranges
+                commit(batch)
             } else {
+                // A dispatch waits for its commit with its connection's queue running dry, so that
+                // commit carries only what must precede it. First deliveries and the statistics follow
+                // in a commit of their own while the batch is on the wire: they are final answers that
+                // no later update of the same recipient can precede.
+                let answers = JournalBatch(delivered: ranges, stats: batch.stats)
                 batch.stats = nil
-                answers.delivered = DeliveredRange.ranges(of: delivered)
+                commit(batch)
+                resume(waiting)
+                commit(answers)
             }
-            commit(batch)
-            resume(waiting)
-            if !waiting.isEmpty { commit(answers) }
             condition.lock()
         }
         writerDone = true
