@@ -21,6 +21,9 @@ struct ExecutorSimulation {
         var sendsSettings = true
         /// False: requests are taken and never answered.
         var answers = true
+        /// After this many answers on a connection, the server announces a new stream limit (0: no
+        /// stream at all) and then answers nothing more on it.
+        var lowerLimit: (afterAnswers: Int, to: UInt32)?
         var latency = 0.010
         /// Drops a connection (its open streams lost) after this many requests on it.
         var dropAfter: Int?
@@ -54,6 +57,7 @@ struct ExecutorSimulation {
         var state: ConnectionStateMachine
         var handled = 0
         var open: [Int: APNsRequest] = [:]
+        var answered = 0
         var up = true
     }
 
@@ -171,9 +175,25 @@ struct ExecutorSimulation {
             let status = reason?.status ?? 200
             let action = connections[index].state.streamClosed(status: status, reason: reason, now: deadline())
             writtenUnanswered.remove(tag)
+            connections[index].answered += 1
             outcome(request, .response(status: status, reason: reason, timestamp: nil), connection: id)
             if case .reportStreamLimit(let limit) = action {
                 apply(machine.transportEvent(.streamLimit(connection: id, limit: limit), now: now))
+            }
+            if let lower = rules.lowerLimit, connections[index].answered == lower.afterAnswers {
+                // The rest of its open streams are never answered: they reach their deadline.
+                agenda = Heap(
+                    agenda.unordered.filter { entry in
+                        guard case .answer(let connection, _) = entry.event else { return true }
+                        return connection != id
+                    }
+                )
+                for tag in connections[index].open.keys { schedule(.expire(connection: id, tag: tag), at: now + 30) }
+                if case .reportStreamLimit(let limit) = connections[index].state.settingsReceived(
+                    maxConcurrentStreams: lower.to
+                ) {
+                    apply(machine.transportEvent(.streamLimit(connection: id, limit: limit), now: now))
+                }
             }
             dispatch()
             endTransportIfDone()

@@ -1,3 +1,4 @@
+import Foundation
 import PushcampAPNs
 import PushcampAPNsCore
 import PushcampJournal
@@ -83,6 +84,84 @@ struct ExecutorStateMachineTests {
         }
         #expect(muteMessage.contains("answered nothing for 10 s with"), "\(muteMessage)")
         #expect(muteMessage.contains("requests are open and unanswered"), "\(muteMessage)")
+    }
+
+    /// Issue #27, case 5: a server that answers, then allows no stream at all, is a stall like any
+    /// other: progress is an answer, and none came for the stall timeout while requests wait.
+    @Test func aStallAfterSomeAnswersStopsTheRunAfterTheStallTimeout() {
+        var simulation = ExecutorSimulation(
+            pushes: 500,
+            rate: 1000,
+            rules: .init(lowerLimit: (afterAnswers: 1, to: 0))
+        ) { $0.stallTimeout = 60 }
+        simulation.run(until: 1000)
+        let report = simulation.report
+        #expect(report?.delivered == 1)
+        #expect(report?.exitCode == 2)
+        guard case .stalled(let message)? = report?.stop else {
+            Issue.record("expected a stall, got \(String(describing: report?.stop))")
+            return
+        }
+        #expect(message.contains("answered nothing for 60 s"), "\(message)")
+        #expect(message.contains("0 concurrent streams"), "\(message)")
+        // Sixty seconds after the one answer (at 11 ms), not later.
+        #expect(simulation.now >= 60 && simulation.now < 61, "\(simulation.now)")
+    }
+
+    /// Issue #27, case 2: a batch held for its moment (a recipient's local time, the end of quiet
+    /// hours) is dropped at once by a stop: nothing waits for the moment, and nothing was recorded.
+    @Test func aStopWhileABatchWaitsForItsMomentEndsTheRunAtOnce() {
+        var machine = ExecutorStateMachine(
+            configuration: .init(rate: 100, retry: RetryPolicy(), endpoint: "https://memory.test", connections: 1),
+            report: SendReport(campaign: "c", revision: "r", endpoint: "https://memory.test"),
+            now: 0
+        )
+        #expect(machine.start(now: 0).contains { if case .pullPlan = $0 { true } else { false } })
+        var batch = ExecutorStateMachine.PlanBatch(requests: [Self.request(1), Self.request(2)])
+        batch.notBefore = 7200
+        let held = machine.planned(batch, now: 1)
+        // Held: nothing recorded, nothing more pulled, a timer at its moment.
+        #expect(!held.contains { if case .record = $0 { true } else { false } })
+        #expect(!held.contains { if case .pullPlan = $0 { true } else { false } })
+        #expect(held.contains { if case .arm(7200) = $0 { true } else { false } })
+        let stopping = machine.stop(.interrupted, now: 2)
+        #expect(stopping.contains { if case .shutdownTransport = $0 { true } else { false } })
+        let ended = machine.transportEnded(now: 2.1)
+        guard case .finish(let report)? = ended.last else {
+            Issue.record("the run waits for its moment: \(ended)")
+            return
+        }
+        #expect(report.stop == .interrupted)
+        #expect(report.unsent == 2)
+
+        // Without a stop, the batch is released at its moment and sent.
+        var waiting = ExecutorStateMachine(
+            configuration: .init(rate: 100, retry: RetryPolicy(), endpoint: "https://memory.test", connections: 1),
+            report: SendReport(campaign: "c", revision: "r", endpoint: "https://memory.test"),
+            now: 0
+        )
+        _ = waiting.start(now: 0)
+        _ = waiting.planned(batch, now: 1)
+        #expect(!waiting.timerFired(now: 7199).contains { if case .record = $0 { true } else { false } })
+        #expect(
+            waiting.timerFired(now: 7200).contains {
+                if case .record(_, let requests, _) = $0 { requests.count == 2 } else { false }
+            }
+        )
+    }
+
+    static func request(_ seq: Int) -> APNsRequest {
+        APNsRequest(
+            tag: seq,
+            deviceToken: String(format: "%064x", seq),
+            apnsID: "5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5b",
+            topic: "com.example.shop",
+            pushType: "alert",
+            priority: 10,
+            expiration: nil,
+            collapseID: nil,
+            payload: Array("{}".utf8)
+        )
     }
 
     @Test func refusedCredentialsStopTheRunWithinAHandfulOfRequests() {

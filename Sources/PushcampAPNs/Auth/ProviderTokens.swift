@@ -3,10 +3,21 @@ import Foundation
 import PushcampAPNsCore
 import Synchronization
 
-/// ES256 provider tokens (JWT) for one Apple key, shared by every connection of a pool.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// ES256 provider tokens (JWT) for one Apple key: the one owner of that key's tokens in the
+/// process (`ProviderTokenOwners` hands the same instance to every run), shared by every
+/// connection of every pool that sends with the key.
 ///
 /// Thread-safe: connections on several event loops ask for the current token; minting follows
-/// `ProviderTokenSchedule`.
+/// `ProviderTokenSchedule`. With a cache directory, every process on the machine that keeps its
+/// journal there shares one token too: the cache file is read again under an exclusive lock before
+/// a token is minted, so a token another process minted meanwhile is adopted instead of a second
+/// one that APNs would refuse (`TooManyProviderTokenUpdates`).
 public final class ProviderTokens: Sendable {
     public let teamID: String
     public let keyID: String
@@ -19,6 +30,8 @@ public final class ProviderTokens: Sendable {
     struct State {
         var schedule = ProviderTokenSchedule()
         var bearer = ""
+        /// The token before `bearer`, while the schedule may go back to it.
+        var previousBearer: String?
         var minted = 0
     }
 
@@ -33,12 +46,12 @@ public final class ProviderTokens: Sendable {
         }
     }
 
-    /// With a `cacheDirectory`, a token minted by an earlier process (a send killed and started again)
-    /// is reused while young enough: APNs answers TooManyProviderTokenUpdates to a new token within 20
-    /// minutes of the last. The cache file is named after the team, the key id and the key's
-    /// fingerprint, so a wrong key given for the same key id never replaces the right key's token;
-    /// it holds only the JWT (readable by its owner only) and is ignored unless this key signed it
-    /// for this team and key id.
+    /// With a `cacheDirectory`, a token minted by an earlier or another process (a send killed and
+    /// started again, a second `serve`) is reused while young enough: APNs answers
+    /// TooManyProviderTokenUpdates to a new token within 20 minutes of the last. The cache file is
+    /// named after the team, the key id and the key's fingerprint, so a wrong key given for the same
+    /// key id never replaces the right key's token; it holds only the JWT (readable by its owner
+    /// only) and is ignored unless this key signed it for this team and key id.
     public init(
         teamID: String,
         keyID: String,
@@ -55,20 +68,7 @@ public final class ProviderTokens: Sendable {
                 "provider-token-\(teamID)-\(keyID)-\(ProviderTokenJWT.fingerprint(of: key.publicKey)).jwt"
             )
         }
-        var initial = State()
-        if let cacheFile,
-            let cached = (try? String(contentsOfFile: cacheFile, encoding: .utf8))?
-                .trimmingCharacters(in: .whitespacesAndNewlines),
-            let issuedAt = ProviderTokenJWT.issuedAt(cached, publicKey: key.publicKey, teamID: teamID, keyID: keyID)
-        {
-            initial.schedule.minted(at: Double(issuedAt))
-            if initial.schedule.needsToken(now: clock.now()) || Double(issuedAt) > clock.now() + 60 {
-                initial = State()
-            } else {
-                initial.bearer = "bearer " + cached
-            }
-        }
-        self.state = Mutex(initial)
+        self.state = Mutex(State())
     }
 
     /// Reads an Apple `.p8` key (PKCS#8 PEM).
@@ -79,20 +79,28 @@ public final class ProviderTokens: Sendable {
         clock: any WallClock = SystemWallClock(),
         cacheDirectory: String? = nil
     ) throws(APNsClientError) {
-        let key: P256.Signing.PrivateKey
+        self.init(
+            teamID: teamID,
+            keyID: keyID,
+            key: try Self.readKey(path),
+            clock: clock,
+            cacheDirectory: cacheDirectory
+        )
+    }
+
+    static func readKey(_ path: String) throws(APNsClientError) -> P256.Signing.PrivateKey {
         do {
-            key = try SigningKeyFile.read(path)
+            return try SigningKeyFile.read(path)
         } catch {
             throw APNsClientError(.credentials, error.description)
         }
-        self.init(teamID: teamID, keyID: keyID, key: key, clock: clock, cacheDirectory: cacheDirectory)
     }
 
-    /// The token to send now, minted first if the schedule says so.
+    /// The token to send now, minted (or adopted from the cache) first if the schedule says so.
     public func current() -> Current {
         let now = clock.now()
         return state.withLock { state in
-            if state.schedule.needsToken(now: now) { mint(&state, now: now) }
+            if state.schedule.needsToken(now: now) { renew(&state, now: now) }
             return Current(bearer: state.bearer, generation: state.schedule.generation)
         }
     }
@@ -102,7 +110,38 @@ public final class ProviderTokens: Sendable {
         let now = clock.now()
         return state.withLock { state in
             let verdict = state.schedule.expired(generation: generation, now: now)
-            if verdict == .mint { mint(&state, now: now) }
+            if verdict == .mint { renew(&state, now: now) }
+            return verdict
+        }
+    }
+
+    /// APNs refused the token of `generation` as too frequent (`TooManyProviderTokenUpdates`): the
+    /// token before it goes back into use when it can (and back into the cache file, if the refused
+    /// one is there), so a refused token never outlives the answer.
+    public func refused(generation: Int) -> ProviderTokenSchedule.RefusedVerdict {
+        let now = clock.now()
+        return state.withLock { state in
+            let refusedBearer = state.bearer
+            let verdict = state.schedule.refused(generation: generation, now: now)
+            guard verdict != .alreadyReplaced else { return verdict }
+            if verdict == .reverted, let previous = state.previousBearer {
+                state.bearer = previous
+                state.previousBearer = nil
+            }
+            if let cacheFile {
+                CacheLock.withExclusiveLock(on: cacheFile) {
+                    guard Self.read(cacheFile)?.token == Self.jwt(of: refusedBearer) else { return }
+                    if verdict == .reverted {
+                        // With the hold, so that no process on the machine mints for 20 minutes.
+                        Self.write(
+                            CachedToken(token: Self.jwt(of: state.bearer), holdUntil: state.schedule.holdUntil),
+                            to: cacheFile
+                        )
+                    } else {
+                        unlink(cacheFile)
+                    }
+                }
+            }
             return verdict
         }
     }
@@ -110,21 +149,96 @@ public final class ProviderTokens: Sendable {
     /// How many tokens this process has minted.
     public var mintedCount: Int { state.withLock { $0.minted } }
 
-    private func mint(_ state: inout State, now: Double) {
-        state.bearer = "bearer " + ProviderTokenJWT.make(teamID: teamID, keyID: keyID, issuedAt: Int64(now), key: key)
-        state.schedule.minted(at: now)
-        state.minted += 1
-        if let cacheFile {
-            // Best effort: without it, a restart within 20 minutes meets TooManyProviderTokenUpdates.
-            let token = String(state.bearer.dropFirst("bearer ".count))
-            let temporary = cacheFile + ".tmp"
-            if FileManager.default.createFile(
-                atPath: temporary,
-                contents: Data(token.utf8),
-                attributes: [.posixPermissions: 0o600]
-            ) {
-                _ = rename(temporary, cacheFile)
-            }
+    /// A new token in use: the cache's, when another process put a usable one there since ours, or
+    /// one minted now and put there. A cached token too old to refresh with (but not yet expired)
+    /// becomes the one to go back to should APNs refuse the new one.
+    private func renew(_ state: inout State, now: Double) {
+        guard let cacheFile else {
+            mint(&state, now: now)
+            return
         }
+        CacheLock.withExclusiveLock(on: cacheFile) {
+            if let cached = Self.read(cacheFile), let issuedAt = usableIssuedAt(cached.token, now: now),
+                issuedAt > state.schedule.issuedAt ?? -.infinity
+            {
+                adopt("bearer " + cached.token, issuedAt: issuedAt, into: &state)
+                if let holdUntil = cached.holdUntil { state.schedule.hold(until: holdUntil) }
+                if !state.schedule.needsToken(now: now) { return }
+            }
+            mint(&state, now: now)
+            Self.write(CachedToken(token: Self.jwt(of: state.bearer), holdUntil: nil), to: cacheFile)
+        }
+    }
+
+    /// The `iat` of a cached token that is ours and that APNs still takes.
+    private func usableIssuedAt(_ token: String, now: Double) -> Double? {
+        guard let iat = ProviderTokenJWT.issuedAt(token, publicKey: key.publicKey, teamID: teamID, keyID: keyID)
+        else { return nil }
+        let issuedAt = Double(iat)
+        guard now - issuedAt < ProviderTokenSchedule.lastUsableAge, issuedAt <= now + 60 else { return nil }
+        return issuedAt
+    }
+
+    private func adopt(_ bearer: String, issuedAt: Double, into state: inout State) {
+        state.previousBearer = state.bearer.isEmpty ? nil : state.bearer
+        state.bearer = bearer
+        state.schedule.minted(at: issuedAt)
+    }
+
+    private func mint(_ state: inout State, now: Double) {
+        let token = ProviderTokenJWT.make(teamID: teamID, keyID: keyID, issuedAt: Int64(now), key: key)
+        adopt("bearer " + token, issuedAt: Double(Int64(now)), into: &state)
+        state.minted += 1
+    }
+
+    private static func jwt(of bearer: String) -> String {
+        String(bearer.dropFirst("bearer ".count))
+    }
+
+    /// The cache file: the JWT on its first line, and, after APNs refused a newer token as too
+    /// frequent, `hold-until SECONDS` on the second (no token is minted before then).
+    struct CachedToken: Equatable {
+        var token: String
+        var holdUntil: Double?
+    }
+
+    private static func read(_ file: String) -> CachedToken? {
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { return nil }
+        let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard let token = lines.first, !token.isEmpty else { return nil }
+        let hold = lines.dropFirst().first { $0.hasPrefix("hold-until ") }.flatMap {
+            Double($0.dropFirst("hold-until ".count))
+        }
+        return CachedToken(token: token, holdUntil: hold)
+    }
+
+    /// Best effort: without it, a restart within 20 minutes meets TooManyProviderTokenUpdates.
+    private static func write(_ cached: CachedToken, to file: String) {
+        let temporary = file + ".tmp"
+        let text = cached.token + (cached.holdUntil.map { "\nhold-until \(Int64($0.rounded(.up)))" } ?? "") + "\n"
+        if FileManager.default.createFile(
+            atPath: temporary,
+            contents: Data(text.utf8),
+            attributes: [.posixPermissions: 0o600]
+        ) {
+            _ = rename(temporary, file)
+        }
+    }
+}
+
+/// An exclusive `flock` on a file beside the cached token, held while it is read and replaced: the
+/// lock every process on the machine takes before it mints. Best effort: without the lock file
+/// (a read-only folder), the body runs unlocked.
+enum CacheLock {
+    static func withExclusiveLock(on file: String, _ body: () -> Void) {
+        let descriptor = open(file + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            body()
+            return
+        }
+        defer { close(descriptor) }
+        while flock(descriptor, LOCK_EX) != 0 && errno == EINTR {}
+        defer { _ = flock(descriptor, LOCK_UN) }
+        body()
     }
 }

@@ -262,6 +262,18 @@ package final class APNsConnectionHandler: ChannelInboundHandler, RemovableChann
                 break  // reported as is: the executor stops the run and names the clock.
             }
         }
+        if reason == .tooManyProviderTokenUpdates, let tokens = configuration.tokens {
+            switch tokens.refused(generation: stream.tokenGeneration) {
+            case .reverted, .alreadyReplaced:
+                configuration.events(.providerTokenReverted)
+                var retry = stream.request
+                retry.attempt += 1
+                requeue.append(retry)
+                return
+            case .stands:
+                break  // reported as is: the executor stops the run.
+            }
+        }
         outcomes.append(
             APNsOutcome(
                 request: stream.request,

@@ -17,6 +17,9 @@ public enum TransportEvent: Sendable {
     /// APNs called the provider token expired; a new one was minted (or already was) and the request
     /// went back to the queue.
     case providerTokenRenewed(minted: Bool)
+    /// APNs refused a new provider token as too frequent (another process minted one for the same
+    /// key); the token before it is back in use and the request went back to the queue.
+    case providerTokenReverted
     /// Requests still queued when the transport shut down, or submitted after: never sent.
     case unsent([APNsRequest])
 }

@@ -21,7 +21,9 @@ extension ExecutorStateMachine {
                 report.variantLatency[request.group >> 16, default: LatencyHistogram()].record(
                     nanoseconds: outcome.latency.nanoseconds
                 )
-                silentSince = nil
+                // An answer is progress: silence counts again from now for the requests still
+                // unanswered, whatever the connections did meanwhile.
+                silentSince = unanswered > 0 ? now : nil
             }
             if case .timedOut = outcome.result { timeouts += 1 }
             // The journal counts sends, this one included.
@@ -137,9 +139,10 @@ extension ExecutorStateMachine {
                 + "(ExpiredProviderToken): this machine's clock and APNs' disagree; check the clock (NTP)"
         case .tooManyProviderTokenUpdates:
             return "APNs refuses a new provider token because another one for this key was introduced less than "
-                + "20 minutes ago (TooManyProviderTokenUpdates): another process or machine is sending with the "
-                + "same key and a token of its own. Nothing more was sent and no new token minted; send again in "
-                + "20 minutes to resume, and let one sender use the key at a time"
+                + "20 minutes ago (TooManyProviderTokenUpdates): another machine (or a process with its journal "
+                + "elsewhere) is sending with the same key and a token of its own, and no earlier token of ours "
+                + "was young enough to go back to. Nothing more was sent and no new token minted; send again in "
+                + "20 minutes to resume, and let one machine's journal folder hold the key's token"
         default:
             return "APNs refused the credentials (\(reason)): check the app's credentials in pushcamp.yaml"
         }

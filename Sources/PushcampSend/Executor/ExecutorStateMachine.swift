@@ -62,8 +62,9 @@ public struct ExecutorStateMachine: Sendable {
         public var waiting: [(due: Double, request: APNsRequest)]
         /// How many of `requests` were in flight when the run stopped: APNs may have had them.
         public var possibleDuplicates: Int
-        /// Not to be handed to the state machine before this moment (seconds since 1970): pushes due
-        /// later (recipient-local schedules, quiet hours). The planner waits behind it.
+        /// Not to be released before this moment (seconds since 1970): pushes due later
+        /// (recipient-local schedules, quiet hours). The machine holds the batch until then and pulls
+        /// nothing more, so the planner waits behind it; a stop drops it at once.
         public var notBefore: Double?
 
         public init(
@@ -126,6 +127,8 @@ public struct ExecutorStateMachine: Sendable {
     var pacer: Pacer
     /// Planned (or due) batches not yet released, with how many of each are possible duplicates.
     var ready = Deque<(requests: [APNsRequest], possibleDuplicates: Int)>()
+    /// A planned batch whose moment has not come (`PlanBatch.notBefore`).
+    var held: PlanBatch?
     var retries = Heap<RetryEntry>()
     var retryOrder = 0
     /// Released batches whose journal commit is under way, in release order.
@@ -145,8 +148,10 @@ public struct ExecutorStateMachine: Sendable {
     var connected: Set<Int> = []
     var streamLimits: [Int: Int] = [:]
     var timeouts = 0
-    /// Since when requests have been going out without any answer coming back (nil after an answer):
-    /// what stall detection measures. Timeouts and lost connections are no answer.
+    /// Since when requests have been unanswered with no answer coming back: set when requests go
+    /// out with none unanswered, and moved to the last answer while others are still unanswered
+    /// (nil when none is). What stall detection measures; timeouts, lost connections and other
+    /// connection events are no answer.
     var silentSince: Double?
     var started: Double
 
@@ -170,9 +175,18 @@ public struct ExecutorStateMachine: Sendable {
         plan = .idle
         planned += batch.requests.count + batch.waiting.count
         guard stop == nil else { return pump(now: now) }
+        if let notBefore = batch.notBefore, notBefore > now {
+            held = batch
+        } else {
+            take(batch)
+        }
+        return pump(now: now)
+    }
+
+    /// A planned batch whose moment has come joins the line.
+    mutating func take(_ batch: PlanBatch) {
         if !batch.requests.isEmpty { ready.append((batch.requests, batch.possibleDuplicates)) }
         for (due, request) in batch.waiting { scheduleRetry(request, due: due) }
-        return pump(now: now)
     }
 
     /// The planner went through the whole audience (`summary`), or failed part-way (`failure`).
@@ -252,6 +266,8 @@ public struct ExecutorStateMachine: Sendable {
         case .providerTokenRenewed(let minted):
             if minted { report.providerTokensRenewed += 1 }
             report.retries["ExpiredProviderToken", default: 0] += 1
+        case .providerTokenReverted:
+            report.retries["TooManyProviderTokenUpdates", default: 0] += 1
         case .unsent(let requests):
             unanswered -= requests.count
             return [unsent(requests, now: now)] + pump(now: now)
@@ -304,7 +320,7 @@ public struct ExecutorStateMachine: Sendable {
 
     /// Everything pending work is settled: the plan read, nothing queued, waiting or unanswered.
     var done: Bool {
-        plan == .ended && ready.isEmpty && retries.isEmpty && unanswered == 0 && recording.isEmpty
+        plan == .ended && held == nil && ready.isEmpty && retries.isEmpty && unanswered == 0 && recording.isEmpty
     }
 
     /// Releases what the rate and the window allow, pulls more of the plan, arms the next timer,
@@ -319,13 +335,17 @@ public struct ExecutorStateMachine: Sendable {
             }
             return actions
         }
+        if let batch = held, let notBefore = batch.notBefore, notBefore <= now {
+            held = nil
+            take(batch)
+        }
         releaseDueRetries(now: now)
-        var wake: Double?
+        var wake: Double? = held?.notBefore
         while let (batch, resent) = ready.first {
             guard unanswered == 0 || unanswered + batch.count <= window else { break }
             let at = pacer.earliest(now: now)
             guard at <= now else {
-                wake = at
+                wake = min(wake ?? at, at)
                 break
             }
             pacer.take(batch.count, now: now)
@@ -336,7 +356,7 @@ public struct ExecutorStateMachine: Sendable {
             recording.append(Recording(id: nextRecordingID, requests: batch, possibleDuplicates: resent))
             actions.append(.record(id: nextRecordingID, requests: batch, possibleDuplicates: resent))
         }
-        if plan == .idle && ready.count < 2 {
+        if plan == .idle && held == nil && ready.count < 2 {
             plan = .pulling
             actions.append(.pullPlan)
         }
@@ -384,8 +404,10 @@ public struct ExecutorStateMachine: Sendable {
         guard stop == nil else { return pump(now: now) }
         stop = reason
         var actions: [Action] = [.cancelPlan]
-        // Planned but not released: nothing was recorded of them, a resume plans them again.
+        // Planned but not released (or held for their moment): nothing was recorded of them, a
+        // resume plans them again.
         ready.removeAll()
+        held = nil
         if !transportStopping {
             transportStopping = true
             actions.append(.shutdownTransport)

@@ -47,18 +47,10 @@ final class PlanProducer: Sendable {
     /// How planning ended: its counts when it went through the whole audience, or why it failed.
     var outcome: (summary: PlanSummaryCounts?, failure: String?) { result.withLock { $0 } }
 
-    /// The next batch, or nil when the plan is done or cancelled. A batch due later is returned at
-    /// its moment (on the run's clock): until then the planner, behind it, waits too.
+    /// The next batch, or nil when the plan is done or cancelled. A batch due later carries its
+    /// moment (`notBefore`): the state machine holds it until then.
     func next() async -> ExecutorStateMachine.PlanBatch? {
-        guard let batch = await feed.next() else { return nil }
-        if let due = batch.notBefore, due > clock.now() {
-            do {
-                try await clock.sleep(until: due)
-            } catch {
-                return nil  // the send is stopping
-            }
-        }
-        return batch
+        await feed.next()
     }
 
     /// Stops the planner at its next batch.

@@ -9,7 +9,7 @@ import PushcampModel
 /// | 200 | delivered |
 /// | BadDeviceToken, DeviceTokenNotForTopic, Forbidden, ExpiredToken, Unregistered, PayloadTooLarge | failed, never retried |
 /// | InvalidProviderToken, MissingProviderToken, BadCertificate… | not final; a few of them stop the run |
-/// | TooManyProviderTokenUpdates | not final; the first one stops the run (minting again would make it worse) |
+/// | TooManyProviderTokenUpdates | again at once with the token before the refused one while it is under an hour old (never minting again); otherwise the first one stops the run |
 /// | TooManyRequests | that device again after 10 s |
 /// | InternalServerError, ServiceUnavailable | again after 10 s, doubling, with jitter (at most 15 min) |
 /// | Shutdown | again after 1 s, on whichever connection is up |

@@ -8,12 +8,14 @@ extension SendRun {
     /// A connection pool for the campaign's app: its endpoint (or Apple's host for its environment),
     /// credentials resolved from `${env:…}` with paths relative to the project root. Reads the key or
     /// certificate now, so a missing or unreadable one stops the send before a run exists.
-    /// `tokenCache` is where provider tokens are kept between processes (beside the journal).
+    /// Provider tokens come from `owners`, the one owner per key that every run of the process
+    /// asks; `tokenCache` is where they are kept between processes (beside the journal).
     static func appTransport(
         for campaign: LoadedCampaign,
         paths: ProjectPaths,
         environment: [String: String],
         clock: any WallClock,
+        owners: ProviderTokenOwners,
         tokenCache: String?
     ) throws(APNsClientError) -> (APNsConnectionPool, endpoint: String) {
         let app = campaign.app
@@ -33,7 +35,7 @@ extension SendRun {
             let path = paths.url(try resolve(keyFile, "key_file")).path
             // Kept beside the journal, so a send started again soon after reuses the token.
             authentication = .providerToken(
-                try ProviderTokens(
+                try owners.tokens(
                     teamID: teamID,
                     keyID: keyID,
                     keyFile: path,

@@ -53,6 +53,9 @@ public final class SendRun: Service, Sendable {
         /// A journal to record into instead of the file at `journalPath` (a new run each time, no
         /// lock): for tests, and for stores other than SQLite.
         public var store: (any JournalStore)?
+        /// Where provider tokens come from: one owner per key for the whole process, so runs that
+        /// start together share one token.
+        public var providerTokens = ProviderTokenOwners.shared
 
         public init(journalPath: String) {
             self.journalPath = journalPath
@@ -145,6 +148,7 @@ public final class SendRun: Service, Sendable {
                     paths: paths,
                     environment: environment,
                     clock: clock,
+                    owners: options.providerTokens,
                     tokenCache: options.journalPath == inMemory
                         ? nil : (options.journalPath as NSString).deletingLastPathComponent
                 )
