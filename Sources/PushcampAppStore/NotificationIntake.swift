@@ -9,12 +9,22 @@ public struct AppStoreApp: Sendable, Hashable {
     public var appAppleID: Int64?
     /// Lowercased: `production`, `sandbox` (and, on purpose only, `xcode`, `localtesting`).
     public var environments: Set<String>
+    /// Roots besides Apple's that this app's notifications may lead to (`trusted_roots`, for
+    /// tests): trusted for this app only, never for another.
+    public var trustedRoots: [Certificate]
 
-    public init(name: String, bundleID: String, appAppleID: Int64?, environments: Set<String>) {
+    public init(
+        name: String,
+        bundleID: String,
+        appAppleID: Int64?,
+        environments: Set<String>,
+        trustedRoots: [Certificate] = []
+    ) {
         self.name = name
         self.bundleID = bundleID
         self.appAppleID = appAppleID
         self.environments = environments
+        self.trustedRoots = trustedRoots
     }
 }
 
@@ -22,6 +32,10 @@ public struct AppStoreApp: Sendable, Hashable {
 /// accepted for a configured app, or quarantined (correctly signed, but for an app, app id or
 /// environment the configuration does not name, or undated). The receiver stores what this
 /// returns before it answers.
+///
+/// A root some app lists in `trusted_roots` vouches for that app's notifications only: a payload
+/// (or its transaction or renewal) whose chain leads to it is refused unless its bundle id is that
+/// of an app that lists it. The verifier's other roots (Apple's) vouch for every app.
 public struct NotificationIntake: Sendable {
     public enum Outcome: Sendable, Hashable {
         case accepted(AppStoreNotification, app: String)
@@ -66,14 +80,31 @@ public struct NotificationIntake: Sendable {
         now: Date,
         checkAge: Bool = true
     ) async throws(AppStoreRefusal) -> Outcome {
-        let (object, signedDate) = try await verifier.verify(signedPayload, now: now, checkAge: checkAge)
+        let (object, signedDate, root) = try await verifier.verify(signedPayload, now: now, checkAge: checkAge)
+        var roots = [root]
         var notification = try AppStoreNotification(object, signedDate: signedDate)
         if let data = object["data"] as? [String: Any] {
             if let jws = data["signedTransactionInfo"] as? String {
-                notification.transaction = .init(try await verifier.verify(jws, now: now, checkAge: false).object)
+                let verified = try await verifier.verify(jws, now: now, checkAge: false)
+                notification.transaction = .init(verified.object)
+                roots.append(verified.root)
             }
             if let jws = data["signedRenewalInfo"] as? String {
-                notification.renewal = .init(try await verifier.verify(jws, now: now, checkAge: false).object)
+                let verified = try await verifier.verify(jws, now: now, checkAge: false)
+                notification.renewal = .init(verified.object)
+                roots.append(verified.root)
+            }
+        }
+        // The app the notification names by its bundle id, accepted or quarantined for it.
+        let named = apps.first { $0.bundleID == notification.bundleID }?.name
+        for root in roots {
+            let holders = apps.filter { $0.trustedRoots.contains(root) }
+            guard !holders.isEmpty else { continue }  // a root for every app (Apple's)
+            guard let named, holders.contains(where: { $0.name == named }) else {
+                throw AppStoreRefusal(
+                    .chain,
+                    "the certificate chain leads to a root trusted only for app \(holders.map(\.name).joined(separator: ", ")) (trusted_roots), not for the app this notification names"
+                )
             }
         }
         return decide(notification)

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import SwiftASN1
 import Synchronization
-import X509
+@_spi(FixedExpiryValidationTime) import X509
 
 /// Verifies Apple's signed App Store payloads as strictly as Apple's libraries, and more:
 ///
@@ -28,6 +28,7 @@ public final class SignedPayloadVerifier: Sendable {
     public let skew: TimeInterval
     private struct Verified {
         var key: P256.Signing.PublicKey
+        var root: Certificate
         var validFrom: Date
         var validUntil: Date
     }
@@ -39,14 +40,14 @@ public final class SignedPayloadVerifier: Sendable {
         self.skew = skew
     }
 
-    /// The payload's JSON object and its `signedDate`, once every check passed.
-    /// `checkAge` false for the transaction and renewal inside a notification: they keep the date
-    /// they were signed, which may be older than the notification.
+    /// The payload's JSON object, its `signedDate` and the root of `roots` its chain led to, once
+    /// every check passed. `checkAge` false for the transaction and renewal inside a notification:
+    /// they keep the date they were signed, which may be older than the notification.
     public func verify(
         _ jws: String,
         now: Date,
         checkAge: Bool = true
-    ) async throws(AppStoreRefusal) -> (object: [String: Any], signedDate: Date?) {
+    ) async throws(AppStoreRefusal) -> (object: [String: Any], signedDate: Date?, root: Certificate) {
         let signed = try SignedPayload(jws)
         guard signed.algorithm == "ES256" else {
             throw AppStoreRefusal(.algorithm, "alg is \(signed.algorithm.prefix(20)); Apple signs with ES256 only")
@@ -76,18 +77,22 @@ public final class SignedPayloadVerifier: Sendable {
             }
             signedDate = date
         }
-        let key = try await key(for: signed.certificates, at: signedDate ?? now)
+        let (key, root) = try await key(for: signed.certificates, at: signedDate ?? now)
         guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signed.signature),
             key.isValidSignature(signature, for: signed.signingInput)
         else { throw AppStoreRefusal(.signature, "the signature does not match the leaf certificate's key") }
-        return (object, signedDate)
+        return (object, signedDate, root)
     }
 
-    /// The leaf's key, once its chain is valid at `time` (from the cache when it was before).
-    private func key(for chain: [[UInt8]], at time: Date) async throws(AppStoreRefusal) -> P256.Signing.PublicKey {
+    /// The leaf's key and the trusted root, once its chain is valid at `time` (from the cache when
+    /// it was before).
+    private func key(
+        for chain: [[UInt8]],
+        at time: Date
+    ) async throws(AppStoreRefusal) -> (key: P256.Signing.PublicKey, root: Certificate) {
         let cacheKey = chain[0] + chain[1]
         if let hit = cache.withLock({ $0[cacheKey] }), time >= hit.validFrom, time <= hit.validUntil {
-            return hit.key
+            return (hit.key, hit.root)
         }
         let leaf: Certificate
         let intermediate: Certificate
@@ -98,7 +103,7 @@ public final class SignedPayloadVerifier: Sendable {
             throw AppStoreRefusal(.chain, "an x5c certificate cannot be read: \(error)")
         }
         var verifier = Verifier(rootCertificates: CertificateStore(roots)) {
-            RFC5280Policy(validationTime: time)
+            RFC5280Policy(fixedExpiryValidationTime: time)
             AppleChainPolicy()
         }
         var failure = ""
@@ -106,7 +111,7 @@ public final class SignedPayloadVerifier: Sendable {
             diagnostic in
             if failure.count < 300 { failure += " \(diagnostic)".prefix(300) }
         }
-        guard case .validCertificate(let validated) = result else {
+        guard case .validCertificate(let validated) = result, let root = validated.last else {
             throw AppStoreRefusal(
                 .chain,
                 "the certificate chain does not lead to a trusted Apple root with Apple's extensions at signedDate"
@@ -117,6 +122,7 @@ public final class SignedPayloadVerifier: Sendable {
         }
         let verified = Verified(
             key: key,
+            root: root,
             validFrom: validated.map(\.notValidBefore).max() ?? time,
             validUntil: validated.map(\.notValidAfter).min() ?? time
         )
@@ -124,7 +130,7 @@ public final class SignedPayloadVerifier: Sendable {
             if cache.count > 1000 { cache.removeAll() }
             cache[cacheKey] = verified
         }
-        return key
+        return (key, root)
     }
 }
 

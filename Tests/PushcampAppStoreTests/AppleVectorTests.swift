@@ -132,7 +132,7 @@ struct AppleVectorTests {
     }
 
     @Test func theTransactionInfoVectorDecodes() async throws {
-        let (object, signedDate) = try await SignedPayloadVerifier(roots: [try Self.testRoot()])
+        let (object, signedDate, _) = try await SignedPayloadVerifier(roots: [try Self.testRoot()])
             .verify(try Self.vector("transactionInfo"), now: Self.received, checkAge: false)
         #expect(signedDate == Date(timeIntervalSince1970: 1_672_956_154))
         #expect(object["bundleId"] as? String == "com.example")

@@ -24,11 +24,8 @@ struct RefusalTests {
         let intake = NotificationIntake(apps: [Self.shop], verifier: SignedPayloadVerifier(roots: roots))
         do {
             return .success(try await intake.receive(AppStoreTestChain.body(jws), now: now))
-        } catch let refusal as AppStoreRefusal {
-            return .failure(refusal)
         } catch {
-            Issue.record("unexpected \(error)")
-            return .failure(AppStoreRefusal(.malformed, "\(error)"))
+            return .failure(error)
         }
     }
 
@@ -53,6 +50,51 @@ struct RefusalTests {
             #expect(notification.type == "DID_FAIL_TO_RENEW" && notification.subtype == "GRACE_PERIOD")
             #expect(notification.status == 4)
         }
+    }
+
+    /// Issue #27, case 6: a test root listed under one app (`trusted_roots` of a QA app) vouches
+    /// for that app only. Whoever holds the test key cannot forge the production app's
+    /// notifications, nor get one for an unconfigured app kept in quarantine.
+    @Test func aRootTrustedForOneAppIsTrustedForNoOther() async throws {
+        let test = try AppStoreTestChain()
+        let apple = try AppStoreTestChain()  // stands for Apple's root: trusted for every app
+        let qa = AppStoreApp(
+            name: "qa",
+            bundleID: "com.example.shop.qa",
+            appAppleID: 1_234_567_890,
+            environments: ["production", "sandbox"],
+            trustedRoots: [test.root]
+        )
+        let intake = NotificationIntake(
+            apps: [Self.shop, qa],
+            verifier: SignedPayloadVerifier(roots: [apple.root, test.root])
+        )
+        func receive(_ chain: AppStoreTestChain, bundle: String) async throws -> Result<String, AppStoreRefusal> {
+            let body = AppStoreTestChain.body(try chain.sign(AppStoreTestChain.notification(bundle: bundle)))
+            do {
+                switch try await intake.receive(body, now: Date()) {
+                case .accepted(_, let app): return .success("accepted for \(app)")
+                case .quarantined: return .success("quarantined")
+                }
+            } catch {
+                return .failure(error)
+            }
+        }
+        #expect(try await receive(test, bundle: "com.example.shop.qa") == .success("accepted for qa"))
+        #expect(try await receive(apple, bundle: "com.example.shop.qa") == .success("accepted for qa"))
+        #expect(try await receive(apple, bundle: "com.example.shop") == .success("accepted for shop-ios"))
+        #expect(try await receive(apple, bundle: "com.example.other") == .success("quarantined"))
+        guard case .failure(let forged) = try await receive(test, bundle: "com.example.shop") else {
+            Issue.record("the QA app's root vouched for the production app")
+            return
+        }
+        #expect(forged.code == .chain)
+        #expect(forged.description.contains("trusted only for app qa"), "\(forged)")
+        guard case .failure(let unconfigured) = try await receive(test, bundle: "com.example.other") else {
+            Issue.record("the QA app's root got an unconfigured app's notification kept")
+            return
+        }
+        #expect(unconfigured.code == .chain)
     }
 
     @Test func chainsThatAreNotApplesAreRefused() async throws {
@@ -116,8 +158,8 @@ struct RefusalTests {
             do {
                 _ = try await intake.receive(body, now: Date())
                 Issue.record("accepted \(body.prefix(20))")
-            } catch let refusal as AppStoreRefusal {
-                #expect(refusal.code == code, "\(refusal)")
+            } catch {
+                #expect(error.code == code, "\(error)")
             }
         }
         // Signed, but missing the fields every notification has.

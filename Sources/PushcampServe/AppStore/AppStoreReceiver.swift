@@ -240,14 +240,7 @@ public final class AppStoreReceiver: Sendable {
         var roots = [AppleRoot.certificate]
         for name in project.appNames {
             guard let app = project.apps[name], let config = app.appStore else { continue }
-            apps.append(
-                AppStoreApp(
-                    name: name,
-                    bundleID: config.bundleID,
-                    appAppleID: config.appAppleID,
-                    environments: Set(config.environments)
-                )
-            )
+            var trusted: [Certificate] = []
             for root in config.trustedRoots {
                 let path: String
                 switch root.resolve(environment) {
@@ -262,11 +255,23 @@ public final class AppStoreReceiver: Sendable {
                 } else {
                     certificate = try Certificate(derEncoded: Array(bytes))
                 }
-                roots.append(certificate)
+                // Apple's root vouches for every app, listed or not.
+                guard certificate != AppleRoot.certificate else { continue }
+                trusted.append(certificate)
+                if !roots.contains(certificate) { roots.append(certificate) }
                 logger.warning(
-                    "app \(name) trusts an App Store root besides Apple's (\(paths.display(root.raw))): trusted_roots is for tests only"
+                    "app \(name) trusts an App Store root besides Apple's (\(paths.display(root.raw))), for its own notifications only: trusted_roots is for tests only"
                 )
             }
+            apps.append(
+                AppStoreApp(
+                    name: name,
+                    bundleID: config.bundleID,
+                    appAppleID: config.appAppleID,
+                    environments: Set(config.environments),
+                    trustedRoots: trusted
+                )
+            )
         }
         guard !apps.isEmpty else { return nil }
         return NotificationIntake(apps: apps, verifier: SignedPayloadVerifier(roots: roots))
