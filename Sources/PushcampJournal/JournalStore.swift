@@ -216,8 +216,12 @@ public enum RunStatus: String, Sendable, CaseIterable {
     case finished
     /// Stopped by `pushcamp cancel`: never resumed.
     case cancelled
-    /// Given up for a new run of the campaign (`send --new-run`): never resumed.
+    /// Given up for a new run of the campaign (`send --new-run`), or a slot run `serve` did not
+    /// resume because a newer slot fired since or was due: never resumed.
     case superseded
+    /// A slot run `serve` did not resume because its slot was older than `catch_up.within`:
+    /// never resumed.
+    case expired
 
     /// Whether `send` resumes a run in this status.
     public var isUnfinished: Bool { self == .running || self == .interrupted }

@@ -141,6 +141,17 @@ extension SQLiteJournal {
         }
     }
 
+    /// The newest slot of `campaign` recorded as fired, if any.
+    public func latestFiredSlot(campaign: String) throws(JournalError) -> Int64? {
+        try read { db in
+            try Int64.fetchOne(
+                db,
+                sql: "SELECT max(slot) FROM schedule_slot WHERE campaign = ? AND outcome = 'fired'",
+                arguments: [campaign]
+            )
+        }
+    }
+
     /// Recorded slots, newest first: of one campaign, or of all.
     public func slots(campaign: String?, limit: Int) throws(JournalError) -> [SlotRecord] {
         try read { db in

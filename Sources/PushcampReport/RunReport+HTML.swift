@@ -205,6 +205,7 @@ extension RunReport {
         case .interrupted: return ("interrupted · send again to resume", "warn")
         case .running: return ("running", "info")
         case .superseded: return ("superseded", "info")
+        case .expired: return ("expired", "info")
         }
     }
 

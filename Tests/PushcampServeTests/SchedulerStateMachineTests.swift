@@ -162,4 +162,66 @@ struct SchedulerStateMachineTests {
         #expect(machine.nextDue == 1_806_217_200)
         #expect(machine.tick(now: 1_806_217_200) == [.fire(campaign: "daily", slot: 1_806_217_200)])
     }
+
+    /// Issue #27, case 3: a daily digest killed while sending yesterday's slot, restarted today after
+    /// today's slot came due. Yesterday's run is closed (expired, or superseded by today's), never
+    /// resumed in front of today's, and today's slot fires.
+    @Test func aStaleUnfinishedSlotRunIsClosedAndTheDueSlotFires() {
+        let day: Int64 = 86_400
+        let yesterday = (Self.t0 / day + 1) * day  // a daily slot (every 1d is anchored at midnight UTC)
+        let today = yesterday + day
+        // Restarted 10 minutes after today's slot, catch up within 1 hour: yesterday's is expired.
+        var machine = Machine(startedAt: today + 600)
+        machine.schedule("digest", every(day), cursor: yesterday, recorded: true)
+        #expect(
+            machine.unfinished("digest", slot: yesterday, newestFired: yesterday, now: today + 600) == [
+                .close(campaign: "digest", slot: yesterday, reason: .expired)
+            ]
+        )
+        #expect(machine.tick(now: today + 600) == [.fire(campaign: "digest", slot: today)])
+
+        // Within a two-day window, yesterday's is not expired, but today's is due: superseded.
+        var wide = Machine(startedAt: today + 600)
+        wide.schedule("digest", every(day, within: 2 * day), cursor: yesterday, recorded: true)
+        #expect(
+            wide.unfinished("digest", slot: yesterday, newestFired: yesterday, now: today + 600) == [
+                .close(campaign: "digest", slot: yesterday, reason: .superseded)
+            ]
+        )
+        #expect(wide.tick(now: today + 600) == [.fire(campaign: "digest", slot: today)])
+
+        // A newer slot that fired already supersedes it too, even before the next is due.
+        var fired = Machine(startedAt: today + 600)
+        fired.schedule("digest", every(day, within: 2 * day), cursor: today, recorded: true)
+        #expect(
+            fired.unfinished("digest", slot: yesterday, newestFired: today, now: today + 600) == [
+                .close(campaign: "digest", slot: yesterday, reason: .superseded)
+            ]
+        )
+        #expect(fired.tick(now: today + 600).isEmpty)
+    }
+
+    /// A run stopped in its own slot's time is resumed, and the slots that come due meanwhile follow
+    /// `overlap` as usual; with `catch_up.mode: all`, a due slot queues behind the resumed run.
+    @Test func aCurrentUnfinishedSlotRunIsResumedAndDueSlotsAreNeverSkippedForIt() {
+        var machine = Machine(startedAt: Self.t0 + 120)
+        machine.schedule("news", every(3600), cursor: Self.t0, recorded: true)
+        #expect(
+            machine.unfinished("news", slot: Self.t0, newestFired: Self.t0, now: Self.t0 + 120) == [
+                .resume(campaign: "news", slot: Self.t0)
+            ]
+        )
+        #expect(machine.isRunning("news"))
+        #expect(machine.tick(now: Self.t0 + 120).isEmpty)
+
+        var all = Machine(startedAt: Self.t0 + 3700)
+        all.schedule("news", every(3600, within: 7200, mode: .all), cursor: Self.t0, recorded: true)
+        #expect(
+            all.unfinished("news", slot: Self.t0, newestFired: Self.t0, now: Self.t0 + 3700) == [
+                .resume(campaign: "news", slot: Self.t0)
+            ]
+        )
+        #expect(all.tick(now: Self.t0 + 3700).isEmpty)
+        #expect(all.runEnded("news", now: Self.t0 + 3800) == [.fire(campaign: "news", slot: Self.t0 + 3600)])
+    }
 }

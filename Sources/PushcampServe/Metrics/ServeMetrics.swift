@@ -56,6 +56,15 @@ public struct ServeMetrics: Sendable {
         ).increment(by: Int64(count))
     }
 
+    /// An unfinished slot run closed at start instead of resumed (`expired`, `superseded`).
+    func runClosed(_ campaign: String, reason: String) {
+        Counter(
+            label: "pushcamp_scheduler_runs_closed_total",
+            dimensions: [("campaign", campaign), ("reason", reason)],
+            factory: factory
+        ).increment()
+    }
+
     func campaigns(scheduled: Int, invalid: Int) {
         Gauge(label: "pushcamp_campaigns_scheduled", factory: factory).record(scheduled)
         Gauge(label: "pushcamp_campaigns_invalid", factory: factory).record(invalid)

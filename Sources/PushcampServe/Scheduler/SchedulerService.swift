@@ -119,8 +119,10 @@ public final class SchedulerService: Service, Sendable {
                 func perform(_ actions: [SchedulerStateMachine.Action]) {
                     for action in actions {
                         switch action {
-                        case .fire(let campaign, let slot):
+                        case .fire(let campaign, let slot), .resume(let campaign, let slot):
                             start(campaign, slot: slot)
+                        case .close(let campaign, let slot, let reason):
+                            self.close(campaign, slot: slot, reason: reason, journal: journal)
                         case .skip(let campaign, let first, let through, let count, let reason):
                             self.skip(
                                 campaign,
@@ -148,8 +150,10 @@ public final class SchedulerService: Service, Sendable {
                         if !resumed {
                             resumed = true
                             for (campaign, slot) in self.unfinishedSlots(journal, scheduled: paths) {
-                                machine.resuming(campaign, slot: slot)
-                                start(campaign, slot: slot)
+                                let newestFired = try? journal.latestFiredSlot(campaign: campaign)
+                                perform(
+                                    machine.unfinished(campaign, slot: slot, newestFired: newestFired, now: Int64(now))
+                                )
                             }
                             for (campaign, notifications) in self.unfinishedTriggers(journal, triggered: triggered)
                             where !running.contains(campaign) {
@@ -456,6 +460,38 @@ public final class SchedulerService: Service, Sendable {
             "slot \(slotText) of \(campaign): run \(send.run.id) \(end): \(report.delivered) delivered, \(report.failed) failed"
         )
         if case .credentials(let message)? = report.stop { self.report("\(campaign): \(message)") }
+    }
+
+    /// Closes the unfinished run of `slot` (`expired`, `superseded`) instead of resuming it, unless
+    /// another process is sending it.
+    private func close(
+        _ campaign: String,
+        slot: Int64,
+        reason: SchedulerStateMachine.CloseReason,
+        journal: SQLiteJournal
+    ) {
+        let slotText = Timestamps.text(Double(slot))
+        do {
+            guard let run = try journal.slot(campaign: campaign, at: slot)?.run else { return }
+            guard let lock = try RunLock(journalPath: configuration.journalPath, campaign: campaign) else {
+                logger.notice(
+                    "run \(run) of \(campaign) (slot \(slotText)) is being sent by another process; left to it"
+                )
+                return
+            }
+            defer { lock.unlock() }
+            try journal.setStatus(reason == .expired ? .expired : .superseded, of: run, now: clock.now())
+            metrics.runClosed(campaign, reason: reason.rawValue)
+            let why =
+                reason == .expired
+                ? "its slot is older than catch_up.within"
+                : "a newer slot fired since or is due now, and fires instead"
+            logger.warning(
+                "run \(run) of \(campaign) (slot \(slotText)) was left unfinished and is not resumed: \(reason.rawValue) (\(why)); recipients it reached keep their notification, the others get none from that slot"
+            )
+        } catch {
+            report("campaign \(campaign): the unfinished run of slot \(slotText) cannot be closed: \(error)")
+        }
     }
 
     private func skip(

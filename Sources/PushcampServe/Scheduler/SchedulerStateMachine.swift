@@ -15,6 +15,11 @@ import PushcampModel
 /// - a slot due while the campaign's previous slot is still sending is skipped as `overlap`, or
 ///   with `overlap: queue` fires when that run ends (skipped as `missed` if it waited longer than
 ///   `within`).
+///
+/// A slot run left unfinished by a stopped `serve` is resumed only while the schedule would still
+/// send its slot: it is closed as `expired` when the slot is older than `catch_up.within`, and as
+/// `superseded` when a newer slot fired since or is due now (except with `catch_up.mode: all`,
+/// where the due slots queue behind the resumed one). A resume never makes a due slot skip.
 public struct SchedulerStateMachine: Sendable {
     public enum SkipReason: String, Sendable, CaseIterable {
         /// Due longer ago than `catch_up.within` when it could be fired.
@@ -27,8 +32,20 @@ public struct SchedulerStateMachine: Sendable {
         case notCaughtUp = "not-caught-up"
     }
 
+    /// Why an unfinished slot run is closed instead of resumed.
+    public enum CloseReason: String, Sendable, CaseIterable {
+        /// Its slot is older than `catch_up.within`.
+        case expired
+        /// A newer slot fired since, or is due now and fires instead.
+        case superseded
+    }
+
     public enum Action: Sendable, Equatable {
         case fire(campaign: String, slot: Int64)
+        /// Resume the unfinished run of `slot`.
+        case resume(campaign: String, slot: Int64)
+        /// Close the unfinished run of `slot` without sending more of it.
+        case close(campaign: String, slot: Int64, reason: CloseReason)
         /// `count` slots from `first` through `through`, skipped together.
         case skip(campaign: String, first: Int64, through: Int64, count: Int, reason: SkipReason)
     }
@@ -66,10 +83,27 @@ public struct SchedulerStateMachine: Sendable {
         }
     }
 
-    /// `serve` is picking up `slot`'s unfinished run (it was killed while sending it).
-    public mutating func resuming(_ campaign: String, slot: Int64) {
-        entries[campaign]?.running = slot
-        if let cursor = entries[campaign]?.cursor { entries[campaign]?.cursor = max(cursor, slot) }
+    /// `slot`'s run was left unfinished (`serve` was killed or stopped while sending it): resumed,
+    /// or closed when the schedule would not send that slot now. `newestFired` is the newest slot of
+    /// the campaign the journal records as fired (this one, or a newer one).
+    public mutating func unfinished(_ campaign: String, slot: Int64, newestFired: Int64?, now: Int64) -> [Action] {
+        guard var entry = entries[campaign] else { return [] }
+        let schedule = entry.schedule
+        if slot < now - schedule.lateness {
+            return [.close(campaign: campaign, slot: slot, reason: .expired)]
+        }
+        if let newestFired, newestFired > slot {
+            return [.close(campaign: campaign, slot: slot, reason: .superseded)]
+        }
+        if schedule.catchUp.mode == .latest, let due = schedule.nextSlot(after: max(entry.cursor, slot)), due <= now,
+            due >= now - schedule.lateness
+        {
+            return [.close(campaign: campaign, slot: slot, reason: .superseded)]
+        }
+        entry.running = slot
+        entry.cursor = max(entry.cursor, slot)
+        entries[campaign] = entry
+        return [.resume(campaign: campaign, slot: slot)]
     }
 
     /// A campaign no longer scheduled (its file removed, or its `schedule:` dropped).
