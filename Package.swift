@@ -28,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
@@ -35,10 +36,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
-        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
+        // The version and the git commit of the build (the commit written by BuildInfoPlugin).
+        .target(name: "PushcampBuildInfo", swiftSettings: strict, plugins: ["BuildInfoPlugin"]),
+        .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
         // What the APNs client, the simulator and the journal share without knowing each other: APNs
         // reasons and what to do about them, provider-token JWTs, the clock.
         .target(
@@ -172,12 +175,14 @@ let package = Package(
             name: "PushcampServe",
             dependencies: [
                 "PushcampSend", "PushcampPlanner", "PushcampModel", "PushcampJournal", "PushcampAPNsCore",
-                "PushcampAppStore",
+                "PushcampAppStore", "PushcampBuildInfo",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -189,7 +194,7 @@ let package = Package(
             dependencies: [
                 "PushcampPlanner", "PushcampModel", "PushcampAudience", "PushcampSend", "PushcampRehearsal",
                 "PushcampAPNsCore", "PushcampSimulator", "PushcampJournal", "PushcampReport", "PushcampServe",
-                "PushcampAppStore",
+                "PushcampAppStore", "PushcampBuildInfo",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -294,7 +299,8 @@ let package = Package(
         .testTarget(
             name: "PushcampCLITests",
             dependencies: [
-                "pushcamp", "PushcampJournal", "PushcampTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                "pushcamp", "PushcampJournal", "PushcampTestSupport", "PushcampAPNsCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict

@@ -8,6 +8,7 @@ import PushcampModel
 ///
 ///     max_streams: 100                   # the limit announced after the first authenticated request
 ///     lower_limit: { after: 500, to: 1 } # then lowered, as APNs does after rejected notifications
+///                                        # (to: 0 allows no stream at all: a stalled server)
 ///     goaway_after: 1000                 # GOAWAY after this many requests on each connection
 ///     drop_after: 5000                   # drop each connection, streams in flight, after this many
 ///     latency_ms: 20                     # delay before every answer
@@ -57,7 +58,7 @@ public struct SimulatorScenario: Sendable {
         if let node = map["lower_limit"],
             let limit = reader.mapping(node, in: "lower_limit", allowed: ["after", "to"], required: ["after", "to"]),
             let after = limit["after"].flatMap({ reader.int($0, "lower_limit.after", in: count) }),
-            let to = limit["to"].flatMap({ reader.int($0, "lower_limit.to", in: 1...Int(Int32.max)) })
+            let to = limit["to"].flatMap({ reader.int($0, "lower_limit.to", in: 0...Int(Int32.max)) })
         {
             lowerLimit = (after, to)
         }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import PushcampBuildInfo
 
 @main
 struct Pushcamp: AsyncParsableCommand {
@@ -26,7 +27,7 @@ struct Pushcamp: AsyncParsableCommand {
             Shell completions: `pushcamp --generate-completion-script bash|zsh|fish` prints a \
             script (campaign arguments complete to .yaml files); the README has the install lines.
             """,
-        version: "0.1.0",
+        version: "\(BuildInfo.version) (commit \(BuildInfo.commit))",
         subcommands: [
             Init.self, Validate.self, Plan.self, Rehearse.self, Send.self, Runs.self, Report.self, Cancel.self,
             Replay.self,

@@ -28,16 +28,25 @@ struct Serve: AsyncParsableCommand {
             Campaigns with a `trigger: { app_store: TYPE }` are sent to a subscription's rows each \
             time such an App Store notification arrives, once per notification (docs/app-store.md).
 
-            HTTP (plain, on --listen; loopback by default): GET /healthz, GET /readyz (503 with the \
-            reason when the journal is closed or the scheduler stalls), GET /metrics (Prometheus), \
-            and, for apps with an `app_store:` key, POST /app-store/notifications (serve.app_store_path).
+            Before any slot needs them, and again whenever a campaign file changes, serve checks the \
+            credentials of every app its campaigns send with (the key readable and an ES256 key, or \
+            the certificate loadable; every ${env:…} set; no placeholder team or key id for Apple's \
+            hosts) and is not ready until they can be used.
 
-            Ctrl-C or SIGTERM drains: no new slot fires, running sends stop as `send` does (in-flight \
-            answers recorded), and the next serve resumes them. Logs go to standard error.
+            HTTP (plain, on --listen; loopback by default): GET /healthz, GET /readyz (503 with the \
+            reasons when the journal is closed, the scheduler stalls, credentials cannot be used or \
+            App Store notifications cannot be stored), GET /metrics (Prometheus), and, for apps with \
+            an `app_store:` key, POST /app-store/notifications (serve.app_store_path).
+
+            Ctrl-C or SIGTERM drains at once: no new slot fires, running sends stop as `send` does \
+            (in-flight answers recorded; a send waiting for its recipients' local time or the end \
+            of quiet hours stops without waiting), and the next serve resumes them. Logs go to \
+            standard error, as text or (--log-format json) one JSON object per line.
 
             Examples:
               pushcamp serve
               pushcamp serve --project deploy/pushcamp --listen 0.0.0.0:9090
+              pushcamp serve --log-format json --log-level notice
             See docs/serve.md (with a systemd unit) and docs/metrics.md.
             """
     )
@@ -58,6 +67,14 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Log level: debug, info, notice, warning or error.", valueName: "level"))
     var logLevel: String = "info"
 
+    @Option(
+        help: ArgumentHelp(
+            "Log lines as text, or as json: one object per line with time, level, logger, message and the event's fields (campaign, run, slot, event).",
+            valueName: "format"
+        )
+    )
+    var logFormat: ServeLogHandler.Format = .text
+
     @OptionGroup var stall: StallOption
 
     func validate() throws {
@@ -75,10 +92,9 @@ struct Serve: AsyncParsableCommand {
         if let listen, case .success(let parsed) = ListenAddress.parse(listen) { given = parsed }
         let address = given
         let level = Logger.Level(rawValue: logLevel) ?? .info
+        let format = logFormat
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
+            ServeLogHandler(label: label, format: format, level: level)
         }
         let logger = Logger(label: "pushcamp.serve")
         var httpLogger = Logger(label: "pushcamp.http")
@@ -117,7 +133,8 @@ struct Serve: AsyncParsableCommand {
                     store: store,
                     metrics: metrics,
                     logger: logger,
-                    triggers: triggers
+                    triggers: triggers,
+                    status: status
                 )
                 appStore = (loaded.serve.appStorePath, receiver)
             }
@@ -126,12 +143,14 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode(1)
         }
         let receiving = appStore.map { "; App Store notifications at POST \($0.path)" } ?? ""
+        let descriptors = ServeHTTP.raiseDescriptorLimit()
         let http = ServeHTTP.application(
             listen: address,
             status: status,
             metrics: metrics,
             logger: httpLogger,
-            appStore: appStore
+            appStore: appStore,
+            limits: ServeHTTP.Limits(descriptors: descriptors)
         ) { port in
             logger.notice(
                 "listening on http://\(ListenAddress(host: address.host, port: port)) (/healthz, /readyz, /metrics\(receiving)); watching \(folders)"
@@ -158,3 +177,5 @@ struct Serve: AsyncParsableCommand {
         logger.info("stopped; unfinished runs resume on the next start")
     }
 }
+
+extension ServeLogHandler.Format: ExpressibleByArgument {}

@@ -149,6 +149,12 @@ struct Sim: AsyncParsableCommand {
         for (answer, count) in recorder.summary().sorted(by: { $0.key < $1.key }) {
             print("  \(answer)  \(count)")
         }
+        if let verifier = configuration.verifier {
+            let (tokens, tooSoon) = verifier.statistics
+            print(
+                "provider tokens: \(tokens) accepted, \(tooSoon) refused as too frequent (TooManyProviderTokenUpdates)"
+            )
+        }
         if let record {
             var csv = "token,status,reason,apns_id,collapse_id\n"
             for entry in recorder.records {

@@ -95,7 +95,7 @@ struct ReportCLITests {
         for index in stride(from: 0, to: 60, by: 7) { rules += "\(token(index)) unregistered 1700000000000\n" }
         for index in stride(from: 3, to: 60, by: 11) { rules += "\(token(index)) bad\n" }
         try project.write("tokens.txt", rules)
-        var sim = try JournalCLITests.start(project, ["--tokens", "tokens.txt"])
+        let sim = try JournalCLITests.start(project, ["--tokens", "tokens.txt"])
         let locales = ["en", "fr", "de"]
         try project.write(
             "audiences/a.csv",

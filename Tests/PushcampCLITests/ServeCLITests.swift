@@ -7,6 +7,10 @@ import Testing
 import FoundationNetworking
 #endif
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `pushcamp serve` in its own process: its log (standard error) is collected as it comes, and
 /// the port it listens on is read from its first line.
 final class ServeProcess: Sendable {
@@ -14,10 +18,24 @@ final class ServeProcess: Sendable {
     let port: Int
     private let log = Mutex("")
 
-    init(in directory: URL, arguments: [String] = []) throws {
+    /// `environment` replaces the test's own (for a variable left unset); `descriptorLimit` starts it
+    /// under `ulimit -n`.
+    init(
+        in directory: URL,
+        arguments: [String] = [],
+        environment: [String: String]? = nil,
+        descriptorLimit: Int? = nil
+    ) throws {
         let process = Process()
-        process.executableURL = CLI.binary
-        process.arguments = ["serve", "--listen", "127.0.0.1:0"] + arguments
+        let serve = ["serve", "--listen", "127.0.0.1:0"] + arguments
+        if let descriptorLimit {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "ulimit -n \(descriptorLimit) && exec \"$0\" \"$@\"", CLI.binary.path] + serve
+        } else {
+            process.executableURL = CLI.binary
+            process.arguments = serve
+        }
+        if let environment { process.environment = environment }
         process.currentDirectoryURL = directory
         let errors = Pipe()
         process.standardOutput = FileHandle.nullDevice
@@ -63,12 +81,33 @@ final class ServeProcess: Sendable {
         return false
     }
 
+    /// CPU seconds the process has used so far (user and system, from /proc).
+    var cpuSeconds: Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
+        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     /// SIGINT (a graceful drain); its exit status.
     func stop() -> Int32 {
         process.interrupt()
         process.waitUntilExit()
         Thread.sleep(forTimeInterval: 0.1)
         return process.terminationStatus
+    }
+
+    /// `/readyz` once its body passes `check` (the first ticks take a moment), or after 15 s.
+    func readiness(_ check: (String) -> Bool) throws -> (status: Int, body: String) {
+        let deadline = Date().addingTimeInterval(15)
+        var answer = try get("/readyz")
+        while !check(answer.body), Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.1)
+            answer = try get("/readyz")
+        }
+        return answer
     }
 
     func get(_ path: String) throws -> (status: Int, body: String) {
@@ -217,6 +256,11 @@ struct ServeCLITests {
         let documented = try Self.names(in: "docs/metrics.md")
         for name in Self.names(inText: metrics) {
             #expect(documented.contains(name), "serve exports \(name), which docs/metrics.md does not list")
+            #expect(metrics.contains("# HELP \(name) "), "\(name) has no # HELP line")
+        }
+        #expect(metrics.contains("pushcamp_build_info{version=\"0.1.0\",commit=\""), "\(metrics)")
+        for name in ["process_cpu_seconds_total", "process_open_fds", "process_max_fds", "process_start_time_seconds"] {
+            #expect(Self.value(of: name, in: metrics) > 0, "\(name)")
         }
         for name in try Self.names(in: "docs/alerts/pushcamp.rules.yml") {
             #expect(documented.contains(name), "the alert rules use \(name), which docs/metrics.md does not list")
@@ -324,7 +368,8 @@ struct ServeCLITests {
     }
 
     /// Apple's notifications POSTed to the real serve: stored once, duplicates answered 200,
-    /// forgeries refused, another app's quarantined, all listed and counted.
+    /// forgeries refused (a test root listed for one app included, for another app), one for an
+    /// environment the app does not take quarantined, all listed and counted.
     @Test func serveReceivesAppStoreNotifications() throws {
         let chain = try AppStoreTestChain()
         let project = try TemporaryProject(
@@ -333,8 +378,16 @@ struct ServeCLITests {
                     app_store:
                       bundle_id: com.example.shop
                       app_apple_id: 1234567890
-                      environments: [production, sandbox]
+                      environments: [production]
                       trusted_roots: [test-root.pem]
+                  prod:
+                    topic: com.example.prod
+                    team_id: ABCDE12345
+                    key_id: KEY1234567
+                    key_file: ${env:SHOP_KEY}
+                    app_store:
+                      bundle_id: com.example.prod
+                      app_apple_id: 1234567890
                 """
         )
         defer { project.remove() }
@@ -348,7 +401,10 @@ struct ServeCLITests {
         #expect(try serve.post(path, body: notification) == (200, "duplicate\n"))
         let forged = try AppStoreTestChain().sign(AppStoreTestChain.notification())
         #expect(try serve.post(path, body: AppStoreTestChain.body(forged)) == (400, "refused: chain\n"))
-        let other = try chain.sign(AppStoreTestChain.notification(bundle: "com.example.kids"))
+        // shop's test root does not vouch for prod: whoever holds the test key cannot forge prod's.
+        let prod = try chain.sign(AppStoreTestChain.notification(bundle: "com.example.prod"))
+        #expect(try serve.post(path, body: AppStoreTestChain.body(prod)) == (400, "refused: chain\n"))
+        let other = try chain.sign(AppStoreTestChain.notification(environment: "Sandbox"))
         #expect(try serve.post(path, body: AppStoreTestChain.body(other)) == (200, "quarantined\n"))
         let renewal = try chain.subscriptionNotification(
             type: "DID_FAIL_TO_RENEW",
@@ -365,7 +421,7 @@ struct ServeCLITests {
             ) == 2,
             "\(metrics)"
         )
-        #expect(Self.value(of: "pushcamp_appstore_refused_total{reason=\"chain\"}", in: metrics) == 1)
+        #expect(Self.value(of: "pushcamp_appstore_refused_total{reason=\"chain\"}", in: metrics) == 2)
         #expect(serve.stop() == 0)
 
         let listed = try CLI.run(["appstore", "notifications", "--format", "json"], in: project.root)
@@ -379,22 +435,11 @@ struct ServeCLITests {
         #expect(Set(rows.compactMap { $0["kept"] as? String }) == ["stored", "quarantined"])
         #expect(rows.first { $0["kept"] as? String == "stored" }?["app"] as? String == "shop")
         let text = try CLI.run(["appstore", "notifications", "--quarantined"], in: project.root).stdout
-        #expect(text.contains("quarantined: bundle id com.example.kids is not configured"), "\(text)")
+        #expect(text.contains("quarantined: environment sandbox is not among app shop's"), "\(text)")
 
         // The configuration fixed, the quarantined one is released for its app.
-        let fixed =
-            try String(contentsOf: project.root.appendingPathComponent("pushcamp.yaml"), encoding: .utf8) + """
-
-                  kids:
-                    topic: com.example.kids
-                    team_id: ABCDE12345
-                    key_id: KEY1234567
-                    key_file: ${env:SHOP_KEY}
-                    app_store:
-                      bundle_id: com.example.kids
-                      app_apple_id: 1234567890
-                      trusted_roots: [test-root.pem]
-                """
+        let fixed = try String(contentsOf: project.root.appendingPathComponent("pushcamp.yaml"), encoding: .utf8)
+            .replacingOccurrences(of: "environments: [production]", with: "environments: [production, sandbox]")
         try project.write("pushcamp.yaml", fixed)
         let reprocessed = try CLI.run(["appstore", "reprocess"], in: project.root)
         #expect(

@@ -41,8 +41,7 @@ public final class AppStoreAPIStub: Sendable {
         let recorder = Recorder(limited: rateLimited)
         let router = Router()
         router.post("inApps/v1/notifications/history") { request, _ -> Response in
-            var body = request.body
-            let bytes = try await body.collect(upTo: 1 << 16)
+            let bytes = try await request.body.collect(upTo: 1 << 16)
             let text = String(buffer: bytes)
             let token = request.uri.queryParameters.get("paginationToken")
             let page = token.flatMap { $0.hasPrefix("page-") ? Int($0.dropFirst(5)) : nil } ?? 0

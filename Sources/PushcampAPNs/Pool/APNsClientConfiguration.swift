@@ -55,6 +55,12 @@ public struct APNsClientConfiguration: Sendable {
         return (String(parts[0]), port)
     }
 
+    /// Loads what a connection needs before it connects (the client certificate and its key, the
+    /// CA file): the errors a connection would meet, found without connecting.
+    public func validate() throws(APNsClientError) {
+        _ = try makeTLSContext()
+    }
+
     func makeTLSContext() throws(APNsClientError) -> NIOSSLContext {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.applicationProtocols = ["h2"]

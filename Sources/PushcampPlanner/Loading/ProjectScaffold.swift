@@ -50,6 +50,11 @@ public enum ProjectScaffold {
         return written
     }
 
+    /// The team id and key id the scaffold's pushcamp.yaml holds until the team puts its own:
+    /// `serve` refuses to be ready with them when an app sends to Apple.
+    public static let placeholderTeamID = "ABCDE12345"
+    public static let placeholderKeyID = "KEY1234567"
+
     static func projectFile(bundleID: String) -> String {
         """
         # Pushcamp project file: what the campaigns of this repository share (docs/campaign-format.md).
@@ -57,8 +62,8 @@ public enum ProjectScaffold {
         apps:
           app-ios:
             topic: \(bundleID)                # the bundle id; push types add their suffix
-            team_id: ABCDE12345               # your Apple developer team id
-            key_id: KEY1234567                # the id of your APNs auth key
+            team_id: \(placeholderTeamID)               # your Apple developer team id
+            key_id: \(placeholderKeyID)                # the id of your APNs auth key
             key_file: ${env:APNS_KEY_FILE}    # the .p8 key, read only when sending
             environment: sandbox              # production once you are ready
             # certificate: ${env:APNS_CERT}   # instead of a key: a .p12 or PEM client certificate

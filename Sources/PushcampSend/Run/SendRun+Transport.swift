@@ -18,7 +18,64 @@ extension SendRun {
         owners: ProviderTokenOwners,
         tokenCache: String?
     ) throws(APNsClientError) -> (APNsConnectionPool, endpoint: String) {
-        let app = campaign.app
+        var (configuration, endpoint) = try clientConfiguration(
+            for: campaign.app,
+            paths: paths,
+            environment: environment,
+            clock: clock,
+            owners: owners,
+            tokenCache: tokenCache
+        )
+        configuration.connections = campaign.connections
+        return (try APNsConnectionPool(configuration: configuration), endpoint)
+    }
+
+    /// What is wrong with `app`'s credentials, checked without connecting: every `${env:…}` set, the
+    /// key readable and an ES256 key (or the certificate and its password loadable), the CA file
+    /// usable, and, for Apple's hosts, a team id and key id other than the placeholders `pushcamp
+    /// init` writes. Nil when nothing is: what `serve` checks at start and on every reload.
+    public static func credentialsProblem(
+        of app: AppConfig,
+        paths: ProjectPaths,
+        environment: [String: String]
+    ) -> String? {
+        do {
+            let (configuration, _) = try clientConfiguration(
+                for: app,
+                paths: paths,
+                environment: environment,
+                clock: SystemWallClock(),
+                owners: ProviderTokenOwners(),
+                tokenCache: nil
+            )
+            try configuration.validate()
+        } catch {
+            return error.message
+        }
+        if case .token(let teamID, let keyID, _) = app.credentials, app.endpoint == nil {
+            let placeholders = [
+                (teamID == ProjectScaffold.placeholderTeamID, "team_id \(teamID)"),
+                (keyID == ProjectScaffold.placeholderKeyID, "key_id \(keyID)"),
+            ].filter(\.0).map(\.1)
+            if !placeholders.isEmpty {
+                return "app \(app.name): \(placeholders.joined(separator: " and ")) "
+                    + "\(placeholders.count == 1 ? "is the placeholder" : "are the placeholders") `pushcamp init` "
+                    + "wrote; Apple's \(app.environment.rawValue) host would refuse them. Put your team's and key's "
+                    + "ids in pushcamp.yaml"
+            }
+        }
+        return nil
+    }
+
+    /// The client configuration of `app` (one connection): where to connect, how to authenticate.
+    private static func clientConfiguration(
+        for app: AppConfig,
+        paths: ProjectPaths,
+        environment: [String: String],
+        clock: any WallClock,
+        owners: ProviderTokenOwners,
+        tokenCache: String?
+    ) throws(APNsClientError) -> (APNsClientConfiguration, endpoint: String) {
         func resolve(_ value: ConfigString, _ what: String) throws(APNsClientError) -> String {
             switch value.resolve(environment) {
             case .success(let text): return text
@@ -34,15 +91,19 @@ extension SendRun {
         case .token(let teamID, let keyID, let keyFile):
             let path = paths.url(try resolve(keyFile, "key_file")).path
             // Kept beside the journal, so a send started again soon after reuses the token.
-            authentication = .providerToken(
-                try owners.tokens(
-                    teamID: teamID,
-                    keyID: keyID,
-                    keyFile: path,
-                    clock: clock,
-                    cacheDirectory: tokenCache
+            do {
+                authentication = .providerToken(
+                    try owners.tokens(
+                        teamID: teamID,
+                        keyID: keyID,
+                        keyFile: path,
+                        clock: clock,
+                        cacheDirectory: tokenCache
+                    )
                 )
-            )
+            } catch {
+                throw APNsClientError(error.code, "app \(app.name): \(error.message)")
+            }
         case .certificate(let file, let password):
             let path = paths.url(try resolve(file, "certificate")).path
             if let problem = InputFile.check(path) {
@@ -65,9 +126,9 @@ extension SendRun {
             port: port,
             authentication: authentication,
             caFile: caFile,
-            connections: campaign.connections
+            connections: 1
         )
         configuration.clock = clock
-        return (try APNsConnectionPool(configuration: configuration), endpoint)
+        return (configuration, endpoint)
     }
 }

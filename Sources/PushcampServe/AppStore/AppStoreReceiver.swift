@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOPosix
 import PushcampAPNsCore
 import PushcampAppStore
 import PushcampJournal
@@ -12,7 +13,12 @@ import X509
 /// (`NotificationIntake`), committed durably, and only then answered 200. A duplicate UUID (Apple's
 /// retry after a lost answer, or a concurrent POST) answers 200 and changes nothing; a payload that
 /// fails verification answers 400 and is not kept (counted by reason); our own storage failure
-/// answers 503, so Apple retries — never a 4xx for our failure.
+/// answers 503, so Apple retries — never a 4xx for our failure — and makes `serve` not ready
+/// until a notification is stored again (`ServeStatus`).
+///
+/// The commit (fsynced, and waiting for the journal's lock when another process holds it) runs
+/// on NIO's blocking thread pool, never on a thread of Swift's cooperative pool: a slow journal
+/// slows the receiver down, not `/healthz`, `/readyz` or the scheduler.
 public final class AppStoreReceiver: Sendable {
     public struct Answer: Sendable, Equatable {
         public var status: Int
@@ -30,6 +36,7 @@ public final class AppStoreReceiver: Sendable {
     let logger: Logger
     let clock: any WallClock
     let triggers: TriggerTable
+    let status: ServeStatus?
 
     public init(
         intake: NotificationIntake,
@@ -37,6 +44,7 @@ public final class AppStoreReceiver: Sendable {
         metrics: ServeMetrics,
         logger: Logger,
         triggers: TriggerTable = TriggerTable(),
+        status: ServeStatus? = nil,
         clock: any WallClock = SystemWallClock()
     ) {
         self.intake = intake
@@ -44,6 +52,7 @@ public final class AppStoreReceiver: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.triggers = triggers
+        self.status = status
         self.clock = clock
     }
 
@@ -65,7 +74,10 @@ public final class AppStoreReceiver: Sendable {
 
     private func refused(_ refusal: AppStoreRefusal) -> Answer {
         metrics.appStoreRefused(refusal.code.rawValue)
-        logger.notice("App Store notification refused (400): \(refusal.description.escapingControlCharacters)")
+        logger.notice(
+            "App Store notification refused (400): \(refusal.description.escapingControlCharacters)",
+            metadata: ["event": "appstore-refused"]
+        )
         return Answer(status: 400, body: "refused: \(refusal.code.rawValue)\n")
     }
 
@@ -101,32 +113,60 @@ public final class AppStoreReceiver: Sendable {
         }
         let new: Bool
         do {
-            new = try store.storeNotification(record, subscription: Self.subscription(outcome), firings: firings)
+            new = try await commit(record, subscription: Self.subscription(outcome), firings: firings)
         } catch {
             metrics.appStoreStoreFailed()
+            status?.storeFailed(error.message, at: clock.now())
             logger.error(
-                "App Store notification \(record.uuid.escapingControlCharacters) not stored (503, Apple retries): \(error)"
+                "App Store notification \(record.uuid.escapingControlCharacters) not stored (503, Apple retries): \(error)",
+                metadata: ["event": "appstore-store-failed"]
             )
             return .storeFailed(error)
         }
+        status?.stored()
         let disposition = new ? record.disposition.rawValue : "duplicate"
         metrics.appStoreReceived(type: record.type, outcome: disposition)
         let what = "\(record.type)\(record.subtype.map { "/\($0)" } ?? "") \(record.uuid)".escapingControlCharacters
         switch (new, outcome) {
         case (false, _):
-            logger.info("App Store notification \(what): a duplicate, already kept")
+            logger.info(
+                "App Store notification \(what): a duplicate, already kept",
+                metadata: ["event": "appstore-duplicate"]
+            )
         case (true, .accepted(_, let app)):
             let fires = firings.map(\.campaign).joined(separator: ", ")
-            logger.info("App Store notification \(what) for \(app): stored\(fires.isEmpty ? "" : "; fires \(fires)")")
+            logger.info(
+                "App Store notification \(what) for \(app): stored\(fires.isEmpty ? "" : "; fires \(fires)")",
+                metadata: ["event": "appstore-stored"]
+            )
             for firing in firings where firing.status == .noRecipient {
                 metrics.triggerFired(firing.campaign, outcome: "no_recipient")
             }
         case (true, .quarantined(_, let reason)):
             logger.warning(
-                "App Store notification \(what) quarantined: \(reason.escapingControlCharacters); fix pushcamp.yaml, then `pushcamp appstore reprocess`"
+                "App Store notification \(what) quarantined: \(reason.escapingControlCharacters); fix pushcamp.yaml, then `pushcamp appstore reprocess`",
+                metadata: ["event": "appstore-quarantined"]
             )
         }
         return .kept(record, new: new)
+    }
+
+    /// `storeNotification` on NIO's thread pool for blocking work.
+    private func commit(
+        _ record: AppStoreNotificationRecord,
+        subscription: SubscriptionState?,
+        firings: [TriggerFiring]
+    ) async throws(JournalError) -> Bool {
+        let store = self.store
+        do {
+            return try await NIOThreadPool.singleton.runIfActive {
+                try store.storeNotification(record, subscription: subscription, firings: firings)
+            }
+        } catch let error as JournalError {
+            throw error
+        } catch {
+            throw JournalError(.failed, "the journal could not be reached: \(error)")
+        }
     }
 
     /// What reprocessing the quarantined notifications did.

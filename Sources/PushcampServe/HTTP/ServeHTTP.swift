@@ -1,16 +1,70 @@
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import PushcampAPNsCore
 import PushcampAppStore
 import PushcampModel
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// `serve`'s HTTP server (hummingbird 2): `GET /healthz` (the process answers), `GET /readyz`
-/// (200 when the journal is open and the scheduler ticks, 503 with the reason otherwise) and
-/// `GET /metrics` (Prometheus' text format). Plain HTTP on the configured address, loopback by
-/// default: put a TLS-terminating proxy in front to expose it (docs/serve.md).
+/// (200 when the journal is open, the scheduler ticks, every campaign's credentials can be used and
+/// App Store notifications can be stored; 503 with the reasons otherwise) and `GET /metrics`
+/// (Prometheus' text format). Plain HTTP on the configured address, loopback by default: put a
+/// TLS-terminating proxy in front to expose it (docs/serve.md).
+///
+/// Connections are bounded (`Limits`): a connection that sends nothing is closed after the idle
+/// timeout, a request must arrive whole within the request timeout, beyond the soft limit new
+/// connections close the longest-idle one, and at the hard limit (half the descriptors the
+/// process may open) the server stops accepting until one closes.
 public enum ServeHTTP {
     public typealias App = Application<RouterResponder<BasicRequestContext>>
+
+    public struct Limits: Sendable {
+        public var idleTimeout: TimeAmount = .seconds(30)
+        public var requestTimeout: TimeAmount = .seconds(10)
+        public var softConnections: Int
+        public var hardConnections: Int
+
+        /// Limits for a process that may open `descriptors` files: a quarter of them for connections
+        /// before idle ones are closed, half at most (the journal, APNs connections and audience
+        /// files need the rest).
+        public init(descriptors: Int = ServeHTTP.descriptorLimit()) {
+            softConnections = max(8, descriptors / 4)
+            hardConnections = max(16, descriptors / 2)
+        }
+    }
+
+    #if os(Linux)
+    private static let openFiles = Int32(RLIMIT_NOFILE.rawValue)
+    #else
+    private static let openFiles = RLIMIT_NOFILE
+    #endif
+
+    /// The process's limit on open files (its soft limit).
+    public static func descriptorLimit() -> Int {
+        var limit = rlimit()
+        guard getrlimit(openFiles, &limit) == 0 else { return 1024 }
+        // RLIM_INFINITY is the largest value: no limit reads as a million.
+        return Int(min(limit.rlim_cur, 1 << 20))
+    }
+
+    /// Raises the limit on open files to the most the system allows this process (as Go's runtime
+    /// does), so connections, the journal and APNs connections rarely compete; returns the limit.
+    @discardableResult
+    public static func raiseDescriptorLimit() -> Int {
+        var limit = rlimit()
+        if getrlimit(openFiles, &limit) == 0, limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max
+            _ = setrlimit(openFiles, &limit)
+        }
+        return descriptorLimit()
+    }
 
     public static func application(
         listen: ListenAddress,
@@ -19,16 +73,16 @@ public enum ServeHTTP {
         logger: Logger,
         clock: any WallClock = SystemWallClock(),
         appStore: (path: String, receiver: AppStoreReceiver)? = nil,
+        limits: Limits = Limits(),
         onListening: @escaping @Sendable (Int) -> Void = { _ in }
     ) -> App {
         let router = Router()
         if let (path, receiver) = appStore {
             router.post(RouterPath(path)) { request, context -> Response in
-                var body = request.body
                 let bytes: [UInt8]
                 do {
                     // One byte over the limit is enough to refuse it.
-                    let buffer = try await body.collect(upTo: NotificationIntake.bodyLimit + 1)
+                    let buffer = try await request.body.collect(upTo: NotificationIntake.bodyLimit + 1)
                     bytes = Array(buffer.readableBytesView)
                 } catch {
                     bytes = [UInt8](repeating: 0, count: NotificationIntake.bodyLimit + 1)
@@ -59,11 +113,19 @@ public enum ServeHTTP {
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.exposition()))
             )
         }
+        let connections = ConnectionGuard(softLimit: limits.softConnections, requestTimeout: limits.requestTimeout)
         return Application(
             router: router,
+            server: .http1(
+                configuration: .init(
+                    additionalChannelHandlers: [connections.handler()],
+                    idleTimeout: limits.idleTimeout
+                )
+            ),
             configuration: ApplicationConfiguration(
                 address: .hostname(listen.host, port: listen.port),
-                serverName: "pushcamp"
+                serverName: "pushcamp",
+                availableConnectionsDelegate: MaximumAvailableConnections(limits.hardConnections)
             ),
             onServerRunning: { channel in
                 onListening(channel.localAddress?.port ?? listen.port)

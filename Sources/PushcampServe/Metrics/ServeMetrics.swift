@@ -1,73 +1,125 @@
-import CoreMetrics
-import Metrics
 import Prometheus
+import PushcampBuildInfo
 import PushcampJournal
 import PushcampSend
 
-/// What `serve` measures, through swift-metrics into a Prometheus registry of its own (no global
-/// bootstrap, so tests and several servers in one process keep theirs apart). Names follow the
-/// Prometheus conventions; docs/metrics.md lists them with example alert rules.
+/// What `serve` measures, in a swift-prometheus registry of its own (no global bootstrap, so tests
+/// and several servers in one process keep theirs apart). Names follow the Prometheus conventions;
+/// every metric has a `# HELP` line (`help`), and docs/metrics.md lists them with example alert
+/// rules. The process's own metrics (`process_…`) are read when the registry is scraped.
 public struct ServeMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
-    let factory: PrometheusMetricsFactory
+    let process: ProcessMetrics
 
-    public init() {
+    static let latencyBuckets: [Duration] = [
+        .milliseconds(1), .microseconds(2500), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+        .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
+        .milliseconds(2500), .seconds(5), .seconds(10),
+    ]
+
+    /// `version` and `commit` label `pushcamp_build_info`.
+    public init(version: String = BuildInfo.version, commit: String = BuildInfo.commit) {
         registry = PrometheusCollectorRegistry()
-        var factory = PrometheusMetricsFactory(registry: registry)
-        factory.defaultDurationHistogramBuckets = [
-            .milliseconds(1), .microseconds(2500), .milliseconds(5), .milliseconds(10), .milliseconds(25),
-            .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
-            .milliseconds(2500), .seconds(5), .seconds(10),
-        ]
-        self.factory = factory
+        process = ProcessMetrics(registry: registry)
+        gauge("pushcamp_build_info", [("version", version), ("commit", commit)]).set(Int64(1))
     }
 
-    /// The registry in Prometheus' text format.
+    /// The registry in Prometheus' text format, the process's metrics read now.
     public func exposition() -> [UInt8] {
+        process.update()
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)
         return buffer
     }
 
+    // MARK: the registry, with each metric's help
+
+    func counter(_ name: String, _ labels: [(String, String)] = []) -> Counter {
+        registry.makeCounter(descriptor: Self.descriptor(name), labels: labels)
+    }
+
+    func gauge(_ name: String, _ labels: [(String, String)] = []) -> Gauge {
+        registry.makeGauge(descriptor: Self.descriptor(name), labels: labels)
+    }
+
+    /// The metric `name` with its help text.
+    static func descriptor(_ name: String) -> MetricNameDescriptor {
+        guard let text = help[name] else { preconditionFailure("metric \(name) has no help text") }
+        return MetricNameDescriptor(metricName: name, unitName: "", helpText: text)
+    }
+
+    /// One line per metric, as `# HELP` prints it (docs/metrics.md says more).
+    static let help: [String: String] = [
+        "pushcamp_build_info": "The pushcamp build serving: its version and git commit (always 1).",
+        "pushcamp_scheduler_last_tick_timestamp_seconds":
+            "When the scheduler last looked at the clock and the campaign folders.",
+        "pushcamp_scheduler_next_slot_timestamp_seconds": "The campaign's next slot; 0 when its schedule ended.",
+        "pushcamp_scheduler_slots_fired_total": "Slots fired: a run created or resumed.",
+        "pushcamp_scheduler_slots_skipped_total": "Slots skipped, by reason.",
+        "pushcamp_scheduler_runs_closed_total":
+            "Unfinished slot runs closed at start instead of resumed: expired or superseded.",
+        "pushcamp_campaigns_scheduled": "Campaign files in the watched folders with a valid schedule.",
+        "pushcamp_campaigns_invalid": "Campaign files in the watched folders that do not validate.",
+        "pushcamp_credentials_problems":
+            "Apps of scheduled or triggered campaigns whose credentials cannot be used (serve is not ready).",
+        "pushcamp_pushes_total": "Pushes with a final answer, delivered or failed.",
+        "pushcamp_run_pending_recipients": "Recipients of the running run planned so far without a final answer.",
+        "pushcamp_runs_total": "Sends that ended, by how they ended.",
+        "pushcamp_runs_refused_total": "Slot and trigger sends refused before they started.",
+        "pushcamp_apns_answers_total": "APNs answers by HTTP status, retries included.",
+        "pushcamp_apns_failures_total": "Final failures by APNs reason.",
+        "pushcamp_retries_total": "Sends beyond a push's first, by cause.",
+        "pushcamp_apns_request_duration_seconds": "Request latency, from writing the request to its answer.",
+        "pushcamp_connections_opened_total": "HTTP/2 connections opened to APNs.",
+        "pushcamp_connections_closed_total": "HTTP/2 connections to APNs that ended, by cause.",
+        "pushcamp_provider_tokens_minted_total": "Provider tokens minted anew after APNs called one expired.",
+        "pushcamp_stream_limit_highest": "The highest stream limit APNs allowed one connection in the last run.",
+        "pushcamp_appstore_notifications_total": "Verified App Store notifications by type and what became of them.",
+        "pushcamp_appstore_refused_total": "App Store notification bodies answered 400 and not kept, by reason.",
+        "pushcamp_appstore_store_failures_total":
+            "App Store notifications answered 503 because they could not be stored.",
+        "pushcamp_appstore_store_failing":
+            "1 while the last App Store notification could not be stored (serve is not ready), else 0.",
+        "pushcamp_trigger_firings_total": "Trigger firings settled, by outcome.",
+        "process_cpu_seconds_total": "User and system CPU time spent, in seconds.",
+        "process_resident_memory_bytes": "Resident memory size, in bytes.",
+        "process_virtual_memory_bytes": "Virtual memory size, in bytes.",
+        "process_open_fds": "Open file descriptors.",
+        "process_max_fds": "The limit on open file descriptors.",
+        "process_start_time_seconds": "When the process started, in seconds since 1970.",
+    ]
+
     // MARK: scheduler
 
     func ticked(at now: Double) {
-        Gauge(label: "pushcamp_scheduler_last_tick_timestamp_seconds", factory: factory).record(now)
+        gauge("pushcamp_scheduler_last_tick_timestamp_seconds").set(now)
     }
 
     func nextSlot(_ campaign: String, at slot: Int64?) {
-        Gauge(
-            label: "pushcamp_scheduler_next_slot_timestamp_seconds",
-            dimensions: [("campaign", campaign)],
-            factory: factory
-        ).record(Double(slot ?? 0))
+        gauge("pushcamp_scheduler_next_slot_timestamp_seconds", [("campaign", campaign)]).set(Double(slot ?? 0))
     }
 
     func slotFired(_ campaign: String) {
-        Counter(label: "pushcamp_scheduler_slots_fired_total", dimensions: [("campaign", campaign)], factory: factory)
-            .increment()
+        counter("pushcamp_scheduler_slots_fired_total", [("campaign", campaign)]).increment()
     }
 
     func slotsSkipped(_ campaign: String, reason: String, count: Int) {
-        Counter(
-            label: "pushcamp_scheduler_slots_skipped_total",
-            dimensions: [("campaign", campaign), ("reason", reason)],
-            factory: factory
-        ).increment(by: Int64(count))
+        counter("pushcamp_scheduler_slots_skipped_total", [("campaign", campaign), ("reason", reason)])
+            .increment(by: Int64(count))
     }
 
     /// An unfinished slot run closed at start instead of resumed (`expired`, `superseded`).
     func runClosed(_ campaign: String, reason: String) {
-        Counter(
-            label: "pushcamp_scheduler_runs_closed_total",
-            dimensions: [("campaign", campaign), ("reason", reason)],
-            factory: factory
-        ).increment()
+        counter("pushcamp_scheduler_runs_closed_total", [("campaign", campaign), ("reason", reason)]).increment()
     }
 
     func campaigns(scheduled: Int, invalid: Int) {
-        Gauge(label: "pushcamp_campaigns_scheduled", factory: factory).record(scheduled)
-        Gauge(label: "pushcamp_campaigns_invalid", factory: factory).record(invalid)
+        gauge("pushcamp_campaigns_scheduled").set(Int64(scheduled))
+        gauge("pushcamp_campaigns_invalid").set(Int64(invalid))
+    }
+
+    func credentialsProblems(_ count: Int) {
+        gauge("pushcamp_credentials_problems").set(Int64(count))
     }
 
     // MARK: sends
@@ -79,25 +131,14 @@ public struct ServeMetrics: Sendable {
     }
 
     private func pushes(_ campaign: String, delivered: Int, failed: Int) {
-        if delivered > 0 {
-            Counter(
-                label: "pushcamp_pushes_total",
-                dimensions: [("campaign", campaign), ("outcome", "delivered")],
-                factory: factory
-            ).increment(by: Int64(delivered))
-        }
-        if failed > 0 {
-            Counter(
-                label: "pushcamp_pushes_total",
-                dimensions: [("campaign", campaign), ("outcome", "failed")],
-                factory: factory
-            ).increment(by: Int64(failed))
+        for (outcome, count) in [("delivered", delivered), ("failed", failed)] where count > 0 {
+            counter("pushcamp_pushes_total", [("campaign", campaign), ("outcome", outcome)])
+                .increment(by: Int64(count))
         }
     }
 
     func pending(_ campaign: String, _ count: Int) {
-        Gauge(label: "pushcamp_run_pending_recipients", dimensions: [("campaign", campaign)], factory: factory)
-            .record(count)
+        gauge("pushcamp_run_pending_recipients", [("campaign", campaign)]).set(Int64(count))
     }
 
     /// A send ended: the answers since its last progress, its failures by APNs reason, retries by
@@ -109,53 +150,34 @@ public struct ServeMetrics: Sendable {
             failed: report.failed - (lastProgress?.failed ?? 0)
         )
         for (reason, count) in report.failures where count > 0 {
-            Counter(
-                label: "pushcamp_apns_failures_total",
-                dimensions: [("campaign", campaign), ("reason", reason)],
-                factory: factory
-            ).increment(by: Int64(count))
+            counter("pushcamp_apns_failures_total", [("campaign", campaign), ("reason", reason)])
+                .increment(by: Int64(count))
         }
         for (cause, count) in report.retries where count > 0 {
-            Counter(
-                label: "pushcamp_retries_total",
-                dimensions: [("campaign", campaign), ("cause", cause)],
-                factory: factory
-            ).increment(by: Int64(count))
+            counter("pushcamp_retries_total", [("campaign", campaign), ("cause", cause)]).increment(by: Int64(count))
         }
         for (status, count) in report.statuses where count > 0 {
-            Counter(
-                label: "pushcamp_apns_answers_total",
-                dimensions: [("campaign", campaign), ("status", String(status))],
-                factory: factory
-            ).increment(by: Int64(count))
+            counter("pushcamp_apns_answers_total", [("campaign", campaign), ("status", String(status))])
+                .increment(by: Int64(count))
         }
-        let latency = Timer(
-            label: "pushcamp_apns_request_duration_seconds",
-            dimensions: [("campaign", campaign)],
-            preferredDisplayUnit: .seconds,
-            factory: factory
+        let latency = registry.makeDurationHistogram(
+            descriptor: Self.descriptor("pushcamp_apns_request_duration_seconds"),
+            labels: [("campaign", campaign)],
+            buckets: Self.latencyBuckets
         )
         for bucket in report.latency.buckets {
-            for _ in 0..<bucket.count { latency.recordMicroseconds(bucket.microseconds) }
+            for _ in 0..<bucket.count { latency.record(.microseconds(bucket.microseconds)) }
         }
-        Counter(label: "pushcamp_connections_opened_total", dimensions: [("campaign", campaign)], factory: factory)
+        counter("pushcamp_connections_opened_total", [("campaign", campaign)])
             .increment(by: Int64(report.connectionsOpened))
         for (cause, count) in report.disconnects where count > 0 {
-            Counter(
-                label: "pushcamp_connections_closed_total",
-                dimensions: [("campaign", campaign), ("cause", cause)],
-                factory: factory
-            ).increment(by: Int64(count))
+            counter("pushcamp_connections_closed_total", [("campaign", campaign), ("cause", cause)])
+                .increment(by: Int64(count))
         }
-        Counter(label: "pushcamp_provider_tokens_minted_total", dimensions: [("campaign", campaign)], factory: factory)
+        counter("pushcamp_provider_tokens_minted_total", [("campaign", campaign)])
             .increment(by: Int64(report.providerTokensRenewed))
-        Gauge(label: "pushcamp_stream_limit_highest", dimensions: [("campaign", campaign)], factory: factory)
-            .record(report.highestStreamLimit)
-        Counter(
-            label: "pushcamp_runs_total",
-            dimensions: [("campaign", campaign), ("end", Self.end(of: report))],
-            factory: factory
-        ).increment()
+        gauge("pushcamp_stream_limit_highest", [("campaign", campaign)]).set(Int64(report.highestStreamLimit))
+        counter("pushcamp_runs_total", [("campaign", campaign), ("end", Self.end(of: report))]).increment()
         pending(campaign, 0)
     }
 
@@ -176,33 +198,25 @@ public struct ServeMetrics: Sendable {
     // MARK: App Store
 
     func appStoreReceived(type: String, outcome: String) {
-        Counter(
-            label: "pushcamp_appstore_notifications_total",
-            dimensions: [("type", type), ("outcome", outcome)],
-            factory: factory
-        ).increment()
+        counter("pushcamp_appstore_notifications_total", [("type", type), ("outcome", outcome)]).increment()
+        gauge("pushcamp_appstore_store_failing").set(Int64(0))
     }
 
     func appStoreRefused(_ reason: String) {
-        Counter(label: "pushcamp_appstore_refused_total", dimensions: [("reason", reason)], factory: factory)
-            .increment()
+        counter("pushcamp_appstore_refused_total", [("reason", reason)]).increment()
     }
 
     func appStoreStoreFailed() {
-        Counter(label: "pushcamp_appstore_store_failures_total", factory: factory).increment()
+        counter("pushcamp_appstore_store_failures_total").increment()
+        gauge("pushcamp_appstore_store_failing").set(Int64(1))
     }
 
     /// A trigger firing settled: `sent` (its run reached a recipient), `no_recipient`, `skipped`.
     func triggerFired(_ campaign: String, outcome: String) {
-        Counter(
-            label: "pushcamp_trigger_firings_total",
-            dimensions: [("campaign", campaign), ("outcome", outcome)],
-            factory: factory
-        ).increment()
+        counter("pushcamp_trigger_firings_total", [("campaign", campaign), ("outcome", outcome)]).increment()
     }
 
     func runRefused(_ campaign: String) {
-        Counter(label: "pushcamp_runs_refused_total", dimensions: [("campaign", campaign)], factory: factory)
-            .increment()
+        counter("pushcamp_runs_refused_total", [("campaign", campaign)]).increment()
     }
 }

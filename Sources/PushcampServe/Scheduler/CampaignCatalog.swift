@@ -14,6 +14,8 @@ struct CampaignCatalog {
         var id: String?
         var schedule: ScheduleSpec?
         var trigger: TriggerRule?
+        /// The app it sends with (its credentials are checked while it is scheduled or triggered).
+        var app: AppConfig?
         var loadError: String?
         /// Set when an earlier file (by path) defines the same campaign.
         var duplicateOf: String?
@@ -65,6 +67,19 @@ struct CampaignCatalog {
         return result
     }
 
+    /// The apps scheduled and trigger campaigns send with, by name, with those campaigns' ids.
+    var sendingApps: [String: (app: AppConfig, campaigns: [String])] {
+        var result: [String: (app: AppConfig, campaigns: [String])] = [:]
+        let campaigns = Set(scheduled.keys).union(triggers.keys)
+        for entry in entries.values.sorted(by: { $0.path < $1.path }) {
+            guard entry.duplicateOf == nil, let id = entry.id, campaigns.contains(id), let app = entry.app else {
+                continue
+            }
+            result[app.name, default: (app, [])].campaigns.append(id)
+        }
+        return result
+    }
+
     var invalid: [(file: String, error: String)] {
         entries.values.compactMap { entry in entry.error.map { (entry.path, $0) } }.sorted { $0.file < $1.file }
     }
@@ -86,6 +101,7 @@ struct CampaignCatalog {
                     entry.id = previous.id
                     entry.schedule = previous.schedule
                     entry.trigger = previous.trigger
+                    entry.app = previous.app
                 }
                 entries[path] = entry
                 changed = true
@@ -117,6 +133,7 @@ struct CampaignCatalog {
             id: campaign?.id,
             schedule: campaign?.schedule,
             trigger: campaign.flatMap(TriggerRule.init),
+            app: campaign?.app,
             loadError: error
         )
     }

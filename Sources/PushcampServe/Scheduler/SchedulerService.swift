@@ -137,6 +137,7 @@ public final class SchedulerService: Service, Sendable {
                     }
                 }
                 var resumed = false
+                var credentialsChecked = -Double.infinity
                 for await event in events {
                     let now = clock.now()
                     switch event {
@@ -146,6 +147,13 @@ public final class SchedulerService: Service, Sendable {
                             paths = self.sync(&machine, with: catalog, journal: journal, now: now)
                             triggered = catalog.triggers.mapValues(\.path)
                             self.triggers.set(catalog.triggers.values.map(\.rule))
+                            self.checkCredentials(catalog)
+                            credentialsChecked = now
+                        } else if !status.snapshot.credentials.isEmpty,
+                            now - credentialsChecked >= Self.credentialsRecheckInterval
+                        {
+                            self.checkCredentials(catalog)
+                            credentialsChecked = now
                         }
                         if !resumed {
                             resumed = true
@@ -211,7 +219,10 @@ public final class SchedulerService: Service, Sendable {
                 )
                 if isNew {
                     let next = machine.nextSlot(of: campaign).map { Timestamps.text(Double($0)) } ?? "none"
-                    logger.info("scheduled \(campaign) (\(entry.schedule)); next slot \(next)")
+                    logger.info(
+                        "scheduled \(campaign) (\(entry.schedule)); next slot \(next)",
+                        metadata: Logger.fields("scheduled", campaign: campaign)
+                    )
                 }
             } catch {
                 report("campaign \(campaign): the journal cannot be read: \(error)")
@@ -335,7 +346,8 @@ public final class SchedulerService: Service, Sendable {
         }
         let note = send.note.map { "; \($0)" } ?? ""
         logger.info(
-            "trigger of \(campaign) by \(events): run \(send.run.id) sending (revision \(loaded.revision))\(note)"
+            "trigger of \(campaign) by \(events): run \(send.run.id) sending (revision \(loaded.revision))\(note)",
+            metadata: Logger.fields("run-started", campaign: campaign, run: send.run.id)
         )
         do {
             try await send.run()
@@ -358,10 +370,13 @@ public final class SchedulerService: Service, Sendable {
                 self.report("trigger of \(campaign): run \(send.run.id)'s firings cannot be settled: \(error)")
             }
         }
-        logger.info(
-            "trigger of \(campaign) by \(events): run \(send.run.id) \(ServeMetrics.end(of: report)): \(report.delivered) delivered, \(report.failed) failed, \(report.unsubscribed) rows not joined"
+        logEnd(
+            "trigger of \(campaign) by \(events)",
+            send: send,
+            report: report,
+            slot: nil,
+            counts: ", \(report.unsubscribed) rows not joined"
         )
-        if case .credentials(let message)? = report.stop { self.report("\(campaign): \(message)") }
     }
 
     private func skipFirings(_ campaign: String, _ notifications: [String], detail: String, journal: SQLiteJournal) {
@@ -372,7 +387,10 @@ public final class SchedulerService: Service, Sendable {
             return
         }
         for _ in notifications { metrics.triggerFired(campaign, outcome: "skipped") }
-        logger.notice("\(notifications.count) trigger firing(s) of \(campaign) skipped: \(detail)")
+        logger.notice(
+            "\(notifications.count) trigger firing(s) of \(campaign) skipped: \(detail)",
+            metadata: Logger.fields("firings-skipped", campaign: campaign)
+        )
     }
 
     /// Fires one slot: the campaign as its file is now, claimed and sent (or resumed).
@@ -447,7 +465,10 @@ public final class SchedulerService: Service, Sendable {
         }
         metrics.slotFired(campaign)
         let note = send.note.map { "; \($0)" } ?? ""
-        logger.info("slot \(slotText) of \(campaign): run \(send.run.id) sending (revision \(loaded.revision))\(note)")
+        logger.info(
+            "slot \(slotText) of \(campaign): run \(send.run.id) sending (revision \(loaded.revision))\(note)",
+            metadata: Logger.fields("run-started", campaign: campaign, run: send.run.id, slot: slot)
+        )
         do {
             try await send.run()
         } catch {
@@ -455,11 +476,7 @@ public final class SchedulerService: Service, Sendable {
         }
         guard let report = send.report else { return }
         metrics.ended(campaign, report: report, lastProgress: progress.withLock { $0 })
-        let end = ServeMetrics.end(of: report)
-        logger.info(
-            "slot \(slotText) of \(campaign): run \(send.run.id) \(end): \(report.delivered) delivered, \(report.failed) failed"
-        )
-        if case .credentials(let message)? = report.stop { self.report("\(campaign): \(message)") }
+        logEnd("slot \(slotText) of \(campaign)", send: send, report: report, slot: slot, counts: "")
     }
 
     /// Closes the unfinished run of `slot` (`expired`, `superseded`) instead of resuming it, unless
@@ -475,7 +492,8 @@ public final class SchedulerService: Service, Sendable {
             guard let run = try journal.slot(campaign: campaign, at: slot)?.run else { return }
             guard let lock = try RunLock(journalPath: configuration.journalPath, campaign: campaign) else {
                 logger.notice(
-                    "run \(run) of \(campaign) (slot \(slotText)) is being sent by another process; left to it"
+                    "run \(run) of \(campaign) (slot \(slotText)) is being sent by another process; left to it",
+                    metadata: Logger.fields("run-left", campaign: campaign, run: run, slot: slot)
                 )
                 return
             }
@@ -487,7 +505,8 @@ public final class SchedulerService: Service, Sendable {
                 ? "its slot is older than catch_up.within"
                 : "a newer slot fired since or is due now, and fires instead"
             logger.warning(
-                "run \(run) of \(campaign) (slot \(slotText)) was left unfinished and is not resumed: \(reason.rawValue) (\(why)); recipients it reached keep their notification, the others get none from that slot"
+                "run \(run) of \(campaign) (slot \(slotText)) was left unfinished and is not resumed: \(reason.rawValue) (\(why)); recipients it reached keep their notification, the others get none from that slot",
+                metadata: Logger.fields("run-closed", campaign: campaign, run: run, slot: slot)
             )
         } catch {
             report("campaign \(campaign): the unfinished run of slot \(slotText) cannot be closed: \(error)")
@@ -524,11 +543,13 @@ public final class SchedulerService: Service, Sendable {
             ? "slot \(Timestamps.text(Double(first)))"
             : "\(count) slots from \(Timestamps.text(Double(first))) to \(Timestamps.text(Double(through)))"
         let why = detail.map { " (\($0))" } ?? ""
-        logger.notice("\(slots) of \(campaign) skipped: \(reason)\(why)")
+        var fields = Logger.fields("slot-skipped", campaign: campaign, slot: first)
+        fields["reason"] = .string(reason)
+        logger.notice("\(slots) of \(campaign) skipped: \(reason)\(why)", metadata: fields)
     }
 
-    private func report(_ error: String) {
-        logger.error("\(error)")
+    func report(_ error: String, _ fields: Logger.Metadata = ["event": "error"]) {
+        logger.error("\(error)", metadata: fields)
         status.update { $0.lastError = error }
     }
 }
