@@ -120,4 +120,35 @@ struct DeliveryTimingTests {
         )
         #expect(Set(pushes.map(\.due)) == [try instant("2027-03-28T03:30:00+02:00")])
     }
+
+    /// Issue #27, case 8: the DST table for quiet hours on the nights clocks fall back, checked
+    /// against Python's zoneinfo. A push in the repeated hour's second pass, inside a window that
+    /// ends in that hour, waits for the window's end in that pass, never lands inside the window.
+    @Test(arguments: [
+        // New York, 22:00–01:30: 01:15 EST (second pass) ends at 01:30 EST; 01:15 EDT at 01:30 EDT.
+        ("America/New_York", "22:00", "01:30", "2026-11-01T06:15:00Z", "2026-11-01T01:30:00-05:00"),
+        ("America/New_York", "22:00", "01:30", "2026-11-01T05:15:00Z", "2026-11-01T01:30:00-04:00"),
+        // London, 22:00–01:30: 01:15 GMT (second pass) ends at 01:30 GMT; 01:15 BST at 01:30 BST.
+        ("Europe/London", "22:00", "01:30", "2026-10-25T01:15:00Z", "2026-10-25T01:30:00+00:00"),
+        ("Europe/London", "22:00", "01:30", "2026-10-25T00:15:00Z", "2026-10-25T01:30:00+01:00"),
+        // Lord Howe falls back half an hour (02:00 +11 → 01:30 +10:30), 22:00–01:45.
+        ("Australia/Lord_Howe", "22:00", "01:45", "2026-04-04T15:10:00Z", "2026-04-05T01:45:00+10:30"),
+        ("Australia/Lord_Howe", "22:00", "01:45", "2026-04-04T14:40:00Z", "2026-04-05T01:45:00+11:00"),
+        // Earlier in the night, the window ends at the first 01:30 (EDT) as on any other night.
+        ("America/New_York", "22:00", "01:30", "2026-11-01T03:00:00Z", "2026-11-01T01:30:00-04:00"),
+    ])
+    func quietHoursOnAFallBackNightEndInThePassTheyHold(
+        zone: String,
+        from: String,
+        to: String,
+        sendTime: String,
+        expected: String
+    ) throws {
+        let (summary, pushes) = try plan(
+            "quiet_hours: { from: \"\(from)\", to: \"\(to)\", timezone: \(zone) }",
+            sendTime: sendTime
+        )
+        #expect(summary.timing?.deferred == pushes.count)
+        #expect(Set(pushes.map(\.due)) == [try instant(expected)], "\(zone) \(sendTime)")
+    }
 }

@@ -91,13 +91,19 @@ public struct QuietHours: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// When the window holding `instant` ends, in `zone`; nil when `instant` is outside it.
+    ///
+    /// The end is the first moment after `instant` at which the clocks show `to`: on a night the
+    /// clocks fall back, a window ending in the repeated hour ends at its second pass for an
+    /// instant in that pass (New York's 22:00–01:30 holds 01:15 EST until 01:30 EST, not the
+    /// 01:30 EDT an hour before it); an end the clocks skip moves forward by the gap.
     public func end(containing instant: Int64, in zone: Zone) -> Int64? {
         let local = zone.local(at: instant)
         guard contains(minuteOfDay: local.hour * 60 + local.minute) else { return nil }
         var end = LocalDateTime(year: local.year, month: local.month, day: local.day, hour: to / 60, minute: to % 60)
         // Past midnight in a window that crosses it, the end is later the same day; before it, the next day.
         if local.hour * 60 + local.minute >= to { end = LocalDateTime(wallSeconds: end.wallSeconds + 86_400) }
-        // Never earlier than the instant itself (a DST change inside the window).
+        if let next = zone.instants(of: end).first(where: { $0 > instant }) { return next }
+        // The end falls in a gap: moved forward, and never earlier than the instant itself.
         return max(zone.instant(of: end), instant + 1)
     }
 

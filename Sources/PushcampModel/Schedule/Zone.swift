@@ -59,20 +59,27 @@ public struct Zone: Hashable, Sendable, CustomStringConvertible {
 
     /// The instant of a local wall time, by the rule above.
     public func instant(of local: LocalDateTime) -> Int64 {
+        if let first = instants(of: local).first { return first }
+        // In the gap: the wall time read with the offset from before the jump lands as far past
+        // the jump as the wall time was.
         let wall = local.wallSeconds
-        if identifier == "UTC" { return wall }
+        return wall - offset(at: wall - 86_400)
+    }
+
+    /// Every instant at which the zone's clocks show `local`, earliest first: one, two in the hour
+    /// repeated when clocks fall back, none in the hour skipped when they spring forward.
+    public func instants(of local: LocalDateTime) -> [Int64] {
+        let wall = local.wallSeconds
+        if identifier == "UTC" { return [wall] }
         // The offsets a day either side: zones change their offset at most once in two days.
         let before = offset(at: wall - 86_400)
         let after = offset(at: wall + 86_400)
-        var first: Int64?
+        var found: [Int64] = []
         for candidate in [before, after] {
             let instant = wall - candidate
-            if offset(at: instant) == candidate { first = min(first ?? instant, instant) }
+            if offset(at: instant) == candidate, !found.contains(instant) { found.append(instant) }
         }
-        if let first { return first }
-        // In the gap: the wall time read with the offset from before the jump lands as far past
-        // the jump as the wall time was.
-        return wall - before
+        return found.sorted()
     }
 
     /// The local wall time at `instant`.
