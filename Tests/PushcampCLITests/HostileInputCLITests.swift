@@ -166,23 +166,124 @@ struct HostileInputCLITests {
         #expect(!plan.stderr.contains("root:"))
     }
 
-    @Test func aKeyReadAsAnAudienceIsNeverPrintedWhole() throws {
+    /// Issue #27, case 9: a key read as an audience is refused before any of it is printed,
+    /// whether its PEM block is the header or a row; cells of a `token` column that are not tokens
+    /// (API keys, say) show their length only; a header without the token column is not listed.
+    @Test func aFileThatIsNotAnAudienceIsRefusedBeforeAnyOfItIsPrinted() throws {
         let project = try Self.project()
         defer { project.remove() }
         let keyLine = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgSECRETSECRETSECRET"
-        try project.write(
-            "keys/AuthKey.p8",
-            "token\n-----BEGIN PRIVATE KEY-----\n\(keyLine)\n-----END PRIVATE KEY-----\n\(Self.token)\n"
-        )
-        try project.write("campaigns/c.yaml", Self.campaign("", source: "{ csv: keys/AuthKey.p8 }"))
-        for format in ["text", "json", "markdown"] {
-            let plan = try CLI.run(["plan", "--format", format, "campaigns/c.yaml"], in: project.root, timeout: 20)
-            #expect(plan.status == 0, "\(plan.stderr)")
-            #expect(!plan.stdout.contains("SECRET"), "\(format): \(plan.stdout)")
-            if format != "markdown" {  // Markdown lists where, not what
-                #expect(plan.stdout.contains("MIGHAgEA… (\(keyLine.count) characters)"), "\(format): \(plan.stdout)")
+        let key = "-----BEGIN PRIVATE KEY-----\n\(keyLine)\n-----END PRIVATE KEY-----\n"
+        for (file, text, line) in [
+            ("keys/AuthKey.p8", key, 1),
+            ("keys/headed.p8", "token\n" + key + "\(Self.token)\n", 2),
+        ] {
+            try project.write(file, text)
+            for format in ["text", "json", "markdown"] {
+                try project.write("campaigns/c.yaml", Self.campaign("", source: "{ csv: \(file) }"))
+                let plan = try CLI.run(["plan", "--format", format, "campaigns/c.yaml"], in: project.root, timeout: 20)
+                #expect(plan.status == 1, "\(plan.stdout)\(plan.stderr)")
+                #expect(!(plan.stdout + plan.stderr).contains("MIGH"), "\(format): \(plan.stdout)\(plan.stderr)")
+                #expect(!(plan.stdout + plan.stderr).contains("SECRET"))
+                #expect(
+                    plan.stderr.contains("\(file):\(line): error: audience file '\(file)'"),
+                    "\(plan.stderr)"
+                )
+                #expect(plan.stderr.contains("PEM block (a private key or a certificate)"), "\(plan.stderr)")
             }
         }
+        // As an exclusion list too.
+        try project.write(
+            "campaigns/c.yaml",
+            Self.campaign("", source: "{ csv: audiences/a.csv }\n  exclude: [ { csv: keys/headed.p8 } ]")
+        )
+        let excluded = try CLI.run(["plan", "campaigns/c.yaml"], in: project.root, timeout: 20)
+        #expect(excluded.status == 1 && excluded.stderr.contains("PEM block"), "\(excluded.stderr)")
+
+        // Secrets in a `token` column: refused as tokens, never shown.
+        try project.write("audiences/keys.csv", "token,owner\nsk_live_SECRETSECRETSECRET,billing\n\(Self.token),a\n")
+        try project.write("campaigns/c.yaml", Self.campaign("", source: "{ csv: audiences/keys.csv }"))
+        for format in ["text", "json"] {
+            let plan = try CLI.run(["plan", "--format", format, "campaigns/c.yaml"], in: project.root, timeout: 20)
+            #expect(plan.status == 0, "\(plan.stderr)")
+            #expect(!plan.stdout.contains("sk_live") && !plan.stdout.contains("SECRET"), "\(plan.stdout)")
+            #expect(plan.stdout.contains("(26 characters, not shown)"), "\(format): \(plan.stdout)")
+        }
+
+        // A header without the token column is not listed either.
+        try project.write("audiences/env.csv", "DATABASE_PASSWORD,API_KEY\nhunter2,sk\n")
+        try project.write("campaigns/c.yaml", Self.campaign("", source: "{ csv: audiences/env.csv }"))
+        let plan = try CLI.run(["plan", "campaigns/c.yaml"], in: project.root, timeout: 20)
+        #expect(plan.status == 1)
+        #expect(!plan.stderr.contains("DATABASE_PASSWORD") && !plan.stderr.contains("hunter2"), "\(plan.stderr)")
+        #expect(
+            plan.stderr.contains(
+                "audiences/env.csv:1: error: the header has no 'token' column (it has 2 columns, not shown"
+            )
+        )
+    }
+
+    /// Issue #27, case 9: a secrets file named as `strings:` is refused by key and line, its values
+    /// never quoted.
+    @Test func aSecretsFileNamedAsStringsIsNeverQuoted() throws {
+        let project = try Self.project()
+        defer { project.remove() }
+        try project.write("secrets.yaml", "password: \"hunter2 {{#x}}\"\ndatabase:\n  token: [sk_live_SECRET]\n")
+        try project.write(
+            "campaigns/c.yaml",
+            Self.campaign("", payload: "{ aps: { alert: hi } }\n  strings: secrets.yaml")
+        )
+        let validate = try CLI.run(["validate", "campaigns/c.yaml"], in: project.root, timeout: 20)
+        #expect(validate.status == 1)
+        let output = validate.stdout + validate.stderr
+        #expect(!output.contains("hunter2") && !output.contains("sk_live"), "\(output)")
+        #expect(
+            output.contains("secrets.yaml:1:11: error: 'strings.password' must be a mapping, found a single value"),
+            "\(output)"
+        )
+        #expect(
+            output.contains("secrets.yaml:3:10: error: 'strings.database.token' must be a single value, found a list"),
+            "\(output)"
+        )
+    }
+
+    /// Issue #27, case 9: header values with control characters are refused by `validate` (as
+    /// `plan` refuses every push for them), `plan` prints them escaped, and zone offsets out of the
+    /// world's range are refused.
+    @Test func headerValuesWithControlCharactersAndImpossibleOffsetsAreRefused() throws {
+        let project = try Self.project()
+        defer { project.remove() }
+        try project.write(
+            "campaigns/c.yaml",
+            "campaign: c\napp: shop\naudience:\n  source: { csv: audiences/a.csv }\nmessage:\n  payload: { aps: { alert: hi } }\n  collapse_id: \"ab\\rFAKE: 0 refused\\0x\"\n"
+        )
+        let validate = try CLI.run(["validate", "campaigns/c.yaml"], in: project.root, timeout: 20)
+        #expect(validate.status == 1)
+        #expect(
+            validate.stdout.contains(
+                "campaigns/c.yaml:7:16: error: collapse_id 'ab\\rFAKE: 0 refused\\u{0}x' holds control characters; no header may"
+            ),
+            "\(validate.stdout)"
+        )
+        let plan = try CLI.run(["plan", "campaigns/c.yaml"], in: project.root, timeout: 20)
+        #expect(plan.status == 3, "\(plan.stderr)")
+        #expect(!plan.stdout.contains("\r") && !plan.stdout.contains("\u{0}"), "\(plan.stdout)")
+        #expect(plan.stdout.contains("collapse id ab\\rFAKE: 0 refused\\u{0}x"), "\(plan.stdout)")
+
+        for offset in ["+25:00", "-13:00", "+01:60"] {
+            try project.write(
+                "campaigns/c.yaml",
+                Self.campaign("schedule: { at: \"2027-03-20T09:00:00\(offset)\" }")
+            )
+            let refused = try CLI.run(["validate", "campaigns/c.yaml"], in: project.root, timeout: 20)
+            #expect(refused.status == 1, "\(offset)")
+            #expect(
+                refused.stdout.contains("zone offset out of range; offsets run from -12:00 to +14:00"),
+                "\(refused.stdout)"
+            )
+        }
+        try project.write("campaigns/c.yaml", Self.campaign("schedule: { at: \"2027-03-20T09:00:00+14:00\" }"))
+        #expect(try CLI.run(["validate", "campaigns/c.yaml"], in: project.root, timeout: 20).status == 0)
     }
 
     @Test func controlCharactersCannotForgeOutput() throws {

@@ -215,7 +215,7 @@ struct SendCLITests {
         #expect(
             output.stderr == """
                 s.yaml:1:1: error: unknown key 'max_stream' in 'scenario'; did you mean 'max_streams'?
-                s.yaml:2:13: error: 'latency_ms' must be a whole number, found 'soon'
+                s.yaml:2:13: error: 'latency_ms' must be a whole number
                 s.yaml:4:9: error: 'tokens': unknown behaviour 'sometimes' (ok, unregistered, bad, wrong-topic, flaky, throttled, reason)
 
                 """

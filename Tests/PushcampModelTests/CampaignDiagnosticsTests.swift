@@ -63,7 +63,7 @@ struct CampaignDiagnosticsTests {
         #expect(
             diagnostics(yaml) == [
                 "campaigns/c.yaml:1:1: error: 'campaign file' is missing required key 'app'",
-                "campaigns/c.yaml:2:11: error: 'audience' must be a mapping, found 'audiences/a.csv'",
+                "campaigns/c.yaml:2:11: error: 'audience' must be a mapping, found a single value",
                 "campaigns/c.yaml:3:10: error: 'message' must be a mapping, found a list",
             ]
         )

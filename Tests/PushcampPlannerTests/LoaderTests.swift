@@ -155,7 +155,7 @@ struct ExclusionValidationTests {
         let result = Validation(loader: CampaignLoader(workingDirectory: project.root)).check("campaigns/c.yaml")
         #expect(
             result.diagnostics.map(\.description) == [
-                "audiences/x.csv:1: error: the header has no 'token' column (columns: device; set token_column to use another)"
+                "audiences/x.csv:1: error: the header has no 'token' column (it has 1 column, not shown; set token_column to the one holding device tokens)"
             ]
         )
     }

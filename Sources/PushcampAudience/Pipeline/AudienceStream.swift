@@ -32,6 +32,7 @@ public struct AudienceStream: Sendable {
             switch DeviceToken.normalize(row.token ?? "") {
             case .success(let normalized): token = normalized
             case .failure(let problem):
+                try Self.refusePEM(row, in: source)
                 counts.invalid[problem, default: 0] += 1
                 if counts.invalidExamples.count < AudienceCounts.exampleLimit {
                     let location = SourceLocation(path: source.name, line: row.row)
@@ -61,12 +62,25 @@ public struct AudienceStream: Sendable {
         return counts
     }
 
+    /// A key or certificate read as an audience (a PEM block where a token should be) is refused
+    /// at once, before any of it reaches a plan or a report.
+    static func refusePEM(_ row: SourceRow, in source: any AudienceSource) throws(AudienceError) {
+        guard let raw = row.token, DeviceToken.isPEMBoundary(raw) else { return }
+        throw AudienceError(
+            "audience file '\(source.name)' holds a PEM block (a private key or a certificate), not device tokens; nothing of it is shown",
+            at: SourceLocation(path: source.name, line: row.row)
+        )
+    }
+
     /// Hashes seen more than once in a first, token-only pass (true duplicates and rare false maybes).
     func duplicateCandidates() throws -> Set<UInt64> {
         var bloom = BloomFilter()
         var candidates: Set<UInt64> = []
         try source.forEachRow(tokensOnly: true) { row in
-            guard let raw = row.token, case .success(let token) = DeviceToken.normalize(raw) else { return }
+            guard let raw = row.token, case .success(let token) = DeviceToken.normalize(raw) else {
+                try Self.refusePEM(row, in: source)
+                return
+            }
             let hash = Self.duplicateHash(token)
             if bloom.insert(hash) { candidates.insert(hash) }
         }
@@ -102,6 +116,8 @@ public struct AudienceStream: Sendable {
             try exclusion.forEachRow(tokensOnly: true) { row in
                 if let raw = row.token, case .success(let token) = DeviceToken.normalize(raw) {
                     tokens.insert(token)
+                } else {
+                    try Self.refusePEM(row, in: exclusion)
                 }
             }
         }

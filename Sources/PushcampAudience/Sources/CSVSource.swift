@@ -363,8 +363,15 @@ public struct CSVSource: AudienceSource {
             }
         }
         guard names.contains(tokenColumn) else {
+            // The header is not quoted: the file may be anything (a key, a secrets file).
+            if names.contains(where: DeviceToken.isPEMBoundary) {
+                throw AudienceError(
+                    "audience file '\(name)' is a PEM block (a private key or a certificate), not an audience; nothing of it is shown",
+                    at: at(line)
+                )
+            }
             throw AudienceError(
-                "the header has no '\(tokenColumn)' column\(Suggestion.didYouMean(tokenColumn, in: names)) (columns: \(names.joined(separator: ", ")); set token_column to use another)",
+                "the header has no '\(tokenColumn)' column\(Suggestion.didYouMean(tokenColumn, in: names)) (it has \(names.count) column\(names.count == 1 ? "" : "s"), not shown; set token_column to the one holding device tokens)",
                 at: at(line)
             )
         }

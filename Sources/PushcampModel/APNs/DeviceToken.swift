@@ -22,13 +22,24 @@ public enum DeviceToken {
         }
     }
 
-    /// What examples of invalid tokens show: the first 8 characters (control characters escaped)
-    /// and the length. The cell can be anything — a line of a key file read as CSV — so it is never
-    /// printed whole.
+    /// What examples of invalid tokens show. The cell can be anything — an API key in a column
+    /// named `token`, a line of a key file — so only a token that looks like one (hexadecimal, the
+    /// wrong length) shows its first 8 digits; anything else shows its length alone.
     public static func masked(_ raw: String) -> String {
-        raw.count <= 8
-            ? raw.escapingControlCharacters
-            : "\(raw.prefix(8).description.escapingControlCharacters)… (\(raw.count) characters)"
+        if raw.isEmpty { return "(empty)" }
+        guard raw.utf8.allSatisfy({ isHexDigit($0) }) else { return "(\(raw.count) characters, not shown)" }
+        return raw.count <= 8 ? raw : "\(raw.prefix(8))… (\(raw.count) characters)"
+    }
+
+    /// Whether a cell read as a token opens or closes a PEM block (`-----BEGIN PRIVATE KEY-----`):
+    /// the file is a key or a certificate, not an audience, and is refused before any of it is
+    /// printed.
+    public static func isPEMBoundary(_ raw: String) -> Bool {
+        raw.hasPrefix("-----BEGIN ") || raw.hasPrefix("-----END ")
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
     }
 
     /// The token in lowercase, or why it is not one. Surrounding spaces are ignored.

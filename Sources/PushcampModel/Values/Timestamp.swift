@@ -55,6 +55,12 @@ public struct Timestamp: Hashable, Sendable, Comparable, CustomStringConvertible
                 return .failure(ValueError("'\(text)': bad zone offset; \(usage)"))
             }
             offset = sign * (hours * 3600 + minutes * 60)
+            // The world's offsets run from -12:00 to +14:00.
+            guard minutes < 60, (-12 * 3600...14 * 3600).contains(offset) else {
+                return .failure(
+                    ValueError("'\(text)': zone offset out of range; offsets run from -12:00 to +14:00")
+                )
+            }
         } else {
             return .failure(ValueError("'\(text)' has no time zone; add Z (UTC) or an offset like +01:00"))
         }

@@ -117,7 +117,7 @@ public final class YAMLReader {
     public func int(_ node: Node, _ what: String, in range: ClosedRange<Int>) -> Int? {
         guard let text = scalar(node, what) else { return nil }
         guard let value = Int(text) else {
-            error("'\(what)' must be a whole number, found '\(text.excerpt())'", at: node)
+            error("'\(what)' must be a whole number", at: node)
             return nil
         }
         guard range.contains(value) else {
@@ -133,7 +133,7 @@ public final class YAMLReader {
         case "true", "yes", "on": return true
         case "false", "no", "off": return false
         default:
-            error("'\(what)' must be true or false, found '\(text.excerpt())'", at: node)
+            error("'\(what)' must be true or false", at: node)
             return nil
         }
     }
@@ -165,11 +165,13 @@ public final class YAMLReader {
         return ["", "~", "null", "Null", "NULL"].contains(scalar.string)
     }
 
+    /// What kind of node this is, for messages. Never its value: the file may be a secrets file
+    /// named by mistake, and the location already points at the value.
     public func describe(_ node: Node) -> String {
         switch node {
         case .mapping: return "a mapping"
         case .sequence: return "a list"
-        case .scalar(let scalar): return isNull(node) ? "nothing" : "'\(scalar.string)'"
+        case .scalar: return isNull(node) ? "nothing" : "a single value"
         case .alias: return "an alias"
         }
     }

@@ -242,7 +242,8 @@ struct PlanState {
         if let constant = constantCollapseID {
             // The same for every recipient: checked once (static rules), no string made per push.
             collapseID = constant
-        } else if let template = campaign.collapseID {
+        } else if let template = campaign.collapseID, !template.isConstant {
+            // (A constant one that is not valid is refused by the static rules, once per variant.)
             do throws(RenderError) {
                 let text = try template.renderText(context: &context)
                 if StaticRules.hasHeaderControlCharacters(text) {

@@ -113,6 +113,9 @@ public enum StaticRules {
                 )
             )
         }
+        if let problem = constantCollapseIDProblem(campaign) {
+            issues.append(problem)
+        }
         if let problem = topicProblem(campaign.topic, type: type) {
             issues.append(
                 Issue(
@@ -123,6 +126,31 @@ public enum StaticRules {
             )
         }
         return issues
+    }
+
+    /// A collapse id without tags is the same for every push: one APNs would refuse (control
+    /// characters, more than 64 bytes) is refused here, so `validate` says so instead of `plan`
+    /// refusing every push.
+    static func constantCollapseIDProblem(_ campaign: LoadedCampaign) -> Issue? {
+        guard let template = campaign.collapseID, template.isConstant else { return nil }
+        var context = RenderContext(attributes: .empty, variables: .empty, strings: [:])
+        guard let text = try? template.renderText(context: &context) else { return nil }
+        let at = campaign.collapseIDLocation ?? campaign.messageLocation
+        if hasHeaderControlCharacters(text) {
+            return Issue(
+                reason: .headerControlCharacters,
+                message: "collapse_id '\(text.excerpt())' holds control characters; no header may",
+                location: at
+            )
+        }
+        if text.utf8.count > 64 {
+            return Issue(
+                reason: .collapseIDTooLong,
+                message: "collapse_id is \(text.utf8.count) bytes; APNs takes at most 64",
+                location: at
+            )
+        }
+        return nil
     }
 
     /// Whether a header value holds bytes HTTP/2 forbids in one (CR, LF, NUL and the other controls).

@@ -4,14 +4,17 @@ import PushcampModel
 extension PlanSummary {
     /// The plan for a terminal.
     public func text() -> String {
-        var out = "Plan for \(campaign) (revision \(revision))\n"
-        if let journal { out += "  journal: \(journal.text)\n" }
+        // Every value from the campaign's files is escaped: a CR or NUL in a topic or collapse id
+        // (refused by pre-flight) must not forge the lines around it.
+        var out = "Plan for \(campaign.escapingControlCharacters) (revision \(revision))\n"
+        if let journal { out += "  journal: \(journal.text.escapingControlCharacters)\n" }
         if let description { out += "  \(description.escapingControlCharacters)\n" }
-        out += "  app \(app) · push type \(pushType.rawValue) · priority \(priority) · topic \(topic)\n"
+        out +=
+            "  app \(app.escapingControlCharacters) · push type \(pushType.rawValue) · priority \(priority) · topic \(topic.escapingControlCharacters)\n"
         out += "  expiration \(expirationText)"
-        if let collapseID { out += " · collapse id \(collapseID)" }
+        if let collapseID { out += " · collapse id \(collapseID.escapingControlCharacters)" }
         out += "\n  send time \(sendTimeText)\n"
-        for line in scheduleLines { out += "  \(line)\n" }
+        for line in scheduleLines { out += "  \(line.escapingControlCharacters)\n" }
         out += "\n"
 
         out += "Audience (\(source.escapingControlCharacters))\n"
@@ -23,7 +26,12 @@ extension PlanSummary {
         )
         rows.append(("excluded", audience.excluded, ""))
         if let row = subscriptionRow { rows.append((row.label, row.count, row.note.escapingControlCharacters)) }
-        rows.append(("suppressed", suppressed, suppressed > 0 ? "dead tokens for \(topic), from the journal" : ""))
+        rows.append(
+            (
+                "suppressed", suppressed,
+                suppressed > 0 ? "dead tokens for \(topic.escapingControlCharacters), from the journal" : ""
+            )
+        )
         rows.append(
             ("capped", capped, frequencyCap.map { "frequency cap: \($0), from the journal" } ?? "no frequency cap")
         )
@@ -75,7 +83,7 @@ extension PlanSummary {
         if !audience.invalidExamples.isEmpty {
             out += "\nInvalid tokens (first \(audience.invalidExamples.count))\n"
             for example in audience.invalidExamples {
-                out += "  \(example.location): '\(example.token)': \(example.problem.explanation)\n"
+                out += "  \(example.location): token \(example.token): \(example.problem.explanation)\n"
             }
         }
         if !samples.isEmpty {
@@ -100,8 +108,9 @@ extension PlanSummary {
 
     /// A few lines for a confirmation prompt: what goes where, what the journal says, how long.
     public func brief() -> String {
-        var out = "  campaign \(campaign) (revision \(revision)) · app \(app) · topic \(topic)\n"
-        if let journal { out += "  journal: \(journal.text)\n" }
+        var out =
+            "  campaign \(campaign.escapingControlCharacters) (revision \(revision)) · app \(app.escapingControlCharacters) · topic \(topic.escapingControlCharacters)\n"
+        if let journal { out += "  journal: \(journal.text.escapingControlCharacters)\n" }
         var held: [String] = []
         for (count, label) in [
             (failed, "refused by pre-flight checks"), (unsubscribed, "with no subscription"),
