@@ -152,7 +152,7 @@ struct Sim: AsyncParsableCommand {
         if let verifier = configuration.verifier {
             let (tokens, tooSoon) = verifier.statistics
             print(
-                "provider tokens: \(tokens) accepted, \(tooSoon) refused as too frequent (TooManyProviderTokenUpdates)"
+                "provider tokens: \(tokens) accepted, \(tooSoon) refused as too frequent"
             )
         }
         if let record {

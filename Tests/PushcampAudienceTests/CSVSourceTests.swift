@@ -135,7 +135,7 @@ struct CSVSourceTests {
         )
         #expect(
             failure("tokn,name\nt1,a\n")
-                == "a.csv:1: error: the header has no 'token' column; did you mean 'tokn'? (columns: tokn, name; set token_column to use another)"
+                == "a.csv:1: error: the header has no 'token' column; did you mean 'tokn'? (it has 2 columns, not shown; set token_column to the one holding device tokens)"
         )
         #expect(failure("token,name,name\n") == "a.csv:1: error: the header names column 'name' twice")
         #expect(

@@ -454,15 +454,7 @@ struct ServeCLITests {
     /// notification to the next serve is a duplicate, and the journal has one row.
     @Test func aNotificationAnswered200SurvivesKill9AndItsRetryIsADuplicate() throws {
         let chain = try AppStoreTestChain()
-        let project = try TemporaryProject(
-            projectFile: TemporaryProject.defaultProjectFile + """
-
-                    app_store:
-                      bundle_id: com.example.shop
-                      app_apple_id: 1234567890
-                      trusted_roots: [test-root.pem]
-                """
-        )
+        let project = try TemporaryProject(projectFile: TemporaryProject.appStoreProjectFile)
         defer { project.remove() }
         try project.write("test-root.pem", chain.rootPEM)
         let body = AppStoreTestChain.body(try chain.sign(AppStoreTestChain.notification()))

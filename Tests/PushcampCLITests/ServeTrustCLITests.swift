@@ -244,15 +244,7 @@ struct ServeTrustCLITests {
 
     /// A project whose `shop` app receives App Store notifications signed by the test chain.
     static func receiving(_ chain: AppStoreTestChain) throws -> TemporaryProject {
-        let project = try TemporaryProject(
-            projectFile: TemporaryProject.defaultProjectFile + """
-
-                    app_store:
-                      bundle_id: com.example.shop
-                      app_apple_id: 1234567890
-                      trusted_roots: [test-root.pem]
-                """
-        )
+        let project = try TemporaryProject(projectFile: TemporaryProject.appStoreProjectFile)
         try project.write("test-root.pem", chain.rootPEM)
         return project
     }

@@ -101,24 +101,27 @@ struct ExecutorSimulation {
             report: SendReport(campaign: "c", revision: "r", endpoint: "https://memory.test"),
             now: 0
         )
-        let requests = (0..<pushes).map { seq in
-            APNsRequest(
-                tag: seq,
-                deviceToken: String(format: "%064x", seq),
-                apnsID: "5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5b",
-                topic: "com.example.shop",
-                pushType: "alert",
-                priority: 10,
-                expiration: nil,
-                collapseID: nil,
-                payload: Array("{}".utf8)
-            )
-        }
+        let requests = (0..<pushes).map(Self.request)
         let size = configuration.handOverSize
         plan = Deque(
             stride(from: 0, to: requests.count, by: size).map { Array(requests[$0..<min($0 + size, requests.count)]) }
         )
         for _ in 0..<rules.connections { connect() }
+    }
+
+    /// Push `seq`: a plain alert to a token made of its number.
+    static func request(_ seq: Int) -> APNsRequest {
+        APNsRequest(
+            tag: seq,
+            deviceToken: String(format: "%064x", seq),
+            apnsID: "5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5b",
+            topic: "com.example.shop",
+            pushType: "alert",
+            priority: 10,
+            expiration: nil,
+            collapseID: nil,
+            payload: Array("{}".utf8)
+        )
     }
 
     // MARK: running

@@ -1,4 +1,3 @@
-import Foundation
 import PushcampAPNs
 import PushcampAPNsCore
 import PushcampJournal
@@ -117,7 +116,9 @@ struct ExecutorStateMachineTests {
             now: 0
         )
         #expect(machine.start(now: 0).contains { if case .pullPlan = $0 { true } else { false } })
-        var batch = ExecutorStateMachine.PlanBatch(requests: [Self.request(1), Self.request(2)])
+        var batch = ExecutorStateMachine.PlanBatch(requests: [
+            ExecutorSimulation.request(1), ExecutorSimulation.request(2),
+        ])
         batch.notBefore = 7200
         let held = machine.planned(batch, now: 1)
         // Held: nothing recorded, nothing more pulled, a timer at its moment.
@@ -147,20 +148,6 @@ struct ExecutorStateMachineTests {
             waiting.timerFired(now: 7200).contains {
                 if case .record(_, let requests, _) = $0 { requests.count == 2 } else { false }
             }
-        )
-    }
-
-    static func request(_ seq: Int) -> APNsRequest {
-        APNsRequest(
-            tag: seq,
-            deviceToken: String(format: "%064x", seq),
-            apnsID: "5d2e0f9a-3c1b-5e7d-9a8b-0c1d2e3f4a5b",
-            topic: "com.example.shop",
-            pushType: "alert",
-            priority: 10,
-            expiration: nil,
-            collapseID: nil,
-            payload: Array("{}".utf8)
         )
     }
 

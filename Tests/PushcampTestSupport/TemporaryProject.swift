@@ -13,6 +13,17 @@ public struct TemporaryProject: Sendable {
             key_file: ${env:SHOP_KEY}
         """
 
+    /// `defaultProjectFile` whose `shop` app receives App Store notifications (production) signed
+    /// by the test chain whose root is written to `test-root.pem`.
+    public static let appStoreProjectFile =
+        defaultProjectFile + """
+
+                app_store:
+                  bundle_id: com.example.shop
+                  app_apple_id: 1234567890
+                  trusted_roots: [test-root.pem]
+            """
+
     public init(projectFile: String? = defaultProjectFile) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("pushcamp-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
