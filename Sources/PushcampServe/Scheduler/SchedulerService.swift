@@ -379,20 +379,6 @@ public final class SchedulerService: Service, Sendable {
         )
     }
 
-    private func skipFirings(_ campaign: String, _ notifications: [String], detail: String, journal: SQLiteJournal) {
-        do {
-            try journal.skipFirings(campaign: campaign, notifications: notifications, detail: detail)
-        } catch {
-            report("campaign \(campaign): skipped trigger firings cannot be recorded: \(error)")
-            return
-        }
-        for _ in notifications { metrics.triggerFired(campaign, outcome: "skipped") }
-        logger.notice(
-            "\(notifications.count) trigger firing(s) of \(campaign) skipped: \(detail)",
-            metadata: Logger.fields("firings-skipped", campaign: campaign)
-        )
-    }
-
     /// Fires one slot: the campaign as its file is now, claimed and sent (or resumed).
     private func fire(_ campaign: String, slot: Int64, path: String, journal: SQLiteJournal) async {
         let slotText = Timestamps.text(Double(slot))
@@ -477,75 +463,6 @@ public final class SchedulerService: Service, Sendable {
         guard let report = send.report else { return }
         metrics.ended(campaign, report: report, lastProgress: progress.withLock { $0 })
         logEnd("slot \(slotText) of \(campaign)", send: send, report: report, slot: slot, counts: "")
-    }
-
-    /// Closes the unfinished run of `slot` (`expired`, `superseded`) instead of resuming it, unless
-    /// another process is sending it.
-    private func close(
-        _ campaign: String,
-        slot: Int64,
-        reason: SchedulerStateMachine.CloseReason,
-        journal: SQLiteJournal
-    ) {
-        let slotText = Timestamps.text(Double(slot))
-        do {
-            guard let run = try journal.slot(campaign: campaign, at: slot)?.run else { return }
-            guard let lock = try RunLock(journalPath: configuration.journalPath, campaign: campaign) else {
-                logger.notice(
-                    "run \(run) of \(campaign) (slot \(slotText)) is being sent by another process; left to it",
-                    metadata: Logger.fields("run-left", campaign: campaign, run: run, slot: slot)
-                )
-                return
-            }
-            defer { lock.unlock() }
-            try journal.setStatus(reason == .expired ? .expired : .superseded, of: run, now: clock.now())
-            metrics.runClosed(campaign, reason: reason.rawValue)
-            let why =
-                reason == .expired
-                ? "its slot is older than catch_up.within"
-                : "a newer slot fired since or is due now, and fires instead"
-            logger.warning(
-                "run \(run) of \(campaign) (slot \(slotText)) was left unfinished and is not resumed: \(reason.rawValue) (\(why)); recipients it reached keep their notification, the others get none from that slot",
-                metadata: Logger.fields("run-closed", campaign: campaign, run: run, slot: slot)
-            )
-        } catch {
-            report("campaign \(campaign): the unfinished run of slot \(slotText) cannot be closed: \(error)")
-        }
-    }
-
-    private func skip(
-        _ campaign: String,
-        first: Int64,
-        through: Int64,
-        count: Int,
-        reason: String,
-        detail: String?,
-        journal: SQLiteJournal
-    ) {
-        do {
-            let recorded = try journal.recordSkipped(
-                campaign: campaign,
-                first: first,
-                through: through,
-                count: count,
-                reason: reason,
-                detail: detail,
-                now: clock.now()
-            )
-            guard recorded else { return }
-        } catch {
-            report("campaign \(campaign): a skipped slot cannot be recorded: \(error)")
-            return
-        }
-        metrics.slotsSkipped(campaign, reason: reason, count: count)
-        let slots =
-            count == 1
-            ? "slot \(Timestamps.text(Double(first)))"
-            : "\(count) slots from \(Timestamps.text(Double(first))) to \(Timestamps.text(Double(through)))"
-        let why = detail.map { " (\($0))" } ?? ""
-        var fields = Logger.fields("slot-skipped", campaign: campaign, slot: first)
-        fields["reason"] = .string(reason)
-        logger.notice("\(slots) of \(campaign) skipped: \(reason)\(why)", metadata: fields)
     }
 
     func report(_ error: String, _ fields: Logger.Metadata = ["event": "error"]) {
