@@ -5,13 +5,19 @@
 # notifications/s, p99 under 50 ms at 200/s.
 #
 #   bench/appstore.sh              # 10 s at full speed, 10 s at 200/s
+#   BINARY=/tmp/before/.build/release/pushcamp bench/appstore.sh
+#                                  # another build (an older one, for before/after)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-10}
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 python3 -c "import cryptography" 2>/dev/null || pip install -q cryptography
-swift build -c release --product pushcamp >/dev/null
-binary=$PWD/.build/release/pushcamp
+if [[ -n "${BINARY:-}" ]]; then
+    binary=$(realpath "$BINARY")
+else
+    swift build -c release --product pushcamp >/dev/null
+    binary=$PWD/.build/release/pushcamp
+fi
 
 out=bench/out/appstore
 rm -rf "$out" && mkdir -p "$out/project"
