@@ -72,22 +72,6 @@ public final class ProviderTokens: Sendable {
     }
 
     /// Reads an Apple `.p8` key (PKCS#8 PEM).
-    public convenience init(
-        teamID: String,
-        keyID: String,
-        keyFile path: String,
-        clock: any WallClock = SystemWallClock(),
-        cacheDirectory: String? = nil
-    ) throws(APNsClientError) {
-        self.init(
-            teamID: teamID,
-            keyID: keyID,
-            key: try Self.readKey(path),
-            clock: clock,
-            cacheDirectory: cacheDirectory
-        )
-    }
-
     static func readKey(_ path: String) throws(APNsClientError) -> P256.Signing.PrivateKey {
         do {
             return try SigningKeyFile.read(path)
