@@ -24,7 +24,7 @@ struct OpenedRun {
                 let run = try store.createRun(campaign: campaign.id, revision: campaign.revision, now: now)
                 return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: nil)
             } catch {
-                throw RunRefusal(error.message, exitCode: 1)
+                throw RunRefusal(.journal, error.message)
             }
         }
         do {
@@ -54,11 +54,11 @@ struct OpenedRun {
             }
             return try sendOrRehearse(campaign, options: options, store: store, lock: lock, now: now)
         } catch let error as JournalError {
-            throw RunRefusal(error.message + "; nothing was sent", exitCode: 1)
+            throw RunRefusal(.journal, error.message + "; nothing was sent")
         } catch let refusal as RunRefusal {
             throw refusal
         } catch {
-            throw RunRefusal("the journal \(path) cannot be used: \(error); nothing was sent", exitCode: 1)
+            throw RunRefusal(.journal, "the journal \(path) cannot be used: \(error); nothing was sent")
         }
     }
 
@@ -77,6 +77,7 @@ struct OpenedRun {
             }
             guard options.newRun || options.kind == .rehearsal else {
                 throw RunRefusal(
+                    .refused,
                     """
                     campaign \(campaign.id) has an unfinished run \(unfinished.id) (started \
                     \(Timestamps.text(unfinished.startedAt))) from revision \(unfinished.revision), but \
@@ -84,8 +85,7 @@ struct OpenedRun {
                     \(campaign.revision)); resuming would send a different plan. Restore the files to \
                     finish run \(unfinished.id), or start over with `pushcamp send --new-run` (recipients \
                     run \(unfinished.id) reached may get it again)
-                    """,
-                    exitCode: 1
+                    """
                 )
             }
             try store.setStatus(.superseded, of: unfinished.id, now: now)
@@ -97,14 +97,14 @@ struct OpenedRun {
         {
             let counts = try store.counts(of: last.id)
             throw RunRefusal(
+                .refused,
                 """
                 campaign \(campaign.id) was already sent: run \(last.id) \(last.status.rawValue) at \
                 \(Timestamps.text(last.updatedAt)) (\(counts.delivered) delivered, \(counts.failed) failed). \
                 Sending it again would reach the same people again, so nothing was sent. To send it again on \
                 purpose: `pushcamp send --new-run`; to send again only to those who failed: `pushcamp replay \
                 \(last.id) --reason REASON`
-                """,
-                exitCode: 1
+                """
             )
         }
         let run = try store.createRun(
@@ -118,7 +118,7 @@ struct OpenedRun {
     }
 
     /// The run of schedule slot `slot`: its unfinished run resumed, or a new run claimed with the
-    /// slot in one transaction. A slot recorded already is refused with `slotRecorded`.
+    /// slot in one transaction. A slot recorded already is refused (`.recorded`).
     private static func slotRun(
         _ slot: Int64,
         campaign: LoadedCampaign,
@@ -151,7 +151,7 @@ struct OpenedRun {
 
     /// The run of the trigger firings of `campaign` by `notifications`: a new run claimed with them
     /// in one transaction, or their unfinished run resumed. Firings claimed already (or skipped)
-    /// are refused with `slotRecorded`.
+    /// are refused (`.recorded`).
     private static func triggerRun(
         _ notifications: [String],
         campaign: LoadedCampaign,
@@ -185,7 +185,7 @@ struct OpenedRun {
     }
 
     /// The unfinished run a slot or trigger firing recorded, resumed; given up (superseded) when the
-    /// campaign changed since it was planned. Refused with `slotRecorded` when there is no such run:
+    /// campaign changed since it was planned. Refused (`.recorded`) when there is no such run:
     /// the slot or firing is done. `what` names the slot or firing in messages; the resumed run is
     /// logged as "run N of CAMPAIGN" followed by `suffix`.
     private static func resumingRecorded(
@@ -199,18 +199,17 @@ struct OpenedRun {
         now: Double
     ) throws -> OpenedRun {
         guard let id, let run = try store.run(id), run.status.isUnfinished else {
-            throw RunRefusal(alreadyDone, exitCode: 1, slotRecorded: true)
+            throw RunRefusal(.recorded, alreadyDone)
         }
         guard run.revision == campaign.revision else {
             try store.setStatus(.superseded, of: run.id, now: now)
             throw RunRefusal(
+                .givenUp,
                 """
                 run \(run.id) of \(what) was planned from revision \(run.revision), and the campaign changed \
                 since (revision now \(campaign.revision)); resuming would send a different plan, so the run was \
                 given up (recipients it reached keep their notification, the others get none)
-                """,
-                exitCode: 1,
-                slotRecorded: true
+                """
             )
         }
         return try resuming(run, in: store, lock: lock, named: "run \(run.id) of \(campaign.id)\(suffix)")
@@ -250,9 +249,9 @@ struct OpenedRun {
     static func lock(journalPath: String, campaign: String) throws -> RunLock {
         guard let lock = try RunLock(journalPath: journalPath, campaign: campaign) else {
             throw RunRefusal(
+                .busy,
                 "campaign \(campaign) is being sent by another pushcamp process; "
-                    + "wait for it, or stop it with `pushcamp cancel`",
-                exitCode: 5
+                    + "wait for it, or stop it with `pushcamp cancel`"
             )
         }
         return lock

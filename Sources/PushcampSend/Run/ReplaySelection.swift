@@ -20,7 +20,7 @@ public struct ReplaySelection: Sendable, Equatable {
     ) throws(RunRefusal) -> ReplaySelection {
         do {
             guard let original = try journal.run(id) else {
-                throw RunRefusal("no run \(id) in \(path); `pushcamp runs` lists them", exitCode: 1)
+                throw RunRefusal(.refused, "no run \(id) in \(path); `pushcamp runs` lists them")
             }
             var recipients = SeqSet()
             var failures: [String: Int] = [:]
@@ -34,24 +34,24 @@ public struct ReplaySelection: Sendable, Equatable {
                     "\($0.key) (\($0.value))"
                 }
                 throw RunRefusal(
+                    .refused,
                     "no recipient of run \(id) failed with \(reasons.joined(separator: " or ")); "
-                        + (found.isEmpty ? "it has no failures" : "its failures: \(found.joined(separator: ", "))"),
-                    exitCode: 1
+                        + (found.isEmpty ? "it has no failures" : "its failures: \(found.joined(separator: ", "))")
                 )
             }
             guard let file = original.file else {
                 throw RunRefusal(
-                    "run \(id) does not record its campaign file (an older Pushcamp sent it); it cannot be replayed",
-                    exitCode: 1
+                    .refused,
+                    "run \(id) does not record its campaign file (an older Pushcamp sent it); it cannot be replayed"
                 )
             }
             return ReplaySelection(original: original, reasons: reasons, recipients: recipients, file: file)
         } catch let refusal as RunRefusal {
             throw refusal
         } catch let error as JournalError {
-            throw RunRefusal(error.message, exitCode: 1)
+            throw RunRefusal(.journal, error.message)
         } catch {
-            throw RunRefusal("the journal \(path) cannot be read: \(error)", exitCode: 1)
+            throw RunRefusal(.journal, "the journal \(path) cannot be read: \(error)")
         }
     }
 }

@@ -35,10 +35,10 @@ public enum RunCancellation {
     ) throws(RunRefusal) -> Outcome {
         do {
             guard let record = try journal.run(id) else {
-                throw RunRefusal("no run \(id) in \(path); `pushcamp runs` lists them", exitCode: 1)
+                throw RunRefusal(.refused, "no run \(id) in \(path); `pushcamp runs` lists them")
             }
             guard record.status.isUnfinished else {
-                throw RunRefusal("run \(id) of \(record.campaign) is already \(record.status.rawValue)", exitCode: 1)
+                throw RunRefusal(.refused, "run \(id) of \(record.campaign) is already \(record.status.rawValue)")
             }
             let now = Date().timeIntervalSince1970
             if let lock = try RunLock(journalPath: path, campaign: record.campaign) {
@@ -51,9 +51,9 @@ public enum RunCancellation {
                 while try journal.run(id)?.status == .running {
                     guard Date() < deadline else {
                         throw RunRefusal(
+                            .notStopped,
                             "asked run \(id) to stop, but its process has not stopped after \(Int(wait)) s; "
-                                + "it will stop when it next checks",
-                            exitCode: 6
+                                + "it will stop when it next checks"
                         )
                     }
                     Thread.sleep(forTimeInterval: 0.1)
@@ -63,9 +63,9 @@ public enum RunCancellation {
         } catch let refusal as RunRefusal {
             throw refusal
         } catch let error as JournalError {
-            throw RunRefusal(error.message, exitCode: 1)
+            throw RunRefusal(.journal, error.message)
         } catch {
-            throw RunRefusal("the journal \(path) cannot be used: \(error)", exitCode: 1)
+            throw RunRefusal(.journal, "the journal \(path) cannot be used: \(error)")
         }
     }
 }

@@ -116,12 +116,12 @@ public final class SendRun: Service, Sendable {
             let original = selection.original
             guard campaign.id == original.campaign, campaign.revision == original.revision else {
                 throw RunRefusal(
+                    .refused,
                     """
                     the campaign changed since run \(original.id) was sent (revision \(original.revision), now \
                     \(campaign.revision)); a replay plans it again and would not reach the same recipients. Restore \
                     the file, its templates and its audience to replay run \(original.id)
-                    """,
-                    exitCode: 1
+                    """
                 )
             }
         }
@@ -130,12 +130,12 @@ public final class SendRun: Service, Sendable {
             let differences = plan.differences(from: campaign)
             guard differences.isEmpty else {
                 throw RunRefusal(
+                    .refused,
                     """
                     the campaign is not the one planned in \(path) (made \(plan.createdAt)): \
                     \(differences.joined(separator: "; ")); nothing was sent. Review the new plan \
                     (`pushcamp plan --out \(path)`) and send with it
-                    """,
-                    exitCode: 1
+                    """
                 )
             }
         }
@@ -153,7 +153,7 @@ public final class SendRun: Service, Sendable {
                         ? nil : (options.journalPath as NSString).deletingLastPathComponent
                 )
             } catch {
-                throw RunRefusal(error.message + "; nothing was sent", exitCode: 2)
+                throw RunRefusal(.credentials, error.message + "; nothing was sent")
             }
         case .given(let given, let name):
             (pool, endpoint) = (given, name)
@@ -175,7 +175,7 @@ public final class SendRun: Service, Sendable {
                 }
             } catch {
                 try? opened.journal.close(status: .interrupted, planned: nil)
-                throw RunRefusal("the journal cannot be read: \(error); nothing was sent", exitCode: 1)
+                throw RunRefusal(.journal, "the journal cannot be read: \(error); nothing was sent")
             }
         }
         var configuration = ExecutorStateMachine.Configuration(
@@ -258,12 +258,12 @@ extension SendRun {
         }
         if case .send = options.kind, !options.ignoreSchedule, let trigger = campaign.trigger {
             throw RunRefusal(
+                .refused,
                 """
                 the campaign has a trigger (\(trigger)); `pushcamp serve` sends it to one subscription's \
                 recipients each time that notification arrives, so nothing was sent. Send it now to everyone \
                 the audience joins to a subscription anyway with --now
-                """,
-                exitCode: 1
+                """
             )
         }
     }
@@ -275,21 +275,21 @@ extension SendRun {
                 "\($0.time) in each recipient's zone, starting \(Timestamps.text(Double(at)))"
             }
             throw RunRefusal(
+                .refused,
                 """
                 the campaign is scheduled for \(when ?? Timestamps.text(Double(at))) (schedule.at), which is \
                 in the future; `pushcamp serve` sends it then, and `pushcamp send` sends at once, so nothing was \
                 sent. Send it now anyway with --now (expirations count from the real send time)
-                """,
-                exitCode: 1
+                """
             )
         }
         let next = schedule.nextSlot(after: Int64(now)).map { "next slot \(Timestamps.text(Double($0)))" }
         throw RunRefusal(
+            .refused,
             """
             the campaign is scheduled (\(schedule), \(next ?? "no slot left")); `pushcamp serve` sends each \
             slot, so nothing was sent. Send it once now anyway with --now
-            """,
-            exitCode: 1
+            """
         )
     }
 
@@ -320,23 +320,4 @@ extension SendRun {
             """
         )
     }
-}
-
-/// Why a send does not start: its schedule, its credentials, a journal that cannot be used, a
-/// campaign already sent or changed under an unfinished run, another process sending it.
-public struct RunRefusal: Error, Sendable, CustomStringConvertible {
-    public var message: String
-    /// 1 invalid or refused on purpose; 2 credentials; 5 another process sends the campaign.
-    public var exitCode: Int32
-    /// A schedule slot recorded already (fired or skipped, by this process or another): not an error
-    /// for `serve`, which simply does not fire it again.
-    public var slotRecorded: Bool
-
-    public init(_ message: String, exitCode: Int32, slotRecorded: Bool = false) {
-        self.message = message
-        self.exitCode = exitCode
-        self.slotRecorded = slotRecorded
-    }
-
-    public var description: String { message }
 }

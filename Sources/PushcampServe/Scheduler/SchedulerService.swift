@@ -335,9 +335,14 @@ public final class SchedulerService: Service, Sendable {
                 clock: clock
             )
         } catch {
-            if error.slotRecorded {
+            switch error.code {
+            case .recorded:
                 logger.debug("trigger of \(campaign) by \(events): \(error.message)")
-            } else if error.exitCode != 5 {
+            case .givenUp:
+                report(error.message, Logger.fields("run-given-up", campaign: campaign))
+            case .busy:
+                break  // another process sends the campaign; the firings wait for it
+            default:
                 metrics.runRefused(campaign)
                 skipFirings(campaign, notifications, detail: error.message, journal: journal)
                 report("the trigger of \(campaign) by \(events) was refused: \(error.message)")
@@ -419,10 +424,12 @@ public final class SchedulerService: Service, Sendable {
                 }
             )
         } catch {
-            if error.slotRecorded {
+            switch error.code {
+            case .recorded:
                 logger.debug("slot \(slotText) of \(campaign): \(error.message)")
-                if error.message.contains("given up") { report(error.message) }
-            } else if error.exitCode == 5 {
+            case .givenUp:
+                report(error.message, Logger.fields("run-given-up", campaign: campaign, slot: slot))
+            case .busy:
                 if loaded.schedule?.overlap != .queue {
                     skip(
                         campaign,
@@ -434,7 +441,7 @@ public final class SchedulerService: Service, Sendable {
                         journal: journal
                     )
                 }
-            } else {
+            default:
                 metrics.runRefused(campaign)
                 skip(
                     campaign,
