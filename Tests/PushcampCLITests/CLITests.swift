@@ -49,6 +49,18 @@ struct CLI {
         )
     }
 
+    /// Starts the binary in the background, its output discarded: for tests that stop it themselves.
+    static func start(_ arguments: [String], in directory: URL) throws -> Process {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
     /// Runs the binary on a pseudo-terminal (stdin, stdout and stderr all on it), typing `input`;
     /// returns its exit status and everything it wrote, in order.
     static func runOnTerminal(

@@ -265,13 +265,7 @@ struct JournalCLITests {
         defer { if sim.process.isRunning { _ = sim.stop() } }
         try SendCLITests.writeAudience(project, count: 3000)
         try SendCLITests.writeCampaign(project, extra: "throttle: { rate: 300/s }\n")
-        let send = Process()
-        send.executableURL = CLI.binary
-        send.arguments = ["send", "--quiet", "campaigns/c.yaml"]
-        send.currentDirectoryURL = project.root
-        send.standardOutput = FileHandle.nullDevice
-        send.standardError = FileHandle.nullDevice
-        try send.run()
+        let send = try CLI.start(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
         let journal = project.path(".pushcamp/journal.sqlite")
         let deadline = Date().addingTimeInterval(20)
         while !FileManager.default.fileExists(atPath: journal), Date() < deadline {

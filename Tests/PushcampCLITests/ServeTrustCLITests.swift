@@ -101,13 +101,7 @@ struct ServeTrustCLITests {
         #expect(serve.process.terminationStatus == 0)
         #expect(serve.output.contains("run 1 interrupted: 0 delivered"), "\(serve.output)")
 
-        let send = Process()
-        send.executableURL = CLI.binary
-        send.arguments = ["send", "--yes", "campaigns/manual.yaml"]
-        send.currentDirectoryURL = project.root
-        send.standardOutput = FileHandle.nullDevice
-        send.standardError = FileHandle.nullDevice
-        try send.run()
+        let send = try CLI.start(["send", "--yes", "campaigns/manual.yaml"], in: project.root)
         Thread.sleep(forTimeInterval: 2)
         let sent = Date()
         send.terminate()
