@@ -289,26 +289,20 @@ extension SQLiteJournal: NotificationStore {
     }
 }
 
-/// The in-memory twin, for tests of the receiver: `failure` makes every store fail, as a full or
-/// broken disk would.
-public final class MemoryNotificationStore: NotificationStore {
-    private let state = Mutex<
-        (
-            records: [String: AppStoreNotificationRecord], subscriptions: [String: SubscriptionState],
-            firings: [TriggerFiring], failure: JournalError?
-        )
-    >(([:], [:], [], nil))
-
-    public init() {}
-
-    public func fail(with failure: JournalError?) {
-        state.withLock { $0.failure = failure }
+extension MemoryJournal: NotificationStore {
+    /// Every later store fails with `failure` (nil: stores again): what the receiver answers when
+    /// its journal stops taking writes.
+    public func failNotifications(with failure: JournalError?) {
+        state.withLock { $0.notificationFailure = failure }
     }
 
-    public var count: Int { state.withLock { $0.records.count } }
+    /// How many notifications are stored.
+    public var notificationCount: Int { state.withLock { $0.notifications.count } }
 
-    /// The trigger firings recorded with the notifications, in order.
-    public var firings: [TriggerFiring] { state.withLock { $0.firings } }
+    /// Every trigger firing recorded with the notifications, in order.
+    public var recordedFirings: [TriggerFiring] {
+        state.withLock { state in state.firingOrder.compactMap { state.firings[$0] } }
+    }
 
     public func storeNotification(
         _ record: AppStoreNotificationRecord,
@@ -316,11 +310,11 @@ public final class MemoryNotificationStore: NotificationStore {
         firings: [TriggerFiring]
     ) throws(JournalError) -> Bool {
         let result: Result<Bool, JournalError> = state.withLock { state in
-            if let failure = state.failure { return .failure(failure) }
-            guard state.records[record.uuid] == nil else { return .success(false) }
-            state.records[record.uuid] = record
+            if let failure = state.notificationFailure { return .failure(failure) }
+            guard state.notifications[record.uuid] == nil else { return .success(false) }
+            state.notifications[record.uuid] = record
             if let subscription { Self.apply(subscription, to: &state.subscriptions) }
-            state.firings += firings
+            Self.insert(firings, into: &state)
             return .success(true)
         }
         return try result.get()
@@ -360,11 +354,11 @@ public final class MemoryNotificationStore: NotificationStore {
 
     public func release(_ uuid: String, app: String, subscription: SubscriptionState?) throws(JournalError) {
         state.withLock { state in
-            guard var record = state.records[uuid], record.disposition == .quarantined else { return }
+            guard var record = state.notifications[uuid], record.disposition == .quarantined else { return }
             record.disposition = .stored
             record.app = app
             record.reason = nil
-            state.records[uuid] = record
+            state.notifications[uuid] = record
             if let subscription { Self.apply(subscription, to: &state.subscriptions) }
         }
     }
@@ -372,7 +366,7 @@ public final class MemoryNotificationStore: NotificationStore {
     public func notifications(limit: Int, quarantined: Bool) throws(JournalError) -> [AppStoreNotificationRecord] {
         state.withLock { state in
             Array(
-                state.records.values.filter { !quarantined || $0.disposition == .quarantined }
+                state.notifications.values.filter { !quarantined || $0.disposition == .quarantined }
                     .sorted { $0.receivedAt > $1.receivedAt }.prefix(limit)
             )
         }

@@ -4,7 +4,7 @@ import Synchronization
 /// The in-memory twin of `SQLiteJournal`: the same behaviour, nothing on disk. For tests and as
 /// the baseline the journal's cost is measured against.
 public final class MemoryJournal: JournalStore {
-    private struct State {
+    struct State {
         var runs: [RunRecord] = []
         var recipients: [RunID: [Int: RecipientRecord]] = [:]
         var dispatched: [RunID: [ClosedRange<Int>]] = [:]
@@ -12,9 +12,37 @@ public final class MemoryJournal: JournalStore {
         var invalid: [String: InvalidToken] = [:]
         var stats: [RunID: RunStats] = [:]
         var records = 0
+        var slots: [String: [Int64: SlotRecord]] = [:]
+        var watched: [String: Double] = [:]
+        /// By campaign and notification, in the order recorded.
+        var firings: [String: TriggerFiring] = [:]
+        var firingOrder: [String] = []
+        var notifications: [String: AppStoreNotificationRecord] = [:]
+        var subscriptions: [String: SubscriptionState] = [:]
+        var notificationFailure: JournalError?
+
+        /// Appends a new run, as `createRun` does.
+        mutating func startRun(
+            campaign: String,
+            revision: String,
+            now: Double,
+            file: String?,
+            replay: ReplayOrigin?
+        ) -> RunRecord {
+            let run = RunRecord.started(
+                id: RunID(Int64(runs.count + 1)),
+                campaign: campaign,
+                revision: revision,
+                now: now,
+                file: file,
+                replay: replay
+            )
+            runs.append(run)
+            return run
+        }
     }
 
-    private let state = Mutex(State())
+    let state = Mutex(State())
     /// Every `record` after this many fails as a full disk would (nil: never).
     private let recordsBeforeFailure: Int?
 
@@ -46,16 +74,7 @@ public final class MemoryJournal: JournalStore {
         replay: ReplayOrigin?
     ) throws(JournalError) -> RunRecord {
         state.withLock { state in
-            let run = RunRecord.started(
-                id: RunID(Int64(state.runs.count + 1)),
-                campaign: campaign,
-                revision: revision,
-                now: now,
-                file: file,
-                replay: replay
-            )
-            state.runs.append(run)
-            return run
+            state.startRun(campaign: campaign, revision: revision, now: now, file: file, replay: replay)
         }
     }
 

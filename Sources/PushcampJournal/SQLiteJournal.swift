@@ -775,6 +775,25 @@ public final class SQLiteJournal: JournalStore {
         }
     }
 
+    /// `read` for async callers: GRDB runs `body` on the journal's own queue, so waiting for a lock
+    /// held by another process never blocks a thread of the cooperative pool.
+    func read<T: Sendable>(_ body: @Sendable (Database) throws -> T) async throws(JournalError) -> T {
+        do {
+            return try await database.read(body)
+        } catch {
+            throw Self.translate(error, path: path)
+        }
+    }
+
+    /// `write` for async callers (see the async `read`).
+    func write<T: Sendable>(_ body: @Sendable (Database) throws -> T) async throws(JournalError) -> T {
+        do {
+            return try await database.write(body)
+        } catch {
+            throw Self.translate(error, path: path)
+        }
+    }
+
     /// `write` with a synchronous (FULL) commit: the transaction is on disk, not only in the
     /// write-ahead log's page cache, when this returns. For writes answered to someone else
     /// (Apple's notifications) that a power cut must not lose.
@@ -797,6 +816,9 @@ public final class SQLiteJournal: JournalStore {
 
     static func translate(_ error: any Error, path: String) -> JournalError {
         if let error = error as? JournalError { return error }
+        if error is CancellationError {
+            return JournalError(.failed, "the journal \(path) was not written: the task was cancelled (shutting down)")
+        }
         guard let error = error as? DatabaseError else {
             return JournalError(.failed, "the journal \(path) failed: \(error)")
         }

@@ -48,17 +48,61 @@ public struct SlotRecord: Sendable, Hashable {
     public var last: Int64 { through ?? slot }
 }
 
-extension SQLiteJournal {
+/// Schedule slots: which slot of which scheduled campaign fired (with the run it created) or was
+/// skipped (and why). Each (campaign, slot) is recorded once across every process on the journal;
+/// the claim and its run are one transaction, so a slot never fires twice and never without a run.
+public protocol ScheduleSlotStore: Sendable {
     /// Records `slot` as fired and creates its run, in one transaction; nil when the slot is
     /// recorded already (fired or skipped, by this process or another).
+    func claimSlot(
+        campaign: String,
+        slot: Int64,
+        revision: String,
+        file: String?,
+        now: Double
+    ) async throws(JournalError) -> RunRecord?
+
+    /// Records slots `first` through `through` (`count` of them) as skipped for `reason`, unless
+    /// `first` is recorded already; returns whether this call recorded them.
+    @discardableResult
+    func recordSkipped(
+        campaign: String,
+        first: Int64,
+        through: Int64,
+        count: Int,
+        reason: String,
+        detail: String?,
+        now: Double
+    ) async throws(JournalError) -> Bool
+
+    /// The record of `slot` of `campaign`, if any.
+    func slot(campaign: String, at slot: Int64) async throws(JournalError) -> SlotRecord?
+
+    /// The latest slot recorded for `campaign` (by the slot it accounts for up to), if any.
+    func latestSlot(campaign: String) async throws(JournalError) -> SlotRecord?
+
+    /// The newest slot of `campaign` recorded as fired, if any.
+    func latestFiredSlot(campaign: String) async throws(JournalError) -> Int64?
+
+    /// Recorded slots, newest first: of one campaign, or of all.
+    func slots(campaign: String?, limit: Int) async throws(JournalError) -> [SlotRecord]
+
+    /// When `serve` first saw `campaign` scheduled: `now` the first time any process asks.
+    func watchStart(campaign: String, now: Double) async throws(JournalError) -> Double
+
+    /// Unfinished runs fired for a slot, oldest first: what a restarted `serve` resumes.
+    func unfinishedSlotRuns() async throws(JournalError) -> [RunRecord]
+}
+
+extension SQLiteJournal: ScheduleSlotStore {
     public func claimSlot(
         campaign: String,
         slot: Int64,
         revision: String,
         file: String?,
         now: Double
-    ) throws(JournalError) -> RunRecord? {
-        try write { db in
+    ) async throws(JournalError) -> RunRecord? {
+        try await write { db in
             try db.execute(
                 sql: """
                     INSERT OR IGNORE INTO schedule_slot (campaign, slot, outcome, recorded_at)
@@ -92,8 +136,6 @@ extension SQLiteJournal {
         }
     }
 
-    /// Records slots `first` through `through` (`count` of them) as skipped for `reason`, unless
-    /// `first` is recorded already; returns whether this call recorded them.
     @discardableResult
     public func recordSkipped(
         campaign: String,
@@ -103,8 +145,8 @@ extension SQLiteJournal {
         reason: String,
         detail: String?,
         now: Double
-    ) throws(JournalError) -> Bool {
-        try write { db in
+    ) async throws(JournalError) -> Bool {
+        try await write { db in
             try db.execute(
                 sql: """
                     INSERT OR IGNORE INTO schedule_slot (campaign, slot, outcome, reason, detail, through, count, recorded_at)
@@ -116,9 +158,8 @@ extension SQLiteJournal {
         }
     }
 
-    /// The record of `slot` of `campaign`, if any.
-    public func slot(campaign: String, at slot: Int64) throws(JournalError) -> SlotRecord? {
-        try read { db in
+    public func slot(campaign: String, at slot: Int64) async throws(JournalError) -> SlotRecord? {
+        try await read { db in
             try Row.fetchOne(
                 db,
                 sql: "SELECT * FROM schedule_slot WHERE campaign = ? AND slot = ?",
@@ -127,9 +168,8 @@ extension SQLiteJournal {
         }
     }
 
-    /// The latest slot recorded for `campaign` (by the slot it accounts for up to), if any.
-    public func latestSlot(campaign: String) throws(JournalError) -> SlotRecord? {
-        try read { db in
+    public func latestSlot(campaign: String) async throws(JournalError) -> SlotRecord? {
+        try await read { db in
             try Row.fetchOne(
                 db,
                 sql: """
@@ -141,9 +181,8 @@ extension SQLiteJournal {
         }
     }
 
-    /// The newest slot of `campaign` recorded as fired, if any.
-    public func latestFiredSlot(campaign: String) throws(JournalError) -> Int64? {
-        try read { db in
+    public func latestFiredSlot(campaign: String) async throws(JournalError) -> Int64? {
+        try await read { db in
             try Int64.fetchOne(
                 db,
                 sql: "SELECT max(slot) FROM schedule_slot WHERE campaign = ? AND outcome = 'fired'",
@@ -152,9 +191,8 @@ extension SQLiteJournal {
         }
     }
 
-    /// Recorded slots, newest first: of one campaign, or of all.
-    public func slots(campaign: String?, limit: Int) throws(JournalError) -> [SlotRecord] {
-        try read { db in
+    public func slots(campaign: String?, limit: Int) async throws(JournalError) -> [SlotRecord] {
+        try await read { db in
             if let campaign {
                 return try Row.fetchAll(
                     db,
@@ -170,9 +208,8 @@ extension SQLiteJournal {
         }
     }
 
-    /// When `serve` first saw `campaign` scheduled: `now` the first time it is asked.
-    public func watchStart(campaign: String, now: Double) throws(JournalError) -> Double {
-        try write { db in
+    public func watchStart(campaign: String, now: Double) async throws(JournalError) -> Double {
+        try await write { db in
             try db.execute(
                 sql: "INSERT OR IGNORE INTO schedule_watch (campaign, since) VALUES (?, ?)",
                 arguments: [campaign, now]
@@ -185,9 +222,8 @@ extension SQLiteJournal {
         }
     }
 
-    /// Unfinished runs fired for a slot, oldest first: what a restarted `serve` resumes.
-    public func unfinishedSlotRuns() throws(JournalError) -> [RunRecord] {
-        try read { db in
+    public func unfinishedSlotRuns() async throws(JournalError) -> [RunRecord] {
+        try await read { db in
             try Row.fetchAll(
                 db,
                 sql: "SELECT * FROM run WHERE slot IS NOT NULL AND status IN ('running', 'interrupted') ORDER BY id"

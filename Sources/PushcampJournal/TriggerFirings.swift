@@ -50,7 +50,56 @@ public struct TriggerFiring: Sendable, Hashable {
     }
 }
 
-extension SQLiteJournal {
+/// Trigger firings: one per (campaign, notification), recorded in the transaction that stores the
+/// notification (`NotificationStore`), claimed once across every process by the run that sends
+/// it, and settled by that run.
+public protocol TriggerFiringStore: Sendable {
+    /// Pending firings due by `now`, oldest first.
+    func dueFirings(now: Double, limit: Int) async throws(JournalError) -> [TriggerFiring]
+
+    /// Firings, newest first: of one campaign, or of all.
+    func firings(campaign: String?, limit: Int) async throws(JournalError) -> [TriggerFiring]
+
+    /// The firing of `campaign` by `notification`, if recorded.
+    func firing(campaign: String, notification: String) async throws(JournalError) -> TriggerFiring?
+
+    /// The firings a run sends.
+    func firings(run: RunID) async throws(JournalError) -> [TriggerFiring]
+
+    /// Creates a run for the pending firings of `campaign` by `notifications` and marks them fired
+    /// by it, in one transaction; nil when none of them is pending any more (claimed by this
+    /// process or another, or skipped).
+    func claimFirings(
+        campaign: String,
+        notifications: [String],
+        revision: String,
+        file: String?,
+        now: Double
+    ) async throws(JournalError) -> RunRecord?
+
+    /// Marks the firings of `run` whose subscription no audience row was joined to (their key,
+    /// normalized, is not in `joined`) as `no-recipient`; returns how many.
+    @discardableResult
+    func settleFirings(
+        run: RunID,
+        joined: Set<String>,
+        normalize: @escaping @Sendable (String) -> String
+    ) async throws(JournalError) -> Int
+
+    /// Marks pending firings as skipped (the campaign was removed, refused or invalid).
+    func skipFirings(campaign: String, notifications: [String], detail: String) async throws(JournalError)
+
+    /// Unfinished runs of trigger firings, oldest first: what a restarted `serve` resumes.
+    func unfinishedTriggerRuns() async throws(JournalError) -> [RunRecord]
+}
+
+extension TriggerFiringStore {
+    public func dueFirings(now: Double) async throws(JournalError) -> [TriggerFiring] {
+        try await dueFirings(now: now, limit: 1000)
+    }
+}
+
+extension SQLiteJournal: TriggerFiringStore {
     static func insert(_ firings: [TriggerFiring], in db: Database) throws {
         for firing in firings {
             try db.execute(
@@ -66,9 +115,8 @@ extension SQLiteJournal {
         }
     }
 
-    /// Pending firings due by `now`, oldest first.
-    public func dueFirings(now: Double, limit: Int = 1000) throws(JournalError) -> [TriggerFiring] {
-        try read { db in
+    public func dueFirings(now: Double, limit: Int) async throws(JournalError) -> [TriggerFiring] {
+        try await read { db in
             try Row.fetchAll(
                 db,
                 sql: "SELECT * FROM trigger_firing WHERE status = 'pending' AND due_at <= ? ORDER BY due_at LIMIT ?",
@@ -77,9 +125,8 @@ extension SQLiteJournal {
         }
     }
 
-    /// Firings, newest first: of one campaign, or of all.
-    public func firings(campaign: String?, limit: Int) throws(JournalError) -> [TriggerFiring] {
-        try read { db in
+    public func firings(campaign: String?, limit: Int) async throws(JournalError) -> [TriggerFiring] {
+        try await read { db in
             try Row.fetchAll(
                 db,
                 sql: """
@@ -91,9 +138,8 @@ extension SQLiteJournal {
         }
     }
 
-    /// The firing of `campaign` by `notification`, if recorded.
-    public func firing(campaign: String, notification: String) throws(JournalError) -> TriggerFiring? {
-        try read { db in
+    public func firing(campaign: String, notification: String) async throws(JournalError) -> TriggerFiring? {
+        try await read { db in
             try Row.fetchOne(
                 db,
                 sql: "SELECT * FROM trigger_firing WHERE campaign = ? AND notification = ?",
@@ -102,9 +148,8 @@ extension SQLiteJournal {
         }
     }
 
-    /// The firings a run sends.
-    public func firings(run: RunID) throws(JournalError) -> [TriggerFiring] {
-        try read { db in
+    public func firings(run: RunID) async throws(JournalError) -> [TriggerFiring] {
+        try await read { db in
             try Row.fetchAll(
                 db,
                 sql: "SELECT * FROM trigger_firing WHERE run = ? ORDER BY notification",
@@ -113,17 +158,14 @@ extension SQLiteJournal {
         }
     }
 
-    /// Creates a run for the pending firings of `campaign` by `notifications` and marks them fired
-    /// by it, in one transaction; nil when none of them is pending any more (claimed by this
-    /// process or another, or skipped).
     public func claimFirings(
         campaign: String,
         notifications: [String],
         revision: String,
         file: String?,
         now: Double
-    ) throws(JournalError) -> RunRecord? {
-        try write { db in
+    ) async throws(JournalError) -> RunRecord? {
+        try await write { db in
             let marks = databaseQuestionMarks(count: notifications.count)
             let pending = try Int.fetchOne(
                 db,
@@ -160,17 +202,15 @@ extension SQLiteJournal {
         }
     }
 
-    /// Marks the firings of `run` whose subscription no audience row was joined to (their key is
-    /// not in `joined`) as `no-recipient`; returns how many.
     @discardableResult
     public func settleFirings(
         run: RunID,
         joined: Set<String>,
-        normalize: (String) -> String
-    ) throws(JournalError)
+        normalize: @escaping @Sendable (String) -> String
+    ) async throws(JournalError)
         -> Int
     {
-        try write { db in
+        try await write { db in
             let firings = try Row.fetchAll(
                 db,
                 sql: "SELECT * FROM trigger_firing WHERE run = ? AND status = 'fired'",
@@ -192,9 +232,8 @@ extension SQLiteJournal {
         }
     }
 
-    /// Marks pending firings as skipped (the campaign was removed, refused or invalid).
-    public func skipFirings(campaign: String, notifications: [String], detail: String) throws(JournalError) {
-        try write { db in
+    public func skipFirings(campaign: String, notifications: [String], detail: String) async throws(JournalError) {
+        try await write { db in
             try db.execute(
                 sql: """
                     UPDATE trigger_firing SET status = 'skipped', detail = ?
@@ -205,9 +244,8 @@ extension SQLiteJournal {
         }
     }
 
-    /// Unfinished runs of trigger firings, oldest first: what a restarted `serve` resumes.
-    public func unfinishedTriggerRuns() throws(JournalError) -> [RunRecord] {
-        try read { db in
+    public func unfinishedTriggerRuns() async throws(JournalError) -> [RunRecord] {
+        try await read { db in
             try Row.fetchAll(
                 db,
                 sql: """
@@ -217,7 +255,9 @@ extension SQLiteJournal {
             ).map(Self.run(from:))
         }
     }
+}
 
+extension SQLiteJournal {
     /// Stored notifications of `app` and `type` (one of `subtypes`, any when empty) signed since
     /// `since`: how many, and about how many subscriptions. What `plan` shows of a trigger.
     public func countNotifications(

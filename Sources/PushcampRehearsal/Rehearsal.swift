@@ -108,7 +108,7 @@ public struct Rehearsal: Sendable {
         options.stallTimeout = stallTimeout
         let send: SendRun
         do {
-            send = try SendRun.prepare(
+            send = try await SendRun.prepare(
                 campaign,
                 options: options,
                 transport: .given(pool, endpoint: endpoint),

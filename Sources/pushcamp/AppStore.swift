@@ -231,7 +231,7 @@ struct AppStoreSubscriptions: ParsableCommand {
     }
 }
 
-struct AppStoreTriggers: ParsableCommand {
+struct AppStoreTriggers: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "triggers",
         abstract: "List trigger firings, newest first: which notification fired which campaign, and what came of it.",
@@ -259,11 +259,11 @@ struct AppStoreTriggers: ParsableCommand {
     @Option(help: "text or json.")
     var format: Runs.RunsFormat = .text
 
-    func run() throws {
+    func run() async throws {
         let (journal, _) = try journalOption.open()
         let firings: [TriggerFiring]
         do {
-            firings = try journal.firings(campaign: campaign, limit: limit)
+            firings = try await journal.firings(campaign: campaign, limit: limit)
         } catch {
             printError("error: \(error.message)")
             throw ExitCode(1)

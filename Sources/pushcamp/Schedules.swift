@@ -5,7 +5,7 @@ import PushcampModel
 import PushcampPlanner
 import PushcampServe
 
-struct Schedules: ParsableCommand {
+struct Schedules: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List scheduled campaigns: their next slots, the last slot fired and its run, slots skipped.",
         discussion: """
@@ -35,7 +35,7 @@ struct Schedules: ParsableCommand {
         case text, json
     }
 
-    func run() throws {
+    func run() async throws {
         let (loaded, paths) = try projectOption.load()
         let journalPath = journal ?? paths.url(loaded.journalPath).path
         let listing: ScheduleListing
@@ -43,7 +43,7 @@ struct Schedules: ParsableCommand {
             let store =
                 FileManager.default.fileExists(atPath: journalPath)
                 ? try SQLiteJournal(path: journalPath, readOnly: true) : nil
-            listing = try ScheduleListing.read(
+            listing = try await ScheduleListing.read(
                 paths: paths,
                 folders: loaded.serve.campaignFolders,
                 journal: store,

@@ -230,7 +230,7 @@ func sendToApp(
     let printer = ProgressPrinter()
     let send: SendRun
     do {
-        send = try SendRun.prepare(
+        send = try await SendRun.prepare(
             campaign,
             options: options,
             transport: .app(paths: paths, environment: ProcessInfo.processInfo.environment),

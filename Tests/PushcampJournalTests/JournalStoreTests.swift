@@ -5,17 +5,26 @@ import PushcampModel
 import PushcampTestSupport
 import Testing
 
-/// The same behaviour from both journals: SQLite on disk and its in-memory twin.
+/// The same behaviour from every journal: SQLite on disk and its in-memory twin.
 enum Store: String, CaseIterable, CustomTestStringConvertible {
     case memory, sqlite
 
     var testDescription: String { rawValue }
 
-    func open() throws -> (any JournalStore, TemporaryProject) {
+    func open() throws -> (any Journal, TemporaryProject) {
         let project = try TemporaryProject(projectFile: nil)
         switch self {
         case .memory: return (MemoryJournal(), project)
         case .sqlite: return (try SQLiteJournal(path: project.path(".pushcamp/journal.sqlite")), project)
+        }
+    }
+
+    /// Another handle on the journal `open` made in `project`, as another process would have
+    /// (its own connection); the same store for the memory twin, which no other process sees.
+    func another(of journal: any Journal, in project: TemporaryProject) throws -> any Journal {
+        switch self {
+        case .memory: return journal
+        case .sqlite: return try SQLiteJournal(path: project.path(".pushcamp/journal.sqlite"), lockWait: 10)
         }
     }
 }

@@ -3,43 +3,43 @@ import PushcampJournal
 import PushcampTestSupport
 import Testing
 
-@Suite("Schedule slots in the SQLite journal")
+@Suite("Schedule slots, on every journal")
 struct ScheduleSlotTests {
-    func journal() throws -> (SQLiteJournal, TemporaryProject) {
-        let project = try TemporaryProject(projectFile: nil)
-        return (try SQLiteJournal(path: project.path("journal.sqlite")), project)
-    }
-
-    @Test func aSlotIsClaimedOnceWithItsRunAndConcurrentClaimsLeaveOneRun() async throws {
-        let (journal, project) = try journal()
+    @Test(arguments: Store.allCases)
+    func aSlotIsClaimedOnceWithItsRunAndConcurrentClaimsLeaveOneRun(_ store: Store) async throws {
+        let (journal, project) = try store.open()
         defer { project.remove() }
-        let run = try #require(try journal.claimSlot(campaign: "news", slot: 1000, revision: "r1", file: nil, now: 5))
+        let run = try #require(
+            try await journal.claimSlot(campaign: "news", slot: 1000, revision: "r1", file: nil, now: 5)
+        )
         #expect(run.slot == 1000)
         #expect(try journal.run(run.id)?.slot == 1000)
-        #expect(try journal.claimSlot(campaign: "news", slot: 1000, revision: "r1", file: nil, now: 6) == nil)
+        #expect(try await journal.claimSlot(campaign: "news", slot: 1000, revision: "r1", file: nil, now: 6) == nil)
         // Eight processes' worth of claims of the next slot, each on its own connection.
-        let path = project.path("journal.sqlite")
+        let handles = try (0..<8).map { _ in try store.another(of: journal, in: project) }
         let claimed = try await withThrowingTaskGroup(of: Bool.self) { group in
-            for _ in 0..<8 {
+            for own in handles {
                 group.addTask {
-                    let own = try SQLiteJournal(path: path, lockWait: 10)
-                    return try own.claimSlot(campaign: "news", slot: 2000, revision: "r1", file: nil, now: 7) != nil
+                    try await own.claimSlot(campaign: "news", slot: 2000, revision: "r1", file: nil, now: 7) != nil
                 }
             }
             return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
         #expect(claimed == 1)
         #expect(try journal.runs(limit: 10).count == 2)
-        let record = try #require(try journal.slot(campaign: "news", at: 2000))
+        let record = try #require(try await journal.slot(campaign: "news", at: 2000))
         #expect(record.outcome == .fired)
         #expect(record.run != nil)
+        #expect(try await journal.latestFiredSlot(campaign: "news") == 2000)
+        #expect(try await journal.latestFiredSlot(campaign: "other") == nil)
     }
 
-    @Test func skippedSlotsAreRecordedOnceAndTheLatestCountsTheirRange() throws {
-        let (journal, project) = try journal()
+    @Test(arguments: Store.allCases)
+    func skippedSlotsAreRecordedOnceAndTheLatestCountsTheirRange(_ store: Store) async throws {
+        let (journal, project) = try store.open()
         defer { project.remove() }
         #expect(
-            try journal.recordSkipped(
+            try await journal.recordSkipped(
                 campaign: "news",
                 first: 100,
                 through: 500,
@@ -50,7 +50,7 @@ struct ScheduleSlotTests {
             )
         )
         #expect(
-            !(try journal.recordSkipped(
+            !(try await journal.recordSkipped(
                 campaign: "news",
                 first: 100,
                 through: 100,
@@ -61,23 +61,41 @@ struct ScheduleSlotTests {
             ))
         )
         // A skipped slot cannot be fired afterwards either.
-        #expect(try journal.claimSlot(campaign: "news", slot: 100, revision: "r", file: nil, now: 3) == nil)
-        _ = try journal.claimSlot(campaign: "news", slot: 300, revision: "r", file: nil, now: 3)
-        let latest = try #require(try journal.latestSlot(campaign: "news"))
+        #expect(try await journal.claimSlot(campaign: "news", slot: 100, revision: "r", file: nil, now: 3) == nil)
+        _ = try await journal.claimSlot(campaign: "news", slot: 300, revision: "r", file: nil, now: 3)
+        let latest = try #require(try await journal.latestSlot(campaign: "news"))
         #expect(latest.slot == 100 && latest.last == 500 && latest.count == 5 && latest.reason == "missed")
-        #expect(try journal.slots(campaign: "news", limit: 10).map(\.slot) == [300, 100])
-        #expect(try journal.latestSlot(campaign: "other") == nil)
+        #expect(latest.outcome == .skipped && latest.run == nil && latest.recordedAt == 1)
+        #expect(try await journal.slots(campaign: "news", limit: 10).map(\.slot) == [300, 100])
+        #expect(try await journal.slots(campaign: "news", limit: 1).map(\.slot) == [300])
+        #expect(try await journal.latestSlot(campaign: "other") == nil)
+        _ = try await journal.recordSkipped(
+            campaign: "other",
+            first: 200,
+            through: 200,
+            count: 1,
+            reason: "invalid",
+            detail: "line 3: schedule.cron: not a cron expression",
+            now: 4
+        )
+        let other = try #require(try await journal.slot(campaign: "other", at: 200))
+        #expect(other.through == nil && other.count == 1 && other.detail?.hasPrefix("line 3") == true)
+        #expect(try await journal.slots(campaign: nil, limit: 10).map(\.slot) == [300, 200, 100])
     }
 
-    @Test func theWatchStartIsTheFirstTimeACampaignWasSeen() throws {
-        let (journal, project) = try journal()
+    @Test(arguments: Store.allCases)
+    func theWatchStartIsTheFirstTimeACampaignWasSeen(_ store: Store) async throws {
+        let (journal, project) = try store.open()
         defer { project.remove() }
-        #expect(try journal.watchStart(campaign: "news", now: 10) == 10)
-        #expect(try journal.watchStart(campaign: "news", now: 20) == 10)
-        #expect(try journal.unfinishedSlotRuns().isEmpty)
-        let run = try #require(try journal.claimSlot(campaign: "news", slot: 60, revision: "r", file: nil, now: 61))
-        #expect(try journal.unfinishedSlotRuns().map(\.id) == [run.id])
+        #expect(try await journal.watchStart(campaign: "news", now: 10) == 10)
+        #expect(try await journal.watchStart(campaign: "news", now: 20) == 10)
+        #expect(try await journal.unfinishedSlotRuns().isEmpty)
+        let run = try #require(
+            try await journal.claimSlot(campaign: "news", slot: 60, revision: "r", file: nil, now: 61)
+        )
+        _ = try journal.createRun(campaign: "news", revision: "r", now: 62)  // a `send`, not a slot
+        #expect(try await journal.unfinishedSlotRuns().map(\.id) == [run.id])
         try journal.setStatus(.finished, of: run.id, now: 62)
-        #expect(try journal.unfinishedSlotRuns().isEmpty)
+        #expect(try await journal.unfinishedSlotRuns().isEmpty)
     }
 }

@@ -3,7 +3,7 @@ import PushcampJournal
 import PushcampTestSupport
 import Testing
 
-@Suite("Trigger firings in the SQLite journal")
+@Suite("Trigger firings, on every journal")
 struct TriggerFiringTests {
     static func record(_ uuid: String) -> AppStoreNotificationRecord {
         AppStoreNotificationRecord(
@@ -35,11 +35,10 @@ struct TriggerFiringTests {
         TriggerFiring(campaign: campaign, notification: uuid, subscriptionKey: key, dueAt: due, recordedAt: 100)
     }
 
-    @Test func aFiringIsRecordedWithItsNotificationOnceAndClaimedByOneRun() async throws {
-        let project = try TemporaryProject(projectFile: nil)
+    @Test(arguments: Store.allCases)
+    func aFiringIsRecordedWithItsNotificationOnceAndClaimedByOneRun(_ store: Store) async throws {
+        let (journal, project) = try store.open()
         defer { project.remove() }
-        let path = project.path("journal.sqlite")
-        let journal = try SQLiteJournal(path: path)
         #expect(try journal.storeNotification(Self.record("n1"), subscription: nil, firings: [Self.firing("n1")]))
         // Apple's retry of the same notification records no second firing.
         #expect(
@@ -49,14 +48,15 @@ struct TriggerFiringTests {
                 firings: [Self.firing("n1", due: 999)]
             )
         )
-        #expect(try journal.dueFirings(now: 109).isEmpty)
-        #expect(try journal.dueFirings(now: 110).map(\.notification) == ["n1"])
+        #expect(try await journal.dueFirings(now: 109).isEmpty)
+        #expect(try await journal.dueFirings(now: 110).map(\.notification) == ["n1"])
 
         // Eight claims at once (as eight processes on one journal would): one run.
+        let handles = try (0..<8).map { _ in try store.another(of: journal, in: project) }
         let runs = try await withThrowingTaskGroup(of: RunRecord?.self) { group in
-            for _ in 0..<8 {
+            for own in handles {
                 group.addTask {
-                    try SQLiteJournal(path: path, lockWait: 10).claimFirings(
+                    try await own.claimFirings(
                         campaign: "payment-failed",
                         notifications: ["n1"],
                         revision: "r1",
@@ -68,17 +68,36 @@ struct TriggerFiringTests {
             return try await group.reduce(into: [RunRecord]()) { if let run = $1 { $0.append(run) } }
         }
         let run = try #require(runs.count == 1 ? runs.first : nil)
-        #expect(try journal.dueFirings(now: 200).isEmpty)
-        #expect(try journal.firings(run: run.id).map(\.status) == [.fired])
-        #expect(try journal.unfinishedTriggerRuns().map(\.id) == [run.id])
+        #expect(run.slot == nil && run.status == .running)
+        #expect(try await journal.dueFirings(now: 200).isEmpty)
+        #expect(try await journal.firings(run: run.id).map(\.status) == [.fired])
+        #expect(try await journal.firing(campaign: "payment-failed", notification: "n1")?.run == run.id)
+        #expect(try await journal.unfinishedTriggerRuns().map(\.id) == [run.id])
         try journal.setStatus(.finished, of: run.id, now: 120)
-        #expect(try journal.unfinishedTriggerRuns().isEmpty)
+        #expect(try await journal.unfinishedTriggerRuns().isEmpty)
     }
 
-    @Test func firingsNoAudienceRowWasJoinedToAreSettledAsNoRecipientAndSkippedOnesStaySkipped() throws {
-        let project = try TemporaryProject(projectFile: nil)
+    @Test(arguments: Store.allCases)
+    func dueFiringsComeOldestFirstUpToTheLimit(_ store: Store) async throws {
+        let (journal, project) = try store.open()
         defer { project.remove() }
-        let journal = try SQLiteJournal(path: project.path("journal.sqlite"))
+        for (uuid, due) in [("late", 130.0), ("early", 105.0), ("middle", 120.0)] {
+            _ = try journal.storeNotification(
+                Self.record(uuid),
+                subscription: nil,
+                firings: [Self.firing(uuid, due: due)]
+            )
+        }
+        #expect(try await journal.dueFirings(now: 125).map(\.notification) == ["early", "middle"])
+        #expect(try await journal.dueFirings(now: 200, limit: 2).map(\.notification) == ["early", "middle"])
+        #expect(try await journal.firings(campaign: "other", limit: 10).isEmpty)
+        #expect(try await journal.firings(campaign: "payment-failed", limit: 2).count == 2)
+    }
+
+    @Test(arguments: Store.allCases)
+    func firingsNoAudienceRowWasJoinedToAreSettledAsNoRecipientAndSkippedOnesStaySkipped(_ store: Store) async throws {
+        let (journal, project) = try store.open()
+        defer { project.remove() }
         for (uuid, key) in [("n1", "ACC-1"), ("n2", "acc-2"), ("n3", "acc-3")] {
             _ = try journal.storeNotification(
                 Self.record(uuid),
@@ -87,7 +106,7 @@ struct TriggerFiringTests {
             )
         }
         let run = try #require(
-            try journal.claimFirings(
+            try await journal.claimFirings(
                 campaign: "payment-failed",
                 notifications: ["n1", "n2"],
                 revision: "r1",
@@ -96,15 +115,26 @@ struct TriggerFiringTests {
             )
         )
         // The keys are compared as the campaign joins them: app account tokens in lowercase.
-        #expect(try journal.settleFirings(run: run.id, joined: ["acc-1"], normalize: { $0.lowercased() }) == 1)
+        #expect(try await journal.settleFirings(run: run.id, joined: ["acc-1"], normalize: { $0.lowercased() }) == 1)
         let statuses = Dictionary(
-            uniqueKeysWithValues: try journal.firings(campaign: nil, limit: 10).map { ($0.notification, $0.status) }
+            uniqueKeysWithValues: try await journal.firings(campaign: nil, limit: 10).map {
+                ($0.notification, $0.status)
+            }
         )
         #expect(statuses == ["n1": .fired, "n2": .noRecipient, "n3": .pending])
-        try journal.skipFirings(campaign: "payment-failed", notifications: ["n3"], detail: "the campaign was removed")
-        #expect(try journal.firing(campaign: "payment-failed", notification: "n3")?.status == .skipped)
         #expect(
-            try journal.claimFirings(
+            try await journal.firing(campaign: "payment-failed", notification: "n2")?.detail
+                == "no audience row is joined to the subscription"
+        )
+        try await journal.skipFirings(
+            campaign: "payment-failed",
+            notifications: ["n3"],
+            detail: "the campaign was removed"
+        )
+        let skipped = try await journal.firing(campaign: "payment-failed", notification: "n3")
+        #expect(skipped?.status == .skipped && skipped?.detail == "the campaign was removed")
+        #expect(
+            try await journal.claimFirings(
                 campaign: "payment-failed",
                 notifications: ["n3"],
                 revision: "r1",

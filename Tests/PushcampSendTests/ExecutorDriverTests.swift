@@ -32,13 +32,13 @@ struct ExecutorDriverTests {
         _ setup: Setup,
         transport: InMemoryTransport,
         configure: (inout SendRun.Options) -> Void = { _ in }
-    ) throws -> SendRun {
+    ) async throws -> SendRun {
         var options = SendRun.Options(journalPath: setup.journalPath)
         // Virtual time runs ahead of a busy machine in these tests: only the stall test (which sets
         // its own) is about stalls, so the others allow ten minutes without an answer.
         options.stallTimeout = 600
         configure(&options)
-        return try SendRun.prepare(
+        return try await SendRun.prepare(
             setup.campaign,
             options: options,
             transport: .given(transport, endpoint: "https://memory.test"),
@@ -81,7 +81,7 @@ struct ExecutorDriverTests {
 
     /// Prepares a send of `setup` over `transport` and drives it to its end.
     static func send(_ setup: Setup, over transport: InMemoryTransport) async throws -> SendReport {
-        try await drive(try prepare(setup, transport: transport), on: setup.clock, transport: transport)
+        try await drive(try await prepare(setup, transport: transport), on: setup.clock, transport: transport)
     }
 
     @Test func frequentDropsStillDeliverEveryoneExactlyOnce() async throws {
@@ -114,9 +114,9 @@ struct ExecutorDriverTests {
         let setup = Setup(project: project, campaign: campaign)
         let transport = InMemoryTransport(clock: setup.clock)
         // Refused without --now, before anything is recorded.
-        #expect(throws: RunRefusal.self) { try Self.prepare(setup, transport: transport) }
+        await #expect(throws: RunRefusal.self) { try await Self.prepare(setup, transport: transport) }
         #expect(!FileManager.default.fileExists(atPath: setup.journalPath))
-        let send = try Self.prepare(setup, transport: transport) { $0.ignoreSchedule = true }
+        let send = try await Self.prepare(setup, transport: transport) { $0.ignoreSchedule = true }
         let report = try await Self.drive(send, on: setup.clock, transport: transport)
         #expect(report.delivered == 10)
         // 24h after the real send (the clock's start), not after schedule.at in 2031.
@@ -130,7 +130,7 @@ struct ExecutorDriverTests {
         let setup = Setup(project: project, campaign: campaign)
         let transport = InMemoryTransport(clock: setup.clock)
         do {
-            _ = try Self.prepare(setup, transport: transport)
+            _ = try await Self.prepare(setup, transport: transport)
             Issue.record("a recurring campaign was sent without --now")
         } catch let refusal as RunRefusal {
             // The clock starts at 2027-01-15T08:00:00Z: the next 6-hour slot is 12:00.
@@ -138,7 +138,7 @@ struct ExecutorDriverTests {
             #expect(refusal.message.contains("`pushcamp serve` sends each slot"))
         }
         #expect(!FileManager.default.fileExists(atPath: setup.journalPath))
-        let send = try Self.prepare(setup, transport: transport) { $0.ignoreSchedule = true }
+        let send = try await Self.prepare(setup, transport: transport) { $0.ignoreSchedule = true }
         #expect(try await Self.drive(send, on: setup.clock, transport: transport).delivered == 5)
     }
 
@@ -180,7 +180,7 @@ struct ExecutorDriverTests {
         defer { setup.project.remove() }
         let transport = InMemoryTransport(clock: setup.clock)
         let early = Mutex(0)
-        let send = try Self.prepare(setup, transport: transport) { $0.ignoreSchedule = true }
+        let send = try await Self.prepare(setup, transport: transport) { $0.ignoreSchedule = true }
         let report = try await Self.drive(send, on: setup.clock, transport: transport) {
             if setup.clock.now() < 1_800_000_060 {
                 early.withLock { $0 = max($0, transport.written.values.reduce(0, +)) }
@@ -199,7 +199,7 @@ struct ExecutorDriverTests {
         let transport = InMemoryTransport(clock: setup.clock)
         let early = Mutex(0)
         let report = try await Self.drive(
-            try Self.prepare(setup, transport: transport),
+            try await Self.prepare(setup, transport: transport),
             on: setup.clock,
             transport: transport
         ) {
@@ -247,7 +247,7 @@ struct ExecutorDriverTests {
         var rules = InMemoryTransport.Rules()
         rules.streamLimit = 0
         let transport = InMemoryTransport(rules: rules, clock: setup.clock)
-        let send = try Self.prepare(setup, transport: transport) { $0.stallTimeout = 20 }
+        let send = try await Self.prepare(setup, transport: transport) { $0.stallTimeout = 20 }
         let report = try await Self.drive(send, on: setup.clock, transport: transport)
         guard case .stalled(let message)? = report.stop else {
             Issue.record("expected a stall, got \(String(describing: report.stop))")
@@ -268,7 +268,7 @@ struct ExecutorDriverTests {
         rules.latency = 0.2
         let transport = InMemoryTransport(rules: rules, clock: setup.clock)
         let report = try await testGracefulShutdown { trigger in
-            let send = try Self.prepare(setup, transport: transport)
+            let send = try await Self.prepare(setup, transport: transport)
             return try await Self.drive(send, on: setup.clock, transport: transport) {
                 if transport.delivered.count >= 300 { trigger.triggerGracefulShutdown() }
             }
@@ -303,7 +303,7 @@ struct ExecutorDriverTests {
         rules.connections = 2
         let transport = InMemoryTransport(rules: rules, clock: setup.clock)
         let store = MemoryJournal(failingAfter: 40)
-        let send = try Self.prepare(setup, transport: transport) { $0.store = store }
+        let send = try await Self.prepare(setup, transport: transport) { $0.store = store }
         let report = try await Self.drive(send, on: setup.clock, transport: transport)
         guard case .journal(let message)? = report.stop else {
             Issue.record("expected a journal stop, got \(String(describing: report.stop))")

@@ -8,35 +8,35 @@ import Testing
 /// process sends the campaign, the slot is recorded already, or its unfinished run was given up.
 @Suite("Run refusals")
 struct RunRefusalTests {
-    static func refusal(_ body: () throws -> SendRun) -> RunRefusal? {
+    static func refusal(_ body: () async throws -> SendRun) async -> RunRefusal? {
         do {
-            _ = try body()
+            _ = try await body()
             return nil
         } catch {
             return error as? RunRefusal
         }
     }
 
-    @Test func aSlotsSendIsRefusedWithACodeServeBranchesOn() throws {
+    @Test func aSlotsSendIsRefusedWithACodeServeBranchesOn() async throws {
         let setup = try ExecutorDriverTests.setup(rows: 3)
         defer { setup.project.remove() }
         let slot: Int64 = 1_800_000_000
         let transport = InMemoryTransport(clock: setup.clock)
         let slotOptions: (inout SendRun.Options) -> Void = { $0.kind = .slot(slot) }
-        var first: SendRun? = try ExecutorDriverTests.prepare(setup, transport: transport, configure: slotOptions)
+        var first: SendRun? = try await ExecutorDriverTests.prepare(setup, transport: transport, configure: slotOptions)
         let run = try #require(first?.run.id)
 
         // The campaign's lock is held by the first send: busy (exit 5).
-        let busy = Self.refusal {
-            try ExecutorDriverTests.prepare(setup, transport: transport, configure: slotOptions)
+        let busy = await Self.refusal {
+            try await ExecutorDriverTests.prepare(setup, transport: transport, configure: slotOptions)
         }
         #expect(busy?.code == .busy && busy?.exitCode == 5, "\(String(describing: busy))")
         first = nil
 
         // Finished: the slot is recorded, nothing to fire.
         try SQLiteJournal(path: setup.journalPath).setStatus(.finished, of: run, now: 1_800_000_100)
-        let recorded = Self.refusal {
-            try ExecutorDriverTests.prepare(setup, transport: transport, configure: slotOptions)
+        let recorded = await Self.refusal {
+            try await ExecutorDriverTests.prepare(setup, transport: transport, configure: slotOptions)
         }
         #expect(recorded?.code == .recorded, "\(String(describing: recorded))")
 
@@ -44,8 +44,8 @@ struct RunRefusalTests {
         try SQLiteJournal(path: setup.journalPath).setStatus(.interrupted, of: run, now: 1_800_000_200)
         var changed = setup
         changed.campaign.revision = "another"
-        let givenUp = Self.refusal {
-            try ExecutorDriverTests.prepare(changed, transport: transport, configure: slotOptions)
+        let givenUp = await Self.refusal {
+            try await ExecutorDriverTests.prepare(changed, transport: transport, configure: slotOptions)
         }
         #expect(givenUp?.code == .givenUp, "\(String(describing: givenUp))")
         #expect(try SQLiteJournal(path: setup.journalPath).run(run)?.status == .superseded)

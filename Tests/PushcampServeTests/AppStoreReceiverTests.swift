@@ -27,12 +27,12 @@ struct AppStoreReceiverTests {
 
     @Test func storedThenDuplicateThenRefusedAndAStorageFailureAnswers503() async throws {
         let chain = try AppStoreTestChain()
-        let store = MemoryNotificationStore()
+        let store = MemoryJournal()
         let receiver = receiver(chain, store: store)
         let body = AppStoreTestChain.body(try chain.sign(AppStoreTestChain.notification()))
         #expect(await receiver.handle(body) == .init(status: 200, body: "stored\n"))
         #expect(await receiver.handle(body) == .init(status: 200, body: "duplicate\n"))
-        #expect(store.count == 1)
+        #expect(store.notificationCount == 1)
         let other = AppStoreTestChain.body(try chain.sign(AppStoreTestChain.notification(bundle: "com.example.kids")))
         #expect(await receiver.handle(other) == .init(status: 200, body: "quarantined\n"))
         #expect(
@@ -40,14 +40,14 @@ struct AppStoreReceiverTests {
         )
         #expect(await receiver.handle(Array("{}".utf8)).status == 400)
         // Our own failure is never a 4xx: Apple retries a 503.
-        store.fail(with: JournalError(.failed, "the disk is full"))
+        store.failNotifications(with: JournalError(.failed, "the disk is full"))
         let next = AppStoreTestChain.body(try chain.sign(AppStoreTestChain.notification()))
         #expect(
             await receiver.handle(next) == .init(status: 503, body: "cannot store the notification now; try again\n")
         )
-        store.fail(with: nil)
+        store.failNotifications(with: nil)
         #expect(await receiver.handle(next).status == 200)
-        #expect(store.count == 3)
+        #expect(store.notificationCount == 3)
     }
 
     @Test func sixConcurrentPostsOfOneNotificationLeaveOneRow() async throws {
@@ -107,7 +107,7 @@ struct AppStoreReceiverTests {
 
     @Test func aMatchingNotificationRecordsItsTriggerFiringsWithItOnce() async throws {
         let chain = try AppStoreTestChain()
-        let store = MemoryNotificationStore()
+        let store = MemoryJournal()
         let table = TriggerTable([
             TriggerRule(
                 campaign: "card-failed",
@@ -159,9 +159,9 @@ struct AppStoreReceiverTests {
         #expect(await receiver.handle(failed).body == "stored\n")
         #expect(await receiver.handle(failed).body == "duplicate\n")
         // One firing: the grace-period campaign wants another subtype, the other app's is not this app.
-        #expect(store.firings.map(\.campaign) == ["card-failed"])
-        #expect(store.firings.first?.subscriptionKey == "7e3fb20b-4cdb-47cc-936d-99d65f608138")
-        #expect(store.firings.first?.dueAt == now + 600 && store.firings.first?.status == .pending)
+        #expect(store.recordedFirings.map(\.campaign) == ["card-failed"])
+        #expect(store.recordedFirings.first?.subscriptionKey == "7e3fb20b-4cdb-47cc-936d-99d65f608138")
+        #expect(store.recordedFirings.first?.dueAt == now + 600 && store.recordedFirings.first?.status == .pending)
 
         // No app account token: recorded as reaching nobody, never pending.
         let anonymous = AppStoreTestChain.body(
@@ -175,7 +175,7 @@ struct AppStoreReceiverTests {
             )
         )
         #expect(await receiver.handle(anonymous).body == "stored\n")
-        let second = store.firings.dropFirst()
+        let second = store.recordedFirings.dropFirst()
         #expect(second.map(\.campaign) == ["card-failed", "grace-only"])
         #expect(second.map(\.status) == [.noRecipient, .pending])
         #expect(second.last?.subscriptionKey == "2000000002")

@@ -15,8 +15,11 @@ struct OpenedRun {
     var triggerKeys: [String]?
 
     /// Throws `RunRefusal` only.
-    static func open(_ campaign: LoadedCampaign, options: SendRun.Options, now: Double) throws(RunRefusal) -> OpenedRun
-    {
+    static func open(
+        _ campaign: LoadedCampaign,
+        options: SendRun.Options,
+        now: Double
+    ) async throws(RunRefusal) -> OpenedRun {
         let path = options.journalPath
         if path == SendRun.inMemory || options.store != nil {
             let store = options.store ?? MemoryJournal()
@@ -45,11 +48,11 @@ struct OpenedRun {
                 )
             }
             if case .slot(let slot) = options.kind {
-                return try slotRun(slot, campaign: campaign, store: store, lock: lock, now: now)
+                return try await slotRun(slot, campaign: campaign, store: store, lock: lock, now: now)
             }
             if case .trigger(let notifications) = options.kind {
-                var opened = try triggerRun(notifications, campaign: campaign, store: store, lock: lock, now: now)
-                opened.triggerKeys = try store.firings(run: opened.journal.run.id).compactMap(\.subscriptionKey)
+                var opened = try await triggerRun(notifications, campaign: campaign, store: store, lock: lock, now: now)
+                opened.triggerKeys = try await store.firings(run: opened.journal.run.id).compactMap(\.subscriptionKey)
                 return opened
             }
             return try sendOrRehearse(campaign, options: options, store: store, lock: lock, now: now)
@@ -125,9 +128,9 @@ struct OpenedRun {
         store: SQLiteJournal,
         lock: RunLock,
         now: Double
-    ) throws -> OpenedRun {
+    ) async throws -> OpenedRun {
         let file = URL(fileURLWithPath: campaign.path).standardizedFileURL.path
-        if let run = try store.claimSlot(
+        if let run = try await store.claimSlot(
             campaign: campaign.id,
             slot: slot,
             revision: campaign.revision,
@@ -138,7 +141,7 @@ struct OpenedRun {
         }
         let slotText = Timestamps.text(Double(slot))
         return try resumingRecorded(
-            try store.slot(campaign: campaign.id, at: slot)?.run,
+            try await store.slot(campaign: campaign.id, at: slot)?.run,
             of: "slot \(slotText) of \(campaign.id)",
             named: ", slot \(slotText)",
             alreadyDone: "slot \(slotText) of \(campaign.id) is recorded already; it does not fire again",
@@ -158,9 +161,9 @@ struct OpenedRun {
         store: SQLiteJournal,
         lock: RunLock,
         now: Double
-    ) throws -> OpenedRun {
+    ) async throws -> OpenedRun {
         let file = URL(fileURLWithPath: campaign.path).standardizedFileURL.path
-        if let run = try store.claimFirings(
+        if let run = try await store.claimFirings(
             campaign: campaign.id,
             notifications: notifications,
             revision: campaign.revision,
@@ -171,7 +174,10 @@ struct OpenedRun {
         }
         let events =
             notifications.count == 1 ? "notification \(notifications[0])" : "\(notifications.count) notifications"
-        let firing = try notifications.first.flatMap { try store.firing(campaign: campaign.id, notification: $0) }
+        var firing: TriggerFiring?
+        if let first = notifications.first {
+            firing = try await store.firing(campaign: campaign.id, notification: first)
+        }
         return try resumingRecorded(
             firing?.run,
             of: "the trigger of \(campaign.id) by \(events)",

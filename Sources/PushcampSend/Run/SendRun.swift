@@ -110,7 +110,7 @@ public final class SendRun: Service, Sendable {
         transport: Transport,
         clock: any WallClock = SystemWallClock(),
         progress: @escaping @Sendable (SendProgress) -> Void = { _ in }
-    ) throws(RunRefusal) -> SendRun {
+    ) async throws(RunRefusal) -> SendRun {
         let now = clock.now()
         if case .replay(let selection) = options.kind {
             let original = selection.original
@@ -158,7 +158,7 @@ public final class SendRun: Service, Sendable {
         case .given(let given, let name):
             (pool, endpoint) = (given, name)
         }
-        let opened = try OpenedRun.open(campaign, options: options, now: now)
+        let opened = try await OpenedRun.open(campaign, options: options, now: now)
         let history: DeliveryHistory?
         if case .replay = options.kind {
             history = nil  // the recipients are named by the run replayed

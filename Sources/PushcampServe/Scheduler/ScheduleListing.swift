@@ -23,11 +23,11 @@ public struct ScheduleListing: Sendable {
     public static func read(
         paths: ProjectPaths,
         folders: [String],
-        journal: SQLiteJournal?,
+        journal: (any Journal)?,
         now: Double,
         nextCount: Int = 3,
         skippedCount: Int = 5
-    ) throws(JournalError) -> ScheduleListing {
+    ) async throws(JournalError) -> ScheduleListing {
         var catalog = CampaignCatalog(paths: paths, folders: folders)
         _ = catalog.refresh()
         var entries: [Entry] = []
@@ -52,8 +52,8 @@ public struct ScheduleListing: Sendable {
             var recorded: [SlotRecord] = []
             var latest: SlotRecord?
             if let journal {
-                recorded = try journal.slots(campaign: id, limit: 200)
-                latest = try journal.latestSlot(campaign: id)
+                recorded = try await journal.slots(campaign: id, limit: 200)
+                latest = try await journal.latestSlot(campaign: id)
             }
             let lastFired = recorded.first { $0.outcome == .fired }
             let lastRun = try lastFired?.run.flatMap { run throws(JournalError) in try journal?.run(run) }

@@ -6,9 +6,9 @@ import PushcampModel
 /// What the scheduler records instead of sending: slots skipped (with their reason), trigger
 /// firings skipped, and unfinished slot runs closed rather than resumed.
 extension SchedulerService {
-    func skipFirings(_ campaign: String, _ notifications: [String], detail: String, journal: SQLiteJournal) {
+    func skipFirings(_ campaign: String, _ notifications: [String], detail: String, journal: any Journal) async {
         do {
-            try journal.skipFirings(campaign: campaign, notifications: notifications, detail: detail)
+            try await journal.skipFirings(campaign: campaign, notifications: notifications, detail: detail)
         } catch {
             report("campaign \(campaign): skipped trigger firings cannot be recorded: \(error)")
             return
@@ -26,11 +26,11 @@ extension SchedulerService {
         _ campaign: String,
         slot: Int64,
         reason: SchedulerStateMachine.CloseReason,
-        journal: SQLiteJournal
-    ) {
+        journal: any Journal
+    ) async {
         let slotText = Timestamps.text(Double(slot))
         do {
-            guard let run = try journal.slot(campaign: campaign, at: slot)?.run else { return }
+            guard let run = try await journal.slot(campaign: campaign, at: slot)?.run else { return }
             guard let lock = try RunLock(journalPath: configuration.journalPath, campaign: campaign) else {
                 logger.notice(
                     "run \(run) of \(campaign) (slot \(slotText)) is being sent by another process; left to it",
@@ -61,10 +61,10 @@ extension SchedulerService {
         count: Int,
         reason: String,
         detail: String?,
-        journal: SQLiteJournal
-    ) {
+        journal: any Journal
+    ) async {
         do {
-            let recorded = try journal.recordSkipped(
+            let recorded = try await journal.recordSkipped(
                 campaign: campaign,
                 first: first,
                 through: through,

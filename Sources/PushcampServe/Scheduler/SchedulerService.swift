@@ -116,15 +116,15 @@ public final class SchedulerService: Service, Sendable {
                         continuation.yield(.ended(campaign))
                     }
                 }
-                func perform(_ actions: [SchedulerStateMachine.Action]) {
+                func perform(_ actions: [SchedulerStateMachine.Action]) async {
                     for action in actions {
                         switch action {
                         case .fire(let campaign, let slot), .resume(let campaign, let slot):
                             start(campaign, slot: slot)
                         case .close(let campaign, let slot, let reason):
-                            self.close(campaign, slot: slot, reason: reason, journal: journal)
+                            await self.close(campaign, slot: slot, reason: reason, journal: journal)
                         case .skip(let campaign, let first, let through, let count, let reason):
-                            self.skip(
+                            await self.skip(
                                 campaign,
                                 first: first,
                                 through: through,
@@ -144,7 +144,7 @@ public final class SchedulerService: Service, Sendable {
                     case .tick:
                         guard !stopping else { break }
                         if catalog.refresh() || !resumed {
-                            paths = self.sync(&machine, with: catalog, journal: journal, now: now)
+                            paths = await self.sync(&machine, with: catalog, journal: journal, now: now)
                             triggered = catalog.triggers.mapValues(\.path)
                             self.triggers.set(catalog.triggers.values.map(\.rule))
                             self.checkCredentials(catalog)
@@ -157,19 +157,22 @@ public final class SchedulerService: Service, Sendable {
                         }
                         if !resumed {
                             resumed = true
-                            for (campaign, slot) in self.unfinishedSlots(journal, scheduled: paths) {
-                                let newestFired = try? journal.latestFiredSlot(campaign: campaign)
-                                perform(
+                            for (campaign, slot) in await self.unfinishedSlots(journal, scheduled: paths) {
+                                let newestFired = try? await journal.latestFiredSlot(campaign: campaign)
+                                await perform(
                                     machine.unfinished(campaign, slot: slot, newestFired: newestFired, now: Int64(now))
                                 )
                             }
-                            for (campaign, notifications) in self.unfinishedTriggers(journal, triggered: triggered)
+                            for (campaign, notifications) in await self.unfinishedTriggers(
+                                journal,
+                                triggered: triggered
+                            )
                             where !running.contains(campaign) {
                                 startTrigger(campaign, notifications: notifications)
                             }
                         }
-                        perform(machine.tick(now: Int64(now)))
-                        for (campaign, notifications) in self.dueFirings(journal, now: now, triggered: triggered)
+                        await perform(machine.tick(now: Int64(now)))
+                        for (campaign, notifications) in await self.dueFirings(journal, now: now, triggered: triggered)
                         where !running.contains(campaign) {
                             startTrigger(campaign, notifications: notifications)
                         }
@@ -181,7 +184,7 @@ public final class SchedulerService: Service, Sendable {
                     case .ended(let campaign):
                         running.remove(campaign)
                         status.update { $0.running = running.sorted() }
-                        if !stopping { perform(machine.runEnded(campaign, now: Int64(now))) }
+                        if !stopping { await perform(machine.runEnded(campaign, now: Int64(now))) }
                     case .shutdown:
                         stopping = true
                     }
@@ -198,9 +201,9 @@ public final class SchedulerService: Service, Sendable {
     private func sync(
         _ machine: inout SchedulerStateMachine,
         with catalog: CampaignCatalog,
-        journal: SQLiteJournal,
+        journal: any Journal,
         now: Double
-    ) -> [String: String] {
+    ) async -> [String: String] {
         let scheduled = catalog.scheduled
         for campaign in machine.campaigns where scheduled[campaign] == nil {
             machine.unschedule(campaign)
@@ -208,8 +211,8 @@ public final class SchedulerService: Service, Sendable {
         }
         for (campaign, entry) in scheduled {
             do {
-                let latest = try journal.latestSlot(campaign: campaign)
-                let since = try journal.watchStart(campaign: campaign, now: now)
+                let latest = try await journal.latestSlot(campaign: campaign)
+                let since = try await journal.watchStart(campaign: campaign, now: now)
                 let isNew = !machine.campaigns.contains(campaign)
                 machine.schedule(
                     campaign,
@@ -242,9 +245,9 @@ public final class SchedulerService: Service, Sendable {
     }
 
     /// Slot runs a killed `serve` left unfinished, for campaigns still scheduled.
-    private func unfinishedSlots(_ journal: SQLiteJournal, scheduled: [String: String]) -> [(String, Int64)] {
+    private func unfinishedSlots(_ journal: any Journal, scheduled: [String: String]) async -> [(String, Int64)] {
         do {
-            return try journal.unfinishedSlotRuns().compactMap { run in
+            return try await journal.unfinishedSlotRuns().compactMap { run in
                 guard let slot = run.slot else { return nil }
                 guard scheduled[run.campaign] != nil else {
                     logger.warning(
@@ -263,13 +266,13 @@ public final class SchedulerService: Service, Sendable {
     /// Pending firings due now, by campaign (oldest first); those of campaigns no longer in the
     /// folders are skipped.
     private func dueFirings(
-        _ journal: SQLiteJournal,
+        _ journal: any Journal,
         now: Double,
         triggered: [String: String]
-    ) -> [(String, [String])] {
+    ) async -> [(String, [String])] {
         let due: [TriggerFiring]
         do {
-            due = try journal.dueFirings(now: now)
+            due = try await journal.dueFirings(now: now)
         } catch {
             report("the journal's trigger firings cannot be read: \(error)")
             return []
@@ -280,33 +283,37 @@ public final class SchedulerService: Service, Sendable {
             if byCampaign[firing.campaign] == nil { order.append(firing.campaign) }
             byCampaign[firing.campaign, default: []].append(firing.notification)
         }
-        return order.compactMap { campaign in
+        var ready: [(String, [String])] = []
+        for campaign in order {
             let notifications = byCampaign[campaign] ?? []
             guard triggered[campaign] != nil else {
-                skipFirings(
+                await skipFirings(
                     campaign,
                     notifications,
                     detail: "campaign \(campaign) is no longer a trigger campaign in the campaign folders",
                     journal: journal
                 )
-                return nil
+                continue
             }
-            return (campaign, notifications)
+            ready.append((campaign, notifications))
         }
+        return ready
     }
 
     /// Trigger runs a killed `serve` left unfinished, with their notifications.
-    private func unfinishedTriggers(_ journal: SQLiteJournal, triggered: [String: String]) -> [(String, [String])] {
+    private func unfinishedTriggers(_ journal: any Journal, triggered: [String: String]) async -> [(String, [String])] {
         do {
-            return try journal.unfinishedTriggerRuns().compactMap { run in
+            var unfinished: [(String, [String])] = []
+            for run in try await journal.unfinishedTriggerRuns() {
                 guard triggered[run.campaign] != nil else {
                     logger.warning(
                         "run \(run.id) of trigger campaign \(run.campaign) is unfinished, but the campaign is no longer a trigger campaign; it is left as it is"
                     )
-                    return nil
+                    continue
                 }
-                return (run.campaign, try journal.firings(run: run.id).map(\.notification))
+                unfinished.append((run.campaign, try await journal.firings(run: run.id).map(\.notification)))
             }
+            return unfinished
         } catch {
             report("the journal cannot be read: \(error)")
             return []
@@ -315,12 +322,17 @@ public final class SchedulerService: Service, Sendable {
 
     /// Sends the firings of `campaign` by `notifications` in one run: the campaign as its file is
     /// now, to the audience rows joined to their subscriptions.
-    private func fireTrigger(_ campaign: String, notifications: [String], path: String, journal: SQLiteJournal) async {
+    private func fireTrigger(_ campaign: String, notifications: [String], path: String, journal: any Journal) async {
         let events =
             notifications.count == 1 ? "notification \(notifications[0])" : "\(notifications.count) notifications"
         let (loaded, error) = CampaignCatalog(paths: configuration.paths, folders: []).load(path)
         guard let loaded else {
-            skipFirings(campaign, notifications, detail: error ?? "the campaign file does not load", journal: journal)
+            await skipFirings(
+                campaign,
+                notifications,
+                detail: error ?? "the campaign file does not load",
+                journal: journal
+            )
             return
         }
         var options = SendRun.Options(journalPath: configuration.journalPath)
@@ -328,7 +340,7 @@ public final class SchedulerService: Service, Sendable {
         options.stallTimeout = configuration.stallTimeout
         let send: SendRun
         do {
-            send = try SendRun.prepare(
+            send = try await SendRun.prepare(
                 loaded,
                 options: options,
                 transport: .app(paths: configuration.paths, environment: configuration.environment),
@@ -344,7 +356,7 @@ public final class SchedulerService: Service, Sendable {
                 break  // another process sends the campaign; the firings wait for it
             default:
                 metrics.runRefused(campaign)
-                skipFirings(campaign, notifications, detail: error.message, journal: journal)
+                await skipFirings(campaign, notifications, detail: error.message, journal: journal)
                 report("the trigger of \(campaign) by \(events) was refused: \(error.message)")
             }
             return
@@ -363,8 +375,8 @@ public final class SchedulerService: Service, Sendable {
         metrics.ended(campaign, report: report, lastProgress: nil)
         if report.planFinished {
             do {
-                let firings = try journal.firings(run: send.run.id)
-                let unreached = try journal.settleFirings(
+                let firings = try await journal.firings(run: send.run.id)
+                let unreached = try await journal.settleFirings(
                     run: send.run.id,
                     joined: report.joinedSubscriptions,
                     normalize: loaded.subscriptionJoin.normalized
@@ -385,15 +397,23 @@ public final class SchedulerService: Service, Sendable {
     }
 
     /// Fires one slot: the campaign as its file is now, claimed and sent (or resumed).
-    private func fire(_ campaign: String, slot: Int64, path: String, journal: SQLiteJournal) async {
+    private func fire(_ campaign: String, slot: Int64, path: String, journal: any Journal) async {
         let slotText = Timestamps.text(Double(slot))
         let (loaded, error) = CampaignCatalog(paths: configuration.paths, folders: []).load(path)
         guard let loaded else {
-            skip(campaign, first: slot, through: slot, count: 1, reason: "invalid", detail: error, journal: journal)
+            await skip(
+                campaign,
+                first: slot,
+                through: slot,
+                count: 1,
+                reason: "invalid",
+                detail: error,
+                journal: journal
+            )
             return
         }
         if loaded.schedule?.once != nil, let sent = try? journal.latestRun(campaign: campaign), sent.slot == nil {
-            skip(
+            await skip(
                 campaign,
                 first: slot,
                 through: slot,
@@ -411,7 +431,7 @@ public final class SchedulerService: Service, Sendable {
         let metrics = self.metrics
         let send: SendRun
         do {
-            send = try SendRun.prepare(
+            send = try await SendRun.prepare(
                 loaded,
                 options: options,
                 transport: .app(paths: configuration.paths, environment: configuration.environment),
@@ -430,20 +450,15 @@ public final class SchedulerService: Service, Sendable {
             case .givenUp:
                 report(error.message, Logger.fields("run-given-up", campaign: campaign, slot: slot))
             case .busy:
-                if loaded.schedule?.overlap != .queue {
-                    skip(
-                        campaign,
-                        first: slot,
-                        through: slot,
-                        count: 1,
-                        reason: "overlap",
-                        detail: error.message,
-                        journal: journal
-                    )
-                }
+                // Another process sends the campaign. The slot belongs to whoever fires it: that
+                // process fires it too, so recording it as skipped here could leave it unsent.
+                logger.notice(
+                    "slot \(slotText) of \(campaign): \(error.message); the slot is left to that process",
+                    metadata: Logger.fields("slot-left", campaign: campaign, slot: slot)
+                )
             default:
                 metrics.runRefused(campaign)
-                skip(
+                await skip(
                     campaign,
                     first: slot,
                     through: slot,
