@@ -37,6 +37,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // The version and the git commit of the build (the commit written by BuildInfoPlugin).
@@ -86,6 +87,19 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 // Each run's latency distribution.
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            swiftSettings: strict
+        ),
+        // The journal on PostgreSQL (postgres-nio): several machines on one journal. A target of its own
+        // so that what links the journal alone (the fuzz targets) does not build a database client.
+        .target(
+            name: "PushcampPostgres",
+            dependencies: [
+                "PushcampJournal", "PushcampModel",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
@@ -266,7 +280,7 @@ let package = Package(
         .testTarget(
             name: "PushcampJournalTests",
             dependencies: [
-                "PushcampJournal", "PushcampModel", "PushcampTestSupport",
+                "PushcampJournal", "PushcampModel", "PushcampTestSupport", "PushcampPostgres",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict

@@ -115,7 +115,7 @@ public struct SubscriptionState: Sendable, Hashable {
 public protocol NotificationStore: Sendable {
     /// Commits `record` with a synchronous (fsynced) commit; false when a notification with its
     /// UUID is kept already (Apple's retry, or a concurrent duplicate), which changes nothing.
-    func storeNotification(_ record: AppStoreNotificationRecord) throws(JournalError) -> Bool
+    func storeNotification(_ record: AppStoreNotificationRecord) async throws(JournalError) -> Bool
     /// `storeNotification`, and in the same transaction, when the notification is new, the
     /// subscription state it carries — unless a notification signed later set that subscription
     /// already (an older one arriving late is kept, but changes no state) — and the trigger
@@ -124,38 +124,70 @@ public protocol NotificationStore: Sendable {
         _ record: AppStoreNotificationRecord,
         subscription: SubscriptionState?,
         firings: [TriggerFiring]
-    ) throws(JournalError) -> Bool
+    ) async throws(JournalError) -> Bool
     /// Subscriptions, most recently signed first; of one status when given.
-    func subscriptions(status: String?, limit: Int) throws(JournalError) -> [SubscriptionState]
+    func subscriptions(status: String?, limit: Int) async throws(JournalError) -> [SubscriptionState]
     /// Every subscription of `app`, in no particular order, without holding them all in memory.
-    func forEachSubscription(app: String, _ body: (SubscriptionState) throws -> Void) throws
+    func forEachSubscription(app: String, _ body: (SubscriptionState) throws -> Void) async throws
     /// Notifications, newest received first; only quarantined ones when `quarantined`.
-    func notifications(limit: Int, quarantined: Bool) throws(JournalError) -> [AppStoreNotificationRecord]
+    func notifications(limit: Int, quarantined: Bool) async throws(JournalError) -> [AppStoreNotificationRecord]
     /// A quarantined notification accepted for `app` after the configuration was fixed, with the
     /// subscription state it carries (applied as `storeNotification` would).
-    func release(_ uuid: String, app: String, subscription: SubscriptionState?) throws(JournalError)
+    func release(_ uuid: String, app: String, subscription: SubscriptionState?) async throws(JournalError)
+    /// Stored notifications of `app` and `type` (one of `subtypes`, any when empty) signed since
+    /// `since`: how many, and about how many subscriptions. What `plan` shows of a trigger.
+    func countNotifications(
+        app: String,
+        type: String,
+        subtypes: [String],
+        since: Double
+    ) async throws(JournalError) -> (events: Int, subscriptions: Int)
 }
 
 extension NotificationStore {
-    public func storeNotification(_ record: AppStoreNotificationRecord) throws(JournalError) -> Bool {
-        try storeNotification(record, subscription: nil, firings: [])
+    public func storeNotification(_ record: AppStoreNotificationRecord) async throws(JournalError) -> Bool {
+        try await storeNotification(record, subscription: nil, firings: [])
     }
 
     public func storeNotification(
         _ record: AppStoreNotificationRecord,
         subscription: SubscriptionState?
-    ) throws(JournalError) -> Bool {
-        try storeNotification(record, subscription: subscription, firings: [])
+    ) async throws(JournalError) -> Bool {
+        try await storeNotification(record, subscription: subscription, firings: [])
     }
 }
 
 extension SQLiteJournal: NotificationStore {
+    /// Stored notifications of `app` and `type` (one of `subtypes`, any when empty) signed since
+    /// `since`: how many, and about how many subscriptions. What `plan` shows of a trigger.
+    public func countNotifications(
+        app: String,
+        type: String,
+        subtypes: [String],
+        since: Double
+    ) async throws(JournalError) -> (events: Int, subscriptions: Int) {
+        try await read { db in
+            let subtypeClause =
+                subtypes.isEmpty ? "" : "AND subtype IN (\(databaseQuestionMarks(count: subtypes.count)))"
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT count(*) AS events, count(DISTINCT original_transaction_id) AS subscriptions
+                    FROM appstore_notification
+                    WHERE disposition = 'stored' AND app = ? AND type = ? AND signed_date >= ? \(subtypeClause)
+                    """,
+                arguments: StatementArguments([app, type, since] as [any DatabaseValueConvertible] + subtypes)
+            )
+            return (row?["events"] ?? 0, row?["subscriptions"] ?? 0)
+        }
+    }
+
     public func storeNotification(
         _ record: AppStoreNotificationRecord,
         subscription: SubscriptionState?,
         firings: [TriggerFiring]
-    ) throws(JournalError) -> Bool {
-        try writeDurably { db in
+    ) async throws(JournalError) -> Bool {
+        try await writeDurably { db in
             try db.execute(
                 sql: """
                     INSERT OR IGNORE INTO appstore_notification (
@@ -176,15 +208,27 @@ extension SQLiteJournal: NotificationStore {
         }
     }
 
-    public func forEachSubscription(app: String, _ body: (SubscriptionState) throws -> Void) throws {
-        try read { db in
-            let rows = try Row.fetchCursor(db, sql: "SELECT * FROM subscription WHERE app = ?", arguments: [app])
-            while let row = try rows.next() { try body(Self.subscription(from: row)) }
+    public func forEachSubscription(app: String, _ body: (SubscriptionState) throws -> Void) async throws {
+        var after = ""
+        while true {
+            let page = try await read { [after] db in
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT * FROM subscription WHERE app = ? AND original_transaction_id > ?
+                        ORDER BY original_transaction_id LIMIT 10000
+                        """,
+                    arguments: [app, after]
+                ).map(Self.subscription(from:))
+            }
+            for subscription in page { try body(subscription) }
+            guard page.count == 10_000, let last = page.last else { return }
+            after = last.originalTransactionID
         }
     }
 
-    public func subscriptions(status: String?, limit: Int) throws(JournalError) -> [SubscriptionState] {
-        try read { db in
+    public func subscriptions(status: String?, limit: Int) async throws(JournalError) -> [SubscriptionState] {
+        try await read { db in
             try Row.fetchAll(
                 db,
                 sql: """
@@ -215,8 +259,8 @@ extension SQLiteJournal: NotificationStore {
         )
     }
 
-    public func release(_ uuid: String, app: String, subscription: SubscriptionState?) throws(JournalError) {
-        try writeDurably { db in
+    public func release(_ uuid: String, app: String, subscription: SubscriptionState?) async throws(JournalError) {
+        try await writeDurably { db in
             try db.execute(
                 sql: """
                     UPDATE appstore_notification SET disposition = 'stored', app = ?, reason = NULL
@@ -258,8 +302,9 @@ extension SQLiteJournal: NotificationStore {
         )
     }
 
-    public func notifications(limit: Int, quarantined: Bool) throws(JournalError) -> [AppStoreNotificationRecord] {
-        try read { db in
+    public func notifications(limit: Int, quarantined: Bool) async throws(JournalError) -> [AppStoreNotificationRecord]
+    {
+        try await read { db in
             try Row.fetchAll(
                 db,
                 sql: """
@@ -308,7 +353,7 @@ extension MemoryJournal: NotificationStore {
         _ record: AppStoreNotificationRecord,
         subscription: SubscriptionState?,
         firings: [TriggerFiring]
-    ) throws(JournalError) -> Bool {
+    ) async throws(JournalError) -> Bool {
         let result: Result<Bool, JournalError> = state.withLock { state in
             if let failure = state.notificationFailure { return .failure(failure) }
             guard state.notifications[record.uuid] == nil else { return .success(false) }
@@ -320,7 +365,7 @@ extension MemoryJournal: NotificationStore {
         return try result.get()
     }
 
-    public func forEachSubscription(app: String, _ body: (SubscriptionState) throws -> Void) throws {
+    public func forEachSubscription(app: String, _ body: (SubscriptionState) throws -> Void) async throws {
         for subscription in state.withLock({ Array($0.subscriptions.values) }) where subscription.app == app {
             try body(subscription)
         }
@@ -343,7 +388,7 @@ extension MemoryJournal: NotificationStore {
         subscriptions[new.originalTransactionID] = merged
     }
 
-    public func subscriptions(status: String?, limit: Int) throws(JournalError) -> [SubscriptionState] {
+    public func subscriptions(status: String?, limit: Int) async throws(JournalError) -> [SubscriptionState] {
         state.withLock { state in
             Array(
                 state.subscriptions.values.filter { status == nil || $0.status == status }
@@ -352,7 +397,7 @@ extension MemoryJournal: NotificationStore {
         }
     }
 
-    public func release(_ uuid: String, app: String, subscription: SubscriptionState?) throws(JournalError) {
+    public func release(_ uuid: String, app: String, subscription: SubscriptionState?) async throws(JournalError) {
         state.withLock { state in
             guard var record = state.notifications[uuid], record.disposition == .quarantined else { return }
             record.disposition = .stored
@@ -363,12 +408,29 @@ extension MemoryJournal: NotificationStore {
         }
     }
 
-    public func notifications(limit: Int, quarantined: Bool) throws(JournalError) -> [AppStoreNotificationRecord] {
+    public func notifications(limit: Int, quarantined: Bool) async throws(JournalError) -> [AppStoreNotificationRecord]
+    {
         state.withLock { state in
             Array(
                 state.notifications.values.filter { !quarantined || $0.disposition == .quarantined }
                     .sorted { $0.receivedAt > $1.receivedAt }.prefix(limit)
             )
+        }
+    }
+
+    public func countNotifications(
+        app: String,
+        type: String,
+        subtypes: [String],
+        since: Double
+    ) async throws(JournalError) -> (events: Int, subscriptions: Int) {
+        state.withLock { state in
+            let matching = state.notifications.values.filter { record in
+                record.disposition == .stored && record.app == app && record.type == type
+                    && (subtypes.isEmpty || record.subtype.map(subtypes.contains) == true)
+                    && (record.signedDate ?? -.infinity) >= since
+            }
+            return (matching.count, Set(matching.compactMap(\.originalTransactionID)).count)
         }
     }
 }

@@ -1,19 +1,20 @@
 import PushcampAPNsCore
 import PushcampModel
 
-/// Where a run's every recipient is remembered, so a killed send resumes without sending anyone
-/// the same notification twice, and where tokens APNs called dead are kept for later campaigns.
+/// Runs and their recipients: where a run's every recipient is remembered, so a killed send
+/// resumes without sending anyone the same notification twice.
 ///
-/// Two implementations: `SQLiteJournal` (the embedded default, `.pushcamp/journal.sqlite`) and
-/// `MemoryJournal` (tests, and the benchmark's baseline). Writes come in batches: one call to
-/// `record` is one transaction, so the executor commits a whole group of state changes at once.
+/// Three implementations: `SQLiteJournal` (the embedded default, `.pushcamp/journal.sqlite`),
+/// PostgreSQL (several machines on one journal) and `MemoryJournal` (tests, and the benchmark's
+/// baseline), held to one contract suite. Writes come in batches: one call to `record` is one
+/// transaction, so the executor commits a whole group of state changes at once.
 public protocol JournalStore: Sendable {
     /// The newest run of `campaign` that has not finished or been cancelled, if any; replays aside.
-    func unfinishedRun(campaign: String) throws(JournalError) -> RunRecord?
+    func unfinishedRun(campaign: String) async throws(JournalError) -> RunRecord?
     /// The newest run of `campaign` whatever its status, if any; replays aside.
-    func latestRun(campaign: String) throws(JournalError) -> RunRecord?
+    func latestRun(campaign: String) async throws(JournalError) -> RunRecord?
     /// The newest unfinished replay of `run`, if any.
-    func unfinishedReplay(of run: RunID) throws(JournalError) -> RunRecord?
+    func unfinishedReplay(of run: RunID) async throws(JournalError) -> RunRecord?
     /// Starts a new run of `campaign` at `revision`, sent from the campaign file `file`; a replay
     /// names the run and reasons it replays.
     func createRun(
@@ -22,50 +23,76 @@ public protocol JournalStore: Sendable {
         now: Double,
         file: String?,
         replay: ReplayOrigin?
-    ) throws(JournalError) -> RunRecord
-    func run(_ id: RunID) throws(JournalError) -> RunRecord?
+    ) async throws(JournalError) -> RunRecord
+    func run(_ id: RunID) async throws(JournalError) -> RunRecord?
     /// Runs, newest first.
-    func runs(limit: Int) throws(JournalError) -> [RunRecord]
-    func setStatus(_ status: RunStatus, of run: RunID, now: Double) throws(JournalError)
+    func runs(limit: Int) async throws(JournalError) -> [RunRecord]
+    func setStatus(_ status: RunStatus, of run: RunID, now: Double) async throws(JournalError)
     /// Asks the process sending `run` to stop (it checks `cancelRequested`).
-    func requestCancel(_ run: RunID, now: Double) throws(JournalError)
-    func cancelRequested(_ run: RunID) throws(JournalError) -> Bool
+    func requestCancel(_ run: RunID, now: Double) async throws(JournalError)
+    func cancelRequested(_ run: RunID) async throws(JournalError) -> Bool
 
     /// The number of recipients the plan sends (known once planning has gone through the audience).
-    func setPlanned(_ count: Int, of run: RunID) throws(JournalError)
+    func setPlanned(_ count: Int, of run: RunID) async throws(JournalError)
     /// One group commit: recipients' new states, the seq ranges whose first attempt is about to be
     /// sent, and possible duplicates. A later update of the same recipient wins.
-    func record(_ batch: JournalBatch, run: RunID, now: Double) throws(JournalError)
+    func record(_ batch: JournalBatch, run: RunID, now: Double) async throws(JournalError)
+    /// `record` made on the calling thread, blocking it, for a store whose writes wait on nothing
+    /// but a local disk (SQLite, memory): the executor's journal writer, a thread of its own,
+    /// commits without a hop to another executor and back on the send's critical path. Nil for a
+    /// store that waits on the network; the writer then awaits `record`.
+    var synchronousRecord: (@Sendable (JournalBatch, RunID, Double) throws(JournalError) -> Void)? { get }
     /// The seq ranges recorded as dispatched, in order.
-    func dispatched(of run: RunID) throws(JournalError) -> [ClosedRange<Int>]
+    func dispatched(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>]
     /// The seq ranges recorded as delivered on their first attempt, in order.
-    func delivered(of run: RunID) throws(JournalError) -> [ClosedRange<Int>]
-    /// Every recipient of `run` with a row of its own, in plan order, without loading them all at
-    /// once. Recipients delivered on their first attempt have none: they are in `delivered(of:)`.
-    func forEachRecipient(of run: RunID, _ body: (RecipientRecord) throws -> Void) throws
+    func delivered(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>]
+    /// Up to `limit` recipients of `run` with a row of their own and a seq above `seq`, in plan
+    /// order: one page of `forEachRecipient`. Recipients delivered on their first attempt have
+    /// none: they are in `delivered(of:)`.
+    func recipients(of run: RunID, after seq: Int, limit: Int) async throws(JournalError) -> [RecipientRecord]
     /// How many recipients of `run` are in each state; dispatched recipients with neither a row nor
     /// a delivered range count as in flight.
-    func counts(of run: RunID) throws(JournalError) -> RecipientCounts
-    /// Every delivery recorded at or after `since` (seconds since 1970), in any run of any campaign:
-    /// the `StableHash` of each delivered device token, once per delivery. For frequency caps.
-    func forEachDelivery(since: Double, _ body: (UInt64) throws -> Void) throws
+    func counts(of run: RunID) async throws(JournalError) -> RecipientCounts
     /// Final answers of `run` (delivered and failed) per wall-clock second, oldest first; seconds
     /// without any are left out.
-    func answersPerSecond(of run: RunID) throws(JournalError) -> [AnswersInSecond]
+    func answersPerSecond(of run: RunID) async throws(JournalError) -> [AnswersInSecond]
     /// What the run's sends measured (latencies, retries, time spent), as last saved; nil when no
     /// send of the run saved any.
-    func stats(of run: RunID) throws(JournalError) -> RunStats?
+    func stats(of run: RunID) async throws(JournalError) -> RunStats?
+}
 
+/// Dead tokens and delivery history: what every campaign of the journal shares, whichever run or
+/// machine learnt it. Dead tokens come in with a run's answers (`JournalBatch.invalidTokens`).
+public protocol TokenHistoryStore: Sendable {
     /// Remembers tokens APNs called Unregistered, ExpiredToken or BadDeviceToken (per topic); a
     /// token seen again keeps its newest APNs timestamp.
-    func rememberInvalidTokens(_ tokens: [InvalidToken]) throws(JournalError)
+    func rememberInvalidTokens(_ tokens: [InvalidToken]) async throws(JournalError)
     /// Remembered dead tokens, optionally for one topic and seen since a time, oldest first.
-    func invalidTokens(topic: String?, since: Double?) throws(JournalError) -> [InvalidToken]
+    func invalidTokens(topic: String?, since: Double?) async throws(JournalError) -> [InvalidToken]
+    /// Every delivery recorded at or after `since` (seconds since 1970), in any run of any campaign:
+    /// the `StableHash` of each delivered device token, once per delivery. For frequency caps.
+    func deliveryHashes(since: Double) async throws(JournalError) -> [UInt64]
 }
 
 extension JournalStore {
-    public func createRun(campaign: String, revision: String, now: Double) throws(JournalError) -> RunRecord {
-        try createRun(campaign: campaign, revision: revision, now: now, file: nil, replay: nil)
+    public func createRun(campaign: String, revision: String, now: Double) async throws(JournalError) -> RunRecord {
+        try await createRun(campaign: campaign, revision: revision, now: now, file: nil, replay: nil)
+    }
+
+    /// Every recipient of `run` with a row of its own, in plan order, a page at a time: never all
+    /// of them in memory at once.
+    public func forEachRecipient(
+        of run: RunID,
+        pageSize: Int = 10_000,
+        _ body: (RecipientRecord) async throws -> Void
+    ) async throws {
+        var after = -1
+        while true {
+            let page = try await recipients(of: run, after: after, limit: pageSize)
+            for row in page { try await body(row) }
+            guard page.count == pageSize, let last = page.last else { return }
+            after = last.seq
+        }
     }
 }
 
@@ -170,7 +197,7 @@ public struct DeliveredRange: Sendable, Hashable {
     }
 
     /// Calls `body` with each hash of `encodedHashes`.
-    static func forEachHash(in bytes: UnsafeRawBufferPointer, _ body: (UInt64) throws -> Void) rethrows {
+    package static func forEachHash(in bytes: UnsafeRawBufferPointer, _ body: (UInt64) throws -> Void) rethrows {
         var offset = 0
         while offset + 8 <= bytes.count {
             try body(UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
@@ -278,7 +305,7 @@ public struct RunRecord: Sendable, Hashable {
 
 extension RunRecord {
     /// A run as `createRun` makes it: running since `now`, no cancel asked.
-    static func started(
+    package static func started(
         id: RunID,
         campaign: String,
         revision: String,
@@ -382,7 +409,7 @@ public struct RecipientCounts: Sendable, Hashable {
 
     public var total: Int { planned + inFlight + delivered + failed + waiting + unknown }
 
-    mutating func add(_ state: RecipientState, _ count: Int = 1) {
+    package mutating func add(_ state: RecipientState, _ count: Int = 1) {
         switch state {
         case .planned: planned += count
         case .inFlight: inFlight += count
@@ -411,7 +438,7 @@ public struct AnswersInSecond: Sendable, Hashable {
     }
 
     /// Per-second counts from (time, delivered, failed, retried) entries in any order.
-    static func tally(
+    package static func tally(
         _ entries: some Sequence<(at: Double, delivered: Int, failed: Int, retried: Int)>
     ) -> [AnswersInSecond] {
         var seconds: [Int64: AnswersInSecond] = [:]

@@ -3,7 +3,7 @@ import Synchronization
 
 /// The in-memory twin of `SQLiteJournal`: the same behaviour, nothing on disk. For tests and as
 /// the baseline the journal's cost is measured against.
-public final class MemoryJournal: JournalStore {
+public final class MemoryJournal: JournalStore, TokenHistoryStore {
     struct State {
         var runs: [RunRecord] = []
         var recipients: [RunID: [Int: RecipientRecord]] = [:]
@@ -52,17 +52,17 @@ public final class MemoryJournal: JournalStore {
         recordsBeforeFailure = records
     }
 
-    public func unfinishedRun(campaign: String) throws(JournalError) -> RunRecord? {
+    public func unfinishedRun(campaign: String) async throws(JournalError) -> RunRecord? {
         state.withLock { state in
             state.runs.last { $0.campaign == campaign && $0.status.isUnfinished && $0.replay == nil }
         }
     }
 
-    public func latestRun(campaign: String) throws(JournalError) -> RunRecord? {
+    public func latestRun(campaign: String) async throws(JournalError) -> RunRecord? {
         state.withLock { state in state.runs.last { $0.campaign == campaign && $0.replay == nil } }
     }
 
-    public func unfinishedReplay(of run: RunID) throws(JournalError) -> RunRecord? {
+    public func unfinishedReplay(of run: RunID) async throws(JournalError) -> RunRecord? {
         state.withLock { state in state.runs.last { $0.replay?.run == run && $0.status.isUnfinished } }
     }
 
@@ -72,44 +72,54 @@ public final class MemoryJournal: JournalStore {
         now: Double,
         file: String?,
         replay: ReplayOrigin?
-    ) throws(JournalError) -> RunRecord {
+    ) async throws(JournalError) -> RunRecord {
         state.withLock { state in
             state.startRun(campaign: campaign, revision: revision, now: now, file: file, replay: replay)
         }
     }
 
-    public func run(_ id: RunID) throws(JournalError) -> RunRecord? {
+    public func run(_ id: RunID) async throws(JournalError) -> RunRecord? {
         state.withLock { state in state.runs.first { $0.id == id } }
     }
 
-    public func runs(limit: Int) throws(JournalError) -> [RunRecord] {
+    public func runs(limit: Int) async throws(JournalError) -> [RunRecord] {
         state.withLock { state in Array(state.runs.reversed().prefix(limit)) }
     }
 
-    public func setStatus(_ status: RunStatus, of run: RunID, now: Double) throws(JournalError) {
+    public func setStatus(_ status: RunStatus, of run: RunID, now: Double) async throws(JournalError) {
         try update(run) { record in
             record.status = status
             record.updatedAt = now
         }
     }
 
-    public func requestCancel(_ run: RunID, now: Double) throws(JournalError) {
+    public func requestCancel(_ run: RunID, now: Double) async throws(JournalError) {
         try update(run) { record in
             record.cancelRequested = true
             record.updatedAt = now
         }
     }
 
-    public func cancelRequested(_ run: RunID) throws(JournalError) -> Bool {
-        guard let record = try self.run(run) else { throw JournalError(.notFound, "no run \(run) in the journal") }
+    public func cancelRequested(_ run: RunID) async throws(JournalError) -> Bool {
+        guard let record = try await self.run(run) else {
+            throw JournalError(.notFound, "no run \(run) in the journal")
+        }
         return record.cancelRequested
     }
 
-    public func setPlanned(_ count: Int, of run: RunID) throws(JournalError) {
+    public func setPlanned(_ count: Int, of run: RunID) async throws(JournalError) {
         try update(run) { $0.planned = count }
     }
 
-    public func record(_ batch: JournalBatch, run: RunID, now: Double) throws(JournalError) {
+    public func record(_ batch: JournalBatch, run: RunID, now: Double) async throws(JournalError) {
+        try recordNow(batch, run: run, now: now)
+    }
+
+    public var synchronousRecord: (@Sendable (JournalBatch, RunID, Double) throws(JournalError) -> Void)? {
+        { [self] (batch, run, now) throws(JournalError) in try recordNow(batch, run: run, now: now) }
+    }
+
+    private func recordNow(_ batch: JournalBatch, run: RunID, now: Double) throws(JournalError) {
         let count = state.withLock { state in
             state.records += 1
             return state.records
@@ -119,7 +129,7 @@ public final class MemoryJournal: JournalStore {
         }
         if batch.possibleDuplicates > 0 { try update(run) { $0.possibleDuplicates += batch.possibleDuplicates } }
         if batch.stats != nil { try update(run) { $0.updatedAt = now } }
-        try rememberInvalidTokens(batch.invalidTokens)
+        rememberNow(batch.invalidTokens)
         state.withLock { state in
             if let stats = batch.stats { state.stats[run] = stats }
             if !batch.dispatched.isEmpty { state.dispatched[run, default: []].append(contentsOf: batch.dispatched) }
@@ -137,27 +147,27 @@ public final class MemoryJournal: JournalStore {
         }
     }
 
-    public func dispatched(of run: RunID) throws(JournalError) -> [ClosedRange<Int>] {
+    public func dispatched(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>] {
         state.withLock { state in (state.dispatched[run] ?? []).sorted { $0.lowerBound < $1.lowerBound } }
     }
 
-    public func delivered(of run: RunID) throws(JournalError) -> [ClosedRange<Int>] {
+    public func delivered(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>] {
         state.withLock { state in
             (state.delivered[run] ?? []).map(\.range.seqs).sorted { $0.lowerBound < $1.lowerBound }
         }
     }
 
-    public func forEachDelivery(since: Double, _ body: (UInt64) throws -> Void) throws {
+    public func deliveryHashes(since: Double) async throws(JournalError) -> [UInt64] {
         let (rows, ranges) = state.withLock { state in (state.recipients, state.delivered) }
+        var hashes: [UInt64] = []
         for row in rows.values.lazy.flatMap(\.values) {
-            if case .delivered = row.state, row.updatedAt >= since { try body(StableHash.hash(row.token)) }
+            if case .delivered = row.state, row.updatedAt >= since { hashes.append(StableHash.hash(row.token)) }
         }
-        for (range, at) in ranges.values.joined() where at >= since {
-            for hash in range.tokenHashes { try body(hash) }
-        }
+        for (range, at) in ranges.values.joined() where at >= since { hashes += range.tokenHashes }
+        return hashes
     }
 
-    public func answersPerSecond(of run: RunID) throws(JournalError) -> [AnswersInSecond] {
+    public func answersPerSecond(of run: RunID) async throws(JournalError) -> [AnswersInSecond] {
         state.withLock { state in
             let ranges = (state.delivered[run] ?? []).map {
                 (at: $0.at, delivered: $0.range.tokenHashes.count, failed: 0, retried: 0)
@@ -175,16 +185,16 @@ public final class MemoryJournal: JournalStore {
         }
     }
 
-    public func stats(of run: RunID) throws(JournalError) -> RunStats? {
+    public func stats(of run: RunID) async throws(JournalError) -> RunStats? {
         state.withLock { state in state.stats[run] }
     }
 
-    public func forEachRecipient(of run: RunID, _ body: (RecipientRecord) throws -> Void) throws {
+    public func recipients(of run: RunID, after seq: Int, limit: Int) async throws(JournalError) -> [RecipientRecord] {
         let rows = state.withLock { state in state.recipients[run] ?? [:] }
-        for seq in rows.keys.sorted() { try body(rows[seq]!) }
+        return Array(rows.values.filter { $0.seq > seq }.sorted { $0.seq < $1.seq }.prefix(limit))
     }
 
-    public func counts(of run: RunID) throws(JournalError) -> RecipientCounts {
+    public func counts(of run: RunID) async throws(JournalError) -> RecipientCounts {
         state.withLock { state in
             var counts = RecipientCounts()
             let rows = state.recipients[run] ?? [:]
@@ -196,7 +206,11 @@ public final class MemoryJournal: JournalStore {
         }
     }
 
-    public func rememberInvalidTokens(_ tokens: [InvalidToken]) throws(JournalError) {
+    public func rememberInvalidTokens(_ tokens: [InvalidToken]) async throws(JournalError) {
+        rememberNow(tokens)
+    }
+
+    private func rememberNow(_ tokens: [InvalidToken]) {
         state.withLock { state in
             for token in tokens {
                 let key = token.topic + "\u{0}" + token.token
@@ -205,7 +219,7 @@ public final class MemoryJournal: JournalStore {
         }
     }
 
-    public func invalidTokens(topic: String?, since: Double?) throws(JournalError) -> [InvalidToken] {
+    public func invalidTokens(topic: String?, since: Double?) async throws(JournalError) -> [InvalidToken] {
         state.withLock { state in
             state.invalid.values
                 .filter { token in
@@ -228,7 +242,7 @@ public final class MemoryJournal: JournalStore {
 extension InvalidToken {
     /// What to keep when a token is reported dead again: the latest report, and the newest APNs
     /// timestamp either report carried.
-    static func newer(_ old: InvalidToken?, _ new: InvalidToken) -> InvalidToken {
+    package static func newer(_ old: InvalidToken?, _ new: InvalidToken) -> InvalidToken {
         guard let old else { return new }
         var kept = new.seenAt >= old.seenAt ? new : old
         kept.apnsTimestamp = [old.apnsTimestamp, new.apnsTimestamp].compactMap { $0 }.max()

@@ -27,13 +27,13 @@ public struct ResumePoint: Sendable {
 
     /// Reads `run` back without loading every row at once: memory is a bit per recipient plus the
     /// pending ones.
-    public init(journal: any JournalStore, run: RunID) throws {
-        stats = try journal.stats(of: run) ?? RunStats()
-        for range in try journal.delivered(of: run) {
+    public init(journal: any JournalStore, run: RunID) async throws {
+        stats = try await journal.stats(of: run) ?? RunStats()
+        for range in try await journal.delivered(of: run) {
             for seq in range { settled.insert(seq) }
             delivered += range.count
         }
-        try journal.forEachRecipient(of: run) { row in
+        try await journal.forEachRecipient(of: run) { row in
             switch row.state {
             case .delivered:
                 settled.insert(row.seq)
@@ -51,7 +51,7 @@ public struct ResumePoint: Sendable {
             }
         }
         // Dispatched first attempts with neither an answer nor a row were in flight when it stopped.
-        for range in try journal.dispatched(of: run) {
+        for range in try await journal.dispatched(of: run) {
             for seq in range where !settled.contains(seq) && pending[seq] == nil {
                 pending[seq] = .unknown(attempts: 1)
             }

@@ -10,7 +10,7 @@ import PushcampModel
 /// Durability: `synchronous = NORMAL` in WAL mode keeps every committed transaction across a
 /// killed process (the case resume is for); a power cut may lose the last few, never corrupt the
 /// file.
-public final class SQLiteJournal: JournalStore {
+public final class SQLiteJournal: JournalStore, TokenHistoryStore {
     public let path: String
     private let database: DatabaseQueue
 
@@ -330,8 +330,8 @@ public final class SQLiteJournal: JournalStore {
 
     // MARK: runs
 
-    public func unfinishedRun(campaign: String) throws(JournalError) -> RunRecord? {
-        try read { db in
+    public func unfinishedRun(campaign: String) async throws(JournalError) -> RunRecord? {
+        try await read { db in
             try Row.fetchOne(
                 db,
                 sql: """
@@ -343,8 +343,8 @@ public final class SQLiteJournal: JournalStore {
         }
     }
 
-    public func latestRun(campaign: String) throws(JournalError) -> RunRecord? {
-        try read { db in
+    public func latestRun(campaign: String) async throws(JournalError) -> RunRecord? {
+        try await read { db in
             try Row.fetchOne(
                 db,
                 sql: "SELECT * FROM run WHERE campaign = ? AND replay_of IS NULL ORDER BY id DESC",
@@ -353,8 +353,8 @@ public final class SQLiteJournal: JournalStore {
         }
     }
 
-    public func unfinishedReplay(of run: RunID) throws(JournalError) -> RunRecord? {
-        try read { db in
+    public func unfinishedReplay(of run: RunID) async throws(JournalError) -> RunRecord? {
+        try await read { db in
             try Row.fetchOne(
                 db,
                 sql: "SELECT * FROM run WHERE replay_of = ? AND status IN ('running', 'interrupted') ORDER BY id DESC",
@@ -369,8 +369,8 @@ public final class SQLiteJournal: JournalStore {
         now: Double,
         file: String?,
         replay: ReplayOrigin?
-    ) throws(JournalError) -> RunRecord {
-        try write { db in
+    ) async throws(JournalError) -> RunRecord {
+        try await write { db in
             try db.execute(
                 sql: """
                     INSERT INTO run (campaign, revision, status, started_at, updated_at, file, replay_of, replay_reasons)
@@ -392,42 +392,50 @@ public final class SQLiteJournal: JournalStore {
         }
     }
 
-    public func run(_ id: RunID) throws(JournalError) -> RunRecord? {
-        try read { db in
+    public func run(_ id: RunID) async throws(JournalError) -> RunRecord? {
+        try await read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM run WHERE id = ?", arguments: [id.rawValue]).map(Self.run(from:))
         }
     }
 
-    public func runs(limit: Int) throws(JournalError) -> [RunRecord] {
-        try read { db in
+    public func runs(limit: Int) async throws(JournalError) -> [RunRecord] {
+        try await read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM run ORDER BY id DESC LIMIT ?", arguments: [limit])
                 .map(Self.run(from:))
         }
     }
 
-    public func setStatus(_ status: RunStatus, of run: RunID, now: Double) throws(JournalError) {
-        try changeRun(run, sql: "UPDATE run SET status = ?, updated_at = ? WHERE id = ?", [status.rawValue, now])
+    public func setStatus(_ status: RunStatus, of run: RunID, now: Double) async throws(JournalError) {
+        try await changeRun(
+            run,
+            sql: "UPDATE run SET status = ?, updated_at = ? WHERE id = ?",
+            [status.rawValue.databaseValue, now.databaseValue]
+        )
     }
 
-    public func requestCancel(_ run: RunID, now: Double) throws(JournalError) {
-        try changeRun(run, sql: "UPDATE run SET cancel_requested = 1, updated_at = ? WHERE id = ?", [now])
+    public func requestCancel(_ run: RunID, now: Double) async throws(JournalError) {
+        try await changeRun(
+            run,
+            sql: "UPDATE run SET cancel_requested = 1, updated_at = ? WHERE id = ?",
+            [now.databaseValue]
+        )
     }
 
-    public func cancelRequested(_ run: RunID) throws(JournalError) -> Bool {
-        guard let record = try self.run(run) else { throw JournalError(.notFound, "no run \(run) in \(path)") }
+    public func cancelRequested(_ run: RunID) async throws(JournalError) -> Bool {
+        guard let record = try await self.run(run) else { throw JournalError(.notFound, "no run \(run) in \(path)") }
         return record.cancelRequested
     }
 
-    private func changeRun(_ run: RunID, sql: String, _ values: [any DatabaseValueConvertible]) throws(JournalError) {
-        let changed = try write { db in
-            try db.execute(sql: sql, arguments: StatementArguments(values + [run.rawValue]))
+    private func changeRun(_ run: RunID, sql: String, _ values: [DatabaseValue]) async throws(JournalError) {
+        let changed = try await write { db in
+            try db.execute(sql: sql, arguments: StatementArguments(values + [run.rawValue.databaseValue]))
             return db.changesCount
         }
         if changed == 0 { throw JournalError(.notFound, "no run \(run) in \(path)") }
     }
 
-    public func setPlanned(_ count: Int, of run: RunID) throws(JournalError) {
-        try changeRun(run, sql: "UPDATE run SET planned = ? WHERE id = ?", [count])
+    public func setPlanned(_ count: Int, of run: RunID) async throws(JournalError) {
+        try await changeRun(run, sql: "UPDATE run SET planned = ? WHERE id = ?", [count.databaseValue])
     }
 
     static func run(from row: Row) -> RunRecord {
@@ -454,104 +462,114 @@ public final class SQLiteJournal: JournalStore {
 
     // MARK: recipients
 
-    public func record(_ batch: JournalBatch, run: RunID, now: Double) throws(JournalError) {
+    public func record(_ batch: JournalBatch, run: RunID, now: Double) async throws(JournalError) {
         guard !batch.isEmpty else { return }
-        try write { db in
-            if !batch.invalidTokens.isEmpty { try Self.remember(batch.invalidTokens, in: db) }
-            if let stats = batch.stats {
-                try db.execute(
-                    sql: "INSERT OR REPLACE INTO run_stats (run, stats, updated_at) VALUES (?, ?, ?)",
-                    arguments: [run.rawValue, stats.encoded(), now]
-                )
-                // About once a second: a running (or killed) run's last update stays near its last send.
-                try db.execute(sql: "UPDATE run SET updated_at = ? WHERE id = ?", arguments: [now, run.rawValue])
-            }
-            if batch.possibleDuplicates > 0 {
-                try db.execute(
-                    sql: "UPDATE run SET possible_duplicates = possible_duplicates + ? WHERE id = ?",
-                    arguments: [batch.possibleDuplicates, run.rawValue]
-                )
-            }
-            let ranges = try db.cachedStatement(
-                sql: """
-                    INSERT INTO dispatch (run, first_seq, last_seq) VALUES (?, ?, ?)
-                    ON CONFLICT (run, first_seq) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq)
-                    """
-            )
-            for range in batch.dispatched {
-                ranges.setUncheckedArguments([run.rawValue, range.lowerBound, range.upperBound])
-                try ranges.execute()
-            }
-            let delivered = try db.cachedStatement(
-                sql: """
-                    INSERT INTO delivery (run, first_seq, last_seq, delivered_at, tokens, token_hashes)
-                    VALUES (?, ?, ?, ?, '', ?)
-                    """
-            )
-            for range in batch.delivered {
-                delivered.setUncheckedArguments([
-                    run.rawValue, range.seqs.lowerBound, range.seqs.upperBound, now, Data(range.encodedHashes),
-                ])
-                try delivered.execute()
-            }
-            let statement = try db.cachedStatement(
-                sql: """
-                    INSERT INTO recipient (run, seq, token, state, attempt, status, reason, apns_timestamp,
-                                           retry_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (run, seq) DO UPDATE SET
-                        state = excluded.state, attempt = excluded.attempt, status = excluded.status,
-                        reason = excluded.reason, apns_timestamp = excluded.apns_timestamp,
-                        retry_at = excluded.retry_at, updated_at = excluded.updated_at
-                    """
-            )
-            // SQLite's C API directly: one row per answer at a hundred thousand answers a second, where
-            // GRDB's StatementArguments (an array of existentials per row) cost more than SQLite did.
-            let handle = statement.sqliteStatement
-            for update in batch.updates {
-                sqlite3_reset(handle)
-                sqlite3_bind_int64(handle, 1, run.rawValue)
-                sqlite3_bind_int64(handle, 2, Int64(update.seq))
-                bindText(handle, 3, update.token)
-                bindText(handle, 4, update.state.name)
-                sqlite3_bind_int64(handle, 5, Int64(update.state.attempt))
-                var status: Int?
-                var reason: String?
-                var apnsTimestamp: Int64?
-                var retryAt: Double?
-                switch update.state {
-                case .failed(let code, let why, let stamp): (status, reason, apnsTimestamp) = (code, why, stamp)
-                case .waiting(let until, _): retryAt = until
-                default: break
-                }
-                if let status { sqlite3_bind_int64(handle, 6, Int64(status)) } else { sqlite3_bind_null(handle, 6) }
-                if let reason { bindText(handle, 7, reason) } else { sqlite3_bind_null(handle, 7) }
-                if let apnsTimestamp {
-                    sqlite3_bind_int64(handle, 8, apnsTimestamp)
-                } else {
-                    sqlite3_bind_null(handle, 8)
-                }
-                if let retryAt { sqlite3_bind_double(handle, 9, retryAt) } else { sqlite3_bind_null(handle, 9) }
-                sqlite3_bind_double(handle, 10, now)
-                let code = sqlite3_step(handle)
-                guard code == SQLITE_DONE else {
-                    throw DatabaseError(
-                        resultCode: ResultCode(rawValue: code),
-                        message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
-                        sql: statement.sql
-                    )
-                }
-            }
-            sqlite3_reset(handle)
+        try await write { db in try Self.insert(batch, run: run, now: now, in: db) }
+    }
+
+    public var synchronousRecord: (@Sendable (JournalBatch, RunID, Double) throws(JournalError) -> Void)? {
+        { [self] (batch, run, now) throws(JournalError) in
+            guard !batch.isEmpty else { return }
+            try write { db in try Self.insert(batch, run: run, now: now, in: db) }
         }
     }
 
-    public func dispatched(of run: RunID) throws(JournalError) -> [ClosedRange<Int>] {
-        try ranges(in: .dispatch, of: run)
+    /// One batch, inside the transaction `db` is in.
+    private static func insert(_ batch: JournalBatch, run: RunID, now: Double, in db: Database) throws {
+        if !batch.invalidTokens.isEmpty { try Self.remember(batch.invalidTokens, in: db) }
+        if let stats = batch.stats {
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO run_stats (run, stats, updated_at) VALUES (?, ?, ?)",
+                arguments: [run.rawValue, stats.encoded(), now]
+            )
+            // About once a second: a running (or killed) run's last update stays near its last send.
+            try db.execute(sql: "UPDATE run SET updated_at = ? WHERE id = ?", arguments: [now, run.rawValue])
+        }
+        if batch.possibleDuplicates > 0 {
+            try db.execute(
+                sql: "UPDATE run SET possible_duplicates = possible_duplicates + ? WHERE id = ?",
+                arguments: [batch.possibleDuplicates, run.rawValue]
+            )
+        }
+        let ranges = try db.cachedStatement(
+            sql: """
+                INSERT INTO dispatch (run, first_seq, last_seq) VALUES (?, ?, ?)
+                ON CONFLICT (run, first_seq) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq)
+                """
+        )
+        for range in batch.dispatched {
+            ranges.setUncheckedArguments([run.rawValue, range.lowerBound, range.upperBound])
+            try ranges.execute()
+        }
+        let delivered = try db.cachedStatement(
+            sql: """
+                INSERT INTO delivery (run, first_seq, last_seq, delivered_at, tokens, token_hashes)
+                VALUES (?, ?, ?, ?, '', ?)
+                """
+        )
+        for range in batch.delivered {
+            delivered.setUncheckedArguments([
+                run.rawValue, range.seqs.lowerBound, range.seqs.upperBound, now, Data(range.encodedHashes),
+            ])
+            try delivered.execute()
+        }
+        let statement = try db.cachedStatement(
+            sql: """
+                INSERT INTO recipient (run, seq, token, state, attempt, status, reason, apns_timestamp,
+                                       retry_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (run, seq) DO UPDATE SET
+                    state = excluded.state, attempt = excluded.attempt, status = excluded.status,
+                    reason = excluded.reason, apns_timestamp = excluded.apns_timestamp,
+                    retry_at = excluded.retry_at, updated_at = excluded.updated_at
+                """
+        )
+        // SQLite's C API directly: one row per answer at a hundred thousand answers a second, where
+        // GRDB's StatementArguments (an array of existentials per row) cost more than SQLite did.
+        let handle = statement.sqliteStatement
+        for update in batch.updates {
+            sqlite3_reset(handle)
+            sqlite3_bind_int64(handle, 1, run.rawValue)
+            sqlite3_bind_int64(handle, 2, Int64(update.seq))
+            bindText(handle, 3, update.token)
+            bindText(handle, 4, update.state.name)
+            sqlite3_bind_int64(handle, 5, Int64(update.state.attempt))
+            var status: Int?
+            var reason: String?
+            var apnsTimestamp: Int64?
+            var retryAt: Double?
+            switch update.state {
+            case .failed(let code, let why, let stamp): (status, reason, apnsTimestamp) = (code, why, stamp)
+            case .waiting(let until, _): retryAt = until
+            default: break
+            }
+            if let status { sqlite3_bind_int64(handle, 6, Int64(status)) } else { sqlite3_bind_null(handle, 6) }
+            if let reason { bindText(handle, 7, reason) } else { sqlite3_bind_null(handle, 7) }
+            if let apnsTimestamp {
+                sqlite3_bind_int64(handle, 8, apnsTimestamp)
+            } else {
+                sqlite3_bind_null(handle, 8)
+            }
+            if let retryAt { sqlite3_bind_double(handle, 9, retryAt) } else { sqlite3_bind_null(handle, 9) }
+            sqlite3_bind_double(handle, 10, now)
+            let code = sqlite3_step(handle)
+            guard code == SQLITE_DONE else {
+                throw DatabaseError(
+                    resultCode: ResultCode(rawValue: code),
+                    message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
+                    sql: statement.sql
+                )
+            }
+        }
+        sqlite3_reset(handle)
     }
 
-    public func delivered(of run: RunID) throws(JournalError) -> [ClosedRange<Int>] {
-        try ranges(in: .delivery, of: run)
+    public func dispatched(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>] {
+        try await ranges(in: .dispatch, of: run)
+    }
+
+    public func delivered(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>] {
+        try await ranges(in: .delivery, of: run)
     }
 
     /// The two tables of seq ranges.
@@ -559,8 +577,8 @@ public final class SQLiteJournal: JournalStore {
         case dispatch, delivery
     }
 
-    private func ranges(in table: RangeTable, of run: RunID) throws(JournalError) -> [ClosedRange<Int>] {
-        try read { db in
+    private func ranges(in table: RangeTable, of run: RunID) async throws(JournalError) -> [ClosedRange<Int>] {
+        try await read { db in
             try Row.fetchAll(
                 db,
                 sql: "SELECT first_seq, last_seq FROM \(table.rawValue) WHERE run = ? ORDER BY first_seq",
@@ -578,38 +596,36 @@ public final class SQLiteJournal: JournalStore {
         ) ?? 0
     }
 
-    public func forEachDelivery(since: Double, _ body: (UInt64) throws -> Void) throws {
-        do {
-            try database.read { db in
-                let rows = try String.fetchCursor(
-                    db,
-                    sql: "SELECT token FROM recipient WHERE state = 'delivered' AND updated_at >= ?",
-                    arguments: [since]
-                )
-                while let token = try rows.next() { try body(StableHash.hash(token)) }
-                let ranges = try Row.fetchCursor(
-                    db,
-                    sql: "SELECT tokens, token_hashes FROM delivery WHERE delivered_at >= ?",
-                    arguments: [since]
-                )
-                while let range = try ranges.next() {
-                    if let hashes = range["token_hashes"] as Data? {
-                        try hashes.withUnsafeBytes { try DeliveredRange.forEachHash(in: $0, body) }
-                    } else {
-                        // Written before v5: the tokens themselves, one per line.
-                        for token in (range["tokens"] as String).split(separator: "\n") {
-                            try body(StableHash.hash(token))
-                        }
+    public func deliveryHashes(since: Double) async throws(JournalError) -> [UInt64] {
+        try await read { db in
+            var hashes: [UInt64] = []
+            let rows = try String.fetchCursor(
+                db,
+                sql: "SELECT token FROM recipient WHERE state = 'delivered' AND updated_at >= ?",
+                arguments: [since]
+            )
+            while let token = try rows.next() { hashes.append(StableHash.hash(token)) }
+            let ranges = try Row.fetchCursor(
+                db,
+                sql: "SELECT tokens, token_hashes FROM delivery WHERE delivered_at >= ?",
+                arguments: [since]
+            )
+            while let range = try ranges.next() {
+                if let encoded = range["token_hashes"] as Data? {
+                    encoded.withUnsafeBytes { DeliveredRange.forEachHash(in: $0) { hashes.append($0) } }
+                } else {
+                    // Written before v5: the tokens themselves, one per line.
+                    for token in (range["tokens"] as String).split(separator: "\n") {
+                        hashes.append(StableHash.hash(token))
                     }
                 }
             }
-        } catch let error as DatabaseError {
-            throw Self.translate(error, path: path)
+            return hashes
         }
     }
 
-    public func answersPerSecond(of run: RunID) throws(JournalError) -> [AnswersInSecond] {
-        try read { db in
+    public func answersPerSecond(of run: RunID) async throws(JournalError) -> [AnswersInSecond] {
+        try await read { db in
             var entries: [(at: Double, delivered: Int, failed: Int, retried: Int)] = []
             let ranges = try Row.fetchCursor(
                 db,
@@ -638,39 +654,32 @@ public final class SQLiteJournal: JournalStore {
         }
     }
 
-    public func stats(of run: RunID) throws(JournalError) -> RunStats? {
-        let text = try read { db in
+    public func stats(of run: RunID) async throws(JournalError) -> RunStats? {
+        let text = try await read { db in
             try String.fetchOne(db, sql: "SELECT stats FROM run_stats WHERE run = ?", arguments: [run.rawValue])
         }
         return try text.map { text throws(JournalError) in try RunStats.decode(text) }
     }
 
-    public func forEachRecipient(of run: RunID, _ body: (RecipientRecord) throws -> Void) throws {
-        do {
-            try database.read { db in
-                let rows = try Row.fetchCursor(
-                    db,
-                    sql: "SELECT * FROM recipient WHERE run = ? ORDER BY seq",
-                    arguments: [run.rawValue]
+    public func recipients(of run: RunID, after seq: Int, limit: Int) async throws(JournalError) -> [RecipientRecord] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM recipient WHERE run = ? AND seq > ? ORDER BY seq LIMIT ?",
+                arguments: [run.rawValue, seq, limit]
+            ).map { row in
+                RecipientRecord(
+                    seq: row["seq"],
+                    token: row["token"],
+                    state: try Self.state(from: row),
+                    updatedAt: row["updated_at"]
                 )
-                while let row = try rows.next() {
-                    try body(
-                        RecipientRecord(
-                            seq: row["seq"],
-                            token: row["token"],
-                            state: try Self.state(from: row),
-                            updatedAt: row["updated_at"]
-                        )
-                    )
-                }
             }
-        } catch let error as DatabaseError {
-            throw Self.translate(error, path: path)
         }
     }
 
-    public func counts(of run: RunID) throws(JournalError) -> RecipientCounts {
-        try read { db in
+    public func counts(of run: RunID) async throws(JournalError) -> RecipientCounts {
+        try await read { db in
             var counts = RecipientCounts()
             let dispatched = try Self.rangeTotal(in: .dispatch, of: run, db)
             counts.delivered = try Self.rangeTotal(in: .delivery, of: run, db)
@@ -711,9 +720,9 @@ public final class SQLiteJournal: JournalStore {
 
     // MARK: invalid tokens
 
-    public func rememberInvalidTokens(_ tokens: [InvalidToken]) throws(JournalError) {
+    public func rememberInvalidTokens(_ tokens: [InvalidToken]) async throws(JournalError) {
         guard !tokens.isEmpty else { return }
-        try write { db in try Self.remember(tokens, in: db) }
+        try await write { db in try Self.remember(tokens, in: db) }
     }
 
     private static func remember(_ tokens: [InvalidToken], in db: Database) throws {
@@ -736,8 +745,8 @@ public final class SQLiteJournal: JournalStore {
         }
     }
 
-    public func invalidTokens(topic: String?, since: Double?) throws(JournalError) -> [InvalidToken] {
-        try read { db in
+    public func invalidTokens(topic: String?, since: Double?) async throws(JournalError) -> [InvalidToken] {
+        try await read { db in
             try Row.fetchAll(
                 db,
                 sql: """
@@ -797,9 +806,9 @@ public final class SQLiteJournal: JournalStore {
     /// `write` with a synchronous (FULL) commit: the transaction is on disk, not only in the
     /// write-ahead log's page cache, when this returns. For writes answered to someone else
     /// (Apple's notifications) that a power cut must not lose.
-    func writeDurably<T>(_ body: (Database) throws -> T) throws(JournalError) -> T {
+    func writeDurably<T: Sendable>(_ body: @Sendable (Database) throws -> T) async throws(JournalError) -> T {
         do {
-            return try database.writeWithoutTransaction { db in
+            return try await database.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA synchronous = FULL")
                 defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
                 var result: T?

@@ -258,30 +258,6 @@ extension SQLiteJournal: TriggerFiringStore {
 }
 
 extension SQLiteJournal {
-    /// Stored notifications of `app` and `type` (one of `subtypes`, any when empty) signed since
-    /// `since`: how many, and about how many subscriptions. What `plan` shows of a trigger.
-    public func countNotifications(
-        app: String,
-        type: String,
-        subtypes: [String],
-        since: Double
-    ) throws(JournalError) -> (events: Int, subscriptions: Int) {
-        try read { db in
-            let subtypeClause =
-                subtypes.isEmpty ? "" : "AND subtype IN (\(databaseQuestionMarks(count: subtypes.count)))"
-            let row = try Row.fetchOne(
-                db,
-                sql: """
-                    SELECT count(*) AS events, count(DISTINCT original_transaction_id) AS subscriptions
-                    FROM appstore_notification
-                    WHERE disposition = 'stored' AND app = ? AND type = ? AND signed_date >= ? \(subtypeClause)
-                    """,
-                arguments: StatementArguments([app, type, since] as [any DatabaseValueConvertible] + subtypes)
-            )
-            return (row?["events"] ?? 0, row?["subscriptions"] ?? 0)
-        }
-    }
-
     static func firing(from row: Row) -> TriggerFiring {
         TriggerFiring(
             campaign: row["campaign"],

@@ -65,11 +65,11 @@ public struct RunReport: Sendable {
     }
 
     /// Reads run `id` from `journal`; nil when there is no such run.
-    public static func load(_ id: RunID, from journal: any JournalStore) throws -> RunReport? {
-        guard let run = try journal.run(id) else { return nil }
+    public static func load(_ id: RunID, from journal: any JournalStore) async throws -> RunReport? {
+        guard let run = try await journal.run(id) else { return nil }
         // Failures by status and reason from their rows; everything else from the journal's counts.
         var failures: [String: Outcome] = [:]
-        try journal.forEachRecipient(of: id) { row in
+        try await journal.forEachRecipient(of: id) { row in
             guard case .failed(let status, let reason, _) = row.state else { return }
             failures[
                 "\(status.map(String.init) ?? "-") \(reason)",
@@ -77,7 +77,7 @@ public struct RunReport: Sendable {
             ]
             .count += 1
         }
-        let counts = try journal.counts(of: id)
+        let counts = try await journal.counts(of: id)
         var outcomes = [Outcome(kind: .delivered, status: 200, reason: nil, count: counts.delivered)]
         outcomes += failures.values.sorted { $0.count != $1.count ? $0.count > $1.count : $0.label < $1.label }
         outcomes.append(Outcome(kind: .waiting, status: nil, reason: nil, count: counts.waiting))
@@ -87,8 +87,8 @@ public struct RunReport: Sendable {
         return RunReport(
             run: run,
             outcomes: outcomes,
-            stats: try journal.stats(of: id) ?? RunStats(),
-            perSecond: try journal.answersPerSecond(of: id)
+            stats: try await journal.stats(of: id) ?? RunStats(),
+            perSecond: try await journal.answersPerSecond(of: id)
         )
     }
 

@@ -26,7 +26,7 @@ struct AppStore: ParsableCommand {
     )
 }
 
-struct AppStoreNotifications: ParsableCommand {
+struct AppStoreNotifications: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "notifications",
         abstract: "List received notifications, newest first: stored, or quarantined with the reason.",
@@ -53,11 +53,11 @@ struct AppStoreNotifications: ParsableCommand {
     @Option(help: "text or json.")
     var format: Runs.RunsFormat = .text
 
-    func run() throws {
+    func run() async throws {
         let (journal, _) = try journalOption.open()
         let records: [AppStoreNotificationRecord]
         do {
-            records = try journal.notifications(limit: limit, quarantined: quarantined)
+            records = try await journal.notifications(limit: limit, quarantined: quarantined)
         } catch {
             printError("error: \(error.message)")
             throw ExitCode(1)
@@ -158,7 +158,7 @@ struct AppStoreReprocess: AsyncParsableCommand {
     }
 }
 
-struct AppStoreSubscriptions: ParsableCommand {
+struct AppStoreSubscriptions: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "subscriptions",
         abstract: "List subscriptions as the latest notification about each (by signedDate) left them.",
@@ -185,11 +185,11 @@ struct AppStoreSubscriptions: ParsableCommand {
     @Option(help: "text or json.")
     var format: Runs.RunsFormat = .text
 
-    func run() throws {
+    func run() async throws {
         let (journal, _) = try journalOption.open()
         let states: [SubscriptionState]
         do {
-            states = try journal.subscriptions(status: status, limit: limit)
+            states = try await journal.subscriptions(status: status, limit: limit)
         } catch {
             printError("error: \(error.message)")
             throw ExitCode(1)

@@ -5,7 +5,7 @@ import PushcampModel
 import PushcampPlanner
 import PushcampSend
 
-struct Plan: ParsableCommand {
+struct Plan: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show exactly what a campaign would send, without sending anything.",
         discussion: """
@@ -79,7 +79,7 @@ struct Plan: ParsableCommand {
 
     @OptionGroup var projectOption: ProjectOption
 
-    func run() throws {
+    func run() async throws {
         try projectOption.enter()
         let loaded = CampaignLoader().load(file)
         for diagnostic in loaded.diagnostics { printError(diagnostic.description) }
@@ -87,7 +87,7 @@ struct Plan: ParsableCommand {
         let sendTime = at.flatMap { try? Timestamp.parse($0).get() }
         let summary: PlanSummary
         do {
-            summary = try PlanSummary.planned(
+            summary = try await PlanSummary.planned(
                 campaign,
                 journalPath: campaign.journalPath,
                 sendTime: sendTime,

@@ -71,7 +71,7 @@ struct Rehearse: AsyncParsableCommand {
         if let note = prepared.send.note { printError(note + " (rehearsal)") }
         let report = try await runServices(prepared.services, until: prepared.send, printer: printer)
         let recorder = prepared.simulator.recorder
-        try format.print(
+        try await format.print(
             report,
             journalPath: campaign.rehearsalJournalPath,
             rehearsal: true,

@@ -61,7 +61,7 @@ struct Replay: AsyncParsableCommand {
         let (journal, path) = try journalOption.open(forWriting: true)
         let selection: ReplaySelection
         do {
-            selection = try ReplaySelection.select(run: RunID(number), reasons: reasons, in: journal, path: path)
+            selection = try await ReplaySelection.select(run: RunID(number), reasons: reasons, in: journal, path: path)
         } catch {
             printError("error: \(error.message)")
             throw ExitCode(error.exitCode)

@@ -5,7 +5,7 @@ import PushcampPlanner
 import PushcampReport
 import PushcampServe
 
-struct Report: ParsableCommand {
+struct Report: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Say what a run did: outcomes by status and reason, retries, latency, throughput.",
         discussion: """
@@ -56,20 +56,20 @@ struct Report: ParsableCommand {
         case text, json, markdown, html
     }
 
-    func run() throws {
+    func run() async throws {
         let (journal, path) = try journalOption.open()
         var report: RunReport
         do {
             let id: RunID
             if let runNumber {
                 id = RunID(runNumber)
-            } else if let latest = try journal.runs(limit: 1).first {
+            } else if let latest = try await journal.runs(limit: 1).first {
                 id = latest.id
             } else {
                 printError("error: the journal \(path) has no runs yet")
                 throw ExitCode(1)
             }
-            guard let loaded = try RunReport.load(id, from: journal) else {
+            guard let loaded = try await RunReport.load(id, from: journal) else {
                 printError("error: no run \(id) in \(path); `pushcamp runs` lists them")
                 throw ExitCode(1)
             }

@@ -57,7 +57,7 @@ struct JournalOption: ParsableArguments {
     }
 }
 
-struct Runs: ParsableCommand {
+struct Runs: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the runs in the journal, newest first.",
         discussion: """
@@ -88,10 +88,11 @@ struct Runs: ParsableCommand {
         case text, json
     }
 
-    func run() throws {
+    func run() async throws {
         let (journal, path) = try journalOption.open()
-        let rows = try journal.runs(limit: limit).map { run in
-            (run.livenessChecked(journalPath: path), try journal.counts(of: run.id))
+        var rows: [(RunRecord, RecipientCounts)] = []
+        for run in try await journal.runs(limit: limit) {
+            rows.append((run.livenessChecked(journalPath: path), try await journal.counts(of: run.id)))
         }
         switch format {
         case .text:
@@ -142,7 +143,7 @@ struct Runs: ParsableCommand {
     }
 }
 
-struct Cancel: ParsableCommand {
+struct Cancel: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Stop a run, from another terminal or machine sharing the journal.",
         discussion: """
@@ -168,10 +169,10 @@ struct Cancel: ParsableCommand {
     @Option(help: "Seconds to wait for the sending process to stop.")
     var wait: Double = 30
 
-    func run() throws {
+    func run() async throws {
         let (journal, path) = try journalOption.open(forWriting: true)
         do {
-            print(try RunCancellation.cancel(RunID(number), in: journal, path: path, wait: wait).text)
+            print(try await RunCancellation.cancel(RunID(number), in: journal, path: path, wait: wait).text)
         } catch {
             printError("error: \(error.message)")
             throw ExitCode(error.exitCode)

@@ -152,7 +152,7 @@ struct Send: AsyncParsableCommand {
             confirm: confirm,
             format: format,
             preview: {
-                try PlanSummary.planned(
+                try await PlanSummary.planned(
                     campaign,
                     journalPath: options.journalPath,
                     sendTime: Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)),
@@ -177,7 +177,7 @@ struct ConfirmOption: ParsableArguments {
 
     /// Asks on the terminal before a send to APNs production (`preview` says what would be sent),
     /// or refuses one without a terminal; throws `ExitCode(1)` when the send must not go ahead.
-    func check(_ campaign: LoadedCampaign, planFile: Bool, preview: () throws -> String) throws {
+    func check(_ campaign: LoadedCampaign, planFile: Bool, preview: () async throws -> String) async throws {
         let interactive = isatty(STDIN_FILENO) == 1 && isatty(STDERR_FILENO) == 1
         switch SendRun.confirmation(for: campaign, yes: yes, planFile: planFile, interactive: interactive) {
         case .notNeeded:
@@ -188,7 +188,7 @@ struct ConfirmOption: ParsableArguments {
         case .ask:
             let summary: String
             do {
-                summary = try preview()
+                summary = try await preview()
             } catch let error as AudienceError {
                 printError(error.diagnostic.description)
                 throw ExitCode(1)
@@ -217,7 +217,7 @@ func sendToApp(
     quiet: Bool,
     confirm: ConfirmOption,
     format: SendFormatOption,
-    preview: () throws -> String,
+    preview: () async throws -> String,
     announce: (SendRun) -> String?
 ) async throws {
     do {
@@ -226,7 +226,7 @@ func sendToApp(
         printError("\(campaign.path): error: \(error.message)")
         throw ExitCode(error.exitCode)
     }
-    try confirm.check(campaign, planFile: options.plan != nil, preview: preview)
+    try await confirm.check(campaign, planFile: options.plan != nil, preview: preview)
     let printer = ProgressPrinter()
     let send: SendRun
     do {
@@ -242,7 +242,7 @@ func sendToApp(
     }
     if let line = announce(send) { printError(line) }
     let report = try await runServices([send], until: send, printer: printer)
-    try format.print(report, journalPath: options.journalPath)
+    try await format.print(report, journalPath: options.journalPath)
     if report.exitCode != 0 { throw ExitCode(report.exitCode) }
 }
 
@@ -261,7 +261,8 @@ struct SendFormatOption: ParsableArguments {
     var format: Format = .text
 
     /// Prints the finished send: its text report, or the run's JSON report from `journalPath`.
-    func print(_ report: SendReport, journalPath: String, rehearsal: Bool = false, textExtra: String = "") throws {
+    func print(_ report: SendReport, journalPath: String, rehearsal: Bool = false, textExtra: String = "") async throws
+    {
         guard format == .json else {
             Swift.print(report.text() + textExtra, terminator: "")
             return
@@ -274,7 +275,7 @@ struct SendFormatOption: ParsableArguments {
         }
         do {
             let journal = try SQLiteJournal(path: journalPath, readOnly: true)
-            guard var loaded = try RunReport.load(RunID(run), from: journal) else {
+            guard var loaded = try await RunReport.load(RunID(run), from: journal) else {
                 printError("error: run \(run) is not in \(journalPath)")
                 throw ExitCode(1)
             }

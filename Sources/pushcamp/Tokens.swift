@@ -9,7 +9,7 @@ struct Tokens: ParsableCommand {
         subcommands: [Invalid.self]
     )
 
-    struct Invalid: ParsableCommand {
+    struct Invalid: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Export the tokens APNs called dead, for clean-up in your own database.",
             discussion: """
@@ -56,10 +56,10 @@ struct Tokens: ParsableCommand {
             }
         }
 
-        func run() throws {
+        func run() async throws {
             let (journal, _) = try journalOption.open()
             let since = try since.map { Double(try Timestamp.parse($0).get().secondsSince1970) }
-            let tokens = try journal.invalidTokens(topic: topic, since: since)
+            let tokens = try await journal.invalidTokens(topic: topic, since: since)
             switch format {
             case .csv: print(Self.csv(tokens), terminator: "")
             case .json: print(Self.json(tokens))

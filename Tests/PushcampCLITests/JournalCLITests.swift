@@ -228,7 +228,7 @@ struct JournalCLITests {
         #expect(try Self.received(project).isEmpty)
     }
 
-    @Test func aCampaignEditedUnderAnUnfinishedRunIsRefusedUnlessNewRun() throws {
+    @Test func aCampaignEditedUnderAnUnfinishedRunIsRefusedUnlessNewRun() async throws {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }
         let sim = try Self.start(project, ["--record", "received.csv"])
@@ -237,8 +237,8 @@ struct JournalCLITests {
         try SendCLITests.writeCampaign(project)
         // An interrupted run of an earlier revision of the campaign.
         let journal = try SQLiteJournal(path: project.path(".pushcamp/journal.sqlite"))
-        let old = try journal.createRun(campaign: "c", revision: "0123456789abcdef", now: 1_800_000_000)
-        try journal.setStatus(.interrupted, of: old.id, now: 1_800_000_100)
+        let old = try await journal.createRun(campaign: "c", revision: "0123456789abcdef", now: 1_800_000_000)
+        try await journal.setStatus(.interrupted, of: old.id, now: 1_800_000_100)
 
         let refused = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
         #expect(refused.status == 1)
@@ -253,7 +253,7 @@ struct JournalCLITests {
         let fresh = try CLI.run(["send", "--quiet", "--new-run", "campaigns/c.yaml"], in: project.root)
         #expect(fresh.status == 0, "\(fresh.stdout)\(fresh.stderr)")
         #expect(fresh.stderr.contains("run 1 of c given up for a new run (--new-run)"))
-        #expect(try journal.run(old.id)?.status == .superseded)
+        #expect(try await journal.run(old.id)?.status == .superseded)
         _ = sim.stop()
         #expect(try Self.received(project).count == 10)
     }

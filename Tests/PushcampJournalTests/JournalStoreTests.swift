@@ -2,30 +2,64 @@ import Foundation
 import GRDB
 import PushcampJournal
 import PushcampModel
+import PushcampPostgres
 import PushcampTestSupport
 import Testing
 
-/// The same behaviour from every journal: SQLite on disk and its in-memory twin.
+/// The same behaviour from every journal: SQLite on disk, PostgreSQL (a throwaway cluster, a new
+/// database per test) and the in-memory twin.
 enum Store: String, CaseIterable, CustomTestStringConvertible {
-    case memory, sqlite
+    case memory, sqlite, postgres
 
     var testDescription: String { rawValue }
 
-    func open() throws -> (any Journal, TemporaryProject) {
+    func open() async throws -> (any Journal, TemporaryProject) {
         let project = try TemporaryProject(projectFile: nil)
         switch self {
         case .memory: return (MemoryJournal(), project)
         case .sqlite: return (try SQLiteJournal(path: project.path(".pushcamp/journal.sqlite")), project)
+        case .postgres:
+            let (_, url) = try TestPostgres.newDatabase()
+            try project.write("postgres-url", url)
+            let journal = try Self.postgres(url, in: project)
+            try await journal.migrate()
+            return (journal, project)
         }
     }
 
     /// Another handle on the journal `open` made in `project`, as another process would have
-    /// (its own connection); the same store for the memory twin, which no other process sees.
+    /// (its own connections); the same store for the memory twin, which no other process sees.
     func another(of journal: any Journal, in project: TemporaryProject) throws -> any Journal {
         switch self {
         case .memory: return journal
         case .sqlite: return try SQLiteJournal(path: project.path(".pushcamp/journal.sqlite"), lockWait: 10)
+        case .postgres:
+            return try Self.postgres(
+                String(
+                    decoding: try Data(contentsOf: project.root.appendingPathComponent("postgres-url")),
+                    as: UTF8.self
+                ),
+                in: project
+            )
         }
+    }
+
+    /// A PostgreSQL journal at `url`, its client running until `project` is removed. The timeout
+    /// is generous: tests elsewhere in the process (the CLI's, waiting for child processes) can
+    /// hold the cooperative pool's threads for seconds, and the client's tasks wait for them.
+    static func postgres(
+        _ url: String,
+        in project: TemporaryProject,
+        timeout: Duration = .seconds(120)
+    ) throws -> PostgresJournal {
+        let journal = try PostgresJournal.connect(
+            PostgresJournal.Address(url: url),
+            maximumConnections: 4,
+            timeout: timeout
+        )
+        let running = Task { await journal.run() }
+        project.onRemove { running.cancel() }
+        return journal
     }
 }
 
@@ -36,60 +70,60 @@ struct JournalStoreTests {
     }
 
     @Test(arguments: Store.allCases)
-    func runsAreFoundListedAndFinished(_ store: Store) throws {
-        let (journal, project) = try store.open()
+    func runsAreFoundListedAndFinished(_ store: Store) async throws {
+        let (journal, project) = try await store.open()
         defer { project.remove() }
-        #expect(try journal.unfinishedRun(campaign: "spring") == nil)
-        let first = try journal.createRun(campaign: "spring", revision: "r1", now: 100)
-        let other = try journal.createRun(campaign: "autumn", revision: "a1", now: 101)
-        #expect(try journal.unfinishedRun(campaign: "spring") == first)
-        try journal.setStatus(.interrupted, of: first.id, now: 102)
-        #expect(try journal.unfinishedRun(campaign: "spring")?.status == .interrupted)
-        try journal.setStatus(.finished, of: first.id, now: 103)
-        #expect(try journal.unfinishedRun(campaign: "spring") == nil)
-        let second = try journal.createRun(campaign: "spring", revision: "r2", now: 104)
-        #expect(try journal.runs(limit: 10).map(\.id) == [second.id, other.id, first.id])
-        #expect(try journal.runs(limit: 1).map(\.id) == [second.id])
-        #expect(try journal.run(first.id)?.updatedAt == 103)
-        #expect(throws: JournalError.self) { try journal.setStatus(.finished, of: RunID(999), now: 1) }
+        #expect(try await journal.unfinishedRun(campaign: "spring") == nil)
+        let first = try await journal.createRun(campaign: "spring", revision: "r1", now: 100)
+        let other = try await journal.createRun(campaign: "autumn", revision: "a1", now: 101)
+        #expect(try await journal.unfinishedRun(campaign: "spring") == first)
+        try await journal.setStatus(.interrupted, of: first.id, now: 102)
+        #expect(try await journal.unfinishedRun(campaign: "spring")?.status == .interrupted)
+        try await journal.setStatus(.finished, of: first.id, now: 103)
+        #expect(try await journal.unfinishedRun(campaign: "spring") == nil)
+        let second = try await journal.createRun(campaign: "spring", revision: "r2", now: 104)
+        #expect(try await journal.runs(limit: 10).map(\.id) == [second.id, other.id, first.id])
+        #expect(try await journal.runs(limit: 1).map(\.id) == [second.id])
+        #expect(try await journal.run(first.id)?.updatedAt == 103)
+        await #expect(throws: JournalError.self) { try await journal.setStatus(.finished, of: RunID(999), now: 1) }
     }
 
     @Test(arguments: Store.allCases)
-    func aRunKeepsItsPlannedCountAndPossibleDuplicates(_ store: Store) throws {
-        let (journal, project) = try store.open()
+    func aRunKeepsItsPlannedCountAndPossibleDuplicates(_ store: Store) async throws {
+        let (journal, project) = try await store.open()
         defer { project.remove() }
-        let run = try journal.createRun(campaign: "c", revision: "r", now: 1)
-        #expect(try journal.run(run.id)?.planned == nil)
-        try journal.setPlanned(500, of: run.id)
-        try journal.record(JournalBatch(possibleDuplicates: 3), run: run.id, now: 2)
-        try journal.record(JournalBatch(possibleDuplicates: 2), run: run.id, now: 3)
-        let stored = try journal.run(run.id)
+        let run = try await journal.createRun(campaign: "c", revision: "r", now: 1)
+        #expect(try await journal.run(run.id)?.planned == nil)
+        try await journal.setPlanned(500, of: run.id)
+        try await journal.record(JournalBatch(possibleDuplicates: 3), run: run.id, now: 2)
+        try await journal.record(JournalBatch(possibleDuplicates: 2), run: run.id, now: 3)
+        let stored = try await journal.run(run.id)
         #expect(stored?.planned == 500)
         #expect(stored?.possibleDuplicates == 5)
     }
 
     @Test(arguments: Store.allCases)
-    func cancelIsAFlagAnotherProcessSets(_ store: Store) throws {
-        let (journal, project) = try store.open()
+    func cancelIsAFlagAnotherProcessSets(_ store: Store) async throws {
+        let (journal, project) = try await store.open()
         defer { project.remove() }
-        let run = try journal.createRun(campaign: "c", revision: "r", now: 1)
-        #expect(try journal.cancelRequested(run.id) == false)
-        try journal.requestCancel(run.id, now: 2)
-        #expect(try journal.cancelRequested(run.id) == true)
+        let run = try await journal.createRun(campaign: "c", revision: "r", now: 1)
+        #expect(try await journal.cancelRequested(run.id) == false)
+        try await journal.requestCancel(run.id, now: 2)
+        #expect(try await journal.cancelRequested(run.id) == true)
     }
 
     @Test(arguments: Store.allCases)
-    func theLatestStateOfEachRecipientWinsAndIsReadInPlanOrder(_ store: Store) throws {
-        let (journal, project) = try store.open()
+    func theLatestStateOfEachRecipientWinsAndIsReadInPlanOrder(_ store: Store) async throws {
+        let (journal, project) = try await store.open()
         defer { project.remove() }
-        let run = try journal.createRun(campaign: "c", revision: "r", now: 1)
-        try journal.record(JournalBatch(dispatched: [0...3]), run: run.id, now: 2)
-        try journal.record(
+        let run = try await journal.createRun(campaign: "c", revision: "r", now: 1)
+        try await journal.record(JournalBatch(dispatched: [0...3]), run: run.id, now: 2)
+        try await journal.record(
             JournalBatch(updates: [Self.update(5, .inFlight(attempt: 2))], dispatched: [4...7]),
             run: run.id,
             now: 2
         )
-        try journal.record(
+        try await journal.record(
             JournalBatch(updates: [
                 Self.update(4, .delivered(attempt: 1)),
                 Self.update(1, .failed(status: 410, reason: "Unregistered", apnsTimestamp: 1_700_000_000_000)),
@@ -101,7 +135,7 @@ struct JournalStoreTests {
             now: 3
         )
         var seen: [RecipientRecord] = []
-        try journal.forEachRecipient(of: run.id) { seen.append($0) }
+        try await journal.forEachRecipient(of: run.id) { seen.append($0) }
         #expect(seen.map(\.seq) == [0, 1, 2, 3, 4, 5])
         #expect(
             seen.map(\.state) == [
@@ -122,11 +156,11 @@ struct JournalStoreTests {
         expected.unknown = 1
         // 5 has a row; 6 and 7 are in flight by their batch's range alone.
         expected.inFlight = 3
-        #expect(try journal.counts(of: run.id) == expected)
-        #expect(try journal.dispatched(of: run.id) == [0...3, 4...7])
+        #expect(try await journal.counts(of: run.id) == expected)
+        #expect(try await journal.dispatched(of: run.id) == [0...3, 4...7])
         // Another run's rows are its own.
-        let other = try journal.createRun(campaign: "c", revision: "r", now: 4)
-        #expect(try journal.counts(of: other.id).total == 0)
+        let other = try await journal.createRun(campaign: "c", revision: "r", now: 4)
+        #expect(try await journal.counts(of: other.id).total == 0)
     }
 
     @Test func deliveriesGroupIntoRangesOfConsecutiveSeqs() {
@@ -138,13 +172,13 @@ struct JournalStoreTests {
     }
 
     @Test(arguments: Store.allCases)
-    func deliveredRangesCountAndSettleWithoutRows(_ store: Store) throws {
-        let (journal, project) = try store.open()
+    func deliveredRangesCountAndSettleWithoutRows(_ store: Store) async throws {
+        let (journal, project) = try await store.open()
         defer { project.remove() }
-        let run = try journal.createRun(campaign: "c", revision: "r", now: 1)
+        let run = try await journal.createRun(campaign: "c", revision: "r", now: 1)
         let token = TemporaryProject.token
-        try journal.record(JournalBatch(dispatched: [0...9]), run: run.id, now: 2)
-        try journal.record(
+        try await journal.record(JournalBatch(dispatched: [0...9]), run: run.id, now: 2)
+        try await journal.record(
             JournalBatch(
                 updates: [Self.update(4, .failed(status: 400, reason: "BadDeviceToken", apnsTimestamp: nil))],
                 delivered: [
@@ -155,95 +189,93 @@ struct JournalStoreTests {
             run: run.id,
             now: 3
         )
-        try journal.record(JournalBatch(updates: [Self.update(5, .delivered(attempt: 2))]), run: run.id, now: 5)
-        #expect(try journal.delivered(of: run.id) == [0...3, 6...6])
+        try await journal.record(JournalBatch(updates: [Self.update(5, .delivered(attempt: 2))]), run: run.id, now: 5)
+        #expect(try await journal.delivered(of: run.id) == [0...3, 6...6])
         var expected = RecipientCounts()
         expected.delivered = 6
         expected.failed = 1
         expected.inFlight = 3
-        #expect(try journal.counts(of: run.id) == expected)
+        #expect(try await journal.counts(of: run.id) == expected)
 
-        let resume = try ResumePoint(journal: journal, run: run.id)
+        let resume = try await ResumePoint(journal: journal, run: run.id)
         #expect(resume.delivered == 6)
         #expect(resume.failed == 1)
         #expect((0...9).filter(resume.settled.contains) == [0, 1, 2, 3, 4, 5, 6])
         #expect(resume.pending == [7: .unknown(attempts: 1), 8: .unknown(attempts: 1), 9: .unknown(attempts: 1)])
 
         // Deliveries since a time, from ranges and rows alike, in any run.
-        let other = try journal.createRun(campaign: "d", revision: "r", now: 6)
-        try journal.record(
+        let other = try await journal.createRun(campaign: "d", revision: "r", now: 6)
+        try await journal.record(
             JournalBatch(delivered: [DeliveredRange(first: 0, tokens: [token(0)])]),
             run: other.id,
             now: 7
         )
-        func deliveries(since: Double) throws -> [UInt64] {
-            var seen: [UInt64] = []
-            try journal.forEachDelivery(since: since) { seen.append($0) }
-            return seen.sorted()
+        func deliveries(since: Double) async throws -> [UInt64] {
+            try await journal.deliveryHashes(since: since).sorted()
         }
         func hashes(_ indexes: [Int]) -> [UInt64] { indexes.map { StableHash.hash(token($0)) }.sorted() }
-        #expect(try deliveries(since: 0) == hashes([0, 0, 1, 2, 3, 5, 6]))
-        #expect(try deliveries(since: 4) == hashes([0, 5]))
-        #expect(try deliveries(since: 8) == [])
+        await #expect(try deliveries(since: 0) == hashes([0, 0, 1, 2, 3, 5, 6]))
+        await #expect(try deliveries(since: 4) == hashes([0, 5]))
+        await #expect(try deliveries(since: 8) == [])
 
         // A journal written before v5 kept delivered ranges' tokens as text: they count the same.
         if store == .sqlite {
             let database = try DatabaseQueue(path: project.path(".pushcamp/journal.sqlite"))
-            try database.write { db in
+            try await database.write { db in
                 try db.execute(
                     sql: "INSERT INTO delivery (run, first_seq, last_seq, delivered_at, tokens) VALUES (?, 1, 2, 9, ?)",
                     arguments: [other.id.rawValue, token(7) + "\n" + token(8)]
                 )
             }
-            #expect(try deliveries(since: 8) == hashes([7, 8]))
+            await #expect(try deliveries(since: 8) == hashes([7, 8]))
         }
     }
 
     @Test(arguments: Store.allCases)
-    func deadTokensKeepTheirNewestTimestampPerTopic(_ store: Store) throws {
-        let (journal, project) = try store.open()
+    func deadTokensKeepTheirNewestTimestampPerTopic(_ store: Store) async throws {
+        let (journal, project) = try await store.open()
         defer { project.remove() }
         let token = TemporaryProject.token(1)
-        try journal.rememberInvalidTokens([
+        try await journal.rememberInvalidTokens([
             InvalidToken(topic: "com.a", token: token, reason: "Unregistered", apnsTimestamp: 500, seenAt: 10),
             InvalidToken(topic: "com.b", token: token, reason: "BadDeviceToken", apnsTimestamp: nil, seenAt: 11),
         ])
-        try journal.rememberInvalidTokens([
+        try await journal.rememberInvalidTokens([
             InvalidToken(topic: "com.a", token: token, reason: "Unregistered", apnsTimestamp: 900, seenAt: 20)
         ])
-        try journal.rememberInvalidTokens([
+        try await journal.rememberInvalidTokens([
             // An older report arriving late changes nothing but what it knows better.
             InvalidToken(topic: "com.a", token: token, reason: "ExpiredToken", apnsTimestamp: 700, seenAt: 15)
         ])
-        let all = try journal.invalidTokens(topic: nil, since: nil)
+        let all = try await journal.invalidTokens(topic: nil, since: nil)
         #expect(all.map(\.topic) == ["com.b", "com.a"])
         #expect(all[1].apnsTimestamp == 900)
         #expect(all[1].reason == "Unregistered")
         #expect(all[1].seenAt == 20)
-        #expect(try journal.invalidTokens(topic: "com.b", since: nil).count == 1)
-        #expect(try journal.invalidTokens(topic: nil, since: 12).map(\.topic) == ["com.a"])
+        #expect(try await journal.invalidTokens(topic: "com.b", since: nil).count == 1)
+        #expect(try await journal.invalidTokens(topic: nil, since: 12).map(\.topic) == ["com.a"])
     }
 }
 
 @Suite("SQLite journal on disk")
 struct SQLiteJournalTests {
-    @Test func whatWasCommittedIsThereWhenTheFileIsOpenedAgain() throws {
+    @Test func whatWasCommittedIsThereWhenTheFileIsOpenedAgain() async throws {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }
         let path = project.path("journal.sqlite")
         let run: RunRecord
         do {
             let journal = try SQLiteJournal(path: path)
-            run = try journal.createRun(campaign: "c", revision: "r", now: 1)
-            try journal.record(
+            run = try await journal.createRun(campaign: "c", revision: "r", now: 1)
+            try await journal.record(
                 JournalBatch(updates: [JournalStoreTests.update(7, .delivered(attempt: 1))], dispatched: [0...9]),
                 run: run.id,
                 now: 2
             )
         }
         let reopened = try SQLiteJournal(path: path)
-        #expect(try reopened.unfinishedRun(campaign: "c") == run)
-        #expect(try reopened.counts(of: run.id).delivered == 1)
+        #expect(try await reopened.unfinishedRun(campaign: "c") == run)
+        #expect(try await reopened.counts(of: run.id).delivered == 1)
     }
 
     @Test func aFileThatIsNotAJournalGetsAClearError() throws {
@@ -259,31 +291,35 @@ struct SQLiteJournalTests {
         }
     }
 
-    @Test func aJournalLockedByAnotherWriterGetsAClearErrorAfterTheWait() throws {
+    @Test func aJournalLockedByAnotherWriterGetsAClearErrorAfterTheWait() async throws {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }
         let path = project.path("journal.sqlite")
         let journal = try SQLiteJournal(path: path, lockWait: 0.2)
-        let run = try journal.createRun(campaign: "c", revision: "r", now: 1)
+        let run = try await journal.createRun(campaign: "c", revision: "r", now: 1)
         // Another connection (as another process would) holds the write lock meanwhile.
-        let other = try DatabaseQueue(path: path)
-        let outcome = try other.inDatabase { db -> JournalError? in
-            try db.execute(sql: "BEGIN IMMEDIATE")
-            defer { try? db.execute(sql: "ROLLBACK") }
-            do throws(JournalError) {
-                try journal.record(JournalBatch(updates: [JournalStoreTests.update(1, .planned)]), run: run.id, now: 2)
-                return nil
-            } catch {
-                return error
-            }
+        var unsafe = Configuration()
+        unsafe.allowsUnsafeTransactions = true  // the lock is held across the awaited write below
+        let other = try DatabaseQueue(path: path, configuration: unsafe)
+        try other.inDatabase { db in try db.execute(sql: "BEGIN IMMEDIATE") }
+        var outcome: JournalError?
+        do throws(JournalError) {
+            try await journal.record(
+                JournalBatch(updates: [JournalStoreTests.update(1, .planned)]),
+                run: run.id,
+                now: 2
+            )
+        } catch {
+            outcome = error
         }
+        try other.inDatabase { db in try db.execute(sql: "ROLLBACK") }
         #expect(outcome?.code == .locked)
         #expect(
             outcome?.message == "\(path) is locked by another process (another pushcamp send?); wait for it or stop it"
         )
         // Once the other writer is gone, the same write goes through.
-        try journal.record(JournalBatch(updates: [JournalStoreTests.update(1, .planned)]), run: run.id, now: 3)
-        #expect(try journal.counts(of: run.id).planned == 1)
+        try await journal.record(JournalBatch(updates: [JournalStoreTests.update(1, .planned)]), run: run.id, now: 3)
+        #expect(try await journal.counts(of: run.id).planned == 1)
     }
 
     @Test func aJournalFromANewerPushcampIsRefused() throws {

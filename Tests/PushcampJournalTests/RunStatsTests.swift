@@ -77,24 +77,24 @@ struct RunStatsTests {
     }
 
     @Test(arguments: [false, true])
-    func storesKeepTheLatestStatsAndCountAnswersPerSecond(sqlite: Bool) throws {
+    func storesKeepTheLatestStatsAndCountAnswersPerSecond(sqlite: Bool) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("stats-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let store: any JournalStore =
             sqlite ? try SQLiteJournal(path: directory.appendingPathComponent("j.sqlite").path) : MemoryJournal()
-        let run = try store.createRun(campaign: "c", revision: "r", now: 1000)
-        #expect(try store.stats(of: run.id) == nil)
+        let run = try await store.createRun(campaign: "c", revision: "r", now: 1000)
+        #expect(try await store.stats(of: run.id) == nil)
         var stats = RunStats()
         stats.seconds = 1
-        try store.record(JournalBatch(stats: stats), run: run.id, now: 1000.2)
+        try await store.record(JournalBatch(stats: stats), run: run.id, now: 1000.2)
         stats.seconds = 2
         stats.latency.record(nanoseconds: 5_000_000)
-        try store.record(
+        try await store.record(
             JournalBatch(delivered: [DeliveredRange(first: 0, tokens: ["a", "b", "c"])], stats: stats),
             run: run.id,
             now: 1000.5
         )
-        try store.record(
+        try await store.record(
             JournalBatch(
                 updates: [
                     RecipientUpdate(
@@ -110,18 +110,18 @@ struct RunStatsTests {
             run: run.id,
             now: 1002.9
         )
-        #expect(try store.stats(of: run.id) == stats)
+        #expect(try await store.stats(of: run.id) == stats)
         // Saving stats marks the run as updated: a killed run's last update is near its last send.
-        #expect(try store.run(run.id)?.updatedAt == 1000.5)
+        #expect(try await store.run(run.id)?.updatedAt == 1000.5)
         #expect(
-            try store.answersPerSecond(of: run.id) == [
+            try await store.answersPerSecond(of: run.id) == [
                 AnswersInSecond(second: 1000, delivered: 3, failed: 0),
                 // e was delivered on its second send.
                 AnswersInSecond(second: 1002, delivered: 2, failed: 1, retried: 1),
             ]
         )
         // A resume picks the stats up.
-        #expect(try ResumePoint(journal: store, run: run.id).stats == stats)
+        #expect(try await ResumePoint(journal: store, run: run.id).stats == stats)
     }
 }
 

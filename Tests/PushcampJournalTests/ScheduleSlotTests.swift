@@ -7,13 +7,13 @@ import Testing
 struct ScheduleSlotTests {
     @Test(arguments: Store.allCases)
     func aSlotIsClaimedOnceWithItsRunAndConcurrentClaimsLeaveOneRun(_ store: Store) async throws {
-        let (journal, project) = try store.open()
+        let (journal, project) = try await store.open()
         defer { project.remove() }
         let run = try #require(
             try await journal.claimSlot(campaign: "news", slot: 1000, revision: "r1", file: nil, now: 5)
         )
         #expect(run.slot == 1000)
-        #expect(try journal.run(run.id)?.slot == 1000)
+        #expect(try await journal.run(run.id)?.slot == 1000)
         #expect(try await journal.claimSlot(campaign: "news", slot: 1000, revision: "r1", file: nil, now: 6) == nil)
         // Eight processes' worth of claims of the next slot, each on its own connection.
         let handles = try (0..<8).map { _ in try store.another(of: journal, in: project) }
@@ -26,7 +26,7 @@ struct ScheduleSlotTests {
             return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
         #expect(claimed == 1)
-        #expect(try journal.runs(limit: 10).count == 2)
+        #expect(try await journal.runs(limit: 10).count == 2)
         let record = try #require(try await journal.slot(campaign: "news", at: 2000))
         #expect(record.outcome == .fired)
         #expect(record.run != nil)
@@ -36,7 +36,7 @@ struct ScheduleSlotTests {
 
     @Test(arguments: Store.allCases)
     func skippedSlotsAreRecordedOnceAndTheLatestCountsTheirRange(_ store: Store) async throws {
-        let (journal, project) = try store.open()
+        let (journal, project) = try await store.open()
         defer { project.remove() }
         #expect(
             try await journal.recordSkipped(
@@ -85,7 +85,7 @@ struct ScheduleSlotTests {
 
     @Test(arguments: Store.allCases)
     func theWatchStartIsTheFirstTimeACampaignWasSeen(_ store: Store) async throws {
-        let (journal, project) = try store.open()
+        let (journal, project) = try await store.open()
         defer { project.remove() }
         #expect(try await journal.watchStart(campaign: "news", now: 10) == 10)
         #expect(try await journal.watchStart(campaign: "news", now: 20) == 10)
@@ -93,9 +93,9 @@ struct ScheduleSlotTests {
         let run = try #require(
             try await journal.claimSlot(campaign: "news", slot: 60, revision: "r", file: nil, now: 61)
         )
-        _ = try journal.createRun(campaign: "news", revision: "r", now: 62)  // a `send`, not a slot
+        _ = try await journal.createRun(campaign: "news", revision: "r", now: 62)  // a `send`, not a slot
         #expect(try await journal.unfinishedSlotRuns().map(\.id) == [run.id])
-        try journal.setStatus(.finished, of: run.id, now: 62)
+        try await journal.setStatus(.finished, of: run.id, now: 62)
         #expect(try await journal.unfinishedSlotRuns().isEmpty)
     }
 }

@@ -37,11 +37,11 @@ struct TriggerFiringTests {
 
     @Test(arguments: Store.allCases)
     func aFiringIsRecordedWithItsNotificationOnceAndClaimedByOneRun(_ store: Store) async throws {
-        let (journal, project) = try store.open()
+        let (journal, project) = try await store.open()
         defer { project.remove() }
-        #expect(try journal.storeNotification(Self.record("n1"), subscription: nil, firings: [Self.firing("n1")]))
+        await #expect(try journal.storeNotification(Self.record("n1"), subscription: nil, firings: [Self.firing("n1")]))
         // Apple's retry of the same notification records no second firing.
-        #expect(
+        await #expect(
             try !journal.storeNotification(
                 Self.record("n1"),
                 subscription: nil,
@@ -73,16 +73,16 @@ struct TriggerFiringTests {
         #expect(try await journal.firings(run: run.id).map(\.status) == [.fired])
         #expect(try await journal.firing(campaign: "payment-failed", notification: "n1")?.run == run.id)
         #expect(try await journal.unfinishedTriggerRuns().map(\.id) == [run.id])
-        try journal.setStatus(.finished, of: run.id, now: 120)
+        try await journal.setStatus(.finished, of: run.id, now: 120)
         #expect(try await journal.unfinishedTriggerRuns().isEmpty)
     }
 
     @Test(arguments: Store.allCases)
     func dueFiringsComeOldestFirstUpToTheLimit(_ store: Store) async throws {
-        let (journal, project) = try store.open()
+        let (journal, project) = try await store.open()
         defer { project.remove() }
         for (uuid, due) in [("late", 130.0), ("early", 105.0), ("middle", 120.0)] {
-            _ = try journal.storeNotification(
+            _ = try await journal.storeNotification(
                 Self.record(uuid),
                 subscription: nil,
                 firings: [Self.firing(uuid, due: due)]
@@ -96,10 +96,10 @@ struct TriggerFiringTests {
 
     @Test(arguments: Store.allCases)
     func firingsNoAudienceRowWasJoinedToAreSettledAsNoRecipientAndSkippedOnesStaySkipped(_ store: Store) async throws {
-        let (journal, project) = try store.open()
+        let (journal, project) = try await store.open()
         defer { project.remove() }
         for (uuid, key) in [("n1", "ACC-1"), ("n2", "acc-2"), ("n3", "acc-3")] {
-            _ = try journal.storeNotification(
+            _ = try await journal.storeNotification(
                 Self.record(uuid),
                 subscription: nil,
                 firings: [Self.firing(uuid, key: key)]
@@ -145,10 +145,10 @@ struct TriggerFiringTests {
         )
     }
 
-    @Test func theTriggerHistoryCountsStoredNotificationsByTypeSubtypeAndSignedDate() throws {
-        let project = try TemporaryProject(projectFile: nil)
+    @Test(arguments: Store.allCases)
+    func theTriggerHistoryCountsStoredNotificationsByTypeSubtypeAndSignedDate(_ store: Store) async throws {
+        let (journal, project) = try await store.open()
         defer { project.remove() }
-        let journal = try SQLiteJournal(path: project.path("journal.sqlite"))
         var grace = Self.record("n1")
         grace.subtype = "GRACE_PERIOD"
         var old = Self.record("n2")
@@ -157,10 +157,10 @@ struct TriggerFiringTests {
         other.originalTransactionID = "2000000002"
         var quarantined = Self.record("n4")
         quarantined.disposition = .quarantined
-        for record in [grace, old, other, quarantined] { _ = try journal.storeNotification(record) }
-        let all = try journal.countNotifications(app: "shop", type: "DID_FAIL_TO_RENEW", subtypes: [], since: 50)
+        for record in [grace, old, other, quarantined] { _ = try await journal.storeNotification(record) }
+        let all = try await journal.countNotifications(app: "shop", type: "DID_FAIL_TO_RENEW", subtypes: [], since: 50)
         #expect(all.events == 2 && all.subscriptions == 2)
-        let graceOnly = try journal.countNotifications(
+        let graceOnly = try await journal.countNotifications(
             app: "shop",
             type: "DID_FAIL_TO_RENEW",
             subtypes: ["GRACE_PERIOD"],

@@ -7,11 +7,11 @@ import Testing
 struct RunReportTests {
     /// A run of 10 recipients: 0-5 delivered first time (two commits, a second apart), 6 delivered on
     /// its second attempt, 7 and 8 failed, 9 in flight when the run stopped; 12 planned.
-    static func journal() throws -> (MemoryJournal, RunID) {
+    static func journal() async throws -> (MemoryJournal, RunID) {
         let journal = MemoryJournal()
-        let run = try journal.createRun(campaign: "spring", revision: "abc", now: 1_000)
-        try journal.record(JournalBatch(dispatched: [0...9]), run: run.id, now: 1_000.1)
-        try journal.record(
+        let run = try await journal.createRun(campaign: "spring", revision: "abc", now: 1_000)
+        try await journal.record(JournalBatch(dispatched: [0...9]), run: run.id, now: 1_000.1)
+        try await journal.record(
             JournalBatch(delivered: [DeliveredRange(first: 0, tokens: ["t0", "t1", "t2", "t3"])]),
             run: run.id,
             now: 1_000.4
@@ -24,7 +24,7 @@ struct RunReportTests {
         stats.seconds = 2.5
         stats.connectionsOpened = 2
         stats.disconnects = ["GOAWAY NO_ERROR": 1]
-        try journal.record(
+        try await journal.record(
             JournalBatch(
                 updates: [
                     RecipientUpdate(seq: 6, token: "t6", state: .delivered(attempt: 2)),
@@ -46,14 +46,14 @@ struct RunReportTests {
             run: run.id,
             now: 1_001.6
         )
-        try journal.setPlanned(12, of: run.id)
-        try journal.setStatus(.interrupted, of: run.id, now: 1_003)
+        try await journal.setPlanned(12, of: run.id)
+        try await journal.setStatus(.interrupted, of: run.id, now: 1_003)
         return (journal, run.id)
     }
 
-    @Test func everyRecipientIsAccountedForByStatusAndReason() throws {
-        let (journal, id) = try Self.journal()
-        let report = try #require(try RunReport.load(id, from: journal))
+    @Test func everyRecipientIsAccountedForByStatusAndReason() async throws {
+        let (journal, id) = try await Self.journal()
+        let report = try #require(try await RunReport.load(id, from: journal))
         #expect(report.delivered == 7)
         #expect(report.failed == 2)
         #expect(report.recipients == 12)
@@ -84,12 +84,12 @@ struct RunReportTests {
             ]
         )
         #expect(report.latencyDistribution.first?.from == 2_000 && report.latencyDistribution.last?.to == 320_000)
-        #expect(try RunReport.load(RunID(99), from: journal) == nil)
+        #expect(try await RunReport.load(RunID(99), from: journal) == nil)
     }
 
-    @Test func theJSONShapeIsStable() throws {
-        let (journal, id) = try Self.journal()
-        let json = try #require(try RunReport.load(id, from: journal)).json()
+    @Test func theJSONShapeIsStable() async throws {
+        let (journal, id) = try await Self.journal()
+        let json = try #require(try await RunReport.load(id, from: journal)).json()
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
         #expect(
             Array(object.keys).sorted() == [
@@ -110,9 +110,9 @@ struct RunReportTests {
         #expect(json.contains(#""possible_duplicates":1"#))
     }
 
-    @Test func textMarkdownAndHTMLSayTheSame() throws {
-        let (journal, id) = try Self.journal()
-        let report = try #require(try RunReport.load(id, from: journal))
+    @Test func textMarkdownAndHTMLSayTheSame() async throws {
+        let (journal, id) = try await Self.journal()
+        let report = try #require(try await RunReport.load(id, from: journal))
         let text = report.text()
         #expect(text.hasPrefix("Run 1 of spring: interrupted\n"))
         #expect(text.contains("\n  410 Unregistered                         1    8.33%\n"), "\(text)")
@@ -134,17 +134,23 @@ struct RunReportTests {
         #expect(html.contains("<span class=\"status warn\">interrupted · send again to resume</span>"))
     }
 
-    @Test func htmlEscapesWhatTheJournalHolds() throws {
+    @Test func htmlEscapesWhatTheJournalHolds() async throws {
         let journal = MemoryJournal()
-        let run = try journal.createRun(campaign: "c", revision: "<r&>", now: 0, file: "/a/\"b\".yaml", replay: nil)
-        try journal.record(
+        let run = try await journal.createRun(
+            campaign: "c",
+            revision: "<r&>",
+            now: 0,
+            file: "/a/\"b\".yaml",
+            replay: nil
+        )
+        try await journal.record(
             JournalBatch(updates: [
                 RecipientUpdate(seq: 0, token: "t", state: .failed(status: nil, reason: "<img>", apnsTimestamp: nil))
             ]),
             run: run.id,
             now: 1
         )
-        let html = try #require(try RunReport.load(run.id, from: journal)).html()
+        let html = try #require(try await RunReport.load(run.id, from: journal)).html()
         #expect(!html.contains("<img>") && !html.contains("<r&>"))
         #expect(html.contains("&lt;img&gt;") && html.contains("&lt;r&amp;&gt;") && html.contains("&quot;b&quot;"))
         #expect(html.contains("No answers measured."))
@@ -153,9 +159,9 @@ struct RunReportTests {
 
 @Suite("Report charts")
 struct ChartTests {
-    @Test func axesUseRoundSteps() throws {
-        let (journal, id) = try RunReportTests.journal()
-        var report = try #require(try RunReport.load(id, from: journal))
+    @Test func axesUseRoundSteps() async throws {
+        let (journal, id) = try await RunReportTests.journal()
+        var report = try #require(try await RunReport.load(id, from: journal))
         // 22,368 answers in the busiest second: gridlines every 5k up to 25k.
         report.perSecond = [
             AnswersInSecond(second: 10, delivered: 19_000), AnswersInSecond(second: 11, delivered: 22_368),

@@ -99,9 +99,9 @@ struct ExecutorDriverTests {
         // 3,000 answers over four connections, each dropped every 300th: at least 3000/300 - 4 drops.
         #expect((report.disconnects.values.reduce(0, +)) >= 6)
         let journal = try SQLiteJournal(path: setup.journalPath)
-        let run = try #require(try journal.latestRun(campaign: setup.campaign.id))
+        let run = try #require(try await journal.latestRun(campaign: setup.campaign.id))
         #expect(run.status == .finished)
-        #expect(try journal.counts(of: run.id).delivered == 3000)
+        #expect(try await journal.counts(of: run.id).delivered == 3000)
     }
 
     @Test func aScheduledCampaignSentNowExpiresFromTheRealSendTime() async throws {
@@ -236,9 +236,9 @@ struct ExecutorDriverTests {
         #expect(transport.written.values.reduce(0, +) <= 12)
         // Nothing is lost: a resume finds every recipient still to send.
         let journal = try SQLiteJournal(path: setup.journalPath)
-        let run = try #require(try journal.latestRun(campaign: setup.campaign.id))
+        let run = try #require(try await journal.latestRun(campaign: setup.campaign.id))
         #expect(run.status == .interrupted)
-        #expect(try journal.counts(of: run.id).delivered == 0)
+        #expect(try await journal.counts(of: run.id).delivered == 0)
     }
 
     @Test func anEndpointThatAllowsNoStreamsStopsAfterTheStallTimeout() async throws {
@@ -280,9 +280,9 @@ struct ExecutorDriverTests {
         // journal's deliveries are exactly the transport's.
         #expect(report.delivered == transport.delivered.count)
         let journal = try SQLiteJournal(path: setup.journalPath)
-        let run = try #require(try journal.latestRun(campaign: setup.campaign.id))
+        let run = try #require(try await journal.latestRun(campaign: setup.campaign.id))
         #expect(run.status == .interrupted)
-        let counts = try journal.counts(of: run.id)
+        let counts = try await journal.counts(of: run.id)
         #expect(counts.inFlight == 0)
         #expect(counts.delivered == transport.delivered.count)
 
@@ -312,7 +312,7 @@ struct ExecutorDriverTests {
         #expect(message.contains("full"), "\(message)")
         #expect(report.exitCode == 1)
         // The report's delivered count is what the journal holds; what it could not hold is said.
-        let counts = try store.counts(of: send.run.id)
+        let counts = try await store.counts(of: send.run.id)
         #expect(report.delivered == counts.delivered, "\(report.text())")
         let unrecorded = try #require(report.unrecorded)
         #expect(report.delivered + unrecorded.delivered == transport.delivered.count, "\(report.text())")

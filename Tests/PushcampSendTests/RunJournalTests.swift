@@ -25,9 +25,9 @@ struct RunJournalTests {
 
     /// An in-memory store whose commits after the first `failingAfter` fail, a run in it, and its
     /// writer. Answers alone wait a minute for company, so a dispatch joins answers queued before it.
-    static func journal(failingAfter records: Int) throws -> (MemoryJournal, RunRecord, RunJournal) {
+    static func journal(failingAfter records: Int) async throws -> (MemoryJournal, RunRecord, RunJournal) {
         let store = MemoryJournal(failingAfter: records)
-        let run = try store.createRun(campaign: "welcome", revision: "r1", now: 0)
+        let run = try await store.createRun(campaign: "welcome", revision: "r1", now: 0)
         return (store, run, RunJournal(store: store, run: run, gatherWindow: 60))
     }
 
@@ -39,47 +39,47 @@ struct RunJournalTests {
     /// it follow in a commit of their own, so the connection does not wait for them.
     @Test func dispatchCommitsAheadOfQueuedDeliveries() async throws {
         // The second commit fails: whatever it carried is missing from the store afterwards.
-        let (store, run, journal) = try Self.journal(failingAfter: 1)
+        let (store, run, journal) = try await Self.journal(failingAfter: 1)
         journal.settle([], firstDeliveries: Self.firstDeliveries(0..<4))
         try await journal.dispatch((4..<8).map(Self.request))
 
-        #expect(try store.dispatched(of: run.id) == [4...7])
-        #expect(try store.delivered(of: run.id) == [])
-        #expect(throws: JournalError.self) { try journal.close(status: .interrupted, planned: nil) }
+        #expect(try await store.dispatched(of: run.id) == [4...7])
+        #expect(try await store.delivered(of: run.id) == [])
+        await #expect(throws: JournalError.self) { try await journal.close(status: .interrupted, planned: nil) }
         #expect(journal.error != nil)
     }
 
     /// With nobody waiting, answers and statistics go in one commit, as before: a second commit would
     /// fail here, and `close` would say so.
     @Test func answersAloneCommitOnce() async throws {
-        let (store, run, journal) = try Self.journal(failingAfter: 1)
+        let (store, run, journal) = try await Self.journal(failingAfter: 1)
         journal.settle([], firstDeliveries: Self.firstDeliveries(0..<4))
         journal.saveStats(RunStats())
-        try journal.close(status: .finished, planned: 4)
-        #expect(try store.delivered(of: run.id) == [0...3])
-        #expect(try store.stats(of: run.id) != nil)
+        try await journal.close(status: .finished, planned: 4)
+        #expect(try await store.delivered(of: run.id) == [0...3])
+        #expect(try await store.stats(of: run.id) != nil)
     }
 
     /// A recipient a resume found with a row (taken for sending, never sent) keeps that row: its
     /// first delivery updates the row, with the token the resume read, instead of joining a range.
     @Test func aFirstDeliveryOfAnUnsentRowUpdatesTheRow() async throws {
         let store = MemoryJournal()
-        let run = try store.createRun(campaign: "welcome", revision: "r1", now: 0)
+        let run = try await store.createRun(campaign: "welcome", revision: "r1", now: 0)
         let token = TemporaryProject.token(2)
-        try store.record(
+        try await store.record(
             JournalBatch(updates: [RecipientUpdate(seq: 2, token: token, state: .planned)], dispatched: [0...1]),
             run: run.id,
             now: 1
         )
-        let resume = try ResumePoint(journal: store, run: run.id)
+        let resume = try await ResumePoint(journal: store, run: run.id)
         #expect(resume.unsentTokens == [2: token])
         let journal = RunJournal(store: store, run: run, resume: resume, gatherWindow: 60)
         journal.settle([], firstDeliveries: Self.firstDeliveries(0..<3))
-        try journal.close(status: .finished, planned: 3)
+        try await journal.close(status: .finished, planned: 3)
 
-        #expect(try store.delivered(of: run.id) == [0...1])
+        #expect(try await store.delivered(of: run.id) == [0...1])
         var rows: [RecipientRecord] = []
-        try store.forEachRecipient(of: run.id) { rows.append($0) }
+        try await store.forEachRecipient(of: run.id) { rows.append($0) }
         #expect(rows.map(\.seq) == [2])
         #expect(rows.first?.token == token)
         #expect(rows.first?.state == .delivered(attempt: 1))

@@ -34,21 +34,21 @@ struct RunRefusalTests {
         first = nil
 
         // Finished: the slot is recorded, nothing to fire.
-        try SQLiteJournal(path: setup.journalPath).setStatus(.finished, of: run, now: 1_800_000_100)
+        try await SQLiteJournal(path: setup.journalPath).setStatus(.finished, of: run, now: 1_800_000_100)
         let recorded = await Self.refusal {
             try await ExecutorDriverTests.prepare(setup, transport: transport, configure: slotOptions)
         }
         #expect(recorded?.code == .recorded, "\(String(describing: recorded))")
 
         // Unfinished, but the campaign changed since: the run is given up, and so is the slot.
-        try SQLiteJournal(path: setup.journalPath).setStatus(.interrupted, of: run, now: 1_800_000_200)
+        try await SQLiteJournal(path: setup.journalPath).setStatus(.interrupted, of: run, now: 1_800_000_200)
         var changed = setup
         changed.campaign.revision = "another"
         let givenUp = await Self.refusal {
             try await ExecutorDriverTests.prepare(changed, transport: transport, configure: slotOptions)
         }
         #expect(givenUp?.code == .givenUp, "\(String(describing: givenUp))")
-        #expect(try SQLiteJournal(path: setup.journalPath).run(run)?.status == .superseded)
+        #expect(try await SQLiteJournal(path: setup.journalPath).run(run)?.status == .superseded)
 
         // The exit statuses the CLI documents.
         #expect(RunRefusal.Code.refused.exitCode == 1 && RunRefusal.Code.credentials.exitCode == 2)

@@ -35,7 +35,7 @@ struct AppStoreReceiverTests {
         #expect(store.notificationCount == 1)
         let other = AppStoreTestChain.body(try chain.sign(AppStoreTestChain.notification(bundle: "com.example.kids")))
         #expect(await receiver.handle(other) == .init(status: 200, body: "quarantined\n"))
-        #expect(
+        await #expect(
             try store.notifications(limit: 10, quarantined: true).first?.reason?.contains("com.example.kids") == true
         )
         #expect(await receiver.handle(Array("{}".utf8)).status == 400)
@@ -67,7 +67,7 @@ struct AppStoreReceiverTests {
         }
         #expect(answers.allSatisfy { $0.status == 200 })
         #expect(answers.filter { $0.body == "stored\n" }.count == 1)
-        #expect(try SQLiteJournal(path: path).notifications(limit: 10, quarantined: false).count == 1)
+        await #expect(try SQLiteJournal(path: path).notifications(limit: 10, quarantined: false).count == 1)
     }
 
     @Test func subscriptionStateFollowsTheNewestSignedDateWhateverTheArrivalOrder() async throws {
@@ -89,20 +89,20 @@ struct AppStoreReceiverTests {
             return await receiver.handle(AppStoreTestChain.body(try chain.sign(payload))).body
         }
         #expect(try await post("DID_FAIL_TO_RENEW", "GRACE_PERIOD", minutesAgo: 30) == "stored\n")
-        var state = try #require(try store.subscriptions(status: nil, limit: 10).first)
+        var state = try await #require(try store.subscriptions(status: nil, limit: 10).first)
         #expect(state.status == "grace-period" && state.lastType == "DID_FAIL_TO_RENEW")
         #expect(state.appAccountToken == token && state.productID == "com.example.shop.premium")
         #expect(state.autoRenew == true && state.app == "shop-ios")
         // A renewal signed later, then an older failure arriving late: kept, but not the state.
         #expect(try await post("DID_RENEW", minutesAgo: 10) == "stored\n")
         #expect(try await post("DID_FAIL_TO_RENEW", minutesAgo: 20) == "stored\n")
-        state = try #require(try store.subscriptions(status: nil, limit: 10).first)
+        state = try await #require(try store.subscriptions(status: nil, limit: 10).first)
         #expect(state.status == "active" && state.lastType == "DID_RENEW")
-        #expect(try store.subscriptions(status: "billing-retry", limit: 10).isEmpty)
+        await #expect(try store.subscriptions(status: "billing-retry", limit: 10).isEmpty)
         #expect(try await post("EXPIRED", "VOLUNTARY", minutesAgo: 1) == "stored\n")
-        state = try #require(try store.subscriptions(status: "expired", limit: 10).first)
+        state = try await #require(try store.subscriptions(status: "expired", limit: 10).first)
         #expect(state.autoRenew == false && state.lastSubtype == "VOLUNTARY")
-        #expect(try store.notifications(limit: 10, quarantined: false).count == 4)
+        await #expect(try store.notifications(limit: 10, quarantined: false).count == 4)
     }
 
     @Test func aMatchingNotificationRecordsItsTriggerFiringsWithItOnce() async throws {

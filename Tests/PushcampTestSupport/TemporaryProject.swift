@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A throwaway project directory with a `pushcamp.yaml`, for tests that need real files.
 public struct TemporaryProject: Sendable {
@@ -46,7 +47,19 @@ public struct TemporaryProject: Sendable {
 
     public func path(_ relative: String) -> String { root.appendingPathComponent(relative).path }
 
-    public func remove() { try? FileManager.default.removeItem(at: root) }
+    public func remove() {
+        let cleanups = Self.cleanups.withLock { $0.removeValue(forKey: root.path) } ?? []
+        for cleanup in cleanups.reversed() { cleanup() }
+        try? FileManager.default.removeItem(at: root)
+    }
+
+    /// Runs `cleanup` when the project is removed: for what a test started beside it (a database
+    /// client's task, say).
+    public func onRemove(_ cleanup: @escaping @Sendable () -> Void) {
+        Self.cleanups.withLock { $0[root.path, default: []].append(cleanup) }
+    }
+
+    private static let cleanups = Mutex<[String: [@Sendable () -> Void]]>([:])
 
     /// A deterministic valid device token.
     public static func token(_ index: Int) -> String {

@@ -33,6 +33,19 @@ install_missing() {
     fi
 }
 
+# What the tests need beyond the build: PostgreSQL's server (Debian's `postgresql`), for the
+# throwaway cluster the journal's contract suite and the many-node tests run against
+# (scripts/postgres.sh). Not installed by setup.sh: sending with SQLite needs no server.
+install_test_missing() {
+    [[ "$(uname -s)" == Darwin ]] && return
+    compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && return
+    local sudo=()
+    [[ $(id -u) -eq 0 ]] || sudo=(sudo)
+    echo "installing with apt-get: postgresql"
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq postgresql
+}
+
 # The built binary's folder.
 bin_path() {
     swift build "${BUILD_FLAGS[@]}" --show-bin-path

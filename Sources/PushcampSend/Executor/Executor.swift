@@ -93,7 +93,7 @@ public final class Executor: Service, Sendable {
         }
         producer.cancel()
         var report = final ?? SendReport(campaign: "", revision: "", endpoint: "")
-        report = close(report)
+        report = await close(report)
         result.withLock { $0 = report }
         return report
     }
@@ -227,7 +227,7 @@ public final class Executor: Service, Sendable {
                 nextCancelCheck = now + options.cancelCheckInterval
                 if let error = journal.error {
                     input.yield(.stop(.journal(error.message)))
-                } else if journal.cancelRequested() {
+                } else if await journal.cancelRequested() {
                     input.yield(.stop(.cancelled))
                 }
             }
@@ -236,7 +236,7 @@ public final class Executor: Service, Sendable {
     }
 
     /// Records the statistics and the run's final status.
-    private func close(_ report: SendReport) -> SendReport {
+    private func close(_ report: SendReport) async -> SendReport {
         var result = report
         journal.saveStats(result.stats)
         let status: RunStatus
@@ -246,11 +246,11 @@ public final class Executor: Service, Sendable {
         default: status = .interrupted
         }
         do {
-            try journal.close(status: status, planned: result.planFinished ? result.planned : nil)
+            try await journal.close(status: status, planned: result.planFinished ? result.planned : nil)
         } catch {
             if result.stop == nil { result.stop = .journal(error.message) }
         }
-        if journal.error != nil { result = reconciled(result) }
+        if journal.error != nil { result = await reconciled(result) }
         result.run = journal.run.id.rawValue
         return result
     }
@@ -259,8 +259,8 @@ public final class Executor: Service, Sendable {
 extension Executor {
     /// After a journal failure the report says what the journal holds, not what was answered: the
     /// answers it could not record are counted apart, since a resume will send those recipients again.
-    func reconciled(_ report: SendReport) -> SendReport {
-        guard let counts = try? journal.store.counts(of: journal.run.id) else { return report }
+    func reconciled(_ report: SendReport) async -> SendReport {
+        guard let counts = try? await journal.store.counts(of: journal.run.id) else { return report }
         var result = report
         let recordedDelivered = max(0, counts.delivered - (report.resumed?.delivered ?? 0))
         let recordedFailed = max(0, counts.failed - (report.resumed?.failed ?? 0))

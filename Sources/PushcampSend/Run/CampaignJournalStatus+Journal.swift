@@ -7,12 +7,15 @@ extension CampaignJournalStatus {
     /// (resumed, refused when the campaign changed, or being sent elsewhere), else its last run
     /// (finished or cancelled: refused), else never sent. Replays aside. Reads without creating
     /// a journal where there is none.
-    public static func read(for campaign: LoadedCampaign, journalPath path: String) throws -> CampaignJournalStatus {
+    public static func read(
+        for campaign: LoadedCampaign,
+        journalPath path: String
+    ) async throws -> CampaignJournalStatus {
         guard path != SendRun.inMemory, FileManager.default.fileExists(atPath: path) else { return .neverSent }
         let store = try SQLiteJournal(path: path, readOnly: true)
-        if let unfinished = try store.unfinishedRun(campaign: campaign.id) {
+        if let unfinished = try await store.unfinishedRun(campaign: campaign.id) {
             let run = unfinished.livenessChecked(journalPath: path)
-            var status = try status(of: run, state: run.status == .running ? .running : .interrupted, in: store)
+            var status = try await status(of: run, state: run.status == .running ? .running : .interrupted, in: store)
             status.at = Timestamps.text(run.startedAt)
             status.changedSince = run.revision != campaign.revision
             if let planned = run.planned {
@@ -21,18 +24,18 @@ extension CampaignJournalStatus {
             }
             return status
         }
-        if let last = try store.latestRun(campaign: campaign.id) {
+        if let last = try await store.latestRun(campaign: campaign.id) {
             switch last.status {
-            case .finished: return try status(of: last, state: .finished, in: store)
-            case .cancelled: return try status(of: last, state: .cancelled, in: store)
+            case .finished: return try await status(of: last, state: .finished, in: store)
+            case .cancelled: return try await status(of: last, state: .cancelled, in: store)
             default: return .neverSent  // superseded runs only: a new one starts
             }
         }
         return .neverSent
     }
 
-    private static func status(of run: RunRecord, state: State, in store: SQLiteJournal) throws -> Self {
-        let counts = try store.counts(of: run.id)
+    private static func status(of run: RunRecord, state: State, in store: any Journal) async throws -> Self {
+        let counts = try await store.counts(of: run.id)
         var status = CampaignJournalStatus(state: state)
         status.run = run.id.rawValue
         status.at = Timestamps.text(run.updatedAt)

@@ -10,21 +10,22 @@ extension DeliveryHistory {
     /// `triggerKeys` for the run of trigger firings.
     public static func read(
         for campaign: LoadedCampaign,
-        from journal: any JournalStore,
+        from journal: any Journal,
         now: Date = Date(),
         triggerKeys: [String]? = nil
-    ) throws -> DeliveryHistory {
+    ) async throws -> DeliveryHistory {
         var suppression = Suppression(registeredAtAttribute: campaign.registeredAtAttribute)
-        for token in try journal.invalidTokens(topic: campaign.topic, since: nil) {
+        for token in try await journal.invalidTokens(topic: campaign.topic, since: nil) {
             suppression.add(token: token.token, apnsTimestamp: token.apnsTimestamp, seenAt: token.seenAt)
         }
         var history = DeliveryHistory(suppression: suppression)
         if let spec = campaign.frequencyCap {
             let since = now.timeIntervalSince1970 - Double(spec.per.seconds)
-            history.frequencyCap = try FrequencyCap(spec) { try journal.forEachDelivery(since: since, $0) }
+            let hashes = try await journal.deliveryHashes(since: since)
+            history.frequencyCap = try FrequencyCap(spec) { body in for hash in hashes { try body(hash) } }
         }
         if campaign.subscriptions != nil || campaign.trigger != nil || triggerKeys != nil {
-            history.subscriptions = try subscriptionMatch(for: campaign, from: journal, only: triggerKeys)
+            history.subscriptions = try await subscriptionMatch(for: campaign, from: journal, only: triggerKeys)
         }
         return history
     }
@@ -34,9 +35,9 @@ extension DeliveryHistory {
     /// when given.
     static func subscriptionMatch(
         for campaign: LoadedCampaign,
-        from journal: any JournalStore,
+        from journal: any Journal,
         only keys: [String]?
-    ) throws -> SubscriptionMatch {
+    ) async throws -> SubscriptionMatch {
         let join = campaign.subscriptionJoin
         let spec = campaign.subscriptions
         if spec == nil, let keys {
@@ -44,12 +45,9 @@ extension DeliveryHistory {
             match.recordsJoins = true
             return match
         }
-        guard let store = journal as? any NotificationStore else {
-            throw JournalError(.failed, "this journal keeps no App Store subscription state")
-        }
         let wanted = keys.map { Set($0.map(join.normalized)) }
         var selected: [String] = []
-        try store.forEachSubscription(app: campaign.app.name) { subscription in
+        try await journal.forEachSubscription(app: campaign.app.name) { subscription in
             guard
                 spec?.admits(
                     status: subscription.status,
@@ -69,7 +67,7 @@ extension DeliveryHistory {
 
     /// For `plan`: the journal at `path` if there is one (a project that never sent has none, and
     /// planning does not create it).
-    public static func read(for campaign: LoadedCampaign, journalPath path: String) throws -> DeliveryHistory {
+    public static func read(for campaign: LoadedCampaign, journalPath path: String) async throws -> DeliveryHistory {
         guard FileManager.default.fileExists(atPath: path) else {
             // A project that never received App Store notifications has no subscription to join.
             return DeliveryHistory(
@@ -78,7 +76,7 @@ extension DeliveryHistory {
                     ? SubscriptionMatch(spec: campaign.subscriptionJoin, keys: []) : nil
             )
         }
-        return try read(for: campaign, from: SQLiteJournal(path: path, readOnly: true))
+        return try await read(for: campaign, from: SQLiteJournal(path: path, readOnly: true))
     }
 }
 
@@ -92,19 +90,19 @@ extension PlanSummary {
         sendTime: Timestamp?,
         sendTimeSource: String,
         samples: Int
-    ) throws -> PlanSummary {
+    ) async throws -> PlanSummary {
         var planner = Planner(
             campaign: campaign,
             sendTime: sendTime,
             sendTimeSource: sendTimeSource,
             sampleLimit: samples
         )
-        planner.history = try DeliveryHistory.read(for: campaign, journalPath: journalPath)
-        let journal = try CampaignJournalStatus.read(for: campaign, journalPath: journalPath)
+        planner.history = try await DeliveryHistory.read(for: campaign, journalPath: journalPath)
+        let journal = try await CampaignJournalStatus.read(for: campaign, journalPath: journalPath)
         var summary = try planner.run()
         summary.journal = journal
         if let trigger = campaign.trigger {
-            summary.triggerHistory = try triggerHistory(trigger, app: campaign.app.name, journalPath: journalPath)
+            summary.triggerHistory = try await triggerHistory(trigger, app: campaign.app.name, journalPath: journalPath)
         }
         return summary
     }
@@ -116,9 +114,9 @@ extension PlanSummary {
         journalPath: String,
         days: Int = 30,
         now: Date = Date()
-    ) throws -> (days: Int, events: Int, subscriptions: Int) {
+    ) async throws -> (days: Int, events: Int, subscriptions: Int) {
         guard FileManager.default.fileExists(atPath: journalPath) else { return (days, 0, 0) }
-        let counts = try SQLiteJournal(path: journalPath, readOnly: true).countNotifications(
+        let counts = try await SQLiteJournal(path: journalPath, readOnly: true).countNotifications(
             app: app,
             type: trigger.appStoreType,
             subtypes: trigger.subtypes,

@@ -24,7 +24,7 @@ struct OpenedRun {
         if path == SendRun.inMemory || options.store != nil {
             let store = options.store ?? MemoryJournal()
             do {
-                let run = try store.createRun(campaign: campaign.id, revision: campaign.revision, now: now)
+                let run = try await store.createRun(campaign: campaign.id, revision: campaign.revision, now: now)
                 return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: nil)
             } catch {
                 throw RunRefusal(.journal, error.message)
@@ -38,7 +38,7 @@ struct OpenedRun {
             let store = try SQLiteJournal(path: path)
             let lock = try lock(journalPath: path, campaign: campaign.id)
             if case .replay(let selection) = options.kind {
-                return try replay(
+                return try await replay(
                     selection.original,
                     reasons: selection.reasons,
                     campaign: campaign,
@@ -55,7 +55,7 @@ struct OpenedRun {
                 opened.triggerKeys = try await store.firings(run: opened.journal.run.id).compactMap(\.subscriptionKey)
                 return opened
             }
-            return try sendOrRehearse(campaign, options: options, store: store, lock: lock, now: now)
+            return try await sendOrRehearse(campaign, options: options, store: store, lock: lock, now: now)
         } catch let error as JournalError {
             throw RunRefusal(.journal, error.message + "; nothing was sent")
         } catch let refusal as RunRefusal {
@@ -72,11 +72,16 @@ struct OpenedRun {
         store: SQLiteJournal,
         lock: RunLock,
         now: Double
-    ) throws -> OpenedRun {
+    ) async throws -> OpenedRun {
         var note: String?
-        if let unfinished = try store.unfinishedRun(campaign: campaign.id) {
+        if let unfinished = try await store.unfinishedRun(campaign: campaign.id) {
             if unfinished.revision == campaign.revision && !options.newRun {
-                return try resuming(unfinished, in: store, lock: lock, named: "run \(unfinished.id) of \(campaign.id)")
+                return try await resuming(
+                    unfinished,
+                    in: store,
+                    lock: lock,
+                    named: "run \(unfinished.id) of \(campaign.id)"
+                )
             }
             guard options.newRun || options.kind == .rehearsal else {
                 throw RunRefusal(
@@ -91,14 +96,14 @@ struct OpenedRun {
                     """
                 )
             }
-            try store.setStatus(.superseded, of: unfinished.id, now: now)
+            try await store.setStatus(.superseded, of: unfinished.id, now: now)
             note =
                 "run \(unfinished.id) of \(campaign.id) given up for a new run"
                 + (options.newRun ? " (--new-run)" : " (the campaign changed since)")
-        } else if options.kind == .send, !options.newRun, let last = try store.latestRun(campaign: campaign.id),
+        } else if options.kind == .send, !options.newRun, let last = try await store.latestRun(campaign: campaign.id),
             last.status == .finished || last.status == .cancelled
         {
-            let counts = try store.counts(of: last.id)
+            let counts = try await store.counts(of: last.id)
             throw RunRefusal(
                 .refused,
                 """
@@ -110,7 +115,7 @@ struct OpenedRun {
                 """
             )
         }
-        let run = try store.createRun(
+        let run = try await store.createRun(
             campaign: campaign.id,
             revision: campaign.revision,
             now: now,
@@ -140,7 +145,7 @@ struct OpenedRun {
             return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: lock)
         }
         let slotText = Timestamps.text(Double(slot))
-        return try resumingRecorded(
+        return try await resumingRecorded(
             try await store.slot(campaign: campaign.id, at: slot)?.run,
             of: "slot \(slotText) of \(campaign.id)",
             named: ", slot \(slotText)",
@@ -178,7 +183,7 @@ struct OpenedRun {
         if let first = notifications.first {
             firing = try await store.firing(campaign: campaign.id, notification: first)
         }
-        return try resumingRecorded(
+        return try await resumingRecorded(
             firing?.run,
             of: "the trigger of \(campaign.id) by \(events)",
             named: ", fired by \(events)",
@@ -203,12 +208,12 @@ struct OpenedRun {
         store: SQLiteJournal,
         lock: RunLock,
         now: Double
-    ) throws -> OpenedRun {
-        guard let id, let run = try store.run(id), run.status.isUnfinished else {
+    ) async throws -> OpenedRun {
+        guard let id, let run = try await store.run(id), run.status.isUnfinished else {
             throw RunRefusal(.recorded, alreadyDone)
         }
         guard run.revision == campaign.revision else {
-            try store.setStatus(.superseded, of: run.id, now: now)
+            try await store.setStatus(.superseded, of: run.id, now: now)
             throw RunRefusal(
                 .givenUp,
                 """
@@ -218,7 +223,7 @@ struct OpenedRun {
                 """
             )
         }
-        return try resuming(run, in: store, lock: lock, named: "run \(run.id) of \(campaign.id)\(suffix)")
+        return try await resuming(run, in: store, lock: lock, named: "run \(run.id) of \(campaign.id)\(suffix)")
     }
 
     /// The replay run of `original` for `reasons`: an unfinished one resumed, or a new one.
@@ -229,19 +234,19 @@ struct OpenedRun {
         store: SQLiteJournal,
         lock: RunLock,
         now: Double
-    ) throws -> OpenedRun {
-        if let unfinished = try store.unfinishedReplay(of: original.id) {
+    ) async throws -> OpenedRun {
+        if let unfinished = try await store.unfinishedReplay(of: original.id) {
             if unfinished.replay?.reasons.sorted() == reasons.sorted() {
-                return try resuming(
+                return try await resuming(
                     unfinished,
                     in: store,
                     lock: lock,
                     named: "replay run \(unfinished.id) of run \(original.id)"
                 )
             }
-            try store.setStatus(.superseded, of: unfinished.id, now: now)
+            try await store.setStatus(.superseded, of: unfinished.id, now: now)
         }
-        let run = try store.createRun(
+        let run = try await store.createRun(
             campaign: campaign.id,
             revision: campaign.revision,
             now: now,
@@ -269,9 +274,9 @@ struct OpenedRun {
         in store: SQLiteJournal,
         lock: RunLock,
         named name: String
-    ) throws -> OpenedRun {
-        let resume = try ResumePoint(journal: store, run: run.id)
-        try store.setStatus(.running, of: run.id, now: Date().timeIntervalSince1970)
+    ) async throws -> OpenedRun {
+        let resume = try await ResumePoint(journal: store, run: run.id)
+        try await store.setStatus(.running, of: run.id, now: Date().timeIntervalSince1970)
         let duplicates = resume.possibleDuplicates
         // Killed before planning read the whole audience: what is left is unknown until it is
         // planned again, so say what is known rather than a count that looks like the total.

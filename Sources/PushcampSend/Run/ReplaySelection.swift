@@ -15,16 +15,16 @@ public struct ReplaySelection: Sendable, Equatable {
     public static func select(
         run id: RunID,
         reasons: [String],
-        in journal: any JournalStore,
+        in journal: any Journal,
         path: String
-    ) throws(RunRefusal) -> ReplaySelection {
+    ) async throws(RunRefusal) -> ReplaySelection {
         do {
-            guard let original = try journal.run(id) else {
+            guard let original = try await journal.run(id) else {
                 throw RunRefusal(.refused, "no run \(id) in \(path); `pushcamp runs` lists them")
             }
             var recipients = SeqSet()
             var failures: [String: Int] = [:]
-            try journal.forEachRecipient(of: id) { row in
+            try await journal.forEachRecipient(of: id) { row in
                 guard case .failed(_, let reason, _) = row.state else { return }
                 failures[reason, default: 0] += 1
                 if reasons.contains(reason) { recipients.insert(row.seq) }

@@ -29,12 +29,12 @@ public enum RunCancellation {
     /// the process has not stopped in time.
     public static func cancel(
         _ id: RunID,
-        in journal: any JournalStore,
+        in journal: any Journal,
         path: String,
         wait: Double
-    ) throws(RunRefusal) -> Outcome {
+    ) async throws(RunRefusal) -> Outcome {
         do {
-            guard let record = try journal.run(id) else {
+            guard let record = try await journal.run(id) else {
                 throw RunRefusal(.refused, "no run \(id) in \(path); `pushcamp runs` lists them")
             }
             guard record.status.isUnfinished else {
@@ -43,12 +43,12 @@ public enum RunCancellation {
             let now = Date().timeIntervalSince1970
             if let lock = try RunLock(journalPath: path, campaign: record.campaign) {
                 // Nobody is sending it: cancel it here and now.
-                try journal.setStatus(.cancelled, of: id, now: now)
+                try await journal.setStatus(.cancelled, of: id, now: now)
                 lock.unlock()
             } else {
-                try journal.requestCancel(id, now: now)
+                try await journal.requestCancel(id, now: now)
                 let deadline = Date().addingTimeInterval(wait)
-                while try journal.run(id)?.status == .running {
+                while try await journal.run(id)?.status == .running {
                     guard Date() < deadline else {
                         throw RunRefusal(
                             .notStopped,
@@ -56,10 +56,10 @@ public enum RunCancellation {
                                 + "it will stop when it next checks"
                         )
                     }
-                    Thread.sleep(forTimeInterval: 0.1)
+                    try await Task.sleep(for: .milliseconds(100))
                 }
             }
-            return Outcome(run: try journal.run(id) ?? record, counts: try journal.counts(of: id))
+            return Outcome(run: try await journal.run(id) ?? record, counts: try await journal.counts(of: id))
         } catch let refusal as RunRefusal {
             throw refusal
         } catch let error as JournalError {

@@ -1,6 +1,7 @@
 import Foundation
 import PushcampAPNs
 import PushcampJournal
+import Synchronization
 
 /// The executor's side of the journal: one writer thread, group commit.
 ///
@@ -11,8 +12,10 @@ import PushcampJournal
 /// however many pushes it sends. First attempts are recorded as seq ranges, one per batch;
 /// only retries and answers get rows of their own.
 public final class RunJournal: @unchecked Sendable {
-    public let store: any JournalStore
+    public let store: any Journal
     public let run: RunRecord
+    /// The store's `synchronousRecord`, read once.
+    private let synchronousRecord: (@Sendable (JournalBatch, RunID, Double) throws(JournalError) -> Void)?
     /// How long the writer gathers answers before committing them when nobody waits.
     let gatherWindow: TimeInterval
 
@@ -32,13 +35,14 @@ public final class RunJournal: @unchecked Sendable {
     private let previousStats: RunStats
 
     public init(
-        store: any JournalStore,
+        store: any Journal,
         run: RunRecord,
         resume: ResumePoint = ResumePoint(),
         gatherWindow: TimeInterval = 0.005
     ) {
         self.store = store
         self.run = run
+        self.synchronousRecord = store.synchronousRecord
         self.gatherWindow = gatherWindow
         self.unsentRows = resume.unsentTokens
         self.previousStats = resume.stats
@@ -160,21 +164,39 @@ public final class RunJournal: @unchecked Sendable {
     }
 
     /// Whether `pushcamp cancel` asked this run to stop.
-    func cancelRequested() -> Bool {
-        (try? store.cancelRequested(run.id)) ?? false
+    func cancelRequested() async -> Bool {
+        (try? await store.cancelRequested(run.id)) ?? false
     }
 
     /// Commits what is queued, stops the writer and sets the run's final status.
-    package func close(status: RunStatus, planned: Int?) throws(JournalError) {
-        condition.lock()
-        closing = true
-        condition.signal()
-        while !writerDone { condition.wait() }
-        let failure = self.failure
-        condition.unlock()
-        if let failure { throw failure }
-        if let planned { try store.setPlanned(planned, of: run.id) }
-        try store.setStatus(status, of: run.id, now: Date().timeIntervalSince1970)
+    ///
+    /// The writes are made whether or not the calling task was cancelled: a run stopped by a
+    /// shutdown must still say so.
+    package func close(status: RunStatus, planned: Int?) async throws(JournalError) {
+        let (store, run) = (self.store, self.run)
+        let closed = await Task { [self] () -> JournalError? in
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let thread = Thread { [self] in
+                    condition.lock()
+                    closing = true
+                    condition.signal()
+                    while !writerDone { condition.wait() }
+                    condition.unlock()
+                    continuation.resume()
+                }
+                thread.name = "pushcamp-journal-close"
+                thread.start()
+            }
+            if let failure = error { return failure }
+            do throws(JournalError) {
+                if let planned { try await store.setPlanned(planned, of: run.id) }
+                try await store.setStatus(status, of: run.id, now: Date().timeIntervalSince1970)
+                return nil
+            } catch {
+                return error
+            }
+        }.value
+        if let closed { throw closed }
     }
 
     private func write() {
@@ -222,13 +244,44 @@ public final class RunJournal: @unchecked Sendable {
         let failed = failure != nil
         condition.unlock()
         if failed { return }
-        do {
-            try store.record(batch, run: run.id, now: Date().timeIntervalSince1970)
-        } catch {
+        let outcome: JournalError?
+        if let record = synchronousRecord {
+            do throws(JournalError) {
+                try record(batch, run.id, Date().timeIntervalSince1970)
+                outcome = nil
+            } catch {
+                outcome = error
+            }
+        } else {
+            outcome = Self.wait { [store, run] () async -> JournalError? in
+                do throws(JournalError) {
+                    try await store.record(batch, run: run.id, now: Date().timeIntervalSince1970)
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+        }
+        if let error = outcome {
             condition.lock()
             if failure == nil { failure = error }
             condition.unlock()
         }
+    }
+
+    /// Runs `body` in a task of its own (never cancelled: a commit the executor waits for is made
+    /// whatever happens to the caller) and blocks the writer's thread, never one of the pool's,
+    /// until it ends.
+    private static func wait<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<T?>(nil)
+        Task {
+            let value = await body()
+            result.withLock { $0 = value }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0! }
     }
 
     /// Answers the dispatches that waited for the last commit.

@@ -52,7 +52,7 @@ public final class SendRun: Service, Sendable {
         public var executor = Executor.Options()
         /// A journal to record into instead of the file at `journalPath` (a new run each time, no
         /// lock): for tests, and for stores other than SQLite.
-        public var store: (any JournalStore)?
+        public var store: (any Journal)?
         /// Where provider tokens come from: one owner per key for the whole process, so runs that
         /// start together share one token.
         public var providerTokens = ProviderTokenOwners.shared
@@ -165,16 +165,16 @@ public final class SendRun: Service, Sendable {
         } else {
             do {
                 if let path = options.historyJournalPath {
-                    history = try DeliveryHistory.read(for: campaign, journalPath: path)
+                    history = try await DeliveryHistory.read(for: campaign, journalPath: path)
                 } else {
-                    history = try DeliveryHistory.read(
+                    history = try await DeliveryHistory.read(
                         for: campaign,
                         from: opened.journal.store,
                         triggerKeys: opened.triggerKeys
                     )
                 }
             } catch {
-                try? opened.journal.close(status: .interrupted, planned: nil)
+                try? await opened.journal.close(status: .interrupted, planned: nil)
                 throw RunRefusal(.journal, "the journal cannot be read: \(error); nothing was sent")
             }
         }

@@ -16,9 +16,9 @@ import X509
 /// answers 503, so Apple retries — never a 4xx for our failure — and makes `serve` not ready
 /// until a notification is stored again (`ServeStatus`).
 ///
-/// The commit (fsynced, and waiting for the journal's lock when another process holds it) runs
-/// on NIO's blocking thread pool, never on a thread of Swift's cooperative pool: a slow journal
-/// slows the receiver down, not `/healthz`, `/readyz` or the scheduler.
+/// The commit (fsynced, and waiting for the journal's lock when another process holds it) is
+/// awaited, never run on a thread of Swift's cooperative pool (SQLite's runs on the journal's own
+/// queue): a slow journal slows the receiver down, not `/healthz`, `/readyz` or the scheduler.
 public final class AppStoreReceiver: Sendable {
     public struct Answer: Sendable, Equatable {
         public var status: Int
@@ -151,22 +151,14 @@ public final class AppStoreReceiver: Sendable {
         return .kept(record, new: new)
     }
 
-    /// `storeNotification` on NIO's thread pool for blocking work.
+    /// `storeNotification`: the store does its blocking work off the cooperative pool (SQLite on
+    /// its own queue, PostgreSQL over the network).
     private func commit(
         _ record: AppStoreNotificationRecord,
         subscription: SubscriptionState?,
         firings: [TriggerFiring]
     ) async throws(JournalError) -> Bool {
-        let store = self.store
-        do {
-            return try await NIOThreadPool.singleton.runIfActive {
-                try store.storeNotification(record, subscription: subscription, firings: firings)
-            }
-        } catch let error as JournalError {
-            throw error
-        } catch {
-            throw JournalError(.failed, "the journal could not be reached: \(error)")
-        }
+        try await store.storeNotification(record, subscription: subscription, firings: firings)
     }
 
     /// What reprocessing the quarantined notifications did.
@@ -183,12 +175,12 @@ public final class AppStoreReceiver: Sendable {
         now: Date
     ) async throws -> Reprocessed {
         var result = Reprocessed()
-        for record in try store.notifications(limit: .max, quarantined: true) {
+        for record in try await store.notifications(limit: .max, quarantined: true) {
             do {
                 let outcome = try await intake.receive(signedPayload: record.signedPayload, now: now, checkAge: false)
                 switch outcome {
                 case .accepted(_, let app):
-                    try store.release(record.uuid, app: app, subscription: subscription(outcome))
+                    try await store.release(record.uuid, app: app, subscription: subscription(outcome))
                     result.released.append((record.uuid, app))
                 case .quarantined(_, let reason):
                     result.stillQuarantined.append((record.uuid, reason))

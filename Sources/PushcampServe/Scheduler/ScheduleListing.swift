@@ -56,7 +56,8 @@ public struct ScheduleListing: Sendable {
                 latest = try await journal.latestSlot(campaign: id)
             }
             let lastFired = recorded.first { $0.outcome == .fired }
-            let lastRun = try lastFired?.run.flatMap { run throws(JournalError) in try journal?.run(run) }
+            var lastRun: RunRecord?
+            if let run = lastFired?.run { lastRun = try await journal?.run(run) }
             var cursor = Int64(now)
             if let latest { cursor = max(cursor, latest.last) }
             var next = schedule.slots(after: cursor, through: .max, limit: nextCount)

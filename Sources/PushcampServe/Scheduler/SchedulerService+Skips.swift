@@ -39,7 +39,7 @@ extension SchedulerService {
                 return
             }
             defer { lock.unlock() }
-            try journal.setStatus(reason == .expired ? .expired : .superseded, of: run, now: clock.now())
+            try await journal.setStatus(reason == .expired ? .expired : .superseded, of: run, now: clock.now())
             metrics.runClosed(campaign, reason: reason.rawValue)
             let why =
                 reason == .expired

@@ -412,7 +412,7 @@ public final class SchedulerService: Service, Sendable {
             )
             return
         }
-        if loaded.schedule?.once != nil, let sent = try? journal.latestRun(campaign: campaign), sent.slot == nil {
+        if loaded.schedule?.once != nil, let sent = try? await journal.latestRun(campaign: campaign), sent.slot == nil {
             await skip(
                 campaign,
                 first: slot,

@@ -1,0 +1,484 @@
+import Foundation
+import PostgresNIO
+import PushcampJournal
+import PushcampModel
+
+/// Runs, recipients, dead tokens and delivery history on PostgreSQL. A batch is one transaction of
+/// a few statements whatever its size: rows go in as arrays (`unnest`), not one statement each.
+extension PostgresJournal: JournalStore, TokenHistoryStore {
+    static let runColumns =
+        "id, campaign, revision, status, started_at, updated_at, cancel_requested, possible_duplicates, planned, file, replay_of, replay_reasons, slot"
+
+    public func unfinishedRun(campaign: String) async throws(JournalError) -> RunRecord? {
+        try await runs(
+            """
+            SELECT \(unescaped: Self.runColumns) FROM run
+            WHERE campaign = \(campaign) AND status IN ('running', 'interrupted') AND replay_of IS NULL
+            ORDER BY id DESC LIMIT 1
+            """
+        ).first
+    }
+
+    public func latestRun(campaign: String) async throws(JournalError) -> RunRecord? {
+        try await runs(
+            """
+            SELECT \(unescaped: Self.runColumns) FROM run WHERE campaign = \(campaign) AND replay_of IS NULL
+            ORDER BY id DESC LIMIT 1
+            """
+        ).first
+    }
+
+    public func unfinishedReplay(of run: RunID) async throws(JournalError) -> RunRecord? {
+        try await runs(
+            """
+            SELECT \(unescaped: Self.runColumns) FROM run
+            WHERE replay_of = \(run.rawValue) AND status IN ('running', 'interrupted') ORDER BY id DESC LIMIT 1
+            """
+        ).first
+    }
+
+    public func createRun(
+        campaign: String,
+        revision: String,
+        now: Double,
+        file: String?,
+        replay: ReplayOrigin?
+    ) async throws(JournalError) -> RunRecord {
+        let reasons = replay?.reasons.joined(separator: "\n")
+        let rows = try await rows(
+            """
+            INSERT INTO run (campaign, revision, status, started_at, updated_at, file, replay_of, replay_reasons)
+            VALUES (\(campaign), \(revision), 'running', \(now), \(now), \(file), \(replay?.run.rawValue), \(reasons))
+            RETURNING id
+            """
+        )
+        return RunRecord.started(
+            id: RunID(try decode(rows.first, "id", Int64.self)),
+            campaign: campaign,
+            revision: revision,
+            now: now,
+            file: file,
+            replay: replay
+        )
+    }
+
+    public func run(_ id: RunID) async throws(JournalError) -> RunRecord? {
+        try await runs("SELECT \(unescaped: Self.runColumns) FROM run WHERE id = \(id.rawValue)").first
+    }
+
+    public func runs(limit: Int) async throws(JournalError) -> [RunRecord] {
+        try await runs("SELECT \(unescaped: Self.runColumns) FROM run ORDER BY id DESC LIMIT \(limit)")
+    }
+
+    public func setStatus(_ status: RunStatus, of run: RunID, now: Double) async throws(JournalError) {
+        try await changeRun(
+            run,
+            "UPDATE run SET status = \(status.rawValue), updated_at = \(now) WHERE id = \(run.rawValue) RETURNING id"
+        )
+    }
+
+    public func requestCancel(_ run: RunID, now: Double) async throws(JournalError) {
+        try await changeRun(
+            run,
+            "UPDATE run SET cancel_requested = true, updated_at = \(now) WHERE id = \(run.rawValue) RETURNING id"
+        )
+    }
+
+    public func cancelRequested(_ run: RunID) async throws(JournalError) -> Bool {
+        guard let record = try await self.run(run) else { throw JournalError(.notFound, "no run \(run) in \(name)") }
+        return record.cancelRequested
+    }
+
+    public func setPlanned(_ count: Int, of run: RunID) async throws(JournalError) {
+        try await changeRun(run, "UPDATE run SET planned = \(count) WHERE id = \(run.rawValue) RETURNING id")
+    }
+
+    private func changeRun(_ run: RunID, _ query: PostgresQuery) async throws(JournalError) {
+        if try await rows(query).isEmpty { throw JournalError(.notFound, "no run \(run) in \(name)") }
+    }
+
+    func runs(_ query: PostgresQuery) async throws(JournalError) -> [RunRecord] {
+        let rows = try await rows(query)
+        do {
+            return try rows.map(Self.run(from:))
+        } catch {
+            throw translate(error)
+        }
+    }
+
+    static func run(from row: PostgresRandomAccessRow) throws -> RunRecord {
+        RunRecord(
+            id: RunID(try row["id"].decode(Int64.self)),
+            campaign: try row["campaign"].decode(String.self),
+            revision: try row["revision"].decode(String.self),
+            status: RunStatus(rawValue: try row["status"].decode(String.self)) ?? .running,
+            startedAt: try row["started_at"].decode(Double.self),
+            updatedAt: try row["updated_at"].decode(Double.self),
+            cancelRequested: try row["cancel_requested"].decode(Bool.self),
+            possibleDuplicates: try row["possible_duplicates"].decode(Int.self),
+            planned: try row["planned"].decode(Int?.self),
+            file: try row["file"].decode(String?.self),
+            slot: try row["slot"].decode(Int64?.self),
+            replay: try row["replay_of"].decode(Int64?.self).map { run in
+                ReplayOrigin(
+                    run: RunID(run),
+                    reasons: try row["replay_reasons"].decode(String?.self)?.split(separator: "\n").map(String.init)
+                        ?? []
+                )
+            }
+        )
+    }
+
+    /// `column` of `row`, or a clear error when the database answered nothing.
+    func decode<T: PostgresDecodable>(
+        _ row: PostgresRandomAccessRow?,
+        _ column: String,
+        _ type: T.Type
+    ) throws(JournalError)
+        -> T
+    {
+        guard let row else { throw JournalError(.failed, "the journal \(name) answered no row") }
+        do {
+            return try row[column].decode(T.self)
+        } catch {
+            throw translate(error)
+        }
+    }
+
+    // MARK: recipients
+
+    /// Stand-ins for NULL inside arrays (postgres-nio's arrays hold no optionals), turned back into
+    /// NULL by `NULLIF` in the statement.
+    static let noInteger = Int64.min
+    static let noDouble = -Double.greatestFiniteMagnitude
+
+    public func record(_ batch: JournalBatch, run: RunID, now: Double) async throws(JournalError) {
+        guard !batch.isEmpty else { return }
+        let logger = self.logger
+        let id = run.rawValue
+        // One row per recipient and range: a later update of the same recipient wins, as in the
+        // other journals (one statement may not change a row twice).
+        var latest: [Int: RecipientUpdate] = [:]
+        for update in batch.updates { latest[update.seq] = update }
+        var dispatched: [Int: Int] = [:]
+        for range in batch.dispatched {
+            dispatched[range.lowerBound] = max(dispatched[range.lowerBound] ?? range.upperBound, range.upperBound)
+        }
+        let updates = latest.values.sorted { $0.seq < $1.seq }
+        let firsts = dispatched.keys.sorted()
+        let lasts = firsts.map { Int64(dispatched[$0]!) }
+        let invalid = Self.merged(batch.invalidTokens)
+        try await transaction { connection in
+            if !invalid.isEmpty { try await Self.remember(invalid, on: connection, logger: logger) }
+            if let stats = batch.stats {
+                _ = try await Self.rows(
+                    """
+                    INSERT INTO run_stats (run, stats, updated_at) VALUES (\(id), \(stats.encoded()), \(now))
+                    ON CONFLICT (run) DO UPDATE SET stats = excluded.stats, updated_at = excluded.updated_at
+                    """,
+                    on: connection,
+                    logger: logger
+                )
+                _ = try await Self.rows(
+                    "UPDATE run SET updated_at = \(now) WHERE id = \(id)",
+                    on: connection,
+                    logger: logger
+                )
+            }
+            if batch.possibleDuplicates > 0 {
+                _ = try await Self.rows(
+                    "UPDATE run SET possible_duplicates = possible_duplicates + \(batch.possibleDuplicates) WHERE id = \(id)",
+                    on: connection,
+                    logger: logger
+                )
+            }
+            if !firsts.isEmpty {
+                _ = try await Self.rows(
+                    """
+                    INSERT INTO dispatch (run, first_seq, last_seq)
+                    SELECT \(id), f, l FROM unnest(\(firsts.map(Int64.init))::bigint[], \(lasts)::bigint[]) AS u(f, l)
+                    ON CONFLICT (run, first_seq) DO UPDATE SET last_seq = greatest(dispatch.last_seq, excluded.last_seq)
+                    """,
+                    on: connection,
+                    logger: logger
+                )
+            }
+            if !batch.delivered.isEmpty {
+                let firsts = batch.delivered.map { Int64($0.seqs.lowerBound) }
+                let lasts = batch.delivered.map { Int64($0.seqs.upperBound) }
+                let hashes = batch.delivered.map { ByteBuffer(bytes: $0.encodedHashes) }
+                _ = try await Self.rows(
+                    """
+                    INSERT INTO delivery (run, first_seq, last_seq, delivered_at, token_hashes)
+                    SELECT \(id), f, l, \(now), h
+                    FROM unnest(\(firsts)::bigint[], \(lasts)::bigint[], \(hashes)::bytea[]) AS u(f, l, h)
+                    """,
+                    on: connection,
+                    logger: logger
+                )
+            }
+            if !updates.isEmpty {
+                try await Self.upsert(updates, run: id, now: now, on: connection, logger: logger)
+            }
+        }
+    }
+
+    /// Nil: a commit waits on the network, so the executor's writer awaits `record`.
+    public var synchronousRecord: (@Sendable (JournalBatch, RunID, Double) throws(JournalError) -> Void)? { nil }
+
+    private static func upsert(
+        _ updates: [RecipientUpdate],
+        run: Int64,
+        now: Double,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        var seqs: [Int64] = []
+        var tokens: [String] = []
+        var states: [String] = []
+        var attempts: [Int64] = []
+        var statuses: [Int64] = []
+        var reasons: [String] = []
+        var stamps: [Int64] = []
+        var retries: [Double] = []
+        for update in updates {
+            seqs.append(Int64(update.seq))
+            tokens.append(update.token)
+            states.append(update.state.name)
+            attempts.append(Int64(update.state.attempt))
+            var (status, reason, stamp, retry) = (noInteger, "", noInteger, noDouble)
+            switch update.state {
+            case .failed(let code, let why, let apns):
+                (status, reason, stamp) = (code.map(Int64.init) ?? noInteger, why, apns ?? noInteger)
+            case .waiting(let until, _): retry = until
+            default: break
+            }
+            statuses.append(status)
+            reasons.append(reason)
+            stamps.append(stamp)
+            retries.append(retry)
+        }
+        _ = try await rows(
+            """
+            INSERT INTO recipient (run, seq, token, state, attempt, status, reason, apns_timestamp, retry_at, updated_at)
+            SELECT \(run), s, t, st, a, NULLIF(c, \(noInteger)), CASE WHEN st = 'failed' THEN r END,
+                NULLIF(p, \(noInteger)), NULLIF(w, \(noDouble)), \(now)
+            FROM unnest(\(seqs)::bigint[], \(tokens)::text[], \(states)::text[], \(attempts)::bigint[],
+                \(statuses)::bigint[], \(reasons)::text[], \(stamps)::bigint[], \(retries)::float8[])
+                AS u(s, t, st, a, c, r, p, w)
+            ON CONFLICT (run, seq) DO UPDATE SET
+                state = excluded.state, attempt = excluded.attempt, status = excluded.status,
+                reason = excluded.reason, apns_timestamp = excluded.apns_timestamp,
+                retry_at = excluded.retry_at, updated_at = excluded.updated_at
+            """,
+            on: connection,
+            logger: logger
+        )
+    }
+
+    public func dispatched(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>] {
+        try await ranges("SELECT first_seq, last_seq FROM dispatch WHERE run = \(run.rawValue) ORDER BY first_seq")
+    }
+
+    public func delivered(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>] {
+        try await ranges("SELECT first_seq, last_seq FROM delivery WHERE run = \(run.rawValue) ORDER BY first_seq")
+    }
+
+    private func ranges(_ query: PostgresQuery) async throws(JournalError) -> [ClosedRange<Int>] {
+        let rows = try await rows(query)
+        do {
+            return try rows.map { row in try row["first_seq"].decode(Int.self)...row["last_seq"].decode(Int.self) }
+        } catch {
+            throw translate(error)
+        }
+    }
+
+    public func recipients(of run: RunID, after seq: Int, limit: Int) async throws(JournalError) -> [RecipientRecord] {
+        let rows = try await rows(
+            """
+            SELECT seq, token, state, attempt, status, reason, apns_timestamp, retry_at, updated_at FROM recipient
+            WHERE run = \(run.rawValue) AND seq > \(seq) ORDER BY seq LIMIT \(limit)
+            """
+        )
+        do {
+            return try rows.map { row in
+                RecipientRecord(
+                    seq: try row["seq"].decode(Int.self),
+                    token: try row["token"].decode(String.self),
+                    state: try Self.state(from: row),
+                    updatedAt: try row["updated_at"].decode(Double.self)
+                )
+            }
+        } catch {
+            throw translate(error)
+        }
+    }
+
+    private static func state(from row: PostgresRandomAccessRow) throws -> RecipientState {
+        let attempt = try row["attempt"].decode(Int.self)
+        switch try row["state"].decode(String.self) {
+        case "planned": return .planned
+        case "in_flight": return .inFlight(attempt: attempt)
+        case "delivered": return .delivered(attempt: attempt)
+        case "failed":
+            return .failed(
+                status: try row["status"].decode(Int?.self),
+                reason: try row["reason"].decode(String?.self) ?? "",
+                apnsTimestamp: try row["apns_timestamp"].decode(Int64?.self)
+            )
+        case "waiting": return .waiting(until: try row["retry_at"].decode(Double?.self) ?? 0, attempt: attempt)
+        case "unknown": return .unknown(attempt: attempt)
+        case let other: throw JournalError(.corrupt, "unknown recipient state '\(other)' in the journal")
+        }
+    }
+
+    public func counts(of run: RunID) async throws(JournalError) -> RecipientCounts {
+        let id = run.rawValue
+        let rows = try await rows(
+            """
+            SELECT 'dispatch' AS state, coalesce(sum(last_seq - first_seq + 1), 0)::bigint AS n FROM dispatch WHERE run = \(id)
+            UNION ALL
+            SELECT 'delivery', coalesce(sum(last_seq - first_seq + 1), 0)::bigint FROM delivery WHERE run = \(id)
+            UNION ALL
+            SELECT state, count(*) FROM recipient WHERE run = \(id) GROUP BY state
+            """
+        )
+        var counts = RecipientCounts()
+        var dispatched = 0
+        do {
+            for row in rows {
+                let count = try row["n"].decode(Int.self)
+                switch try row["state"].decode(String.self) {
+                case "dispatch": dispatched = count
+                case "delivery": counts.delivered += count
+                case "planned": counts.planned += count
+                case "in_flight": counts.inFlight += count
+                case "delivered": counts.delivered += count
+                case "failed": counts.failed += count
+                case "waiting": counts.waiting += count
+                default: counts.unknown += count
+                }
+            }
+        } catch {
+            throw translate(error)
+        }
+        counts.inFlight += max(0, dispatched - counts.total)
+        return counts
+    }
+
+    public func answersPerSecond(of run: RunID) async throws(JournalError) -> [AnswersInSecond] {
+        let id = run.rawValue
+        let rows = try await rows(
+            """
+            SELECT floor(delivered_at)::bigint AS second, sum(last_seq - first_seq + 1)::bigint AS delivered,
+                0::bigint AS failed, 0::bigint AS retried
+            FROM delivery WHERE run = \(id) GROUP BY 1
+            UNION ALL
+            SELECT floor(updated_at)::bigint, count(*) FILTER (WHERE state = 'delivered'),
+                count(*) FILTER (WHERE state = 'failed'), count(*) FILTER (WHERE attempt > 1)
+            FROM recipient WHERE run = \(id) AND state IN ('delivered', 'failed') GROUP BY 1
+            """
+        )
+        do {
+            return AnswersInSecond.tally(
+                try rows.map { row in
+                    (
+                        at: Double(try row["second"].decode(Int64.self)),
+                        delivered: try row["delivered"].decode(Int.self),
+                        failed: try row["failed"].decode(Int.self),
+                        retried: try row["retried"].decode(Int.self)
+                    )
+                }
+            )
+        } catch {
+            throw translate(error)
+        }
+    }
+
+    public func stats(of run: RunID) async throws(JournalError) -> RunStats? {
+        let rows = try await rows("SELECT stats FROM run_stats WHERE run = \(run.rawValue)")
+        guard let row = rows.first else { return nil }
+        return try RunStats.decode(try decode(row, "stats", String.self))
+    }
+
+    // MARK: dead tokens and delivery history
+
+    /// One report per (topic, token): a statement may not change a row twice.
+    static func merged(_ tokens: [InvalidToken]) -> [InvalidToken] {
+        var merged: [String: InvalidToken] = [:]
+        for token in tokens {
+            let key = token.topic + "\u{0}" + token.token
+            merged[key] = InvalidToken.newer(merged[key], token)
+        }
+        return merged.values.sorted { ($0.topic, $0.token) < ($1.topic, $1.token) }
+    }
+
+    static func remember(_ tokens: [InvalidToken], on connection: PostgresConnection, logger: Logger) async throws {
+        _ = try await rows(
+            """
+            INSERT INTO invalid_token AS old (topic, token, reason, apns_timestamp, seen_at)
+            SELECT t, k, r, NULLIF(a, \(noInteger)), s
+            FROM unnest(\(tokens.map(\.topic))::text[], \(tokens.map(\.token))::text[], \(tokens.map(\.reason))::text[],
+                \(tokens.map { $0.apnsTimestamp ?? noInteger })::bigint[], \(tokens.map(\.seenAt))::float8[])
+                AS u(t, k, r, a, s)
+            ON CONFLICT (topic, token) DO UPDATE SET
+                reason = CASE WHEN excluded.seen_at >= old.seen_at THEN excluded.reason ELSE old.reason END,
+                seen_at = greatest(old.seen_at, excluded.seen_at),
+                apns_timestamp = CASE
+                    WHEN old.apns_timestamp IS NULL THEN excluded.apns_timestamp
+                    WHEN excluded.apns_timestamp IS NULL THEN old.apns_timestamp
+                    ELSE greatest(old.apns_timestamp, excluded.apns_timestamp) END
+            """,
+            on: connection,
+            logger: logger
+        )
+    }
+
+    public func rememberInvalidTokens(_ tokens: [InvalidToken]) async throws(JournalError) {
+        let merged = Self.merged(tokens)
+        guard !merged.isEmpty else { return }
+        let logger = self.logger
+        try await transaction { connection in try await Self.remember(merged, on: connection, logger: logger) }
+    }
+
+    public func invalidTokens(topic: String?, since: Double?) async throws(JournalError) -> [InvalidToken] {
+        let rows = try await rows(
+            """
+            SELECT topic, token, reason, apns_timestamp, seen_at FROM invalid_token
+            WHERE (\(topic)::text IS NULL OR topic = \(topic)) AND (\(since)::float8 IS NULL OR seen_at >= \(since))
+            ORDER BY seen_at, topic, token
+            """
+        )
+        do {
+            return try rows.map { row in
+                InvalidToken(
+                    topic: try row["topic"].decode(String.self),
+                    token: try row["token"].decode(String.self),
+                    reason: try row["reason"].decode(String.self),
+                    apnsTimestamp: try row["apns_timestamp"].decode(Int64?.self),
+                    seenAt: try row["seen_at"].decode(Double.self)
+                )
+            }
+        } catch {
+            throw translate(error)
+        }
+    }
+
+    public func deliveryHashes(since: Double) async throws(JournalError) -> [UInt64] {
+        var hashes: [UInt64] = []
+        let tokens = try await rows(
+            "SELECT token FROM recipient WHERE state = 'delivered' AND updated_at >= \(since)"
+        )
+        let ranges = try await rows("SELECT token_hashes FROM delivery WHERE delivered_at >= \(since)")
+        do {
+            for row in tokens { hashes.append(StableHash.hash(try row["token"].decode(String.self))) }
+            for row in ranges {
+                let bytes = try row["token_hashes"].decode(ByteBuffer.self)
+                bytes.withUnsafeReadableBytes { DeliveredRange.forEachHash(in: $0) { hashes.append($0) } }
+            }
+        } catch {
+            throw translate(error)
+        }
+        return hashes
+    }
+}

@@ -1,0 +1,280 @@
+import PostgresNIO
+import PushcampJournal
+
+/// The journal's tables on PostgreSQL, as numbered migrations applied forward on start.
+extension PostgresJournal {
+    /// One schema version: its number, what it adds, and its statements (one each: PostgreSQL's
+    /// extended protocol takes one statement per query).
+    struct Migration: Sendable {
+        var version: Int
+        var name: String
+        var statements: [String]
+    }
+
+    /// The key of the advisory lock under which migrations run: two nodes starting at once on an
+    /// empty database migrate once, the second waits and finds nothing left to do. ("pushcamp" in
+    /// ASCII.)
+    static let migrationLock: Int64 = 0x7075_7368_6361_6D70
+
+    static let migrations: [Migration] = [
+        Migration(
+            version: 1,
+            name: "runs, recipients, dead tokens, schedule slots, App Store notifications, trigger firings",
+            statements: [
+                """
+                CREATE TABLE run (
+                    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                    campaign TEXT NOT NULL,
+                    revision TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    started_at DOUBLE PRECISION NOT NULL,
+                    updated_at DOUBLE PRECISION NOT NULL,
+                    cancel_requested BOOLEAN NOT NULL DEFAULT false,
+                    possible_duplicates BIGINT NOT NULL DEFAULT 0,
+                    planned BIGINT,
+                    file TEXT,
+                    replay_of BIGINT REFERENCES run(id),
+                    replay_reasons TEXT,
+                    slot BIGINT
+                )
+                """,
+                "CREATE INDEX run_by_campaign ON run (campaign, status)",
+                """
+                CREATE TABLE recipient (
+                    run BIGINT NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+                    seq BIGINT NOT NULL,
+                    token TEXT NOT NULL,
+                    state TEXT NOT NULL,
+                    attempt INTEGER NOT NULL,
+                    status INTEGER,
+                    reason TEXT,
+                    apns_timestamp BIGINT,
+                    retry_at DOUBLE PRECISION,
+                    updated_at DOUBLE PRECISION NOT NULL,
+                    PRIMARY KEY (run, seq)
+                )
+                """,
+                "CREATE INDEX recipient_delivered_by_time ON recipient (updated_at) WHERE state = 'delivered'",
+                """
+                CREATE TABLE dispatch (
+                    run BIGINT NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+                    first_seq BIGINT NOT NULL,
+                    last_seq BIGINT NOT NULL,
+                    PRIMARY KEY (run, first_seq)
+                )
+                """,
+                """
+                CREATE TABLE delivery (
+                    run BIGINT NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+                    first_seq BIGINT NOT NULL,
+                    last_seq BIGINT NOT NULL,
+                    delivered_at DOUBLE PRECISION NOT NULL,
+                    token_hashes BYTEA NOT NULL,
+                    PRIMARY KEY (run, first_seq)
+                )
+                """,
+                "CREATE INDEX delivery_by_time ON delivery (delivered_at)",
+                """
+                CREATE TABLE run_stats (
+                    run BIGINT PRIMARY KEY REFERENCES run(id) ON DELETE CASCADE,
+                    stats TEXT NOT NULL,
+                    updated_at DOUBLE PRECISION NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE invalid_token (
+                    topic TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    apns_timestamp BIGINT,
+                    seen_at DOUBLE PRECISION NOT NULL,
+                    PRIMARY KEY (topic, token)
+                )
+                """,
+                """
+                CREATE TABLE schedule_slot (
+                    campaign TEXT NOT NULL,
+                    slot BIGINT NOT NULL,
+                    outcome TEXT NOT NULL,
+                    reason TEXT,
+                    detail TEXT,
+                    run BIGINT REFERENCES run(id),
+                    through BIGINT,
+                    count INTEGER NOT NULL DEFAULT 1,
+                    recorded_at DOUBLE PRECISION NOT NULL,
+                    PRIMARY KEY (campaign, slot)
+                )
+                """,
+                "CREATE TABLE schedule_watch (campaign TEXT PRIMARY KEY, since DOUBLE PRECISION NOT NULL)",
+                """
+                CREATE TABLE appstore_notification (
+                    uuid TEXT PRIMARY KEY,
+                    type TEXT NOT NULL,
+                    subtype TEXT,
+                    signed_date DOUBLE PRECISION,
+                    environment TEXT,
+                    bundle_id TEXT,
+                    app TEXT,
+                    disposition TEXT NOT NULL,
+                    reason TEXT,
+                    original_transaction_id TEXT,
+                    product_id TEXT,
+                    app_account_token TEXT,
+                    signed_payload TEXT NOT NULL,
+                    received_at DOUBLE PRECISION NOT NULL
+                )
+                """,
+                "CREATE INDEX appstore_notification_by_time ON appstore_notification (received_at)",
+                """
+                CREATE TABLE subscription (
+                    original_transaction_id TEXT PRIMARY KEY,
+                    app TEXT,
+                    product_id TEXT,
+                    status TEXT,
+                    auto_renew BOOLEAN,
+                    expires_at DOUBLE PRECISION,
+                    grace_period_expires_at DOUBLE PRECISION,
+                    app_account_token TEXT,
+                    last_type TEXT NOT NULL,
+                    last_subtype TEXT,
+                    signed_date DOUBLE PRECISION NOT NULL,
+                    notification TEXT NOT NULL
+                )
+                """,
+                "CREATE INDEX subscription_by_app ON subscription (app, original_transaction_id)",
+                """
+                CREATE TABLE trigger_firing (
+                    campaign TEXT NOT NULL,
+                    notification TEXT NOT NULL,
+                    subscription_key TEXT,
+                    due_at DOUBLE PRECISION NOT NULL,
+                    status TEXT NOT NULL,
+                    detail TEXT,
+                    run BIGINT,
+                    recorded_at DOUBLE PRECISION NOT NULL,
+                    PRIMARY KEY (campaign, notification)
+                )
+                """,
+                "CREATE INDEX trigger_firing_due ON trigger_firing (status, due_at)",
+                "CREATE INDEX trigger_firing_run ON trigger_firing (run)",
+            ]
+        )
+    ]
+
+    /// The newest schema version this build knows.
+    public static var schemaVersion: Int { migrations.last?.version ?? 0 }
+
+    /// Brings the schema to `schemaVersion`, under the advisory lock, in one transaction: a node
+    /// that dies halfway leaves the schema as it was. Refuses a database whose schema is newer than
+    /// this build (`.newerVersion`), and one whose tables are someone else's (`.corrupt`). Returns
+    /// the versions it applied.
+    @discardableResult
+    public func migrate() async throws(JournalError) -> [Int] {
+        let name = self.name
+        let logger = self.logger
+        let outcome: Result<[Int], JournalError> = try await transaction { connection in
+            _ = try await Self.rows(
+                "SELECT pg_advisory_xact_lock(\(Self.migrationLock))",
+                on: connection,
+                logger: logger
+            )
+            let current = try await Self.version(on: connection, logger: logger)
+            if current == nil {
+                let tables = try await Self.rows(
+                    "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() LIMIT 3",
+                    on: connection,
+                    logger: logger
+                ).map { try $0["table_name"].decode(String.self) }
+                if !tables.isEmpty {
+                    return .failure(
+                        JournalError(
+                            .corrupt,
+                            "the database \(name) has tables of its own (\(tables.joined(separator: ", "))) but is not a "
+                                + "Pushcamp journal; name an empty database in journal.url"
+                        )
+                    )
+                }
+                _ = try await Self.rows(
+                    """
+                    CREATE TABLE pushcamp_schema (
+                        version INTEGER PRIMARY KEY, name TEXT NOT NULL, migrated_at TIMESTAMPTZ NOT NULL DEFAULT now()
+                    )
+                    """,
+                    on: connection,
+                    logger: logger
+                )
+            }
+            let from = current ?? 0
+            if from > Self.schemaVersion {
+                return .failure(Self.newer(from, name: name))
+            }
+            var applied: [Int] = []
+            for migration in Self.migrations where migration.version > from {
+                for statement in migration.statements {
+                    _ = try await Self.rows(PostgresQuery(unsafeSQL: statement), on: connection, logger: logger)
+                }
+                _ = try await Self.rows(
+                    "INSERT INTO pushcamp_schema (version, name) VALUES (\(migration.version), \(migration.name))",
+                    on: connection,
+                    logger: logger
+                )
+                applied.append(migration.version)
+            }
+            return .success(applied)
+        }
+        return try outcome.get()
+    }
+
+    /// The schema version of the database (nil: not a journal yet).
+    public func version() async throws(JournalError) -> Int? {
+        let logger = self.logger
+        do {
+            return try await client.withConnection { connection in
+                try await Self.version(on: connection, logger: logger)
+            }
+        } catch {
+            throw translate(error)
+        }
+    }
+
+    /// Refuses a schema this build is too old for; what every node checks before using the journal.
+    public func checkVersion() async throws(JournalError) {
+        guard let version = try await version() else {
+            throw JournalError(
+                .cannotOpen,
+                "the database \(name) is not a Pushcamp journal yet: run `pushcamp journal migrate`"
+            )
+        }
+        if version > Self.schemaVersion { throw Self.newer(version, name: name) }
+        if version < Self.schemaVersion {
+            throw JournalError(
+                .cannotOpen,
+                "the journal \(name) is at schema version \(version), this Pushcamp needs \(Self.schemaVersion): "
+                    + "run `pushcamp journal migrate`"
+            )
+        }
+    }
+
+    static func newer(_ version: Int, name: String) -> JournalError {
+        JournalError(
+            .newerVersion,
+            "the journal \(name) is at schema version \(version), newer than this Pushcamp knows (\(schemaVersion)): "
+                + "a newer Pushcamp migrated it; upgrade this node to use it"
+        )
+    }
+
+    static func version(on connection: PostgresConnection, logger: Logger) async throws -> Int? {
+        let exists = try await rows(
+            "SELECT to_regclass('pushcamp_schema') IS NOT NULL AS present",
+            on: connection,
+            logger: logger
+        )
+        guard try exists.first?["present"].decode(Bool.self) == true else { return nil }
+        let version = try await rows(
+            "SELECT max(version) AS version FROM pushcamp_schema",
+            on: connection,
+            logger: logger
+        )
+        return try version.first?["version"].decode(Int?.self) ?? 0
+    }
+}

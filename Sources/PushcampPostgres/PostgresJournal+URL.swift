@@ -1,0 +1,135 @@
+import Foundation
+import Logging
+import NIOSSL
+import PostgresNIO
+import PushcampJournal
+
+extension PostgresJournal {
+    /// Where a PostgreSQL journal is, read from `journal.url` (or `--journal`):
+    /// `postgres://USER@HOST:PORT/DATABASE?sslmode=…`. The password is never in the URL: it comes
+    /// from the environment (`PGPASSWORD`, or the variable `password_env` names), so it is never
+    /// in a file in git nor in a message.
+    public struct Address: Sendable, Equatable {
+        public enum TLS: String, Sendable {
+            /// No TLS: for a server on loopback or a private network only.
+            case disable
+            /// TLS, the server's certificate verified against the system's roots (or `sslrootcert`)
+            /// and its host name: the default.
+            case verifyFull = "verify-full"
+        }
+
+        public var host: String
+        public var port: Int
+        public var user: String
+        public var database: String
+        public var tls: TLS
+        /// A PEM file of the certificate authorities the server's certificate must chain to.
+        public var rootCertificates: String?
+
+        /// How messages name it: `host:port/database`.
+        public var name: String { "\(host):\(port)/\(database)" }
+
+        /// Reads `url`; errors name what is wrong and never repeat a password.
+        public init(url: String) throws(JournalError) {
+            guard let components = URLComponents(string: url),
+                components.scheme == "postgres" || components.scheme == "postgresql"
+            else {
+                throw JournalError(
+                    .cannotOpen,
+                    "journal.url must be a postgres://user@host:5432/database URL (a SQLite journal is journal.path)"
+                )
+            }
+            guard components.password == nil else {
+                throw JournalError(
+                    .cannotOpen,
+                    "journal.url must not carry a password (it would be in pushcamp.yaml and in logs); "
+                        + "set PGPASSWORD, or name a variable with journal.password_env"
+                )
+            }
+            guard let host = components.host, !host.isEmpty else {
+                throw JournalError(.cannotOpen, "journal.url names no host")
+            }
+            let database = String(components.path.drop { $0 == "/" })
+            guard !database.isEmpty, !database.contains("/") else {
+                throw JournalError(.cannotOpen, "journal.url names no database (postgres://user@host:5432/database)")
+            }
+            guard let user = components.user, !user.isEmpty else {
+                throw JournalError(.cannotOpen, "journal.url names no user (postgres://user@host:5432/database)")
+            }
+            self.host = host
+            self.port = components.port ?? 5432
+            self.user = user
+            self.database = database
+            self.tls = .verifyFull
+            for item in components.queryItems ?? [] {
+                switch (item.name, item.value) {
+                case ("sslmode", "disable"?): tls = .disable
+                case ("sslmode", "require"?), ("sslmode", "verify-full"?), ("sslmode", "verify-ca"?): tls = .verifyFull
+                case ("sslmode", _):
+                    throw JournalError(
+                        .cannotOpen,
+                        "journal.url: sslmode must be verify-full (the default: the certificate and host name are checked) "
+                            + "or disable (loopback and private networks only)"
+                    )
+                case ("sslrootcert", let path?): rootCertificates = path
+                default:
+                    throw JournalError(
+                        .cannotOpen,
+                        "journal.url: unknown parameter '\(item.name)' (known: sslmode, sslrootcert)"
+                    )
+                }
+            }
+        }
+    }
+
+    /// A journal at `address` (not connected until `run()`), with the password from `environment`:
+    /// `passwordVariable` when given (it must be set), else `PGPASSWORD` when set.
+    public static func connect(
+        _ address: Address,
+        passwordVariable: String? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        maximumConnections: Int = 20,
+        timeout: Duration = .seconds(10),
+        logger: Logger = Logger(label: "pushcamp.journal")
+    ) throws(JournalError) -> PostgresJournal {
+        var password = environment["PGPASSWORD"]
+        if let passwordVariable {
+            guard let value = environment[passwordVariable] else {
+                throw JournalError(
+                    .cannotOpen,
+                    "journal.password_env names \(passwordVariable), which is not set in the environment"
+                )
+            }
+            password = value
+        }
+        let tls: PostgresClient.Configuration.TLS
+        switch address.tls {
+        case .disable:
+            tls = .disable
+        case .verifyFull:
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.certificateVerification = .fullVerification
+            if let roots = address.rootCertificates {
+                configuration.trustRoots = .file(roots)
+            }
+            tls = .require(configuration)
+        }
+        var configuration = PostgresClient.Configuration(
+            host: address.host,
+            port: address.port,
+            username: address.user,
+            password: password,
+            database: address.database,
+            tls: tls
+        )
+        configuration.options.maximumConnections = maximumConnections
+        configuration.options.connectTimeout = .seconds(5)
+        configuration.options.additionalStartupParameters = [("application_name", "pushcamp")]
+        return PostgresJournal(
+            client: PostgresClient(configuration: configuration, backgroundLogger: logger),
+            name: address.name,
+            timeout: timeout,
+            logger: logger
+        )
+    }
+}

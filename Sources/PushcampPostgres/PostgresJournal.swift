@@ -1,0 +1,129 @@
+import Foundation
+import Logging
+import PostgresNIO
+import PushcampJournal
+import ServiceLifecycle
+
+/// The journal on PostgreSQL: every concern of `Journal` in one database that several `pushcamp`
+/// processes on several machines share. The same answers as `SQLiteJournal` and `MemoryJournal`
+/// (one contract suite holds all three to them); what differs is what the database does for it:
+/// a slot or a firing is claimed in one transaction across every node (a unique key, `SKIP
+/// LOCKED`), and a notification is stored once per UUID (`ON CONFLICT DO NOTHING`).
+///
+/// A `Service`: `run()` runs postgres-nio's `PostgresClient` (its connection pool), and nothing
+/// reaches the database until it does. Put it in the `ServiceGroup` of whatever uses it.
+public final class PostgresJournal: Service, Sendable {
+    let client: PostgresClient
+    let logger: Logger
+    /// How messages name the journal: `host:port/database`, never the password.
+    public let name: String
+    /// How long one call may take, waiting for a connection included, before it fails as
+    /// unreachable: a caller (the App Store receiver's 503, a sender's lease) must hear of an
+    /// unreachable database in time to act on it, not when the pool gives up.
+    public let timeout: Duration
+
+    public init(
+        client: PostgresClient,
+        name: String,
+        timeout: Duration = .seconds(10),
+        logger: Logger = Logger(label: "pushcamp.journal")
+    ) {
+        self.client = client
+        self.name = name
+        self.timeout = timeout
+        self.logger = logger
+    }
+
+    public func run() async {
+        await client.run()
+    }
+
+    // MARK: queries and errors
+
+    /// Runs `query` and collects its rows (every query the journal makes answers a bounded page).
+    func rows(_ query: PostgresQuery) async throws(JournalError) -> [PostgresRandomAccessRow] {
+        let (client, logger) = (self.client, self.logger)
+        return try await withDeadline {
+            var rows: [PostgresRandomAccessRow] = []
+            for try await row in try await client.query(query, logger: logger) { rows.append(row.makeRandomAccess()) }
+            return rows
+        }
+    }
+
+    func execute(_ query: PostgresQuery) async throws(JournalError) {
+        _ = try await rows(query)
+    }
+
+    /// `body` in one transaction, committed when it returns, rolled back when it throws.
+    func transaction<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws(JournalError) -> T {
+        let (client, logger) = (self.client, self.logger)
+        return try await withDeadline {
+            try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+        }
+    }
+
+    /// `body`, cancelled when it takes longer than `timeout` (a transaction it was in rolls back).
+    func withDeadline<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws(JournalError) -> T {
+        let timeout = self.timeout
+        do {
+            return try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask { try await body() }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let value = first else {
+                    throw JournalError(
+                        .cannotOpen,
+                        "cannot reach the journal \(name): no answer within \(timeout.components.seconds) s"
+                    )
+                }
+                return value
+            }
+        } catch {
+            throw translate(error)
+        }
+    }
+
+    /// The rows `query` answers on `connection` (inside a transaction).
+    static func rows(
+        _ query: PostgresQuery,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> [PostgresRandomAccessRow] {
+        var rows: [PostgresRandomAccessRow] = []
+        for try await row in try await connection.query(query, logger: logger) { rows.append(row.makeRandomAccess()) }
+        return rows
+    }
+
+    /// A database error in words that name the journal and never a value a query carried.
+    func translate(_ error: any Error) -> JournalError {
+        if let error = error as? JournalError { return error }
+        if error is CancellationError {
+            return JournalError(.failed, "the journal \(name) was not written: the task was cancelled (shutting down)")
+        }
+        if let error = error as? PSQLError {
+            if let message = error.serverInfo?[.message] {
+                let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
+                return JournalError(.failed, "the journal \(name) failed: \(message)\(state)")
+            }
+            switch error.code {
+            case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed:
+                return JournalError(
+                    .cannotOpen,
+                    "cannot reach the journal \(name): \(error.underlying.map { "\($0)" } ?? "the connection failed")"
+                )
+            case .queryCancelled:
+                return JournalError(.failed, "the journal \(name) was not written: the query was cancelled")
+            default:
+                return JournalError(.failed, "the journal \(name) failed: \(error.code)")
+            }
+        }
+        // Not the server's answer: the pool could not get a connection (refused, unreachable, a
+        // TLS failure) and gave up.
+        return JournalError(.cannotOpen, "cannot reach the journal \(name): \(error)")
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import PushcampJournal
+import PushcampPostgres
+import PushcampTestSupport
+import Testing
+
+/// What only the PostgreSQL journal has: its schema versions, its URL, its server's failures.
+@Suite("The PostgreSQL journal")
+struct PostgresJournalTests {
+    @Test func nodesStartingAtOnceOnAnEmptyDatabaseMigrateItOnce() async throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let (_, url) = try TestPostgres.newDatabase()
+        let nodes = try (0..<4).map { _ in try Store.postgres(url, in: project) }
+        let applied = try await withThrowingTaskGroup(of: [Int].self) { group in
+            for node in nodes { group.addTask { try await node.migrate() } }
+            return try await group.reduce(into: [Int]()) { $0 += $1 }
+        }
+        #expect(applied == Array(1...PostgresJournal.schemaVersion))
+        #expect(try await nodes[0].version() == PostgresJournal.schemaVersion)
+        try await nodes[1].checkVersion()
+        #expect(try await nodes[2].migrate().isEmpty)
+    }
+
+    @Test func aSchemaNewerThanThisBuildIsRefusedAndAnEmptyOneAskedToMigrate() async throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let (name, url) = try TestPostgres.newDatabase()
+        let journal = try Store.postgres(url, in: project)
+        do {
+            try await journal.checkVersion()
+            Issue.record("an empty database passed the version check")
+        } catch {
+            #expect(error.message.contains("is not a Pushcamp journal yet: run `pushcamp journal migrate`"))
+        }
+        try await journal.migrate()
+        let server = try TestPostgres.server()
+        try TestPostgres.psql(
+            server.on(database: name),
+            "INSERT INTO pushcamp_schema (version, name) VALUES (\(PostgresJournal.schemaVersion + 1), 'from the future')"
+        )
+        for attempt in [{ try await journal.checkVersion() }, { _ = try await journal.migrate() }]
+            as [@Sendable () async throws -> Void]
+        {
+            do {
+                try await attempt()
+                Issue.record("a newer schema was accepted")
+            } catch let error as JournalError {
+                #expect(error.code == .newerVersion)
+                #expect(error.message.contains("newer than this Pushcamp knows"))
+            }
+        }
+    }
+
+    @Test func aDatabaseWithTablesOfItsOwnIsNotTakenOver() async throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let (name, url) = try TestPostgres.newDatabase()
+        try TestPostgres.psql(try TestPostgres.server().on(database: name), "CREATE TABLE orders (id int)")
+        let journal = try Store.postgres(url, in: project)
+        do {
+            try await journal.migrate()
+            Issue.record("someone else's database was migrated")
+        } catch {
+            #expect(error.code == .corrupt)
+            #expect(error.message.contains("has tables of its own (orders)"))
+        }
+    }
+
+    @Test func aServerThatDoesNotAnswerIsACleanErrorNamingItNeverAHang() async throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        // Port 1 on loopback: nothing listens there.
+        let journal = try Store.postgres(
+            "postgres://pushcamp@127.0.0.1:1/journal?sslmode=disable",
+            in: project,
+            timeout: .seconds(2)
+        )
+        for attempt in 0..<2 {
+            do {
+                _ = try await journal.runs(limit: 1)
+                Issue.record("a query answered without a server")
+            } catch {
+                #expect(error.code == .cannotOpen, "attempt \(attempt)")
+                #expect(error.message.hasPrefix("cannot reach the journal 127.0.0.1:1/journal"), "\(error.message)")
+            }
+        }
+    }
+
+    @Test func aURLSaysWhatIsWrongAndNeverRepeatsAPassword() throws {
+        func refusal(_ url: String) -> String? {
+            do {
+                _ = try PostgresJournal.Address(url: url)
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        let secret = "hunter2-s3cret"
+        let withPassword = try #require(refusal("postgres://app:\(secret)@db.internal:5432/pushcamp"))
+        #expect(withPassword.contains("must not carry a password") && !withPassword.contains(secret))
+        #expect(refusal("mysql://app@db/pushcamp")?.contains("must be a postgres://") == true)
+        #expect(refusal("postgres://app@db.internal:5432/")?.contains("names no database") == true)
+        #expect(refusal("postgres://db.internal/pushcamp")?.contains("names no user") == true)
+        #expect(refusal("postgres://app@db/pushcamp?sslmode=allow")?.contains("sslmode must be verify-full") == true)
+        #expect(refusal("postgres://app@db/pushcamp?timeout=3")?.contains("unknown parameter 'timeout'") == true)
+
+        let address = try PostgresJournal.Address(url: "postgres://app@db.internal/pushcamp")
+        #expect(address.port == 5432 && address.tls == .verifyFull && address.name == "db.internal:5432/pushcamp")
+        #expect(try PostgresJournal.Address(url: "postgresql://app@10.0.0.5:6432/j?sslmode=disable").tls == .disable)
+        do {
+            _ = try PostgresJournal.connect(address, passwordVariable: "PUSHCAMP_JOURNAL_PASSWORD", environment: [:])
+            Issue.record("a password variable that is not set was accepted")
+        } catch {
+            #expect(
+                error.message
+                    == "journal.password_env names PUSHCAMP_JOURNAL_PASSWORD, which is not set in the environment"
+            )
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import Synchronization
+
+/// The PostgreSQL server the tests use: the one `PUSHCAMP_TEST_POSTGRES` names (scripts/test.sh
+/// starts a throwaway cluster and sets it), else a throwaway cluster this process starts with
+/// scripts/postgres.sh on first use and removes when it exits. Never skipped: without a server the
+/// PostgreSQL tests fail and say how to get one.
+public enum TestPostgres {
+    public struct Server: Sendable {
+        public var host: String
+        public var port: Int
+        public var user: String
+        /// The database psql runs in.
+        public var database = "postgres"
+
+        /// The same server, psql running in `database`.
+        public func on(database: String) -> Server {
+            var copy = self
+            copy.database = database
+            return copy
+        }
+
+        /// A URL for `database` on this server.
+        public func url(_ database: String) -> String {
+            "postgres://\(user)@\(host):\(port)/\(database)?sslmode=disable"
+        }
+    }
+
+    public struct Unavailable: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    private static let started = Mutex<Result<Server, Unavailable>?>(nil)
+    /// The folder of the cluster this process started, removed at exit.
+    private static let startedDirectory = Mutex<String?>(nil)
+    private static let databases = Atomic<Int>(0)
+
+    /// The server, started once per process.
+    public static func server() throws -> Server {
+        try started.withLock { started in
+            if started == nil { started = Result { () throws(Unavailable) in try start() } }
+            return try started!.get()
+        }
+    }
+
+    /// A new, empty database on the server, named for the test process: every test gets its own.
+    public static func newDatabase() throws -> (name: String, url: String) {
+        let server = try server()
+        let name = "pushcamp_test_\(getpid())_\(databases.add(1, ordering: .relaxed).newValue)"
+        try psql(server, "CREATE DATABASE \(name)")
+        return (name, server.url(name))
+    }
+
+    /// Runs `sql` with psql, in the server's `database`.
+    public static func psql(_ server: Server, _ sql: String) throws {
+        let (status, output) = try run(
+            "/usr/bin/env",
+            ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", server.url(server.database), "-c", sql]
+        )
+        guard status == 0 else { throw Unavailable(description: "psql failed: \(output)") }
+    }
+
+    private static func start() throws(Unavailable) -> Server {
+        if let given = ProcessInfo.processInfo.environment["PUSHCAMP_TEST_POSTGRES"], !given.isEmpty {
+            guard let server = parse(given) else {
+                throw Unavailable(description: "PUSHCAMP_TEST_POSTGRES is not a postgres://user@host:port/… URL")
+            }
+            return server
+        }
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("pushcamp-postgres-\(UUID().uuidString)").path
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory)
+            let (status, output) = try run(script.path, ["start", directory + "/pg"])
+            guard status == 0, let server = parse(output.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                throw Unavailable(description: "scripts/postgres.sh could not start a cluster: \(output)")
+            }
+            startedDirectory.withLock { $0 = directory }
+            atexit { TestPostgres.stopStarted() }
+            return server
+        } catch let error as Unavailable {
+            throw error
+        } catch {
+            throw Unavailable(description: "scripts/postgres.sh could not be run: \(error)")
+        }
+    }
+
+    private static func stopStarted() {
+        guard let directory = startedDirectory.withLock({ $0 }) else { return }
+        _ = try? run(script.path, ["stop", directory + "/pg"])
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private static var script: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/postgres.sh")
+    }
+
+    private static func parse(_ url: String) -> Server? {
+        guard let components = URLComponents(string: url),
+            components.scheme == "postgres" || components.scheme == "postgresql",
+            let host = components.host, let port = components.port
+        else { return nil }
+        return Server(host: host, port: port, user: components.user ?? "postgres")
+    }
+
+    /// Runs a command to its end; its output through a file, not a pipe, since the server the
+    /// script starts outlives it and would hold a pipe open.
+    private static func run(_ executable: String, _ arguments: [String]) throws -> (Int32, String) {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("pushcamp-psql-\(UUID().uuidString)")
+        FileManager.default.createFile(atPath: output.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: output) }
+        let handle = try FileHandle(forWritingTo: output)
+        defer { try? handle.close() }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: try Data(contentsOf: output), as: UTF8.self))
+    }
+}
