@@ -1,3 +1,4 @@
+import PushcampAPNsCore
 import PushcampModel
 import Synchronization
 
@@ -20,6 +21,7 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
         var notifications: [String: AppStoreNotificationRecord] = [:]
         var subscriptions: [String: SubscriptionState] = [:]
         var notificationFailure: JournalError?
+        var leases: [String: Lease] = [:]
 
         /// Appends a new run, as `createRun` does.
         mutating func startRun(
@@ -46,10 +48,15 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
     /// Every `record` after this many fails as a full disk would (nil: never).
     private let recordsBeforeFailure: Int?
 
+    /// The clock leases are held on: the store's clock, as `now()` on the database is for the
+    /// others.
+    let clock: any WallClock
+
     /// `failingAfter` records, every later one fails with "disk full": how tests see what a send
-    /// does when its journal stops taking writes.
-    public init(failingAfter records: Int? = nil) {
+    /// does when its journal stops taking writes. `clock` times leases.
+    public init(failingAfter records: Int? = nil, clock: any WallClock = SystemWallClock()) {
         recordsBeforeFailure = records
+        self.clock = clock
     }
 
     public func unfinishedRun(campaign: String) async throws(JournalError) -> RunRecord? {

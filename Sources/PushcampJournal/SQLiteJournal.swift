@@ -325,6 +325,20 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
                     """
             )
         }
+        migrator.registerMigration("v9: leases") { db in
+            try db.execute(
+                sql: """
+                    -- Who sends what: a row per resource (a run), its owner, a fence that rises on every
+                    -- claim, and when the lease ends (seconds since 1970 on this machine's clock).
+                    CREATE TABLE lease (
+                        resource TEXT PRIMARY KEY,
+                        owner TEXT NOT NULL,
+                        fence INTEGER NOT NULL,
+                        expires_at REAL NOT NULL
+                    ) WITHOUT ROWID;
+                    """
+            )
+        }
         return migrator
     }
 

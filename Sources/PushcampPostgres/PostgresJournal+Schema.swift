@@ -158,7 +158,23 @@ extension PostgresJournal {
                 "CREATE INDEX trigger_firing_due ON trigger_firing (status, due_at)",
                 "CREATE INDEX trigger_firing_run ON trigger_firing (run)",
             ]
-        )
+        ),
+        // Who sends what: a row per resource (a run), its owner, a fence that rises on every claim,
+        // and when the lease ends (seconds since 1970 on the database's clock).
+        Migration(
+            version: 2,
+            name: "leases",
+            statements: [
+                """
+                CREATE TABLE lease (
+                    resource TEXT PRIMARY KEY,
+                    owner TEXT NOT NULL,
+                    fence BIGINT NOT NULL,
+                    expires_at DOUBLE PRECISION NOT NULL
+                )
+                """
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

@@ -1,0 +1,78 @@
+import Foundation
+import PushcampJournal
+import PushcampTestSupport
+import Testing
+
+@Suite("Leases, on every journal")
+struct LeaseTests {
+    @Test(arguments: Store.allCases)
+    func aLeaseIsHeldByOneOwnerAndEveryNewClaimRaisesTheFence(_ store: Store) async throws {
+        let (journal, project) = try await store.open()
+        defer { project.remove() }
+        #expect(try await journal.lease(of: "run:1") == nil)
+        let first = try #require(try await journal.acquire("run:1", owner: "node-a", duration: 30))
+        #expect(first.owner == "node-a" && first.fence == 1)
+        let now = try await journal.clockNow()
+        #expect(abs(first.expiresAt - (now + 30)) < 5)
+        #expect(try await journal.acquire("run:1", owner: "node-b", duration: 30) == nil)
+        // The holder claiming again renews: the same fence.
+        let again = try #require(try await journal.acquire("run:1", owner: "node-a", duration: 60))
+        #expect(again.fence == 1 && again.expiresAt > first.expiresAt)
+        #expect(try await journal.renew(first, duration: 30)?.fence == 1)
+        // Someone else's claim to it, or a fence that is not the lease's, renews nothing.
+        #expect(
+            try await journal.renew(Lease(resource: "run:1", owner: "node-b", fence: 1, expiresAt: 0), duration: 30)
+                == nil
+        )
+        #expect(
+            try await journal.renew(Lease(resource: "run:1", owner: "node-a", fence: 7, expiresAt: 0), duration: 30)
+                == nil
+        )
+
+        try await journal.release(first)
+        let taken = try #require(try await journal.acquire("run:1", owner: "node-b", duration: 30))
+        #expect(taken.fence == 2 && taken.owner == "node-b")
+        // The old holder has lost it: it can neither renew nor release the new one.
+        #expect(try await journal.renew(first, duration: 30) == nil)
+        try await journal.release(first)
+        #expect(try await journal.lease(of: "run:1") == taken)
+        #expect(try await journal.acquire("run:2", owner: "node-a", duration: 30)?.fence == 1)
+    }
+
+    @Test(arguments: Store.allCases)
+    func anExpiredLeaseIsTakenOverWithAHigherFenceAndItsHolderCannotRenewIt(_ store: Store) async throws {
+        let (journal, project) = try await store.open()
+        defer { project.remove() }
+        let paused = try #require(try await journal.acquire("run:9", owner: "paused", duration: 0.3))
+        #expect(try await journal.acquire("run:9", owner: "survivor", duration: 30) == nil)
+        // Waits for the outcome (the takeover), not for a time: the store's clock decides.
+        var takeover: Lease?
+        let deadline = Date().addingTimeInterval(20)
+        while takeover == nil, Date() < deadline {
+            takeover = try await journal.acquire("run:9", owner: "survivor", duration: 30)
+            if takeover == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let lease = try #require(takeover)
+        #expect(lease.fence == paused.fence + 1 && lease.owner == "survivor")
+        #expect(try await journal.renew(paused, duration: 30) == nil)
+        // Coming back under the same name after expiry is a new claim too: the fence rises.
+        try await journal.release(lease)
+        #expect(try await journal.acquire("run:9", owner: "paused", duration: 30)?.fence == lease.fence + 1)
+    }
+
+    @Test(arguments: Store.allCases)
+    func concurrentClaimsFromManyNodesLeaveOneHolder(_ store: Store) async throws {
+        let (journal, project) = try await store.open()
+        defer { project.remove() }
+        let handles = try (0..<8).map { _ in try store.another(of: journal, in: project) }
+        let holders = try await withThrowingTaskGroup(of: Lease?.self) { group in
+            for (index, handle) in handles.enumerated() {
+                group.addTask { try await handle.acquire("run:5", owner: "node-\(index)", duration: 30) }
+            }
+            return try await group.reduce(into: [Lease]()) { if let lease = $1 { $0.append(lease) } }
+        }
+        #expect(holders.count == 1)
+        #expect(holders.first?.fence == 1)
+        #expect(try await journal.lease(of: "run:5") == holders.first)
+    }
+}
