@@ -128,6 +128,10 @@ public struct JournalBatch: Sendable, Equatable {
     public var invalidTokens: [InvalidToken]
     /// The run's statistics so far, replacing those stored; the run's `updatedAt` becomes the commit's time.
     public var stats: RunStats?
+    /// The lease the writer sends under: the batch is recorded only while it is still the
+    /// resource's lease (same owner and fence), in the same transaction; otherwise nothing of it
+    /// is, and `record` throws `.fenced`. Nil: unfenced (one process, nobody to take over).
+    public var lease: Lease?
 
     public init(
         updates: [RecipientUpdate] = [],
@@ -135,9 +139,11 @@ public struct JournalBatch: Sendable, Equatable {
         delivered: [DeliveredRange] = [],
         possibleDuplicates: Int = 0,
         invalidTokens: [InvalidToken] = [],
-        stats: RunStats? = nil
+        stats: RunStats? = nil,
+        lease: Lease? = nil
     ) {
         self.stats = stats
+        self.lease = lease
         self.updates = updates
         self.dispatched = dispatched
         self.delivered = delivered
@@ -476,6 +482,19 @@ public struct InvalidToken: Sendable, Hashable {
 }
 
 /// The journal module's one error type.
+extension JournalError {
+    /// `lease` was taken over (the resource's lease is now `current`, or none): the batch was not
+    /// recorded.
+    public static func fenced(_ lease: Lease, current: Lease?) -> JournalError {
+        let now = current.map { " (now \($0.owner)'s, fence \($0.fence))" } ?? ""
+        return JournalError(
+            .fenced,
+            "the lease on \(lease.resource) held as fence \(lease.fence) was taken over\(now): this process is no "
+                + "longer its sender, so nothing more of it is recorded or sent from here"
+        )
+    }
+}
+
 public struct JournalError: Error, Sendable, CustomStringConvertible {
     public enum Code: Sendable, Hashable {
         /// The file cannot be created or opened.
@@ -487,6 +506,8 @@ public struct JournalError: Error, Sendable, CustomStringConvertible {
         /// The journal was written by a newer Pushcamp.
         case newerVersion
         case notFound
+        /// A write under a lease that is no longer the resource's: another process took it over.
+        case fenced
         /// Any other database failure.
         case failed
     }

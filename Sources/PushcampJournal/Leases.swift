@@ -151,7 +151,7 @@ extension SQLiteJournal: LeaseStore {
         try await read { db in try Double.fetchOne(db, sql: "SELECT \(Self.sqliteNow)") ?? 0 }
     }
 
-    private static func lease(from row: Row) -> Lease {
+    static func lease(from row: Row) -> Lease {
         Lease(resource: row["resource"], owner: row["owner"], fence: row["fence"], expiresAt: row["expires_at"])
     }
 }

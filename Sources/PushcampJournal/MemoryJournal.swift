@@ -134,6 +134,12 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
         if let recordsBeforeFailure, count > recordsBeforeFailure {
             throw JournalError(.failed, "the disk holding the journal is full (database or disk is full)")
         }
+        if let lease = batch.lease {
+            let current = state.withLock { $0.leases[lease.resource] }
+            guard current?.owner == lease.owner, current?.fence == lease.fence else {
+                throw JournalError.fenced(lease, current: current)
+            }
+        }
         if batch.possibleDuplicates > 0 { try update(run) { $0.possibleDuplicates += batch.possibleDuplicates } }
         if batch.stats != nil { try update(run) { $0.updatedAt = now } }
         rememberNow(batch.invalidTokens)

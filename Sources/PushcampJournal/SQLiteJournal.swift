@@ -490,6 +490,16 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
 
     /// One batch, inside the transaction `db` is in.
     private static func insert(_ batch: JournalBatch, run: RunID, now: Double, in db: Database) throws {
+        if let lease = batch.lease {
+            let current = try Row.fetchOne(
+                db,
+                sql: "SELECT * FROM lease WHERE resource = ?",
+                arguments: [lease.resource]
+            ).map(Self.lease(from:))
+            guard current?.owner == lease.owner, current?.fence == lease.fence else {
+                throw JournalError.fenced(lease, current: current)
+            }
+        }
         if !batch.invalidTokens.isEmpty { try Self.remember(batch.invalidTokens, in: db) }
         if let stats = batch.stats {
             try db.execute(

@@ -51,16 +51,18 @@ extension PostgresJournal: LeaseStore {
     private func leases(_ query: PostgresQuery) async throws(JournalError) -> [Lease] {
         let rows = try await rows(query)
         do {
-            return try rows.map { row in
-                Lease(
-                    resource: try row["resource"].decode(String.self),
-                    owner: try row["owner"].decode(String.self),
-                    fence: try row["fence"].decode(Int64.self),
-                    expiresAt: try row["expires_at"].decode(Double.self)
-                )
-            }
+            return try rows.map(Self.lease(from:))
         } catch {
             throw translate(error)
         }
+    }
+
+    static func lease(from row: PostgresRandomAccessRow) throws -> Lease {
+        Lease(
+            resource: try row["resource"].decode(String.self),
+            owner: try row["owner"].decode(String.self),
+            fence: try row["fence"].decode(Int64.self),
+            expiresAt: try row["expires_at"].decode(Double.self)
+        )
     }
 }

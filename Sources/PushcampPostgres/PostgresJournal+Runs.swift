@@ -169,6 +169,18 @@ extension PostgresJournal: JournalStore, TokenHistoryStore {
         let lasts = firsts.map { Int64(dispatched[$0]!) }
         let invalid = Self.merged(batch.invalidTokens)
         try await transaction { connection in
+            if let lease = batch.lease {
+                // The lease row is locked until the commit: a takeover waits for this batch, and a
+                // batch after a takeover sees the new fence.
+                let current = try await Self.rows(
+                    "SELECT resource, owner, fence, expires_at FROM lease WHERE resource = \(lease.resource) FOR SHARE",
+                    on: connection,
+                    logger: logger
+                ).first.map(Self.lease(from:))
+                guard current?.owner == lease.owner, current?.fence == lease.fence else {
+                    throw JournalError.fenced(lease, current: current)
+                }
+            }
             if !invalid.isEmpty { try await Self.remember(invalid, on: connection, logger: logger) }
             if let stats = batch.stats {
                 _ = try await Self.rows(

@@ -102,6 +102,11 @@ public final class PostgresJournal: Service, Sendable {
     /// A database error in words that name the journal and never a value a query carried.
     func translate(_ error: any Error) -> JournalError {
         if let error = error as? JournalError { return error }
+        if let error = error as? PostgresTransactionError,
+            let cause = error.closureError ?? error.commitError ?? error.beginError ?? error.rollbackError
+        {
+            return translate(cause)
+        }
         if error is CancellationError {
             return JournalError(.failed, "the journal \(name) was not written: the task was cancelled (shutting down)")
         }

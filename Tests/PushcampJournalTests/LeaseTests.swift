@@ -76,3 +76,44 @@ struct LeaseTests {
         #expect(try await journal.lease(of: "run:5") == holders.first)
     }
 }
+
+@Suite("Writes under a lease, on every journal")
+struct FencedWriteTests {
+    @Test(arguments: Store.allCases)
+    func aBatchUnderALeaseThatWasTakenOverIsRefusedWhole(_ store: Store) async throws {
+        let (journal, project) = try await store.open()
+        defer { project.remove() }
+        let run = try await journal.createRun(campaign: "c", revision: "r", now: 1)
+        let mine = try #require(try await journal.acquire("run:\(run.id)", owner: "node-a", duration: 30))
+        let first = JournalBatch(updates: [JournalStoreTests.update(0, .planned)], dispatched: [1...4], lease: mine)
+        try await journal.record(first, run: run.id, now: 2)
+        #expect(try await journal.counts(of: run.id).planned == 1)
+
+        // node-a pauses; its lease is released (as an expiry would) and node-b takes the run over.
+        try await journal.release(mine)
+        let theirs = try #require(try await journal.acquire("run:\(run.id)", owner: "node-b", duration: 30))
+        let late = JournalBatch(
+            updates: [JournalStoreTests.update(0, .delivered(attempt: 1))],
+            dispatched: [5...9],
+            possibleDuplicates: 2,
+            lease: mine
+        )
+        do {
+            try await journal.record(late, run: run.id, now: 3)
+            Issue.record("a batch under a lost lease was recorded")
+        } catch {
+            #expect(error.code == .fenced)
+            #expect(
+                error.message.contains("held as fence 1 was taken over (now node-b's, fence 2)"),
+                "\(error.message)"
+            )
+        }
+        // Nothing of it is in the journal.
+        #expect(try await journal.counts(of: run.id).planned == 1)
+        #expect(try await journal.dispatched(of: run.id) == [1...4])
+        #expect(try await journal.run(run.id)?.possibleDuplicates == 0)
+        // The new holder's batches go in.
+        try await journal.record(JournalBatch(dispatched: [5...9], lease: theirs), run: run.id, now: 4)
+        #expect(try await journal.dispatched(of: run.id) == [1...4, 5...9])
+    }
+}
