@@ -224,4 +224,58 @@ struct SchedulerStateMachineTests {
         #expect(all.tick(now: Self.t0 + 3700).isEmpty)
         #expect(all.runEnded("news", now: Self.t0 + 3800) == [.fire(campaign: "news", slot: Self.t0 + 3600)])
     }
+
+    @Test func dueFiringsOfACampaignGoOutInOneRunAndThoseThatComeDueMeanwhileWait() {
+        var machine = Machine(startedAt: Self.t0)
+        machine.setTriggers(["card-failed", "welcome"])
+        let due = [("card-failed", "n1"), ("welcome", "n2"), ("card-failed", "n3")]
+        #expect(
+            machine.firingsDue(due.map { (campaign: $0.0, notification: $0.1) }) == [
+                .fireTrigger(campaign: "card-failed", notifications: ["n1", "n3"]),
+                .fireTrigger(campaign: "welcome", notifications: ["n2"]),
+            ]
+        )
+        // While card-failed's run sends, its next firing waits; nothing is skipped.
+        #expect(machine.firingsDue([(campaign: "card-failed", notification: "n4")]).isEmpty)
+        #expect(machine.runEnded("card-failed", now: Self.t0 + 5).isEmpty)
+        #expect(
+            machine.firingsDue([(campaign: "card-failed", notification: "n4")]) == [
+                .fireTrigger(campaign: "card-failed", notifications: ["n4"])
+            ]
+        )
+    }
+
+    @Test func firingsOfACampaignNoLongerTriggeredAreSkippedAndItsUnfinishedRunLeft() {
+        var machine = Machine(startedAt: Self.t0)
+        machine.setTriggers(["welcome"])
+        #expect(
+            machine.firingsDue([(campaign: "card-failed", notification: "n1")]) == [
+                .skipFirings(campaign: "card-failed", notifications: ["n1"], reason: .notTriggered)
+            ]
+        )
+        #expect(
+            Machine.FiringSkipReason.notTriggered.detail(campaign: "card-failed")
+                == "campaign card-failed is no longer a trigger campaign in the campaign folders"
+        )
+        #expect(
+            machine.unfinishedTriggerRun("card-failed", run: 7, notifications: ["n1"]) == [
+                .leaveTriggerRun(campaign: "card-failed", run: 7)
+            ]
+        )
+        // A triggered campaign's unfinished run is resumed, and its due firings wait for it.
+        #expect(
+            machine.unfinishedTriggerRun("welcome", run: 8, notifications: ["n2"]) == [
+                .fireTrigger(campaign: "welcome", notifications: ["n2"])
+            ]
+        )
+        #expect(machine.firingsDue([(campaign: "welcome", notification: "n3")]).isEmpty)
+        // The folders change: the campaign is gone, its pending firings are skipped.
+        machine.setTriggers([])
+        _ = machine.runEnded("welcome", now: Self.t0 + 1)
+        #expect(
+            machine.firingsDue([(campaign: "welcome", notification: "n3")]) == [
+                .skipFirings(campaign: "welcome", notifications: ["n3"], reason: .notTriggered)
+            ]
+        )
+    }
 }

@@ -108,7 +108,10 @@ public final class SchedulerService: Service, Sendable {
                     }
                 }
                 func startTrigger(_ campaign: String, notifications: [String]) {
-                    guard let path = triggered[campaign] else { return }
+                    guard let path = triggered[campaign] else {
+                        continuation.yield(.ended(campaign))
+                        return
+                    }
                     running.insert(campaign)
                     status.update { $0.running = running.sorted() }
                     group.addTask {
@@ -121,6 +124,20 @@ public final class SchedulerService: Service, Sendable {
                         switch action {
                         case .fire(let campaign, let slot), .resume(let campaign, let slot):
                             start(campaign, slot: slot)
+                        case .fireTrigger(let campaign, let notifications):
+                            startTrigger(campaign, notifications: notifications)
+                        case .skipFirings(let campaign, let notifications, let reason):
+                            await self.skipFirings(
+                                campaign,
+                                notifications,
+                                detail: reason.detail(campaign: campaign),
+                                journal: journal
+                            )
+                        case .leaveTriggerRun(let campaign, let run):
+                            self.logger.warning(
+                                "run \(run) of trigger campaign \(campaign) is unfinished, but the campaign is no longer a trigger campaign; it is left as it is",
+                                metadata: Logger.fields("run-left", campaign: campaign, run: RunID(run))
+                            )
                         case .close(let campaign, let slot, let reason):
                             await self.close(campaign, slot: slot, reason: reason, journal: journal)
                         case .skip(let campaign, let first, let through, let count, let reason):
@@ -146,6 +163,7 @@ public final class SchedulerService: Service, Sendable {
                         if catalog.refresh() || !resumed {
                             paths = await self.sync(&machine, with: catalog, journal: journal, now: now)
                             triggered = catalog.triggers.mapValues(\.path)
+                            machine.setTriggers(Set(triggered.keys))
                             self.triggers.set(catalog.triggers.values.map(\.rule))
                             self.checkCredentials(catalog)
                             credentialsChecked = now
@@ -163,19 +181,18 @@ public final class SchedulerService: Service, Sendable {
                                     machine.unfinished(campaign, slot: slot, newestFired: newestFired, now: Int64(now))
                                 )
                             }
-                            for (campaign, notifications) in await self.unfinishedTriggers(
-                                journal,
-                                triggered: triggered
-                            )
-                            where !running.contains(campaign) {
-                                startTrigger(campaign, notifications: notifications)
+                            for (run, notifications) in await self.unfinishedTriggerRuns(journal) {
+                                await perform(
+                                    machine.unfinishedTriggerRun(
+                                        run.campaign,
+                                        run: run.id.rawValue,
+                                        notifications: notifications
+                                    )
+                                )
                             }
                         }
                         await perform(machine.tick(now: Int64(now)))
-                        for (campaign, notifications) in await self.dueFirings(journal, now: now, triggered: triggered)
-                        where !running.contains(campaign) {
-                            startTrigger(campaign, notifications: notifications)
-                        }
+                        await perform(machine.firingsDue(await self.dueFirings(journal, now: now)))
                         self.metrics.ticked(at: now)
                         for campaign in machine.campaigns {
                             self.metrics.nextSlot(campaign, at: machine.nextSlot(of: campaign))
@@ -263,55 +280,22 @@ public final class SchedulerService: Service, Sendable {
         }
     }
 
-    /// Pending firings due now, by campaign (oldest first); those of campaigns no longer in the
-    /// folders are skipped.
-    private func dueFirings(
-        _ journal: any Journal,
-        now: Double,
-        triggered: [String: String]
-    ) async -> [(String, [String])] {
-        let due: [TriggerFiring]
+    /// Pending firings due now, oldest first, for the machine to decide.
+    private func dueFirings(_ journal: any Journal, now: Double) async -> [(campaign: String, notification: String)] {
         do {
-            due = try await journal.dueFirings(now: now)
+            return try await journal.dueFirings(now: now).map { ($0.campaign, $0.notification) }
         } catch {
             report("the journal's trigger firings cannot be read: \(error)")
             return []
         }
-        var order: [String] = []
-        var byCampaign: [String: [String]] = [:]
-        for firing in due {
-            if byCampaign[firing.campaign] == nil { order.append(firing.campaign) }
-            byCampaign[firing.campaign, default: []].append(firing.notification)
-        }
-        var ready: [(String, [String])] = []
-        for campaign in order {
-            let notifications = byCampaign[campaign] ?? []
-            guard triggered[campaign] != nil else {
-                await skipFirings(
-                    campaign,
-                    notifications,
-                    detail: "campaign \(campaign) is no longer a trigger campaign in the campaign folders",
-                    journal: journal
-                )
-                continue
-            }
-            ready.append((campaign, notifications))
-        }
-        return ready
     }
 
     /// Trigger runs a killed `serve` left unfinished, with their notifications.
-    private func unfinishedTriggers(_ journal: any Journal, triggered: [String: String]) async -> [(String, [String])] {
+    private func unfinishedTriggerRuns(_ journal: any Journal) async -> [(RunRecord, [String])] {
         do {
-            var unfinished: [(String, [String])] = []
+            var unfinished: [(RunRecord, [String])] = []
             for run in try await journal.unfinishedTriggerRuns() {
-                guard triggered[run.campaign] != nil else {
-                    logger.warning(
-                        "run \(run.id) of trigger campaign \(run.campaign) is unfinished, but the campaign is no longer a trigger campaign; it is left as it is"
-                    )
-                    continue
-                }
-                unfinished.append((run.campaign, try await journal.firings(run: run.id).map(\.notification)))
+                unfinished.append((run, try await journal.firings(run: run.id).map(\.notification)))
             }
             return unfinished
         } catch {

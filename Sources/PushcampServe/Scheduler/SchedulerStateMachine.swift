@@ -20,6 +20,10 @@ import PushcampModel
 /// send its slot: it is closed as `expired` when the slot is older than `catch_up.within`, and as
 /// `superseded` when a newer slot fired since or is due now (except with `catch_up.mode: all`,
 /// where the due slots queue behind the resumed one). A resume never makes a due slot skip.
+///
+/// Trigger campaigns (fired by App Store notifications) are decided here too: the due firings of a
+/// campaign go out in one run, one run per campaign at a time (firings that come due meanwhile
+/// wait for the next tick), and those of a campaign no longer in the folders are skipped.
 public struct SchedulerStateMachine: Sendable {
     public enum SkipReason: String, Sendable, CaseIterable {
         /// Due longer ago than `catch_up.within` when it could be fired.
@@ -40,8 +44,28 @@ public struct SchedulerStateMachine: Sendable {
         case superseded
     }
 
+    /// Why trigger firings are skipped rather than sent.
+    public enum FiringSkipReason: Sendable, Equatable {
+        /// The campaign is no longer a trigger campaign in the campaign folders.
+        case notTriggered
+
+        public func detail(campaign: String) -> String {
+            switch self {
+            case .notTriggered: "campaign \(campaign) is no longer a trigger campaign in the campaign folders"
+            }
+        }
+    }
+
     public enum Action: Sendable, Equatable {
         case fire(campaign: String, slot: Int64)
+        /// Send the firings of `campaign` by `notifications` in one run (or resume the run that
+        /// claimed them).
+        case fireTrigger(campaign: String, notifications: [String])
+        /// Record the firings as skipped, for `reason`.
+        case skipFirings(campaign: String, notifications: [String], reason: FiringSkipReason)
+        /// An unfinished trigger run of a campaign that is no longer a trigger campaign: left as it
+        /// is (said in the log).
+        case leaveTriggerRun(campaign: String, run: Int64)
         /// Resume the unfinished run of `slot`.
         case resume(campaign: String, slot: Int64)
         /// Close the unfinished run of `slot` without sending more of it.
@@ -61,6 +85,10 @@ public struct SchedulerStateMachine: Sendable {
     /// When `serve` started (seconds since 1970): what `catch_up.mode: skip` counts from.
     public let startedAt: Int64
     private(set) var entries: [String: Entry] = [:]
+    /// The trigger campaigns in the folders.
+    private(set) var triggers: Set<String> = []
+    /// Trigger campaigns with a run in this process.
+    private(set) var sendingTriggers: Set<String> = []
     /// Missed slots beyond this many are not looked at one by one (they are counted as this many).
     public static let countLimit = 100_000
 
@@ -111,6 +139,39 @@ public struct SchedulerStateMachine: Sendable {
         entries[campaign] = nil
     }
 
+    /// The trigger campaigns now in the folders.
+    public mutating func setTriggers(_ campaigns: Set<String>) {
+        triggers = campaigns
+    }
+
+    /// Pending firings due now, oldest first, as (campaign, notification): each campaign's go out
+    /// in one run unless it is sending already (they wait); those of campaigns that are no longer
+    /// trigger campaigns are skipped.
+    public mutating func firingsDue(_ due: [(campaign: String, notification: String)]) -> [Action] {
+        var order: [String] = []
+        var byCampaign: [String: [String]] = [:]
+        for (campaign, notification) in due {
+            if byCampaign[campaign] == nil { order.append(campaign) }
+            byCampaign[campaign, default: []].append(notification)
+        }
+        return order.compactMap { campaign in
+            let notifications = byCampaign[campaign] ?? []
+            guard triggers.contains(campaign) else {
+                return .skipFirings(campaign: campaign, notifications: notifications, reason: .notTriggered)
+            }
+            guard sendingTriggers.insert(campaign).inserted else { return nil }
+            return .fireTrigger(campaign: campaign, notifications: notifications)
+        }
+    }
+
+    /// A trigger run left unfinished by a stopped `serve`, with the notifications it sends:
+    /// resumed, unless its campaign is no longer a trigger campaign (left as it is) or is sending.
+    public mutating func unfinishedTriggerRun(_ campaign: String, run: Int64, notifications: [String]) -> [Action] {
+        guard triggers.contains(campaign) else { return [.leaveTriggerRun(campaign: campaign, run: run)] }
+        guard sendingTriggers.insert(campaign).inserted else { return [] }
+        return [.fireTrigger(campaign: campaign, notifications: notifications)]
+    }
+
     public var campaigns: [String] { entries.keys.sorted() }
 
     public func isRunning(_ campaign: String) -> Bool { entries[campaign]?.running != nil }
@@ -135,8 +196,10 @@ public struct SchedulerStateMachine: Sendable {
         return actions
     }
 
-    /// The run of `campaign`'s current slot ended (or never started): a queued slot may fire.
+    /// The run of `campaign`'s current slot or firings ended (or never started): a queued slot may
+    /// fire, and firings of the campaign that came due meanwhile go out at the next tick.
     public mutating func runEnded(_ campaign: String, now: Int64) -> [Action] {
+        sendingTriggers.remove(campaign)
         guard var entry = entries[campaign] else { return [] }
         entry.running = nil
         var actions: [Action] = []
