@@ -208,7 +208,7 @@ let package = Package(
             dependencies: [
                 "PushcampPlanner", "PushcampModel", "PushcampAudience", "PushcampSend", "PushcampRehearsal",
                 "PushcampAPNsCore", "PushcampSimulator", "PushcampJournal", "PushcampReport", "PushcampServe",
-                "PushcampAppStore", "PushcampBuildInfo",
+                "PushcampAppStore", "PushcampBuildInfo", "PushcampPostgres",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

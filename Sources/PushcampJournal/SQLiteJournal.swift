@@ -135,6 +135,14 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
         }
     }
 
+    /// How many schema versions this build knows (v1 … vN).
+    public static var schemaVersion: Int { migrator.migrations.count }
+
+    /// The schema versions applied to this journal.
+    public func appliedVersion() async throws(JournalError) -> Int {
+        try await read { db in try Self.migrator.appliedIdentifiers(db).count }
+    }
+
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1: runs, recipients, invalid tokens") { db in

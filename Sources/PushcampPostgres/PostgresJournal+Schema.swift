@@ -244,13 +244,7 @@ extension PostgresJournal {
     /// The schema version of the database (nil: not a journal yet).
     public func version() async throws(JournalError) -> Int? {
         let logger = self.logger
-        do {
-            return try await client.withConnection { connection in
-                try await Self.version(on: connection, logger: logger)
-            }
-        } catch {
-            throw translate(error)
-        }
+        return try await withConnection { connection in try await Self.version(on: connection, logger: logger) }
     }
 
     /// Refuses a schema this build is too old for; what every node checks before using the journal.

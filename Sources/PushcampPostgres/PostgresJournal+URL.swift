@@ -125,10 +125,15 @@ extension PostgresJournal {
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = .seconds(5)
         configuration.options.additionalStartupParameters = [("application_name", "pushcamp")]
+        let problems = ConnectionProblems()
         return PostgresJournal(
-            client: PostgresClient(configuration: configuration, backgroundLogger: logger),
+            client: PostgresClient(
+                configuration: configuration,
+                backgroundLogger: problems.logger(label: "pushcamp.journal.pool")
+            ),
             name: address.name,
             timeout: timeout,
+            problems: problems,
             logger: logger
         )
     }

@@ -15,6 +15,8 @@ import ServiceLifecycle
 public final class PostgresJournal: Service, Sendable {
     let client: PostgresClient
     let logger: Logger
+    /// Why the pool could not connect, last time it could not.
+    let problems: ConnectionProblems
     /// How messages name the journal: `host:port/database`, never the password.
     public let name: String
     /// How long one call may take, waiting for a connection included, before it fails as
@@ -22,15 +24,17 @@ public final class PostgresJournal: Service, Sendable {
     /// unreachable database in time to act on it, not when the pool gives up.
     public let timeout: Duration
 
-    public init(
+    package init(
         client: PostgresClient,
         name: String,
         timeout: Duration = .seconds(10),
+        problems: ConnectionProblems = ConnectionProblems(),
         logger: Logger = Logger(label: "pushcamp.journal")
     ) {
         self.client = client
         self.name = name
         self.timeout = timeout
+        self.problems = problems
         self.logger = logger
     }
 
@@ -76,9 +80,10 @@ public final class PostgresJournal: Service, Sendable {
                 }
                 defer { group.cancelAll() }
                 guard let first = try await group.next(), let value = first else {
+                    let why = self.problems.latest.map { ": \($0)" } ?? ""
                     throw JournalError(
                         .cannotOpen,
-                        "cannot reach the journal \(name): no answer within \(timeout.components.seconds) s"
+                        "cannot reach the journal \(name): no answer within \(timeout.components.seconds) s\(why)"
                     )
                 }
                 return value
@@ -86,6 +91,14 @@ public final class PostgresJournal: Service, Sendable {
         } catch {
             throw translate(error)
         }
+    }
+
+    /// `body` on one connection of the pool, within the deadline.
+    func withConnection<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws(JournalError) -> T {
+        let client = self.client
+        return try await withDeadline { try await client.withConnection { connection in try await body(connection) } }
     }
 
     /// The rows `query` answers on `connection` (inside a transaction).
@@ -128,7 +141,10 @@ public final class PostgresJournal: Service, Sendable {
             }
         }
         // Not the server's answer: the pool could not get a connection (refused, unreachable, a
-        // TLS failure) and gave up.
-        return JournalError(.cannotOpen, "cannot reach the journal \(name): \(error)")
+        // TLS failure) and gave up; its last attempt says why.
+        return JournalError(
+            .cannotOpen,
+            "cannot reach the journal \(name): \(problems.latest ?? "no connection could be made")"
+        )
     }
 }

@@ -31,7 +31,7 @@ struct Pushcamp: AsyncParsableCommand {
         subcommands: [
             Init.self, Validate.self, Plan.self, Rehearse.self, Send.self, Runs.self, Report.self, Cancel.self,
             Replay.self,
-            Tokens.self, Serve.self, Schedules.self, AppStore.self,
+            Tokens.self, Serve.self, Schedules.self, AppStore.self, JournalCommand.self,
             Sim.self,
         ]
     )
