@@ -32,6 +32,11 @@ public protocol LeaseStore: Sendable {
     /// Extends `lease` to `duration` seconds from now while it is still the resource's lease (same
     /// owner and fence) and has not expired; nil when it was lost: stop acting on it.
     func renew(_ lease: Lease, duration: Double) async throws(JournalError) -> Lease?
+    /// Claims the resource from `holder` before its lease ends, for an owner known to be dead (a
+    /// process of this machine that no longer exists): only while `holder` is still the
+    /// resource's lease (same owner and fence), so of two nodes taking over at once one wins; the
+    /// fence rises as on any claim. Nil when the lease moved since `holder` was read.
+    func takeOver(_ holder: Lease, owner: String, duration: Double) async throws(JournalError) -> Lease?
     /// Ends `lease` now, if it is still the resource's lease, so another owner need not wait for
     /// its expiry.
     func release(_ lease: Lease) async throws(JournalError)
@@ -71,6 +76,19 @@ extension MemoryJournal: LeaseStore {
             else { return nil }
             state.leases[lease.resource]?.expiresAt = now + duration
             return state.leases[lease.resource]
+        }
+    }
+
+    public func takeOver(_ holder: Lease, owner: String, duration: Double) async throws(JournalError) -> Lease? {
+        let now = clock.now()
+        return state.withLock { state in
+            guard let held = state.leases[holder.resource], held.owner == holder.owner, held.fence == holder.fence
+            else {
+                return nil
+            }
+            let lease = Lease(resource: holder.resource, owner: owner, fence: held.fence + 1, expiresAt: now + duration)
+            state.leases[holder.resource] = lease
+            return lease
         }
     }
 
@@ -124,6 +142,20 @@ extension SQLiteJournal: LeaseStore {
                     RETURNING resource, owner, fence, expires_at
                     """,
                 arguments: [duration, lease.resource, lease.owner, lease.fence]
+            ).map(Self.lease(from:))
+        }
+    }
+
+    public func takeOver(_ holder: Lease, owner: String, duration: Double) async throws(JournalError) -> Lease? {
+        try await write { db in
+            try Row.fetchOne(
+                db,
+                sql: """
+                    UPDATE lease SET owner = ?, fence = fence + 1, expires_at = \(Self.sqliteNow) + ?
+                    WHERE resource = ? AND owner = ? AND fence = ?
+                    RETURNING resource, owner, fence, expires_at
+                    """,
+                arguments: [owner, duration, holder.resource, holder.owner, holder.fence]
             ).map(Self.lease(from:))
         }
     }

@@ -30,6 +30,17 @@ extension PostgresJournal: LeaseStore {
         ).first
     }
 
+    public func takeOver(_ holder: Lease, owner: String, duration: Double) async throws(JournalError) -> Lease? {
+        try await leases(
+            """
+            UPDATE lease SET owner = \(owner), fence = fence + 1,
+                expires_at = extract(epoch FROM clock_timestamp()) + \(duration)
+            WHERE resource = \(holder.resource) AND owner = \(holder.owner) AND fence = \(holder.fence)
+            RETURNING resource, owner, fence, expires_at
+            """
+        ).first
+    }
+
     public func release(_ lease: Lease) async throws(JournalError) {
         try await execute(
             """

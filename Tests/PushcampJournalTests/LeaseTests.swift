@@ -61,6 +61,26 @@ struct LeaseTests {
     }
 
     @Test(arguments: Store.allCases)
+    func aDeadHoldersLeaseIsTakenOverAtOnceByOneNodeOnly(_ store: Store) async throws {
+        let (journal, project) = try await store.open()
+        defer { project.remove() }
+        let dead = try #require(try await journal.acquire("run:3", owner: "host-a/4242", duration: 30))
+        let handles = try (0..<4).map { _ in try store.another(of: journal, in: project) }
+        let winners = try await withThrowingTaskGroup(of: Lease?.self) { group in
+            for (index, handle) in handles.enumerated() {
+                group.addTask { try await handle.takeOver(dead, owner: "host-a/\(5000 + index)", duration: 30) }
+            }
+            return try await group.reduce(into: [Lease]()) { if let lease = $1 { $0.append(lease) } }
+        }
+        let winner = try #require(winners.count == 1 ? winners.first : nil)
+        #expect(winner.fence == dead.fence + 1 && winner.owner != dead.owner)
+        #expect(try await journal.lease(of: "run:3") == winner)
+        // The dead owner's lease is gone for good, and taking over from it again finds it moved.
+        #expect(try await journal.renew(dead, duration: 30) == nil)
+        #expect(try await journal.takeOver(dead, owner: "host-b/1", duration: 30) == nil)
+    }
+
+    @Test(arguments: Store.allCases)
     func concurrentClaimsFromManyNodesLeaveOneHolder(_ store: Store) async throws {
         let (journal, project) = try await store.open()
         defer { project.remove() }
