@@ -41,7 +41,7 @@ package final class ConnectionProblems: Sendable {
             }
             if error.contains("Connection refused") { return "connection refused" }
             if error.contains("authentication") || error.contains("28P01") || error.contains("28000") {
-                return "the server refused the user or password (PGPASSWORD, or journal.password_env)"
+                return "the server refused the user or password (PGPASSWORD, or the variable --password-env names)"
             }
             if error.contains("certificate") || error.contains("handshake") {
                 return "TLS failed: the server's certificate is not trusted or does not name the host "

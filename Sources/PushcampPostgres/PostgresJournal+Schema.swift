@@ -206,7 +206,7 @@ extension PostgresJournal {
                         JournalError(
                             .corrupt,
                             "the database \(name) has tables of its own (\(tables.joined(separator: ", "))) but is not a "
-                                + "Pushcamp journal; name an empty database in journal.url"
+                                + "Pushcamp journal; name an empty database in the journal URL"
                         )
                     )
                 }

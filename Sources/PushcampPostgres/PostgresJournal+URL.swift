@@ -5,7 +5,7 @@ import PostgresNIO
 import PushcampJournal
 
 extension PostgresJournal {
-    /// Where a PostgreSQL journal is, read from `journal.url` (or `--journal`):
+    /// Where a PostgreSQL journal is, read from its URL (`pushcamp journal --journal`):
     /// `postgres://USER@HOST:PORT/DATABASE?sslmode=…`. The password is never in the URL: it comes
     /// from the environment (`PGPASSWORD`, or the variable `password_env` names), so it is never
     /// in a file in git nor in a message.
@@ -36,25 +36,28 @@ extension PostgresJournal {
             else {
                 throw JournalError(
                     .cannotOpen,
-                    "journal.url must be a postgres://user@host:5432/database URL (a SQLite journal is journal.path)"
+                    "a PostgreSQL journal is named by a postgres://user@host:5432/database URL (a SQLite journal by its file)"
                 )
             }
             guard components.password == nil else {
                 throw JournalError(
                     .cannotOpen,
-                    "journal.url must not carry a password (it would be in pushcamp.yaml and in logs); "
-                        + "set PGPASSWORD, or name a variable with journal.password_env"
+                    "the journal URL must not carry a password (it would be in files, shell history and logs); "
+                        + "set PGPASSWORD, or name the variable that holds it with --password-env"
                 )
             }
             guard let host = components.host, !host.isEmpty else {
-                throw JournalError(.cannotOpen, "journal.url names no host")
+                throw JournalError(.cannotOpen, "the journal URL names no host")
             }
             let database = String(components.path.drop { $0 == "/" })
             guard !database.isEmpty, !database.contains("/") else {
-                throw JournalError(.cannotOpen, "journal.url names no database (postgres://user@host:5432/database)")
+                throw JournalError(
+                    .cannotOpen,
+                    "the journal URL names no database (postgres://user@host:5432/database)"
+                )
             }
             guard let user = components.user, !user.isEmpty else {
-                throw JournalError(.cannotOpen, "journal.url names no user (postgres://user@host:5432/database)")
+                throw JournalError(.cannotOpen, "the journal URL names no user (postgres://user@host:5432/database)")
             }
             self.host = host
             self.port = components.port ?? 5432
@@ -68,14 +71,14 @@ extension PostgresJournal {
                 case ("sslmode", _):
                     throw JournalError(
                         .cannotOpen,
-                        "journal.url: sslmode must be verify-full (the default: the certificate and host name are checked) "
+                        "the journal URL's sslmode must be verify-full (the default: the certificate and host name are checked) "
                             + "or disable (loopback and private networks only)"
                     )
                 case ("sslrootcert", let path?): rootCertificates = path
                 default:
                     throw JournalError(
                         .cannotOpen,
-                        "journal.url: unknown parameter '\(item.name)' (known: sslmode, sslrootcert)"
+                        "the journal URL has an unknown parameter '\(item.name)' (known: sslmode, sslrootcert)"
                     )
                 }
             }
@@ -97,7 +100,7 @@ extension PostgresJournal {
             guard let value = environment[passwordVariable] else {
                 throw JournalError(
                     .cannotOpen,
-                    "journal.password_env names \(passwordVariable), which is not set in the environment"
+                    "the password variable \(passwordVariable) is not set in the environment"
                 )
             }
             password = value

@@ -99,7 +99,7 @@ struct PostgresJournalTests {
         let secret = "hunter2-s3cret"
         let withPassword = try #require(refusal("postgres://app:\(secret)@db.internal:5432/pushcamp"))
         #expect(withPassword.contains("must not carry a password") && !withPassword.contains(secret))
-        #expect(refusal("mysql://app@db/pushcamp")?.contains("must be a postgres://") == true)
+        #expect(refusal("mysql://app@db/pushcamp")?.contains("is named by a postgres://") == true)
         #expect(refusal("postgres://app@db.internal:5432/")?.contains("names no database") == true)
         #expect(refusal("postgres://db.internal/pushcamp")?.contains("names no user") == true)
         #expect(refusal("postgres://app@db/pushcamp?sslmode=allow")?.contains("sslmode must be verify-full") == true)
@@ -114,7 +114,7 @@ struct PostgresJournalTests {
         } catch {
             #expect(
                 error.message
-                    == "journal.password_env names PUSHCAMP_JOURNAL_PASSWORD, which is not set in the environment"
+                    == "the password variable PUSHCAMP_JOURNAL_PASSWORD is not set in the environment"
             )
         }
     }
