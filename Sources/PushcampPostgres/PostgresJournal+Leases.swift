@@ -60,12 +60,7 @@ extension PostgresJournal: LeaseStore {
     }
 
     private func leases(_ query: PostgresQuery) async throws(JournalError) -> [Lease] {
-        let rows = try await rows(query)
-        do {
-            return try rows.map(Self.lease(from:))
-        } catch {
-            throw translate(error)
-        }
+        try await rows(query, Self.lease(from:))
     }
 
     static func lease(from row: PostgresRandomAccessRow) throws -> Lease {

@@ -88,26 +88,21 @@ extension PostgresJournal: NotificationStore {
     }
 
     private func subscriptions(_ query: PostgresQuery) async throws(JournalError) -> [SubscriptionState] {
-        let rows = try await rows(query)
-        do {
-            return try rows.map { row in
-                SubscriptionState(
-                    status: try row["status"].decode(String?.self),
-                    originalTransactionID: try row["original_transaction_id"].decode(String.self),
-                    app: try row["app"].decode(String?.self),
-                    productID: try row["product_id"].decode(String?.self),
-                    autoRenew: try row["auto_renew"].decode(Bool?.self),
-                    expiresAt: try row["expires_at"].decode(Double?.self),
-                    gracePeriodExpiresAt: try row["grace_period_expires_at"].decode(Double?.self),
-                    appAccountToken: try row["app_account_token"].decode(String?.self),
-                    lastType: try row["last_type"].decode(String.self),
-                    lastSubtype: try row["last_subtype"].decode(String?.self),
-                    signedDate: try row["signed_date"].decode(Double.self),
-                    notification: try row["notification"].decode(String.self)
-                )
-            }
-        } catch {
-            throw translate(error)
+        try await rows(query) { row in
+            SubscriptionState(
+                status: try row["status"].decode(String?.self),
+                originalTransactionID: try row["original_transaction_id"].decode(String.self),
+                app: try row["app"].decode(String?.self),
+                productID: try row["product_id"].decode(String?.self),
+                autoRenew: try row["auto_renew"].decode(Bool?.self),
+                expiresAt: try row["expires_at"].decode(Double?.self),
+                gracePeriodExpiresAt: try row["grace_period_expires_at"].decode(Double?.self),
+                appAccountToken: try row["app_account_token"].decode(String?.self),
+                lastType: try row["last_type"].decode(String.self),
+                lastSubtype: try row["last_subtype"].decode(String?.self),
+                signedDate: try row["signed_date"].decode(Double.self),
+                notification: try row["notification"].decode(String.self)
+            )
         }
     }
 
@@ -130,35 +125,30 @@ extension PostgresJournal: NotificationStore {
 
     public func notifications(limit: Int, quarantined: Bool) async throws(JournalError) -> [AppStoreNotificationRecord]
     {
-        let rows = try await rows(
+        try await rows(
             """
             SELECT * FROM appstore_notification WHERE NOT \(quarantined) OR disposition = 'quarantined'
             ORDER BY received_at DESC LIMIT \(limit)
             """
-        )
-        do {
-            return try rows.map { row in
-                AppStoreNotificationRecord(
-                    uuid: try row["uuid"].decode(String.self),
-                    type: try row["type"].decode(String.self),
-                    subtype: try row["subtype"].decode(String?.self),
-                    signedDate: try row["signed_date"].decode(Double?.self),
-                    environment: try row["environment"].decode(String?.self),
-                    bundleID: try row["bundle_id"].decode(String?.self),
-                    app: try row["app"].decode(String?.self),
-                    disposition: AppStoreNotificationRecord.Disposition(
-                        rawValue: try row["disposition"].decode(String.self)
-                    ) ?? .quarantined,
-                    reason: try row["reason"].decode(String?.self),
-                    originalTransactionID: try row["original_transaction_id"].decode(String?.self),
-                    productID: try row["product_id"].decode(String?.self),
-                    appAccountToken: try row["app_account_token"].decode(String?.self),
-                    signedPayload: try row["signed_payload"].decode(String.self),
-                    receivedAt: try row["received_at"].decode(Double.self)
-                )
-            }
-        } catch {
-            throw translate(error)
+        ) { row in
+            AppStoreNotificationRecord(
+                uuid: try row["uuid"].decode(String.self),
+                type: try row["type"].decode(String.self),
+                subtype: try row["subtype"].decode(String?.self),
+                signedDate: try row["signed_date"].decode(Double?.self),
+                environment: try row["environment"].decode(String?.self),
+                bundleID: try row["bundle_id"].decode(String?.self),
+                app: try row["app"].decode(String?.self),
+                disposition: AppStoreNotificationRecord.Disposition(
+                    rawValue: try row["disposition"].decode(String.self)
+                ) ?? .quarantined,
+                reason: try row["reason"].decode(String?.self),
+                originalTransactionID: try row["original_transaction_id"].decode(String?.self),
+                productID: try row["product_id"].decode(String?.self),
+                appAccountToken: try row["app_account_token"].decode(String?.self),
+                signedPayload: try row["signed_payload"].decode(String.self),
+                receivedAt: try row["received_at"].decode(Double.self)
+            )
         }
     }
 

@@ -98,12 +98,7 @@ extension PostgresJournal: JournalStore, TokenHistoryStore {
     }
 
     func runs(_ query: PostgresQuery) async throws(JournalError) -> [RunRecord] {
-        let rows = try await rows(query)
-        do {
-            return try rows.map(Self.run(from:))
-        } catch {
-            throw translate(error)
-        }
+        try await rows(query, Self.run(from:))
     }
 
     static func run(from row: PostgresRandomAccessRow) throws -> RunRecord {
@@ -297,32 +292,22 @@ extension PostgresJournal: JournalStore, TokenHistoryStore {
     }
 
     private func ranges(_ query: PostgresQuery) async throws(JournalError) -> [ClosedRange<Int>] {
-        let rows = try await rows(query)
-        do {
-            return try rows.map { row in try row["first_seq"].decode(Int.self)...row["last_seq"].decode(Int.self) }
-        } catch {
-            throw translate(error)
-        }
+        try await rows(query) { row in try row["first_seq"].decode(Int.self)...row["last_seq"].decode(Int.self) }
     }
 
     public func recipients(of run: RunID, after seq: Int, limit: Int) async throws(JournalError) -> [RecipientRecord] {
-        let rows = try await rows(
+        try await rows(
             """
             SELECT seq, token, state, attempt, status, reason, apns_timestamp, retry_at, updated_at FROM recipient
             WHERE run = \(run.rawValue) AND seq > \(seq) ORDER BY seq LIMIT \(limit)
             """
-        )
-        do {
-            return try rows.map { row in
-                RecipientRecord(
-                    seq: try row["seq"].decode(Int.self),
-                    token: try row["token"].decode(String.self),
-                    state: try Self.state(from: row),
-                    updatedAt: try row["updated_at"].decode(Double.self)
-                )
-            }
-        } catch {
-            throw translate(error)
+        ) { row in
+            RecipientRecord(
+                seq: try row["seq"].decode(Int.self),
+                token: try row["token"].decode(String.self),
+                state: try Self.state(from: row),
+                updatedAt: try row["updated_at"].decode(Double.self)
+            )
         }
     }
 
@@ -454,25 +439,20 @@ extension PostgresJournal: JournalStore, TokenHistoryStore {
     }
 
     public func invalidTokens(topic: String?, since: Double?) async throws(JournalError) -> [InvalidToken] {
-        let rows = try await rows(
+        try await rows(
             """
             SELECT topic, token, reason, apns_timestamp, seen_at FROM invalid_token
             WHERE (\(topic)::text IS NULL OR topic = \(topic)) AND (\(since)::float8 IS NULL OR seen_at >= \(since))
             ORDER BY seen_at, topic, token
             """
-        )
-        do {
-            return try rows.map { row in
-                InvalidToken(
-                    topic: try row["topic"].decode(String.self),
-                    token: try row["token"].decode(String.self),
-                    reason: try row["reason"].decode(String.self),
-                    apnsTimestamp: try row["apns_timestamp"].decode(Int64?.self),
-                    seenAt: try row["seen_at"].decode(Double.self)
-                )
-            }
-        } catch {
-            throw translate(error)
+        ) { row in
+            InvalidToken(
+                topic: try row["topic"].decode(String.self),
+                token: try row["token"].decode(String.self),
+                reason: try row["reason"].decode(String.self),
+                apnsTimestamp: try row["apns_timestamp"].decode(Int64?.self),
+                seenAt: try row["seen_at"].decode(Double.self)
+            )
         }
     }
 

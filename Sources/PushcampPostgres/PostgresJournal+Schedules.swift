@@ -120,23 +120,18 @@ extension PostgresJournal: ScheduleSlotStore {
     }
 
     private func slots(_ query: PostgresQuery) async throws(JournalError) -> [SlotRecord] {
-        let rows = try await rows(query)
-        do {
-            return try rows.map { row in
-                SlotRecord(
-                    campaign: try row["campaign"].decode(String.self),
-                    slot: try row["slot"].decode(Int64.self),
-                    outcome: SlotRecord.Outcome(rawValue: try row["outcome"].decode(String.self)) ?? .skipped,
-                    reason: try row["reason"].decode(String?.self),
-                    detail: try row["detail"].decode(String?.self),
-                    run: try row["run"].decode(Int64?.self).map(RunID.init),
-                    through: try row["through"].decode(Int64?.self),
-                    count: try row["count"].decode(Int.self),
-                    recordedAt: try row["recorded_at"].decode(Double.self)
-                )
-            }
-        } catch {
-            throw translate(error)
+        try await rows(query) { row in
+            SlotRecord(
+                campaign: try row["campaign"].decode(String.self),
+                slot: try row["slot"].decode(Int64.self),
+                outcome: SlotRecord.Outcome(rawValue: try row["outcome"].decode(String.self)) ?? .skipped,
+                reason: try row["reason"].decode(String?.self),
+                detail: try row["detail"].decode(String?.self),
+                run: try row["run"].decode(Int64?.self).map(RunID.init),
+                through: try row["through"].decode(Int64?.self),
+                count: try row["count"].decode(Int.self),
+                recordedAt: try row["recorded_at"].decode(Double.self)
+            )
         }
     }
 }
@@ -276,22 +271,17 @@ extension PostgresJournal: TriggerFiringStore {
     }
 
     private func firings(_ query: PostgresQuery) async throws(JournalError) -> [TriggerFiring] {
-        let rows = try await rows(query)
-        do {
-            return try rows.map { row in
-                TriggerFiring(
-                    campaign: try row["campaign"].decode(String.self),
-                    notification: try row["notification"].decode(String.self),
-                    subscriptionKey: try row["subscription_key"].decode(String?.self),
-                    dueAt: try row["due_at"].decode(Double.self),
-                    status: TriggerFiring.Status(rawValue: try row["status"].decode(String.self)) ?? .pending,
-                    detail: try row["detail"].decode(String?.self),
-                    run: try row["run"].decode(Int64?.self).map(RunID.init),
-                    recordedAt: try row["recorded_at"].decode(Double.self)
-                )
-            }
-        } catch {
-            throw translate(error)
+        try await rows(query) { row in
+            TriggerFiring(
+                campaign: try row["campaign"].decode(String.self),
+                notification: try row["notification"].decode(String.self),
+                subscriptionKey: try row["subscription_key"].decode(String?.self),
+                dueAt: try row["due_at"].decode(Double.self),
+                status: TriggerFiring.Status(rawValue: try row["status"].decode(String.self)) ?? .pending,
+                detail: try row["detail"].decode(String?.self),
+                run: try row["run"].decode(Int64?.self).map(RunID.init),
+                recordedAt: try row["recorded_at"].decode(Double.self)
+            )
         }
     }
 }

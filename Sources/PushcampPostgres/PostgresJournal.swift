@@ -54,6 +54,20 @@ public final class PostgresJournal: Service, Sendable {
         }
     }
 
+    /// The rows `query` answers, each made a value by `transform`: a row that does not decode is
+    /// the journal's error, like any other.
+    func rows<T>(
+        _ query: PostgresQuery,
+        _ transform: (PostgresRandomAccessRow) throws -> T
+    ) async throws(JournalError) -> [T] {
+        let rows = try await rows(query)
+        do {
+            return try rows.map(transform)
+        } catch {
+            throw translate(error)
+        }
+    }
+
     func execute(_ query: PostgresQuery) async throws(JournalError) {
         _ = try await rows(query)
     }
