@@ -28,6 +28,8 @@ public final class RunJournal: @unchecked Sendable {
     private var closing = false
     private var failure: JournalError?
     private var writerDone = false
+    /// The `close` waiting for the writer to end.
+    private var closeWaiter: CheckedContinuation<Void, Never>?
     /// Seqs a resume found with a row but never sent, with their tokens: their first attempt is a
     /// row, not a range.
     private let unsentRows: [Int: String]
@@ -175,17 +177,18 @@ public final class RunJournal: @unchecked Sendable {
     package func close(status: RunStatus, planned: Int?) async throws(JournalError) {
         let (store, run) = (self.store, self.run)
         let closed = await Task { [self] () -> JournalError? in
+            // The writer resumes this once it has committed what is queued and ended.
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let thread = Thread { [self] in
-                    condition.lock()
-                    closing = true
-                    condition.signal()
-                    while !writerDone { condition.wait() }
+                condition.lock()
+                guard !writerDone else {
                     condition.unlock()
                     continuation.resume()
+                    return
                 }
-                thread.name = "pushcamp-journal-close"
-                thread.start()
+                closing = true
+                closeWaiter = continuation
+                condition.signal()
+                condition.unlock()
             }
             if let failure = error { return failure }
             do throws(JournalError) {
@@ -233,8 +236,10 @@ public final class RunJournal: @unchecked Sendable {
             condition.lock()
         }
         writerDone = true
-        condition.broadcast()
+        let waiter = closeWaiter
+        closeWaiter = nil
         condition.unlock()
+        waiter?.resume()
     }
 
     /// Writes `batch` unless an earlier write failed; a failure is kept for every later caller.
