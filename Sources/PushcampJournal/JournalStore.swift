@@ -132,6 +132,10 @@ public struct JournalBatch: Sendable, Equatable {
     /// resource's lease (same owner and fence), in the same transaction; otherwise nothing of it
     /// is, and `record` throws `.fenced`. Nil: unfenced (one process, nobody to take over).
     public var lease: Lease?
+    /// The run's final status (and its planned count, when planning finished), set in the same
+    /// transaction as the rest: under a lease, so a sender that lost its lease cannot close a run
+    /// another process now sends.
+    public var close: RunClose?
 
     public init(
         updates: [RecipientUpdate] = [],
@@ -140,10 +144,12 @@ public struct JournalBatch: Sendable, Equatable {
         possibleDuplicates: Int = 0,
         invalidTokens: [InvalidToken] = [],
         stats: RunStats? = nil,
-        lease: Lease? = nil
+        lease: Lease? = nil,
+        close: RunClose? = nil
     ) {
         self.stats = stats
         self.lease = lease
+        self.close = close
         self.updates = updates
         self.dispatched = dispatched
         self.delivered = delivered
@@ -153,7 +159,18 @@ public struct JournalBatch: Sendable, Equatable {
 
     public var isEmpty: Bool {
         updates.isEmpty && dispatched.isEmpty && delivered.isEmpty && possibleDuplicates == 0 && invalidTokens.isEmpty
-            && stats == nil
+            && stats == nil && close == nil
+    }
+}
+
+/// How a send ends its run: the status, and the planned count when planning finished.
+public struct RunClose: Sendable, Hashable {
+    public var status: RunStatus
+    public var planned: Int?
+
+    public init(status: RunStatus, planned: Int? = nil) {
+        self.status = status
+        self.planned = planned
     }
 }
 

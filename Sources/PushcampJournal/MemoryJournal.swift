@@ -142,6 +142,13 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
         }
         if batch.possibleDuplicates > 0 { try update(run) { $0.possibleDuplicates += batch.possibleDuplicates } }
         if batch.stats != nil { try update(run) { $0.updatedAt = now } }
+        if let close = batch.close {
+            try update(run) { record in
+                record.status = close.status
+                record.updatedAt = now
+                if let planned = close.planned { record.planned = planned }
+            }
+        }
         rememberNow(batch.invalidTokens)
         state.withLock { state in
             if let stats = batch.stats { state.stats[run] = stats }

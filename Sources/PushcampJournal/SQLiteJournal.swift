@@ -594,6 +594,12 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
             }
         }
         sqlite3_reset(handle)
+        if let close = batch.close {
+            try db.execute(
+                sql: "UPDATE run SET status = ?, updated_at = ?, planned = coalesce(?, planned) WHERE id = ?",
+                arguments: [close.status.rawValue, now, close.planned, run.rawValue]
+            )
+        }
     }
 
     public func dispatched(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>] {

@@ -227,6 +227,17 @@ extension PostgresJournal: JournalStore, TokenHistoryStore {
             if !updates.isEmpty {
                 try await Self.upsert(updates, run: id, now: now, on: connection, logger: logger)
             }
+            if let close = batch.close {
+                _ = try await Self.rows(
+                    """
+                    UPDATE run SET status = \(close.status.rawValue), updated_at = \(now),
+                        planned = coalesce(\(close.planned.map(Int64.init)), planned)
+                    WHERE id = \(id)
+                    """,
+                    on: connection,
+                    logger: logger
+                )
+            }
         }
     }
 

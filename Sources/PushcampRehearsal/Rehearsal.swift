@@ -1,6 +1,7 @@
 import Foundation
 import PushcampAPNs
 import PushcampAPNsCore
+import PushcampJournal
 import PushcampModel
 import PushcampPlanner
 import PushcampSend
@@ -21,10 +22,10 @@ public struct Rehearsal: Sendable {
     public var adjust: @Sendable (inout SimulatorConfiguration) -> Void = { _ in }
     /// The clock provider tokens are minted by (tests give it a skew).
     public var clientClock: any WallClock = SystemWallClock()
-    /// Where the rehearsal is recorded (`SendRun.inMemory` keeps nothing).
-    public var journalPath = SendRun.inMemory
+    /// Where the rehearsal is recorded (a memory journal keeps nothing).
+    public var journal: any Journal = MemoryJournal()
     /// The project's journal, read for dead tokens and frequency caps as a real send would.
-    public var projectJournalPath: String?
+    public var projectJournal: (any Journal)?
     public var stallTimeout: Double = 60
 
     public init(campaign: LoadedCampaign) {
@@ -102,9 +103,9 @@ public struct Rehearsal: Sendable {
                 connections: campaign.connections
             )
         )
-        var options = SendRun.Options(journalPath: journalPath)
+        var options = SendRun.Options(journal: journal)
         options.kind = .rehearsal
-        options.historyJournalPath = projectJournalPath
+        options.history = projectJournal
         options.stallTimeout = stallTimeout
         let send: SendRun
         do {

@@ -7,6 +7,7 @@ import PushcampAppStore
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
+import PushcampPostgres
 import PushcampServe
 
 struct AppStore: ParsableCommand {
@@ -54,7 +55,8 @@ struct AppStoreNotifications: AsyncParsableCommand {
     var format: Runs.RunsFormat = .text
 
     func run() async throws {
-        let (journal, _) = try journalOption.open()
+        let (opened, _) = try await journalOption.open()
+        let journal = opened.journal
         let records: [AppStoreNotificationRecord]
         do {
             records = try await journal.notifications(limit: limit, quarantined: quarantined)
@@ -127,8 +129,7 @@ struct AppStoreReprocess: AsyncParsableCommand {
 
     @OptionGroup var projectOption: ProjectOption
 
-    @Option(help: ArgumentHelp("The journal file (default: journal.path of pushcamp.yaml).", valueName: "file"))
-    var journal: String?
+    @OptionGroup var journalLocation: JournalLocationOption
 
     func run() async throws {
         let (project, paths) = try projectOption.load()
@@ -141,7 +142,7 @@ struct AppStoreReprocess: AsyncParsableCommand {
                 environment: ProcessInfo.processInfo.environment,
                 logger: logger
             )
-            let store = try SQLiteJournal(path: journal ?? paths.url(project.journalPath).path)
+            let store = try await journalLocation.open(JournalSetting(project, paths: paths))!.journal
             let result = try await AppStoreReceiver.reprocess(store, intake: intake, now: Date())
             for (uuid, app) in result.released { print("released \(uuid.escapingControlCharacters) for \(app)") }
             for (uuid, reason) in result.stillQuarantined {
@@ -186,7 +187,8 @@ struct AppStoreSubscriptions: AsyncParsableCommand {
     var format: Runs.RunsFormat = .text
 
     func run() async throws {
-        let (journal, _) = try journalOption.open()
+        let (opened, _) = try await journalOption.open()
+        let journal = opened.journal
         let states: [SubscriptionState]
         do {
             states = try await journal.subscriptions(status: status, limit: limit)
@@ -260,7 +262,8 @@ struct AppStoreTriggers: AsyncParsableCommand {
     var format: Runs.RunsFormat = .text
 
     func run() async throws {
-        let (journal, _) = try journalOption.open()
+        let (opened, _) = try await journalOption.open()
+        let journal = opened.journal
         let firings: [TriggerFiring]
         do {
             firings = try await journal.firings(campaign: campaign, limit: limit)
@@ -340,8 +343,7 @@ struct AppStoreHistory: AsyncParsableCommand {
 
     @OptionGroup var projectOption: ProjectOption
 
-    @Option(help: ArgumentHelp("The journal file (default: journal.path of pushcamp.yaml).", valueName: "file"))
-    var journal: String?
+    @OptionGroup var journalLocation: JournalLocationOption
 
     @Option(help: "The app (default: the only app whose app_store: has an api: key).")
     var app: String?
@@ -412,7 +414,7 @@ struct AppStoreHistory: AsyncParsableCommand {
                 environment: environmentVariables,
                 logger: logger
             )
-            let store = try SQLiteJournal(path: journal ?? paths.url(project.journalPath).path)
+            let store = try await journalLocation.open(JournalSetting(project, paths: paths))!.journal
             receiver = AppStoreReceiver(
                 intake: intake,
                 store: store,

@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
 import PushcampAudience
+import PushcampJournal
 import PushcampModel
 import PushcampPlanner
+import PushcampPostgres
 import PushcampSend
 
 struct Plan: AsyncParsableCommand {
@@ -85,11 +87,26 @@ struct Plan: AsyncParsableCommand {
         for diagnostic in loaded.diagnostics { printError(diagnostic.description) }
         guard let campaign = loaded.campaign else { throw ExitCode(1) }
         let sendTime = at.flatMap { try? Timestamp.parse($0).get() }
+        // Plans are made where the journal may not be reachable (a pull request's CI): without it,
+        // the plan says so and leaves out what only the journal knows.
+        var journal: JournalAccess.Opened?
+        let access = try JournalLocationOption.access(campaign.journal)
+        do {
+            journal = try await access.connect(readOnly: true)
+        } catch  where access.isShared {
+            printError(
+                "\(campaign.path): warning: the journal cannot be read (\(error.message)); planned without its dead "
+                    + "tokens, frequency caps and what it says of the campaign"
+            )
+        } catch {
+            printError("\(campaign.path): error: \(error.message)")
+            throw ExitCode(1)
+        }
         let summary: PlanSummary
         do {
             summary = try await PlanSummary.planned(
                 campaign,
-                journalPath: campaign.journalPath,
+                journal: journal?.journal,
                 sendTime: sendTime,
                 sendTimeSource: "--at",
                 samples: samples

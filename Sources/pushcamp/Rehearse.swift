@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import PushcampJournal
 import PushcampPlanner
+import PushcampPostgres
 import PushcampRehearsal
 import PushcampSend
 import PushcampSimulator
@@ -56,8 +57,16 @@ struct Rehearse: AsyncParsableCommand {
         let scenario = try faults.resolve()
         rehearsal.tokens = scenario.tokens
         rehearsal.adjust = { scenario.apply(to: &$0) }
-        rehearsal.journalPath = campaign.rehearsalJournalPath
-        rehearsal.projectJournalPath = campaign.journalPath
+        let rehearsals = try JournalLocationOption.access(JournalSetting(path: campaign.rehearsalJournalPath))
+        guard let opened = try await JournalLocationOption.open(rehearsals, readOnly: false, refusing: campaign) else {
+            throw ExitCode(1)
+        }
+        rehearsal.journal = opened.journal
+        // A project that never sent has no journal: nothing is suppressed or capped.
+        let project = try JournalLocationOption.access(campaign.journal)
+        rehearsal.projectJournal =
+            try await JournalLocationOption.open(project, readOnly: true, refusing: campaign)?.journal
+            ?? MemoryJournal()
         rehearsal.stallTimeout = stall.stallTimeout
         let printer = ProgressPrinter()
         let prepared: Rehearsal.Prepared
@@ -73,7 +82,7 @@ struct Rehearse: AsyncParsableCommand {
         let recorder = prepared.simulator.recorder
         try await format.print(
             report,
-            journalPath: campaign.rehearsalJournalPath,
+            journal: rehearsal.journal,
             rehearsal: true,
             textExtra: """
                 simulator: \(recorder.connections) connection(s), at most \(recorder.maxOpenStreams) streams open at once

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import PushcampJournal
 import PushcampPlanner
+import PushcampPostgres
 import PushcampSend
 import ServiceLifecycle
 
@@ -58,7 +59,8 @@ struct Replay: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (journal, path) = try journalOption.open(forWriting: true)
+        let (opened, path) = try await journalOption.open(forWriting: true)
+        let journal = opened.journal
         let selection: ReplaySelection
         do {
             selection = try await ReplaySelection.select(run: RunID(number), reasons: reasons, in: journal, path: path)
@@ -68,20 +70,30 @@ struct Replay: AsyncParsableCommand {
         }
         let targets = selection.recipients
         let (campaign, paths) = try loadCampaign(selection.file)
-        var options = SendRun.Options(journalPath: path)
+        var options = SendRun.Options(
+            try journalOption.location.access(campaign.journal),
+            opened: opened,
+            setting: journalOption.location.setting(campaign.journal)
+        )
         options.kind = .replay(selection)
         options.stallTimeout = stall.stallTimeout
+        try await confirmDeliberate(
+            campaign,
+            kind: options.kind,
+            ignoreSchedule: false,
+            planFile: false,
+            confirm: confirm,
+            preview: {
+                "  a replay of run \(number) of \(campaign.id): \(targets.count) recipient(s) that failed with "
+                    + reasons.joined(separator: ", ") + "\n"
+            }
+        )
         try await sendToApp(
             campaign,
             paths: paths,
             options: options,
             quiet: quiet,
-            confirm: confirm,
             format: format,
-            preview: {
-                "  a replay of run \(number) of \(campaign.id): \(targets.count) recipient(s) that failed with "
-                    + reasons.joined(separator: ", ") + "\n"
-            },
             announce: { send in
                 send.note
                     ?? "replaying run \(number) of \(campaign.id) as run \(send.run.id): \(targets.count) recipient(s) "

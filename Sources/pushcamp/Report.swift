@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import PushcampJournal
 import PushcampPlanner
+import PushcampPostgres
 import PushcampReport
 import PushcampServe
 
@@ -57,7 +58,8 @@ struct Report: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (journal, path) = try journalOption.open()
+        let (opened, path) = try await journalOption.open()
+        let journal = opened.journal
         var report: RunReport
         do {
             let id: RunID

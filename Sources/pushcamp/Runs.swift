@@ -3,39 +3,105 @@ import Foundation
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
+import PushcampPostgres
 import PushcampSend
+
+/// Options of the commands that read the journal without a campaign file.
+/// `--journal` and `--password-env`: which journal a command uses instead of the project's.
+struct JournalLocationOption: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "The journal: a SQLite file or a postgres:// URL (default: journal in the nearest pushcamp.yaml, else .pushcamp/journal.sqlite beside it).",
+            valueName: "file-or-url"
+        )
+    )
+    var journal: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "The environment variable holding a PostgreSQL journal's password (default: journal.password_env, else PGPASSWORD).",
+            valueName: "name"
+        )
+    )
+    var passwordEnv: String?
+
+    /// The project's journal setting with these options applied.
+    func setting(_ project: JournalSetting) -> JournalSetting {
+        var setting = project.overridden(by: journal)
+        if let passwordEnv { setting.passwordVariable = passwordEnv }
+        return setting
+    }
+
+    /// Opens the journal `project` names, or the one these options name; nil when `readOnly`
+    /// and there is no such file yet. Prints the problem and exits 1 when it cannot be used.
+    func open(_ project: JournalSetting, readOnly: Bool = false) async throws -> JournalAccess.Opened? {
+        try await Self.open(access(project), readOnly: readOnly)
+    }
+
+    func access(_ project: JournalSetting) throws -> JournalAccess {
+        try Self.access(setting(project))
+    }
+
+    /// How to reach the journal `setting` names; prints the problem and exits 1 when its URL is
+    /// not one.
+    static func access(_ setting: JournalSetting) throws -> JournalAccess {
+        do {
+            return try JournalAccess(setting.address, passwordVariable: setting.passwordVariable)
+        } catch {
+            printError("error: the journal: \(error.message)")
+            throw ExitCode(1)
+        }
+    }
+
+    /// Opens the journal `access` reaches; prints the problem (as a refusal to send `campaign`,
+    /// when given) and exits 1 when it cannot be used.
+    static func open(
+        _ access: JournalAccess,
+        readOnly: Bool,
+        refusing campaign: LoadedCampaign? = nil
+    ) async throws -> JournalAccess.Opened? {
+        do {
+            return try await access.connect(readOnly: readOnly)
+        } catch {
+            if let campaign {
+                printError("\(campaign.path): error: \(error.message); nothing was sent")
+            } else {
+                printError("error: \(error.message)")
+            }
+            throw ExitCode(1)
+        }
+    }
+}
 
 /// Options of the commands that read the journal without a campaign file.
 struct JournalOption: ParsableArguments {
     @OptionGroup var projectOption: ProjectOption
-
-    @Option(
-        help: ArgumentHelp(
-            "The journal file (default: journal.path of the nearest pushcamp.yaml, else .pushcamp/journal.sqlite beside it).",
-            valueName: "file"
-        )
-    )
-    var journal: String?
+    @OptionGroup var location: JournalLocationOption
 
     @Flag(help: "Read the rehearsal journal (what `pushcamp rehearse` recorded) instead of the real one.")
     var rehearsal = false
 
     /// Opens the journal (read-only unless `forWriting`: reading never changes it, and works on a
     /// journal this user may not write); prints the problem and exits 1 when it cannot be used.
-    func open(forWriting: Bool = false) throws -> (SQLiteJournal, path: String) {
-        var path: String
-        if let journal {
-            path = journal
-        } else {
-            switch ProjectJournal.path(workingDirectory: projectOption.directory) {
-            case .success(let found): path = found
-            case .failure(let error):
+    func open(forWriting: Bool = false) async throws -> (JournalAccess.Opened, name: String) {
+        var project: JournalSetting
+        switch ProjectJournal.setting(workingDirectory: projectOption.directory) {
+        case .success(let found): project = found
+        case .failure(let error):
+            guard let journal = location.journal else {
                 printError(error.description)
                 throw ExitCode(1)
             }
+            project = JournalSetting(path: journal)
         }
-        if rehearsal { path = ProjectJournal.rehearsalPath(beside: path) }
-        guard FileManager.default.fileExists(atPath: path) else {
+        var access = try location.access(project)
+        if rehearsal {
+            // Rehearsals are kept on this machine, beside the project's journal file.
+            access = try location.access(
+                JournalSetting(path: ProjectJournal.rehearsalPath(beside: location.setting(project).path))
+            )
+        }
+        if case .file(let path) = access.kind, !FileManager.default.fileExists(atPath: path) {
             if rehearsal {
                 printError("error: no rehearsal journal at \(path): nothing has been rehearsed in this project yet")
             } else if FileManager.default.fileExists(atPath: ProjectJournal.rehearsalPath(beside: path)) {
@@ -48,12 +114,10 @@ struct JournalOption: ParsableArguments {
             }
             throw ExitCode(1)
         }
-        do {
-            return (try SQLiteJournal(path: path, readOnly: !forWriting), path)
-        } catch {
-            printError("error: \(error.message)")
+        guard let opened = try await JournalLocationOption.open(access, readOnly: !forWriting) else {
             throw ExitCode(1)
         }
+        return (opened, access.name)
     }
 }
 
@@ -89,10 +153,11 @@ struct Runs: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (journal, path) = try journalOption.open()
+        let (opened, path) = try await journalOption.open()
+        let journal = opened.journal
         var rows: [(RunRecord, RecipientCounts)] = []
         for run in try await journal.runs(limit: limit) {
-            rows.append((run.livenessChecked(journalPath: path), try await journal.counts(of: run.id)))
+            rows.append((await run.livenessChecked(journal), try await journal.counts(of: run.id)))
         }
         switch format {
         case .text:
@@ -170,9 +235,10 @@ struct Cancel: AsyncParsableCommand {
     var wait: Double = 30
 
     func run() async throws {
-        let (journal, path) = try journalOption.open(forWriting: true)
+        let (opened, path) = try await journalOption.open(forWriting: true)
+        let journal = opened.journal
         do {
-            print(try await RunCancellation.cancel(RunID(number), in: journal, path: path, wait: wait).text)
+            print(try await RunCancellation.cancel(RunID(number), in: journal, name: path, wait: wait).text)
         } catch {
             printError("error: \(error.message)")
             throw ExitCode(error.exitCode)

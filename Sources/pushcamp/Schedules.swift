@@ -3,6 +3,7 @@ import Foundation
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
+import PushcampPostgres
 import PushcampServe
 
 struct Schedules: AsyncParsableCommand {
@@ -25,8 +26,7 @@ struct Schedules: AsyncParsableCommand {
 
     @OptionGroup var projectOption: ProjectOption
 
-    @Option(help: ArgumentHelp("The journal file (default: journal.path of pushcamp.yaml).", valueName: "file"))
-    var journal: String?
+    @OptionGroup var journalLocation: JournalLocationOption
 
     @Option(help: "text or json.")
     var format: Format = .text
@@ -37,12 +37,9 @@ struct Schedules: AsyncParsableCommand {
 
     func run() async throws {
         let (loaded, paths) = try projectOption.load()
-        let journalPath = journal ?? paths.url(loaded.journalPath).path
+        let store = try await journalLocation.open(JournalSetting(loaded, paths: paths), readOnly: true)?.journal
         let listing: ScheduleListing
         do {
-            let store =
-                FileManager.default.fileExists(atPath: journalPath)
-                ? try SQLiteJournal(path: journalPath, readOnly: true) : nil
             listing = try await ScheduleListing.read(
                 paths: paths,
                 folders: loaded.serve.campaignFolders,

@@ -5,6 +5,7 @@ import PushcampAudience
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
+import PushcampPostgres
 import PushcampReport
 import PushcampSend
 import ServiceLifecycle
@@ -89,17 +90,7 @@ struct Send: AsyncParsableCommand {
     )
     var newRun = false
 
-    @Option(
-        help: ArgumentHelp(
-            """
-            The journal file (default: journal.path in pushcamp.yaml, else .pushcamp/journal.sqlite \
-            beside it). `:memory:` keeps it in memory: no resume, no dead-token or frequency-cap \
-            memory; for experiments and benchmarks.
-            """,
-            valueName: "file"
-        )
-    )
-    var journal: String?
+    @OptionGroup var journalLocation: JournalLocationOption
 
     @Flag(
         help: """
@@ -132,34 +123,49 @@ struct Send: AsyncParsableCommand {
     func run() async throws {
         try projectOption.enter()
         let (campaign, paths) = try loadCampaign(file)
-        var options = SendRun.Options(journalPath: journal ?? campaign.journalPath)
-        options.newRun = newRun
-        options.ignoreSchedule = now
-        options.stallTimeout = stall.stallTimeout
+        var planFile: (PlanFile, String)?
         if let plan {
             do {
-                options.plan = (try PlanFile.read(from: plan), plan)
+                planFile = (try PlanFile.read(from: plan), plan)
             } catch {
                 printError("error: \(error.message)")
                 throw ExitCode(1)
             }
         }
+        let access = try journalLocation.access(campaign.journal)
+        // Everything that can refuse without the journal is asked first: a send refused or not
+        // confirmed leaves no journal behind where there was none.
+        try await confirmDeliberate(
+            campaign,
+            kind: .send,
+            ignoreSchedule: now,
+            planFile: planFile != nil,
+            confirm: confirm,
+            preview: {
+                let journal = try await JournalLocationOption.open(access, readOnly: true)
+                return try await PlanSummary.planned(
+                    campaign,
+                    journal: journal?.journal,
+                    sendTime: Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)),
+                    sendTimeSource: "now",
+                    samples: 0
+                ).brief()
+            }
+        )
+        guard let opened = try await JournalLocationOption.open(access, readOnly: false, refusing: campaign) else {
+            throw ExitCode(1)
+        }
+        var options = SendRun.Options(access, opened: opened, setting: journalLocation.setting(campaign.journal))
+        options.newRun = newRun
+        options.ignoreSchedule = now
+        options.stallTimeout = stall.stallTimeout
+        options.plan = planFile
         try await sendToApp(
             campaign,
             paths: paths,
             options: options,
             quiet: quiet,
-            confirm: confirm,
             format: format,
-            preview: {
-                try await PlanSummary.planned(
-                    campaign,
-                    journalPath: options.journalPath,
-                    sendTime: Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)),
-                    sendTimeSource: "now",
-                    samples: 0
-                ).brief()
-            },
             announce: { $0.note }
         )
     }
@@ -207,26 +213,40 @@ struct ConfirmOption: ParsableArguments {
     }
 }
 
-/// Asks before a send to APNs production (see `ConfirmOption`), prepares a run to the app's
-/// endpoint, says `announce` of it, sends it with the progress line,
+/// Refuses a send `serve` is due to make (unless `ignoreSchedule`), then asks before a send to
+/// APNs production (see `ConfirmOption`): what `send` and `replay` check before they send.
+func confirmDeliberate(
+    _ campaign: LoadedCampaign,
+    kind: SendRun.Kind,
+    ignoreSchedule: Bool,
+    planFile: Bool,
+    confirm: ConfirmOption,
+    preview: () async throws -> String
+) async throws {
+    do {
+        try SendRun.refuseUndeliberate(
+            campaign,
+            kind: kind,
+            ignoreSchedule: ignoreSchedule,
+            now: Date().timeIntervalSince1970
+        )
+    } catch {
+        printError("\(campaign.path): error: \(error.message)")
+        throw ExitCode(error.exitCode)
+    }
+    try await confirm.check(campaign, planFile: planFile, preview: preview)
+}
+
+/// Prepares a run to the app's endpoint, says `announce` of it, sends it with the progress line,
 /// prints the report and exits with its status: what `send` and `replay` share.
 func sendToApp(
     _ campaign: LoadedCampaign,
     paths: ProjectPaths,
     options: SendRun.Options,
     quiet: Bool,
-    confirm: ConfirmOption,
     format: SendFormatOption,
-    preview: () async throws -> String,
     announce: (SendRun) -> String?
 ) async throws {
-    do {
-        try SendRun.refuseUndeliberate(campaign, options: options, now: Date().timeIntervalSince1970)
-    } catch {
-        printError("\(campaign.path): error: \(error.message)")
-        throw ExitCode(error.exitCode)
-    }
-    try await confirm.check(campaign, planFile: options.plan != nil, preview: preview)
     let printer = ProgressPrinter()
     let send: SendRun
     do {
@@ -242,7 +262,7 @@ func sendToApp(
     }
     if let line = announce(send) { printError(line) }
     let report = try await runServices([send], until: send, printer: printer)
-    try await format.print(report, journalPath: options.journalPath)
+    try await format.print(report, journal: options.journal)
     if report.exitCode != 0 { throw ExitCode(report.exitCode) }
 }
 
@@ -260,23 +280,20 @@ struct SendFormatOption: ParsableArguments {
     )
     var format: Format = .text
 
-    /// Prints the finished send: its text report, or the run's JSON report from `journalPath`.
-    func print(_ report: SendReport, journalPath: String, rehearsal: Bool = false, textExtra: String = "") async throws
+    /// Prints the finished send: its text report, or the run's JSON report read back from `journal`.
+    func print(_ report: SendReport, journal: any Journal, rehearsal: Bool = false, textExtra: String = "") async throws
     {
         guard format == .json else {
             Swift.print(report.text() + textExtra, terminator: "")
             return
         }
-        guard let run = report.run, journalPath != SendRun.inMemory else {
-            printError(
-                "error: --format json reads the run back from the journal; this send kept none (--journal :memory:)"
-            )
+        guard let run = report.run else {
+            printError("error: --format json reads the run back from the journal, and this send recorded none")
             throw ExitCode(1)
         }
         do {
-            let journal = try SQLiteJournal(path: journalPath, readOnly: true)
             guard var loaded = try await RunReport.load(RunID(run), from: journal) else {
-                printError("error: run \(run) is not in \(journalPath)")
+                printError("error: run \(run) is not in the journal")
                 throw ExitCode(1)
             }
             loaded.rehearsal = rehearsal
@@ -351,4 +368,15 @@ func loadCampaign(_ file: String) throws -> (LoadedCampaign, ProjectPaths) {
         let paths = ProjectPaths.locate(campaign: url, workingDirectory: workingDirectory)
     else { throw ExitCode(1) }
     return (campaign, paths)
+}
+
+extension SendRun.Options {
+    /// The options of a send recording into `opened` (reached through `access`), as the project's
+    /// `journal` setting says: its lease, and where provider tokens are cached (beside the
+    /// journal file; not for a journal in memory).
+    init(_ access: JournalAccess, opened: JournalAccess.Opened, setting: JournalSetting) {
+        self.init(journal: opened.journal)
+        if access.kind != .memory { tokenCache = (setting.path as NSString).deletingLastPathComponent }
+        if let lease = setting.lease { leaseDuration = lease }
+    }
 }

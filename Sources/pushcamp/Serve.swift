@@ -4,6 +4,7 @@ import Logging
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
+import PushcampPostgres
 import PushcampServe
 import ServiceLifecycle
 import UnixSignals
@@ -61,8 +62,7 @@ struct Serve: AsyncParsableCommand {
     )
     var listen: String?
 
-    @Option(help: ArgumentHelp("The journal file (default: journal.path of pushcamp.yaml).", valueName: "file"))
-    var journal: String?
+    @OptionGroup var journalLocation: JournalLocationOption
 
     @Option(help: ArgumentHelp("Log level: debug, info, notice, warning or error.", valueName: "level"))
     var logLevel: String = "info"
@@ -100,15 +100,30 @@ struct Serve: AsyncParsableCommand {
         var httpLogger = Logger(label: "pushcamp.http")
         httpLogger.logLevel = .warning
 
+        let setting = journalLocation.setting(JournalSetting(loaded, paths: paths))
+        let access = try journalLocation.access(JournalSetting(loaded, paths: paths))
+        // The schema brought forward before anything starts (once across nodes starting together:
+        // the migration holds an advisory lock), then the journal every service shares.
+        try await JournalLocationOption.open(access, readOnly: false)?.close()
+        let journal: any Journal
+        let client: PostgresJournal?
+        do {
+            (journal, client) = try access.open(logger: Logger(label: "pushcamp.journal"))
+        } catch {
+            printError("error: \(error.message)")
+            throw ExitCode(1)
+        }
         let metrics = ServeMetrics()
         let status = ServeStatus()
         var configuration = SchedulerService.Configuration(
             paths: paths,
             campaignFolders: loaded.serve.campaignFolders,
-            journalPath: journal ?? paths.url(loaded.journalPath).path,
+            journal: journal,
             environment: ProcessInfo.processInfo.environment
         )
         configuration.stallTimeout = stall.stallTimeout
+        configuration.tokenCache = (setting.path as NSString).deletingLastPathComponent
+        if let lease = setting.lease { configuration.leaseDuration = lease }
         // Read before the receiver starts, so a notification that comes first still fires its triggers.
         let triggers = TriggerTable(paths: paths, folders: loaded.serve.campaignFolders)
         let scheduler = SchedulerService(
@@ -127,10 +142,9 @@ struct Serve: AsyncParsableCommand {
                 environment: ProcessInfo.processInfo.environment,
                 logger: logger
             ) {
-                let store = try SQLiteJournal(path: configuration.journalPath)
                 let receiver = AppStoreReceiver(
                     intake: intake,
-                    store: store,
+                    store: journal,
                     metrics: metrics,
                     logger: logger,
                     triggers: triggers,
@@ -158,12 +172,15 @@ struct Serve: AsyncParsableCommand {
         }
         var groupLogger = Logger(label: "pushcamp.lifecycle")
         groupLogger.logLevel = .warning
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: scheduler, successTerminationBehavior: .gracefullyShutdownGroup),
+            .init(service: http, successTerminationBehavior: .gracefullyShutdownGroup),
+        ]
+        // First in, last out: the PostgreSQL client stops after the sends have recorded their end.
+        if let client { services.insert(.init(service: client), at: 0) }
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [
-                    .init(service: scheduler, successTerminationBehavior: .gracefullyShutdownGroup),
-                    .init(service: http, successTerminationBehavior: .gracefullyShutdownGroup),
-                ],
+                services: services,
                 gracefulShutdownSignals: [.sigint, .sigterm, .sighup],
                 logger: groupLogger
             )

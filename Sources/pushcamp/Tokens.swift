@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import PushcampJournal
 import PushcampModel
+import PushcampPostgres
 
 struct Tokens: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -57,7 +58,8 @@ struct Tokens: ParsableCommand {
         }
 
         func run() async throws {
-            let (journal, _) = try journalOption.open()
+            let (opened, _) = try await journalOption.open()
+            let journal = opened.journal
             let since = try since.map { Double(try Timestamp.parse($0).get().secondsSince1970) }
             let tokens = try await journal.invalidTokens(topic: topic, since: since)
             switch format {

@@ -201,7 +201,7 @@ struct JournalCLITests {
         #expect(changed.stderr.contains("the campaign changed since run 1 was sent"), "\(changed.stderr)")
     }
 
-    @Test func aJournalThatCannotBeUsedStopsTheSendBeforeAnythingIsSent() throws {
+    @Test func aJournalThatCannotBeUsedStopsTheSendBeforeAnythingIsSent() async throws {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }
         let sim = try Self.start(project, ["--record", "received.csv"])
@@ -215,12 +215,12 @@ struct JournalCLITests {
         #expect(corrupt.stderr.contains("is not a Pushcamp journal or is damaged"), "\(corrupt.stderr)")
         #expect(corrupt.stderr.contains("nothing was sent"))
 
-        // Locked: another process holds the campaign's run lock.
+        // Busy: another live process (this one) holds the campaign's lease.
         try FileManager.default.removeItem(atPath: project.path(".pushcamp/journal.sqlite"))
-        _ = try SQLiteJournal(path: project.path(".pushcamp/journal.sqlite"))
-        let lock = try RunLock(journalPath: project.path(".pushcamp/journal.sqlite"), campaign: "c")
+        let journal = try SQLiteJournal(path: project.path(".pushcamp/journal.sqlite"))
+        let lease = try await journal.acquire(LeaseResource.campaign("c"), owner: LeaseOwner.next().id, duration: 600)
+        #expect(lease != nil)
         let locked = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
-        withExtendedLifetime(lock) {}
         #expect(locked.status == 5)
         #expect(locked.stderr.contains("campaign c is being sent by another pushcamp process"), "\(locked.stderr)")
 

@@ -33,10 +33,14 @@ struct ExecutorDriverTests {
         transport: InMemoryTransport,
         configure: (inout SendRun.Options) -> Void = { _ in }
     ) async throws -> SendRun {
-        var options = SendRun.Options(journalPath: setup.journalPath)
+        var options = SendRun.Options(journal: try SQLiteJournal(path: setup.journalPath))
         // Virtual time runs ahead of a busy machine in these tests: only the stall test (which sets
         // its own) is about stalls, so the others allow ten minutes without an answer.
         options.stallTimeout = 600
+        // The lease is timed on the real clock: a send starved of the machine for longer than a
+        // lease stops itself, as it must. These tests share two cores with the whole suite and are
+        // not about leases (SendLeaseTests are), so they hold theirs for ten minutes.
+        options.leaseDuration = 600
         configure(&options)
         return try await SendRun.prepare(
             setup.campaign,
@@ -115,7 +119,7 @@ struct ExecutorDriverTests {
         let transport = InMemoryTransport(clock: setup.clock)
         // Refused without --now, before anything is recorded.
         await #expect(throws: RunRefusal.self) { try await Self.prepare(setup, transport: transport) }
-        #expect(!FileManager.default.fileExists(atPath: setup.journalPath))
+        #expect(try await SQLiteJournal(path: setup.journalPath).runs(limit: 1).isEmpty)
         let send = try await Self.prepare(setup, transport: transport) { $0.ignoreSchedule = true }
         let report = try await Self.drive(send, on: setup.clock, transport: transport)
         #expect(report.delivered == 10)
@@ -137,7 +141,7 @@ struct ExecutorDriverTests {
             #expect(refusal.message.contains("every 6h, next slot 2027-01-15 12:00:00Z"), "\(refusal.message)")
             #expect(refusal.message.contains("`pushcamp serve` sends each slot"))
         }
-        #expect(!FileManager.default.fileExists(atPath: setup.journalPath))
+        #expect(try await SQLiteJournal(path: setup.journalPath).runs(limit: 1).isEmpty)
         let send = try await Self.prepare(setup, transport: transport) { $0.ignoreSchedule = true }
         #expect(try await Self.drive(send, on: setup.clock, transport: transport).delivered == 5)
     }
@@ -303,7 +307,7 @@ struct ExecutorDriverTests {
         rules.connections = 2
         let transport = InMemoryTransport(rules: rules, clock: setup.clock)
         let store = MemoryJournal(failingAfter: 40)
-        let send = try await Self.prepare(setup, transport: transport) { $0.store = store }
+        let send = try await Self.prepare(setup, transport: transport) { $0.journal = store }
         let report = try await Self.drive(send, on: setup.clock, transport: transport)
         guard case .journal(let message)? = report.stop else {
             Issue.record("expected a journal stop, got \(String(describing: report.stop))")

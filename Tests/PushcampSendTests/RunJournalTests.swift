@@ -49,10 +49,10 @@ struct RunJournalTests {
         #expect(journal.error != nil)
     }
 
-    /// With nobody waiting, answers and statistics go in one commit, as before: a second commit would
-    /// fail here, and `close` would say so.
+    /// With nobody waiting, answers and statistics go in one commit, as before: a third commit (the
+    /// close is the second) would fail here, and `close` would say so.
     @Test func answersAloneCommitOnce() async throws {
-        let (store, run, journal) = try await Self.journal(failingAfter: 1)
+        let (store, run, journal) = try await Self.journal(failingAfter: 2)
         journal.settle([], firstDeliveries: Self.firstDeliveries(0..<4))
         journal.saveStats(RunStats())
         try await journal.close(status: .finished, planned: 4)

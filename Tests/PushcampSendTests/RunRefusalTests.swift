@@ -26,11 +26,12 @@ struct RunRefusalTests {
         var first: SendRun? = try await ExecutorDriverTests.prepare(setup, transport: transport, configure: slotOptions)
         let run = try #require(first?.run.id)
 
-        // The campaign's lock is held by the first send: busy (exit 5).
+        // The campaign's lease is held by the first send: busy (exit 5).
         let busy = await Self.refusal {
             try await ExecutorDriverTests.prepare(setup, transport: transport, configure: slotOptions)
         }
         #expect(busy?.code == .busy && busy?.exitCode == 5, "\(String(describing: busy))")
+        await first?.lease.release()
         first = nil
 
         // Finished: the slot is recorded, nothing to fire.

@@ -3,8 +3,16 @@ public struct Project {
     public var apps: [String: AppConfig]
     /// The apps in file order, for listing them in messages.
     public var appNames: [String]
-    /// Where the run journal lives, relative to the project root.
+    /// Where the run journal lives, relative to the project root: the SQLite file (and, for a
+    /// PostgreSQL journal, where rehearsals and the provider token cache are kept).
     public var journalPath: String
+    /// A PostgreSQL journal (`journal.url`), shared by every machine that names it.
+    public var journalURL: String?
+    /// The environment variable holding the PostgreSQL password (`journal.password_env`).
+    public var journalPasswordVariable: String?
+    /// How long a campaign's lease lasts unless renewed (`journal.lease`): how soon another node
+    /// takes over the run of one that died.
+    public var journalLease: TimeSpan?
     public var defaults: Defaults
     /// The file this project was read from, as printed in diagnostics.
     public var path: String

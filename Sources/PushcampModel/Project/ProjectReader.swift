@@ -32,11 +32,43 @@ public enum ProjectReader {
             }
         }
         var journalPath = Project.defaultJournalPath
+        var journalURL: String?
+        var journalPasswordVariable: String?
+        var journalLease: TimeSpan?
         if let journalNode = top["journal"],
-            let map = reader.mapping(journalNode, in: "journal", allowed: ["path"]),
-            let path = map["path"].flatMap({ reader.string($0, "journal.path") })
+            let map = reader.mapping(journalNode, in: "journal", allowed: ["path", "url", "password_env", "lease"])
         {
-            journalPath = path
+            if let path = map["path"].flatMap({ reader.string($0, "journal.path") }) { journalPath = path }
+            if let node = map["url"], let url = reader.string(node, "journal.url") {
+                if !(url.hasPrefix("postgres://") || url.hasPrefix("postgresql://")) {
+                    reader.error(
+                        "'journal.url' names a PostgreSQL journal, like postgres://pushcamp@db.internal:5432/pushcamp; "
+                            + "a SQLite file is 'journal.path'",
+                        at: node
+                    )
+                } else if Self.holdsPassword(url) {
+                    reader.error(
+                        "'journal.url' must not hold a password (it would be in git): put it in PGPASSWORD, or in "
+                            + "the variable 'journal.password_env' names",
+                        at: node
+                    )
+                } else {
+                    journalURL = url
+                }
+            }
+            if let node = map["password_env"], let name = reader.string(node, "journal.password_env") {
+                journalPasswordVariable = name
+                if map["url"] == nil {
+                    reader.error("'journal.password_env' is for a PostgreSQL journal ('journal.url')", at: node)
+                }
+            }
+            if let node = map["lease"], let lease = reader.parsed(node, "journal.lease", TimeSpan.parse) {
+                if lease.seconds < 2 || lease.seconds > 600 {
+                    reader.error("'journal.lease' is between 2s and 10m (default 15s)", at: node)
+                } else {
+                    journalLease = lease
+                }
+            }
         }
         var allowedFolders: [String] = []
         if let filesNode = top["files"], let map = reader.mapping(filesNode, in: "files", allowed: ["allow"]),
@@ -81,7 +113,18 @@ public enum ProjectReader {
                 allowedFolders: allowedFolders
             )
         project.serve = serve
+        project.journalURL = journalURL
+        project.journalPasswordVariable = journalPasswordVariable
+        project.journalLease = journalLease
         return (project, reader.diagnostics)
+    }
+
+    /// Whether a `postgres://USER:PASSWORD@HOST/…` URL carries a password.
+    static func holdsPassword(_ url: String) -> Bool {
+        guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return false }
+        let authority = url[url.index(colon, offsetBy: 3)...].prefix { $0 != "/" && $0 != "?" }
+        guard let at = authority.lastIndex(of: "@") else { return false }
+        return authority[..<at].contains(":")
     }
 
     static func readAppStore(_ node: Node, context: String, _ reader: YAMLReader) -> AppStoreConfig? {

@@ -69,7 +69,7 @@ struct CampaignAssembler {
             revision: revision,
             inputs: inputs,
             messageLocation: message.location,
-            journalPath: paths.url(project.journalPath).path,
+            journal: JournalSetting(project, paths: paths),
             registeredAtAttribute: campaign.audience.registeredAt ?? "registered_at",
             frequencyCap: frequencyCap(),
             subscriptions: campaign.audience.subscriptions,

@@ -48,9 +48,11 @@ public struct LoadedCampaign: Sendable {
     /// The files the campaign is made of, each with its SHA-256: what a plan file checks.
     public var inputs: [CampaignInput]
     public var messageLocation: SourceLocation
-    /// The project's run journal (`journal.path` in pushcamp.yaml, resolved).
-    public var journalPath: String
-    /// Where rehearsals of it are recorded: `rehearsal.sqlite` beside the project's journal.
+    /// The project's run journal (`journal` in pushcamp.yaml, its path resolved).
+    public var journal: JournalSetting
+    /// The project's SQLite journal file: the journal, unless `journal.url` names a PostgreSQL one.
+    public var journalPath: String { journal.path }
+    /// Where rehearsals of it are recorded: `rehearsal.sqlite` beside the project's journal file.
     public var rehearsalJournalPath: String { ProjectJournal.rehearsalPath(beside: journalPath) }
     /// The audience attribute with each token's registration time (`audience.registered_at`).
     public var registeredAtAttribute: String

@@ -12,7 +12,14 @@ public enum ProjectJournal {
     public static func path(
         workingDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
     ) -> Result<String, DiagnosticsError> {
-        project(workingDirectory: workingDirectory).map { $0.paths.url($0.project.journalPath).path }
+        setting(workingDirectory: workingDirectory).map(\.path)
+    }
+
+    /// The nearest project's `journal` setting.
+    public static func setting(
+        workingDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+    ) -> Result<JournalSetting, DiagnosticsError> {
+        project(workingDirectory: workingDirectory).map { JournalSetting($0.project, paths: $0.paths) }
     }
 
     /// The nearest `pushcamp.yaml` at or above `workingDirectory`, read, with where it is.
@@ -38,5 +45,51 @@ public enum ProjectJournal {
             return .failure(DiagnosticsError(parse + problems))
         }
         return .success((project, paths))
+    }
+}
+
+/// A project's `journal:` setting: a SQLite file (`path`, the default) or a PostgreSQL database
+/// (`url`, the password from the environment), and how long a campaign's lease lasts.
+public struct JournalSetting: Sendable, Hashable {
+    /// The SQLite file, resolved; beside it live the rehearsal journal and the provider token
+    /// cache, whatever the journal is.
+    public var path: String
+    /// The PostgreSQL journal's URL, when there is one: it is then the journal.
+    public var url: String?
+    /// The environment variable holding the PostgreSQL password (PGPASSWORD when nil).
+    public var passwordVariable: String?
+    /// Seconds a campaign's lease lasts unless renewed.
+    public var lease: Double?
+
+    public init(path: String, url: String? = nil, passwordVariable: String? = nil, lease: Double? = nil) {
+        self.path = path
+        self.url = url
+        self.passwordVariable = passwordVariable
+        self.lease = lease
+    }
+
+    public init(_ project: Project, paths: ProjectPaths) {
+        self.init(
+            path: paths.url(project.journalPath).path,
+            url: project.journalURL,
+            passwordVariable: project.journalPasswordVariable,
+            lease: project.journalLease.map { Double($0.seconds) }
+        )
+    }
+
+    /// The journal: its URL, else its file.
+    public var address: String { url ?? path }
+
+    /// The same project with the journal `--journal` names instead (a file or a URL), when it does.
+    public func overridden(by option: String?) -> JournalSetting {
+        guard let option else { return self }
+        var setting = self
+        if option.hasPrefix("postgres://") || option.hasPrefix("postgresql://") {
+            setting.url = option
+        } else {
+            setting.url = nil
+            setting.path = option
+        }
+        return setting
     }
 }

@@ -112,6 +112,9 @@ public final class Executor: Service, Sendable {
                     self.input.yield(.transportEnded)
                 }
                 group.addTask(executorPreference: globalConcurrentExecutor) { await self.housekeepingTicks() }
+                if let lease = journal.lease {
+                    group.addTask(executorPreference: globalConcurrentExecutor) { await lease.keepRenewed() }
+                }
                 var timers = TimerSet()
                 var nextProgress = clock.now() + options.progressInterval
                 var nextStats = clock.now() + options.statsInterval
@@ -183,6 +186,13 @@ public final class Executor: Service, Sendable {
                 input.yield(.recorded(id: id, failure: failure?.message))
             }
         case .submit(let requests):
+            // APNs cannot check a fence: a send whose lease may have lapsed (a paused process that
+            // just woke) hands nothing more to the wire.
+            if let lost = journal.leaseProblem {
+                input.yield(.transport(.unsent(requests)))
+                input.yield(.stop(.leaseLost(lost)))
+                return
+            }
             let refused = transport.submit(requests)
             if !refused.isEmpty { input.yield(.transport(.unsent(refused))) }
         case .settle(let updates, let firstDeliveries, let possibleDuplicates, let invalidTokens):
@@ -226,7 +236,9 @@ public final class Executor: Service, Sendable {
             if now >= nextCancelCheck {
                 nextCancelCheck = now + options.cancelCheckInterval
                 if let error = journal.error {
-                    input.yield(.stop(.journal(error.message)))
+                    input.yield(.stop(error.code == .fenced ? .leaseLost(error.message) : .journal(error.message)))
+                } else if let lost = journal.leaseProblem {
+                    input.yield(.stop(.leaseLost(lost)))
                 } else if await journal.cancelRequested() {
                     input.yield(.stop(.cancelled))
                 }
@@ -242,6 +254,12 @@ public final class Executor: Service, Sendable {
         let status: RunStatus
         switch result.stop {
         case .cancelled?: status = .cancelled
+        case .leaseLost?:
+            // The run is another process's now (or will be): its status is not this one's to set.
+            result.run = journal.run.id.rawValue
+            await journal.abandon()
+            await journal.lease?.release()
+            return result
         case nil where result.planFinished && result.unsent == 0: status = .finished
         default: status = .interrupted
         }
@@ -250,6 +268,7 @@ public final class Executor: Service, Sendable {
         } catch {
             if result.stop == nil { result.stop = .journal(error.message) }
         }
+        await journal.lease?.release()
         if journal.error != nil { result = await reconciled(result) }
         result.run = journal.run.id.rawValue
         return result

@@ -22,6 +22,8 @@ extension SendReport {
             lines.append("stopped: \(message)")
         case .cancelled?: lines.append("stopped: cancelled by `pushcamp cancel`; in-flight requests were drained")
         case .journal(let message)?: lines.append("stopped: the journal cannot be written: \(message)")
+        case .leaseLost(let message)?:
+            lines.append("stopped: \(message); the run is left to the process that holds it now")
         case nil: break
         }
         let planNote = planFinished ? "" : " so far (the run stopped before the end of the plan)"

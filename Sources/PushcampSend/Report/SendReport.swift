@@ -25,6 +25,9 @@ public struct SendReport: Sendable {
         case journal(String)
         /// The pool made no progress (no answers, no streams) for the stall timeout while work was pending.
         case stalled(String)
+        /// The campaign's lease was taken over by another process, or could not be renewed in time:
+        /// this process stopped sending, and the run is left to whoever holds the lease.
+        case leaseLost(String)
     }
 
     /// What a resumed run had settled before this send picked it up.
@@ -147,12 +150,13 @@ public struct SendReport: Sendable {
     public var totalRetries: Int { retries.values.reduce(0, +) }
 
     /// 0 every push delivered; 2 credentials refused, no connection or a stalled endpoint; 4 some pushes
-    /// failed or were not sent; 130 interrupted.
+    /// failed or were not sent; 5 another process took the run over; 130 interrupted.
     public var exitCode: Int32 {
         switch stop {
         case .interrupted?, .cancelled?: return 130
         case .credentials?, .cannotConnect?, .stalled?: return 2
         case .planFailed?, .journal?: return 1
+        case .leaseLost?: return 5
         case nil: return failed > 0 || unsent > 0 || preflightFailed > 0 ? 4 : 0
         }
     }

@@ -3,18 +3,17 @@ import PushcampJournal
 import PushcampPlanner
 
 extension CampaignJournalStatus {
-    /// What the journal at `path` says of `campaign`, as `send` will act on it: its unfinished run
+    /// What `journal` (nil: none yet) says of `campaign`, as `send` will act on it: its unfinished run
     /// (resumed, refused when the campaign changed, or being sent elsewhere), else its last run
     /// (finished or cancelled: refused), else never sent. Replays aside. Reads without creating
     /// a journal where there is none.
     public static func read(
         for campaign: LoadedCampaign,
-        journalPath path: String
+        journal: (any Journal)?
     ) async throws -> CampaignJournalStatus {
-        guard path != SendRun.inMemory, FileManager.default.fileExists(atPath: path) else { return .neverSent }
-        let store = try SQLiteJournal(path: path, readOnly: true)
+        guard let store = journal else { return .neverSent }
         if let unfinished = try await store.unfinishedRun(campaign: campaign.id) {
-            let run = unfinished.livenessChecked(journalPath: path)
+            let run = await unfinished.livenessChecked(store)
             var status = try await status(of: run, state: run.status == .running ? .running : .interrupted, in: store)
             status.at = Timestamps.text(run.startedAt)
             status.changedSince = run.revision != campaign.revision

@@ -65,10 +65,10 @@ extension DeliveryHistory {
         return match
     }
 
-    /// For `plan`: the journal at `path` if there is one (a project that never sent has none, and
+    /// For `plan`: the project's journal if there is one (a project that never sent has none, and
     /// planning does not create it).
-    public static func read(for campaign: LoadedCampaign, journalPath path: String) async throws -> DeliveryHistory {
-        guard FileManager.default.fileExists(atPath: path) else {
+    public static func read(for campaign: LoadedCampaign, journal: (any Journal)?) async throws -> DeliveryHistory {
+        guard let journal else {
             // A project that never received App Store notifications has no subscription to join.
             return DeliveryHistory(
                 suppression: Suppression(registeredAtAttribute: campaign.registeredAtAttribute),
@@ -76,17 +76,17 @@ extension DeliveryHistory {
                     ? SubscriptionMatch(spec: campaign.subscriptionJoin, keys: []) : nil
             )
         }
-        return try await read(for: campaign, from: SQLiteJournal(path: path, readOnly: true))
+        return try await read(for: campaign, from: journal)
     }
 }
 
 extension PlanSummary {
-    /// `campaign` planned as `send` would send it with the journal at `journalPath` as it is now:
+    /// `campaign` planned as `send` would send it with `journal` as it is now (nil: none yet):
     /// what `plan` shows and what a production send asks about. Throws `AudienceError` for an
     /// audience that cannot be read, other errors for a journal that cannot be.
     public static func planned(
         _ campaign: LoadedCampaign,
-        journalPath: String,
+        journal: (any Journal)?,
         sendTime: Timestamp?,
         sendTimeSource: String,
         samples: Int
@@ -97,12 +97,12 @@ extension PlanSummary {
             sendTimeSource: sendTimeSource,
             sampleLimit: samples
         )
-        planner.history = try await DeliveryHistory.read(for: campaign, journalPath: journalPath)
-        let journal = try await CampaignJournalStatus.read(for: campaign, journalPath: journalPath)
+        planner.history = try await DeliveryHistory.read(for: campaign, journal: journal)
+        let status = try await CampaignJournalStatus.read(for: campaign, journal: journal)
         var summary = try planner.run()
-        summary.journal = journal
+        summary.journal = status
         if let trigger = campaign.trigger {
-            summary.triggerHistory = try await triggerHistory(trigger, app: campaign.app.name, journalPath: journalPath)
+            summary.triggerHistory = try await triggerHistory(trigger, app: campaign.app.name, journal: journal)
         }
         return summary
     }
@@ -111,12 +111,12 @@ extension PlanSummary {
     static func triggerHistory(
         _ trigger: TriggerSpec,
         app: String,
-        journalPath: String,
+        journal: (any Journal)?,
         days: Int = 30,
         now: Date = Date()
     ) async throws -> (days: Int, events: Int, subscriptions: Int) {
-        guard FileManager.default.fileExists(atPath: journalPath) else { return (days, 0, 0) }
-        let counts = try await SQLiteJournal(path: journalPath, readOnly: true).countNotifications(
+        guard let journal else { return (days, 0, 0) }
+        let counts = try await journal.countNotifications(
             app: app,
             type: trigger.appStoreType,
             subtypes: trigger.subtypes,

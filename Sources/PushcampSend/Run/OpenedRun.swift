@@ -3,12 +3,12 @@ import PushcampJournal
 import PushcampPlanner
 
 /// The run a send records into — the campaign's unfinished run (resumed) or a new one — with the
-/// lock that keeps a second process from sending the same campaign.
+/// lease that keeps a second process, on this machine or another, from sending the same campaign.
 struct OpenedRun {
     var journal: RunJournal
     var resume: ResumePoint
-    /// Nil for an in-memory journal, which no other process can see.
-    var lock: RunLock?
+    /// The campaign's lease, held while the run is sent.
+    var lease: SendLease
     /// What to tell the user before sending (resuming, giving up an old run).
     var note: String?
     /// For the run of trigger firings: the subscriptions they are about.
@@ -20,48 +20,44 @@ struct OpenedRun {
         options: SendRun.Options,
         now: Double
     ) async throws(RunRefusal) -> OpenedRun {
-        let path = options.journalPath
-        if path == SendRun.inMemory || options.store != nil {
-            let store = options.store ?? MemoryJournal()
-            do {
-                let run = try await store.createRun(campaign: campaign.id, revision: campaign.revision, now: now)
-                return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: nil)
-            } catch {
-                throw RunRefusal(.journal, error.message)
-            }
-        }
+        let store = options.journal
+        let lease = try await SendLease.claim(
+            campaign: campaign.id,
+            store: store,
+            owner: options.owner,
+            duration: options.leaseDuration
+        )
         do {
-            try FileManager.default.createDirectory(
-                atPath: (path as NSString).deletingLastPathComponent,
-                withIntermediateDirectories: true
-            )
-            let store = try SQLiteJournal(path: path)
-            let lock = try lock(journalPath: path, campaign: campaign.id)
-            if case .replay(let selection) = options.kind {
+            switch options.kind {
+            case .replay(let selection):
                 return try await replay(
                     selection.original,
                     reasons: selection.reasons,
                     campaign: campaign,
                     store: store,
-                    lock: lock,
+                    lease: lease,
                     now: now
                 )
-            }
-            if case .slot(let slot) = options.kind {
-                return try await slotRun(slot, campaign: campaign, store: store, lock: lock, now: now)
-            }
-            if case .trigger(let notifications) = options.kind {
-                var opened = try await triggerRun(notifications, campaign: campaign, store: store, lock: lock, now: now)
+            case .slot(let slot):
+                return try await slotRun(slot, campaign: campaign, store: store, lease: lease, now: now)
+            case .trigger(let notifications):
+                var opened = try await triggerRun(
+                    notifications,
+                    campaign: campaign,
+                    store: store,
+                    lease: lease,
+                    now: now
+                )
                 opened.triggerKeys = try await store.firings(run: opened.journal.run.id).compactMap(\.subscriptionKey)
                 return opened
+            case .send, .rehearsal:
+                return try await sendOrRehearse(campaign, options: options, store: store, lease: lease, now: now)
             }
-            return try await sendOrRehearse(campaign, options: options, store: store, lock: lock, now: now)
-        } catch let error as JournalError {
-            throw RunRefusal(.journal, error.message + "; nothing was sent")
-        } catch let refusal as RunRefusal {
-            throw refusal
         } catch {
-            throw RunRefusal(.journal, "the journal \(path) cannot be used: \(error); nothing was sent")
+            await lease.release()
+            if let refusal = error as? RunRefusal { throw refusal }
+            if let error = error as? JournalError { throw RunRefusal(.journal, error.message + "; nothing was sent") }
+            throw RunRefusal(.journal, "the journal cannot be used: \(error); nothing was sent")
         }
     }
 
@@ -69,8 +65,8 @@ struct OpenedRun {
     private static func sendOrRehearse(
         _ campaign: LoadedCampaign,
         options: SendRun.Options,
-        store: SQLiteJournal,
-        lock: RunLock,
+        store: any Journal,
+        lease: SendLease,
         now: Double
     ) async throws -> OpenedRun {
         var note: String?
@@ -79,7 +75,7 @@ struct OpenedRun {
                 return try await resuming(
                     unfinished,
                     in: store,
-                    lock: lock,
+                    lease: lease,
                     named: "run \(unfinished.id) of \(campaign.id)"
                 )
             }
@@ -122,7 +118,12 @@ struct OpenedRun {
             file: URL(fileURLWithPath: campaign.path).standardizedFileURL.path,
             replay: nil
         )
-        return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: lock, note: note)
+        return OpenedRun(
+            journal: RunJournal(store: store, run: run, lease: lease),
+            resume: ResumePoint(),
+            lease: lease,
+            note: note
+        )
     }
 
     /// The run of schedule slot `slot`: its unfinished run resumed, or a new run claimed with the
@@ -130,8 +131,8 @@ struct OpenedRun {
     private static func slotRun(
         _ slot: Int64,
         campaign: LoadedCampaign,
-        store: SQLiteJournal,
-        lock: RunLock,
+        store: any Journal,
+        lease: SendLease,
         now: Double
     ) async throws -> OpenedRun {
         let file = URL(fileURLWithPath: campaign.path).standardizedFileURL.path
@@ -142,7 +143,11 @@ struct OpenedRun {
             file: file,
             now: now
         ) {
-            return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: lock)
+            return OpenedRun(
+                journal: RunJournal(store: store, run: run, lease: lease),
+                resume: ResumePoint(),
+                lease: lease
+            )
         }
         let slotText = Timestamps.text(Double(slot))
         return try await resumingRecorded(
@@ -152,7 +157,7 @@ struct OpenedRun {
             alreadyDone: "slot \(slotText) of \(campaign.id) is recorded already; it does not fire again",
             campaign: campaign,
             store: store,
-            lock: lock,
+            lease: lease,
             now: now
         )
     }
@@ -163,8 +168,8 @@ struct OpenedRun {
     private static func triggerRun(
         _ notifications: [String],
         campaign: LoadedCampaign,
-        store: SQLiteJournal,
-        lock: RunLock,
+        store: any Journal,
+        lease: SendLease,
         now: Double
     ) async throws -> OpenedRun {
         let file = URL(fileURLWithPath: campaign.path).standardizedFileURL.path
@@ -175,7 +180,11 @@ struct OpenedRun {
             file: file,
             now: now
         ) {
-            return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: lock)
+            return OpenedRun(
+                journal: RunJournal(store: store, run: run, lease: lease),
+                resume: ResumePoint(),
+                lease: lease
+            )
         }
         let events =
             notifications.count == 1 ? "notification \(notifications[0])" : "\(notifications.count) notifications"
@@ -190,7 +199,7 @@ struct OpenedRun {
             alreadyDone: "the trigger of \(campaign.id) by \(events) fired already; it does not fire again",
             campaign: campaign,
             store: store,
-            lock: lock,
+            lease: lease,
             now: now
         )
     }
@@ -205,8 +214,8 @@ struct OpenedRun {
         named suffix: String,
         alreadyDone: String,
         campaign: LoadedCampaign,
-        store: SQLiteJournal,
-        lock: RunLock,
+        store: any Journal,
+        lease: SendLease,
         now: Double
     ) async throws -> OpenedRun {
         guard let id, let run = try await store.run(id), run.status.isUnfinished else {
@@ -223,7 +232,7 @@ struct OpenedRun {
                 """
             )
         }
-        return try await resuming(run, in: store, lock: lock, named: "run \(run.id) of \(campaign.id)\(suffix)")
+        return try await resuming(run, in: store, lease: lease, named: "run \(run.id) of \(campaign.id)\(suffix)")
     }
 
     /// The replay run of `original` for `reasons`: an unfinished one resumed, or a new one.
@@ -231,8 +240,8 @@ struct OpenedRun {
         _ original: RunRecord,
         reasons: [String],
         campaign: LoadedCampaign,
-        store: SQLiteJournal,
-        lock: RunLock,
+        store: any Journal,
+        lease: SendLease,
         now: Double
     ) async throws -> OpenedRun {
         if let unfinished = try await store.unfinishedReplay(of: original.id) {
@@ -240,7 +249,7 @@ struct OpenedRun {
                 return try await resuming(
                     unfinished,
                     in: store,
-                    lock: lock,
+                    lease: lease,
                     named: "replay run \(unfinished.id) of run \(original.id)"
                 )
             }
@@ -253,26 +262,14 @@ struct OpenedRun {
             file: original.file,
             replay: ReplayOrigin(run: original.id, reasons: reasons)
         )
-        return OpenedRun(journal: RunJournal(store: store, run: run), resume: ResumePoint(), lock: lock)
-    }
-
-    /// The campaign's run lock; refused (exit 5) while another process sends it.
-    static func lock(journalPath: String, campaign: String) throws -> RunLock {
-        guard let lock = try RunLock(journalPath: journalPath, campaign: campaign) else {
-            throw RunRefusal(
-                .busy,
-                "campaign \(campaign) is being sent by another pushcamp process; "
-                    + "wait for it, or stop it with `pushcamp cancel`"
-            )
-        }
-        return lock
+        return OpenedRun(journal: RunJournal(store: store, run: run, lease: lease), resume: ResumePoint(), lease: lease)
     }
 
     /// Picks up the unfinished `run`, saying so in the note (`name` is how it calls the run).
     private static func resuming(
         _ run: RunRecord,
-        in store: SQLiteJournal,
-        lock: RunLock,
+        in store: any Journal,
+        lease: SendLease,
         named name: String
     ) async throws -> OpenedRun {
         let resume = try await ResumePoint(journal: store, run: run.id)
@@ -289,9 +286,9 @@ struct OpenedRun {
             "resuming \(name): \(resume.delivered) delivered and \(resume.failed) failed before, \(toPickUp)"
             + (duplicates > 0 ? " (\(duplicates) were in flight: sent again, possible duplicates)" : "")
         return OpenedRun(
-            journal: RunJournal(store: store, run: run, resume: resume),
+            journal: RunJournal(store: store, run: run, resume: resume, lease: lease),
             resume: resume,
-            lock: lock,
+            lease: lease,
             note: note
         )
     }

@@ -24,27 +24,35 @@ public enum RunCancellation {
         }
     }
 
-    /// Cancels run `id` of the journal at `path`, waiting up to `wait` seconds for its sending
-    /// process. Refuses with exit 1 a run that does not exist or already ended, with exit 6 when
+    /// Cancels run `id` of `journal` (called `name` in messages), from any machine, waiting up to
+    /// `wait` seconds for the process sending it. Refuses with exit 1 a run that does not exist or already ended, with exit 6 when
     /// the process has not stopped in time.
     public static func cancel(
         _ id: RunID,
         in journal: any Journal,
-        path: String,
+        name: String,
         wait: Double
     ) async throws(RunRefusal) -> Outcome {
         do {
             guard let record = try await journal.run(id) else {
-                throw RunRefusal(.refused, "no run \(id) in \(path); `pushcamp runs` lists them")
+                throw RunRefusal(.refused, "no run \(id) in \(name); `pushcamp runs` lists them")
             }
             guard record.status.isUnfinished else {
                 throw RunRefusal(.refused, "run \(id) of \(record.campaign) is already \(record.status.rawValue)")
             }
             let now = Date().timeIntervalSince1970
-            if let lock = try RunLock(journalPath: path, campaign: record.campaign) {
-                // Nobody is sending it: cancel it here and now.
-                try await journal.setStatus(.cancelled, of: id, now: now)
-                lock.unlock()
+            let resource = LeaseResource.campaign(record.campaign)
+            if case .held(let lease, _) = try await journal.claim(resource, owner: .next(), duration: 30) {
+                // Nobody is sending it: cancel it here and now, under the lease, so a sender that
+                // starts meanwhile waits for this.
+                let cancelled = JournalBatch(lease: lease, close: RunClose(status: .cancelled))
+                do {
+                    try await journal.record(cancelled, run: id, now: now)
+                } catch {
+                    try? await journal.release(lease)
+                    throw error
+                }
+                try? await journal.release(lease)
             } else {
                 try await journal.requestCancel(id, now: now)
                 let deadline = Date().addingTimeInterval(wait)
@@ -65,7 +73,7 @@ public enum RunCancellation {
         } catch let error as JournalError {
             throw RunRefusal(.journal, error.message)
         } catch {
-            throw RunRefusal(.journal, "the journal \(path) cannot be used: \(error)")
+            throw RunRefusal(.journal, "the journal \(name) cannot be used: \(error)")
         }
     }
 }

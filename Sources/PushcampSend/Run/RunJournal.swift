@@ -14,6 +14,9 @@ import Synchronization
 public final class RunJournal: @unchecked Sendable {
     public let store: any Journal
     public let run: RunRecord
+    /// The campaign's lease this send holds: every batch carries it, so none is recorded once
+    /// another process took the run over. Nil: nobody else can see the journal.
+    public let lease: SendLease?
     /// The store's `synchronousRecord`, read once.
     private let synchronousRecord: (@Sendable (JournalBatch, RunID, Double) throws(JournalError) -> Void)?
     /// How long the writer gathers answers before committing them when nobody waits.
@@ -40,10 +43,12 @@ public final class RunJournal: @unchecked Sendable {
         store: any Journal,
         run: RunRecord,
         resume: ResumePoint = ResumePoint(),
+        lease: SendLease? = nil,
         gatherWindow: TimeInterval = 0.005
     ) {
         self.store = store
         self.run = run
+        self.lease = lease
         self.synchronousRecord = store.synchronousRecord
         self.gatherWindow = gatherWindow
         self.unsentRows = resume.unsentTokens
@@ -165,6 +170,9 @@ public final class RunJournal: @unchecked Sendable {
         return failure
     }
 
+    /// Why the send must stop because of its lease (taken over, or not renewed in time), if it must.
+    package var leaseProblem: String? { lease?.problem() }
+
     /// Whether `pushcamp cancel` asked this run to stop.
     func cancelRequested() async -> Bool {
         (try? await store.cancelRequested(run.id)) ?? false
@@ -175,7 +183,17 @@ public final class RunJournal: @unchecked Sendable {
     /// The writes are made whether or not the calling task was cancelled: a run stopped by a
     /// shutdown must still say so.
     package func close(status: RunStatus, planned: Int?) async throws(JournalError) {
-        let (store, run) = (self.store, self.run)
+        try await end(with: RunClose(status: status, planned: planned))
+    }
+
+    /// Commits what is queued (refused whole if the lease was taken over) and stops the writer,
+    /// leaving the run's status alone: the run belongs to whoever holds its lease now.
+    package func abandon() async {
+        try? await end(with: nil)
+    }
+
+    private func end(with close: RunClose?) async throws(JournalError) {
+        let (store, run, lease) = (self.store, self.run, self.lease)
         let closed = await Task { [self] () -> JournalError? in
             // The writer resumes this once it has committed what is queued and ended.
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -191,9 +209,10 @@ public final class RunJournal: @unchecked Sendable {
                 condition.unlock()
             }
             if let failure = error { return failure }
+            guard let close else { return nil }
             do throws(JournalError) {
-                if let planned { try await store.setPlanned(planned, of: run.id) }
-                try await store.setStatus(status, of: run.id, now: Date().timeIntervalSince1970)
+                let batch = JournalBatch(lease: lease?.lease, close: close)
+                try await store.record(batch, run: run.id, now: Date().timeIntervalSince1970)
                 return nil
             } catch {
                 return error
@@ -243,8 +262,11 @@ public final class RunJournal: @unchecked Sendable {
     }
 
     /// Writes `batch` unless an earlier write failed; a failure is kept for every later caller.
-    private func commit(_ batch: JournalBatch) {
-        guard !batch.isEmpty else { return }
+    private func commit(_ unfenced: JournalBatch) {
+        guard !unfenced.isEmpty else { return }
+        var fenced = unfenced
+        fenced.lease = lease?.lease
+        let batch = fenced
         condition.lock()
         let failed = failure != nil
         condition.unlock()

@@ -36,11 +36,17 @@ public final class SendRun: Service, Sendable {
 
     public struct Options: Sendable {
         public var kind: Kind = .send
-        /// The journal file, or `SendRun.inMemory`.
-        public var journalPath: String
+        /// The journal the run is recorded in.
+        public var journal: any Journal
         /// The journal whose dead tokens and deliveries shape the plan (suppression, frequency caps);
-        /// `journalPath` when nil. A rehearsal reads the project's journal and records into its own.
-        public var historyJournalPath: String?
+        /// `journal` when nil. A rehearsal reads the project's journal and records into its own.
+        public var history: (any Journal)?
+        /// The folder provider tokens are cached in between processes, or nil for none.
+        public var tokenCache: String?
+        /// Seconds the campaign's lease lasts unless renewed (`journal.lease` in pushcamp.yaml).
+        public var leaseDuration = SendLease.defaultDuration
+        /// Who holds the lease: this send.
+        public var owner = LeaseOwner.next()
         /// Start a new run even though the campaign was sent (or has an unfinished run of another revision).
         public var newRun = false
         /// Send now although the campaign is scheduled (`schedule.at` in the future, or recurring).
@@ -50,15 +56,12 @@ public final class SendRun: Service, Sendable {
         /// A reviewed plan (`send --plan FILE`) the campaign must still match, and its file's name.
         public var plan: (file: PlanFile, path: String)?
         public var executor = Executor.Options()
-        /// A journal to record into instead of the file at `journalPath` (a new run each time, no
-        /// lock): for tests, and for stores other than SQLite.
-        public var store: (any Journal)?
         /// Where provider tokens come from: one owner per key for the whole process, so runs that
         /// start together share one token.
         public var providerTokens = ProviderTokenOwners.shared
 
-        public init(journalPath: String) {
-            self.journalPath = journalPath
+        public init(journal: any Journal) {
+            self.journal = journal
         }
     }
 
@@ -70,31 +73,30 @@ public final class SendRun: Service, Sendable {
         case given(any PushTransport, endpoint: String)
     }
 
-    /// The journal path that means "in memory, gone when the process ends".
-    public static let inMemory = ":memory:"
-
     public let executor: Executor
     public let run: RunRecord
     public let endpoint: String
     /// What to tell the user before sending (resuming, giving up an old run).
     public let note: String?
-    private let lock: RunLock?
+    /// The campaign's lease, renewed while the executor sends and released when it ends.
+    public let lease: SendLease
 
     private init(
         executor: Executor,
         run: RunRecord,
         endpoint: String,
         note: String?,
-        lock: RunLock?
+        lease: SendLease
     ) {
         self.executor = executor
         self.run = run
         self.endpoint = endpoint
         self.note = note
-        self.lock = lock
+        self.lease = lease
     }
 
-    /// Sends to the end; the outcome is then `report`.
+    /// Sends to the end (the executor renews the campaign's lease meanwhile and releases it at
+    /// the end); the outcome is then `report`.
     public func run() async throws {
         _ = await executor.send()
     }
@@ -149,8 +151,7 @@ public final class SendRun: Service, Sendable {
                     environment: environment,
                     clock: clock,
                     owners: options.providerTokens,
-                    tokenCache: options.journalPath == inMemory
-                        ? nil : (options.journalPath as NSString).deletingLastPathComponent
+                    tokenCache: options.tokenCache
                 )
             } catch {
                 throw RunRefusal(.credentials, error.message + "; nothing was sent")
@@ -164,8 +165,8 @@ public final class SendRun: Service, Sendable {
             history = nil  // the recipients are named by the run replayed
         } else {
             do {
-                if let path = options.historyJournalPath {
-                    history = try await DeliveryHistory.read(for: campaign, journalPath: path)
+                if let journal = options.history {
+                    history = try await DeliveryHistory.read(for: campaign, from: journal)
                 } else {
                     history = try await DeliveryHistory.read(
                         for: campaign,
@@ -175,6 +176,7 @@ public final class SendRun: Service, Sendable {
                 }
             } catch {
                 try? await opened.journal.close(status: .interrupted, planned: nil)
+                await opened.lease.release()
                 throw RunRefusal(.journal, "the journal cannot be read: \(error); nothing was sent")
             }
         }
@@ -239,7 +241,7 @@ public final class SendRun: Service, Sendable {
             run: opened.journal.run,
             endpoint: endpoint,
             note: opened.note,
-            lock: opened.lock
+            lease: opened.lease
         )
     }
 }
@@ -253,10 +255,19 @@ extension SendRun {
         options: Options,
         now: Double
     ) throws(RunRefusal) {
-        if case .send = options.kind, !options.ignoreSchedule, let schedule = campaign.schedule {
+        try refuseUndeliberate(campaign, kind: options.kind, ignoreSchedule: options.ignoreSchedule, now: now)
+    }
+
+    public static func refuseUndeliberate(
+        _ campaign: LoadedCampaign,
+        kind: Kind,
+        ignoreSchedule: Bool,
+        now: Double
+    ) throws(RunRefusal) {
+        if case .send = kind, !ignoreSchedule, let schedule = campaign.schedule {
             try refuseScheduled(schedule, now: now)
         }
-        if case .send = options.kind, !options.ignoreSchedule, let trigger = campaign.trigger {
+        if case .send = kind, !ignoreSchedule, let trigger = campaign.trigger {
             throw RunRefusal(
                 .refused,
                 """

@@ -192,6 +192,7 @@ public struct ServeMetrics: Sendable {
         case .cancelled?: return "cancelled"
         case .journal?: return "journal"
         case .stalled?: return "stalled"
+        case .leaseLost?: return "lease-lost"
         }
     }
 

@@ -63,7 +63,7 @@ extension SchedulerService {
         case .credentials(let message)?, .cannotConnect(let message)?, .stalled(let message)?,
             .journal(let message)?, .planFailed(let message)?:
             return message
-        case nil, .interrupted?, .cancelled?:
+        case nil, .interrupted?, .cancelled?, .leaseLost?:
             return nil
         }
     }

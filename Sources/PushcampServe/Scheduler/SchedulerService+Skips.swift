@@ -31,15 +31,26 @@ extension SchedulerService {
         let slotText = Timestamps.text(Double(slot))
         do {
             guard let run = try await journal.slot(campaign: campaign, at: slot)?.run else { return }
-            guard let lock = try RunLock(journalPath: configuration.journalPath, campaign: campaign) else {
+            let claim = try await journal.claim(
+                LeaseResource.campaign(campaign),
+                owner: .next(),
+                duration: configuration.leaseDuration
+            )
+            guard case .held(let lease, _) = claim else {
                 logger.notice(
                     "run \(run) of \(campaign) (slot \(slotText)) is being sent by another process; left to it",
                     metadata: Logger.fields("run-left", campaign: campaign, run: run, slot: slot)
                 )
                 return
             }
-            defer { lock.unlock() }
-            try await journal.setStatus(reason == .expired ? .expired : .superseded, of: run, now: clock.now())
+            let closed = RunClose(status: reason == .expired ? .expired : .superseded)
+            do {
+                try await journal.record(JournalBatch(lease: lease, close: closed), run: run, now: clock.now())
+            } catch {
+                try? await journal.release(lease)
+                throw error
+            }
+            try? await journal.release(lease)
             metrics.runClosed(campaign, reason: reason.rawValue)
             let why =
                 reason == .expired

@@ -28,18 +28,23 @@ public final class SchedulerService: Service, Sendable {
     public struct Configuration: Sendable {
         public var paths: ProjectPaths
         public var campaignFolders: [String]
-        public var journalPath: String
+        public var journal: any Journal
+        /// The folder provider tokens are cached in between processes, or nil for none.
+        public var tokenCache: String?
+        /// Seconds a campaign's lease lasts unless renewed; a dead node's run is taken over this
+        /// long after its last renewal, at the next look for runs nobody holds (five a lease).
+        public var leaseDuration = SendLease.defaultDuration
         /// Where credentials named in pushcamp.yaml are read from.
         public var environment: [String: String]
         /// Seconds between looks at the folders and the clock.
         public var tickInterval: Double = 1
         public var stallTimeout: Double = 60
 
-        public init(paths: ProjectPaths, campaignFolders: [String], journalPath: String, environment: [String: String])
+        public init(paths: ProjectPaths, campaignFolders: [String], journal: any Journal, environment: [String: String])
         {
             self.paths = paths
             self.campaignFolders = campaignFolders
-            self.journalPath = journalPath
+            self.journal = journal
             self.environment = environment
         }
     }
@@ -74,7 +79,7 @@ public final class SchedulerService: Service, Sendable {
     }
 
     public func run() async throws {
-        let journal = try SQLiteJournal(path: configuration.journalPath)
+        let journal = configuration.journal
         status.update { $0.journalOpen = true }
         defer { status.update { $0.journalOpen = false } }
         var machine = SchedulerStateMachine(startedAt: Int64(clock.now()))
@@ -154,6 +159,7 @@ public final class SchedulerService: Service, Sendable {
                     }
                 }
                 var resumed = false
+                var nextOrphanLook = -Double.infinity
                 var credentialsChecked = -Double.infinity
                 for await event in events {
                     let now = clock.now()
@@ -173,15 +179,22 @@ public final class SchedulerService: Service, Sendable {
                             self.checkCredentials(catalog)
                             credentialsChecked = now
                         }
-                        if !resumed {
-                            resumed = true
-                            for (campaign, slot) in await self.unfinishedSlots(journal, scheduled: paths) {
+                        resumed = true
+                        if now >= nextOrphanLook {
+                            // Runs nobody holds: left by a killed `serve` of this machine, or by a
+                            // node whose lease expired. Taken over and resumed.
+                            nextOrphanLook = now + configuration.leaseDuration / 5
+                            for (campaign, slot) in await self.unfinishedSlots(journal, scheduled: paths)
+                            where !running.contains(campaign) {
+                                guard await self.isOrphaned(campaign, journal: journal) else { continue }
                                 let newestFired = try? await journal.latestFiredSlot(campaign: campaign)
                                 await perform(
                                     machine.unfinished(campaign, slot: slot, newestFired: newestFired, now: Int64(now))
                                 )
                             }
-                            for (run, notifications) in await self.unfinishedTriggerRuns(journal) {
+                            for (run, notifications) in await self.unfinishedTriggerRuns(journal)
+                            where !running.contains(run.campaign) {
+                                guard await self.isOrphaned(run.campaign, journal: journal) else { continue }
                                 await perform(
                                     machine.unfinishedTriggerRun(
                                         run.campaign,
@@ -319,9 +332,8 @@ public final class SchedulerService: Service, Sendable {
             )
             return
         }
-        var options = SendRun.Options(journalPath: configuration.journalPath)
+        var options = sendOptions()
         options.kind = .trigger(notifications)
-        options.stallTimeout = configuration.stallTimeout
         let send: SendRun
         do {
             send = try await SendRun.prepare(
@@ -408,7 +420,7 @@ public final class SchedulerService: Service, Sendable {
             )
             return
         }
-        var options = SendRun.Options(journalPath: configuration.journalPath)
+        var options = sendOptions()
         options.kind = .slot(slot)
         options.stallTimeout = configuration.stallTimeout
         let progress = Mutex<SendProgress?>(nil)
@@ -469,6 +481,26 @@ public final class SchedulerService: Service, Sendable {
         guard let report = send.report else { return }
         metrics.ended(campaign, report: report, lastProgress: progress.withLock { $0 })
         logEnd("slot \(slotText) of \(campaign)", send: send, report: report, slot: slot, counts: "")
+    }
+
+    /// The options every run this service starts shares.
+    private func sendOptions() -> SendRun.Options {
+        var options = SendRun.Options(journal: configuration.journal)
+        options.tokenCache = configuration.tokenCache
+        options.leaseDuration = configuration.leaseDuration
+        options.stallTimeout = configuration.stallTimeout
+        return options
+    }
+
+    /// Whether nobody sends `campaign`: its lease is free (expired on the journal's clock, or its
+    /// owner was a process of this machine that is gone).
+    private func isOrphaned(_ campaign: String, journal: any Journal) async -> Bool {
+        do {
+            return try await journal.isFree(LeaseResource.campaign(campaign))
+        } catch {
+            report("campaign \(campaign): the journal's leases cannot be read: \(error)")
+            return false
+        }
     }
 
     func report(_ error: String, _ fields: Logger.Metadata = ["event": "error"]) {
