@@ -323,3 +323,44 @@ struct ExecutorDriverTests {
         #expect(report.text().contains("not recorded: \(unrecorded.delivered) delivered"), "\(report.text())")
     }
 }
+
+extension ExecutorDriverTests {
+    @Test func aSendWhoseLeaseIsTakenOverStopsAndLeavesTheRunToItsNewHolder() async throws {
+        let setup = try Self.setup(rows: 1500, throttle: "{ rate: 500/s, connections: 2 }")
+        defer { setup.project.remove() }
+        var rules = InMemoryTransport.Rules()
+        rules.connections = 2
+        rules.latency = 0.2
+        let transport = InMemoryTransport(rules: rules, clock: setup.clock)
+        let journal = try SQLiteJournal(path: setup.journalPath)
+        let send = try await Self.prepare(setup, transport: transport)
+        let takenOver = Mutex<Task<Void, any Error>?>(nil)
+        let report = try await Self.drive(send, on: setup.clock, transport: transport) {
+            guard transport.delivered.count >= 300 else { return }
+            takenOver.withLock { task in
+                guard task == nil else { return }
+                // Another node takes the run over, as after this one's lease expired.
+                task = Task {
+                    let held = try #require(try await journal.lease(of: LeaseResource.campaign(setup.campaign.id)))
+                    _ = try await journal.takeOver(held, owner: "node-b/1/1", duration: 600)
+                }
+            }
+        }
+        try await #require(takenOver.withLock { $0 }).value
+        guard case .leaseLost(let message)? = report.stop else {
+            Issue.record("expected a lease-lost stop, got \(String(describing: report.stop))")
+            return
+        }
+        #expect(message.contains("node-b/1/1"), "\(message)")
+        #expect(report.exitCode == 5)
+        #expect(report.delivered < 1500)
+        // Nothing went on the wire that the journal does not show as sent: every batch after the
+        // fence moved was refused before it reached the transport, and what was in flight then is
+        // the new holder's to count as possible duplicates.
+        let recorded = try await journal.dispatched(of: send.run.id).reduce(0) { $0 + $1.count }
+        #expect(transport.written.count <= recorded, "\(transport.written.count) written, \(recorded) recorded")
+        #expect(transport.written.count < 1500)
+        // The run is the new holder's: this send did not set its status.
+        #expect(try await journal.run(send.run.id)?.status == .running)
+    }
+}

@@ -183,6 +183,8 @@ public final class Executor: Service, Sendable {
         case .record(let id, let requests, let possibleDuplicates):
             let input = self.input
             journal.dispatch(requests, possibleDuplicates: possibleDuplicates) { failure in
+                // Refused for its fence: another process holds the run now (the first stop wins).
+                if let failure, failure.code == .fenced { input.yield(.stop(.leaseLost(failure.message))) }
                 input.yield(.recorded(id: id, failure: failure?.message))
             }
         case .submit(let requests):

@@ -40,7 +40,7 @@ public final class SendLease: Sendable {
     }
 
     /// Claims `campaign` for this process, or refuses (`.busy`) while another process's lease runs.
-    static func claim(
+    package static func claim(
         campaign: String,
         store: any LeaseStore,
         owner: LeaseOwner,
@@ -94,7 +94,7 @@ public final class SendLease: Sendable {
 
     /// One renewal: moves `sendUntil` on, or records the loss. A failed renewal (the store cannot
     /// be reached) changes nothing: the next one may succeed before the margin is reached.
-    func renewOnce() async {
+    package func renewOnce() async {
         let asked = ContinuousClock.now
         let current = lease
         do {
