@@ -279,3 +279,38 @@ struct SchedulerStateMachineTests {
         )
     }
 }
+
+extension SchedulerStateMachineTests {
+    /// Several nodes fire every slot; the one holding the campaign's lease sends it. A node that
+    /// finds the campaign held tries the slot again each tick, so a holder that dies before firing
+    /// it does not lose it, and never lets the retry make a due slot overlap.
+    @Test func aSlotFoundHeldByAnotherProcessIsTriedAgainUntilClaimedOrMissed() {
+        var machine = Machine(startedAt: Self.t0)
+        machine.schedule("news", every(60, within: 120), cursor: Self.t0, recorded: true)
+        #expect(machine.tick(now: Self.t0 + 60) == [.fire(campaign: "news", slot: Self.t0 + 60)])
+        machine.slotBusy("news", slot: Self.t0 + 60)
+        #expect(machine.runEnded("news", now: Self.t0 + 60).isEmpty)
+        #expect(machine.tick(now: Self.t0 + 61) == [.fire(campaign: "news", slot: Self.t0 + 60)])
+        machine.slotBusy("news", slot: Self.t0 + 60)
+        #expect(machine.runEnded("news", now: Self.t0 + 61).isEmpty)
+        // The next slot comes due: it fires first; the held one waits for the campaign to be free here.
+        #expect(machine.tick(now: Self.t0 + 120) == [.fire(campaign: "news", slot: Self.t0 + 120)])
+        #expect(machine.tick(now: Self.t0 + 121).isEmpty)
+        #expect(machine.runEnded("news", now: Self.t0 + 125).isEmpty)
+        #expect(machine.tick(now: Self.t0 + 126) == [.fire(campaign: "news", slot: Self.t0 + 60)])
+        // Held until it fell out of catch_up.within: missed, never fired late.
+        machine.slotBusy("news", slot: Self.t0 + 60)
+        #expect(machine.runEnded("news", now: Self.t0 + 126).isEmpty)
+        #expect(
+            machine.tick(now: Self.t0 + 181) == [
+                .fire(campaign: "news", slot: Self.t0 + 180)
+            ]
+        )
+        #expect(machine.runEnded("news", now: Self.t0 + 182).isEmpty)
+        #expect(
+            machine.tick(now: Self.t0 + 183) == [
+                .skip(campaign: "news", first: Self.t0 + 60, through: Self.t0 + 60, count: 1, reason: .missed)
+            ]
+        )
+    }
+}

@@ -51,6 +51,8 @@ public final class SchedulerService: Service, Sendable {
 
     enum Event: Sendable {
         case tick
+        /// A slot was not fired: another process holds the campaign.
+        case busy(String, slot: Int64)
         case ended(String)
         case shutdown
     }
@@ -108,7 +110,9 @@ public final class SchedulerService: Service, Sendable {
                     running.insert(campaign)
                     status.update { $0.running = running.sorted() }
                     group.addTask {
-                        await self.fire(campaign, slot: slot, path: path, journal: journal)
+                        if await self.fire(campaign, slot: slot, path: path, journal: journal) == .busy {
+                            continuation.yield(.busy(campaign, slot: slot))
+                        }
                         continuation.yield(.ended(campaign))
                     }
                 }
@@ -211,6 +215,8 @@ public final class SchedulerService: Service, Sendable {
                             self.metrics.nextSlot(campaign, at: machine.nextSlot(of: campaign))
                         }
                         status.update { $0.lastTick = now }
+                    case .busy(let campaign, let slot):
+                        machine.slotBusy(campaign, slot: slot)
                     case .ended(let campaign):
                         running.remove(campaign)
                         status.update { $0.running = running.sorted() }
@@ -393,7 +399,15 @@ public final class SchedulerService: Service, Sendable {
     }
 
     /// Fires one slot: the campaign as its file is now, claimed and sent (or resumed).
-    private func fire(_ campaign: String, slot: Int64, path: String, journal: any Journal) async {
+    /// Whether a slot was fired (or found recorded), or left for now to another process.
+    enum Firing: Sendable, Equatable {
+        case done
+        case busy
+    }
+
+    /// Fires one slot: the campaign as its file is now, claimed and sent (or resumed); `.busy`
+    /// when another process holds the campaign.
+    private func fire(_ campaign: String, slot: Int64, path: String, journal: any Journal) async -> Firing {
         let slotText = Timestamps.text(Double(slot))
         let (loaded, error) = CampaignCatalog(paths: configuration.paths, folders: []).load(path)
         guard let loaded else {
@@ -406,7 +420,7 @@ public final class SchedulerService: Service, Sendable {
                 detail: error,
                 journal: journal
             )
-            return
+            return .done
         }
         if loaded.schedule?.once != nil, let sent = try? await journal.latestRun(campaign: campaign), sent.slot == nil {
             await skip(
@@ -418,7 +432,7 @@ public final class SchedulerService: Service, Sendable {
                 detail: "sent by `pushcamp send` as run \(sent.id)",
                 journal: journal
             )
-            return
+            return .done
         }
         var options = sendOptions()
         options.kind = .slot(slot)
@@ -446,12 +460,14 @@ public final class SchedulerService: Service, Sendable {
             case .givenUp:
                 report(error.message, Logger.fields("run-given-up", campaign: campaign, slot: slot))
             case .busy:
-                // Another process sends the campaign. The slot belongs to whoever fires it: that
-                // process fires it too, so recording it as skipped here could leave it unsent.
-                logger.notice(
-                    "slot \(slotText) of \(campaign): \(error.message); the slot is left to that process",
+                // Another process sends the campaign (usual with several nodes). The slot belongs
+                // to whoever fires it: recording it as skipped here could leave it unsent. It is
+                // tried again at the next tick, until some process claimed it.
+                logger.debug(
+                    "slot \(slotText) of \(campaign): \(error.message); tried again at the next tick",
                     metadata: Logger.fields("slot-left", campaign: campaign, slot: slot)
                 )
+                return .busy
             default:
                 metrics.runRefused(campaign)
                 await skip(
@@ -465,7 +481,7 @@ public final class SchedulerService: Service, Sendable {
                 )
                 report("slot \(slotText) of \(campaign) was refused: \(error.message)")
             }
-            return
+            return .done
         }
         metrics.slotFired(campaign)
         let note = send.note.map { "; \($0)" } ?? ""
@@ -478,9 +494,10 @@ public final class SchedulerService: Service, Sendable {
         } catch {
             report("slot \(slotText) of \(campaign): run \(send.run.id) failed: \(error)")
         }
-        guard let report = send.report else { return }
+        guard let report = send.report else { return .done }
         metrics.ended(campaign, report: report, lastProgress: progress.withLock { $0 })
         logEnd("slot \(slotText) of \(campaign)", send: send, report: report, slot: slot, counts: "")
+        return .done
     }
 
     /// The options every run this service starts shares.

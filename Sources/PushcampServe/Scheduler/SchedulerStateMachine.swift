@@ -80,6 +80,9 @@ public struct SchedulerStateMachine: Sendable {
         /// The slot whose run this process is sending.
         var running: Int64?
         var queued: [Int64] = []
+        /// Slots that could not be fired because another process held the campaign: fired again
+        /// at the next tick until one process claims them (or they fall out of the window).
+        var busy: [Int64] = []
     }
 
     /// When `serve` started (seconds since 1970): what `catch_up.mode: skip` counts from.
@@ -132,6 +135,16 @@ public struct SchedulerStateMachine: Sendable {
         entry.cursor = max(entry.cursor, slot)
         entries[campaign] = entry
         return [.resume(campaign: campaign, slot: slot)]
+    }
+
+    /// `slot` could not be fired: another process holds the campaign's lease (sending one of its
+    /// runs). The slot belongs to whoever fires it first: it is fired again at the next tick, so a
+    /// holder that dies before it fired the slot does not lose it; once any process claimed it,
+    /// the next attempt finds it recorded and ends there.
+    public mutating func slotBusy(_ campaign: String, slot: Int64) {
+        guard var entry = entries[campaign] else { return }
+        if !entry.busy.contains(slot) { entry.busy.append(slot) }
+        entries[campaign] = entry
     }
 
     /// A campaign no longer scheduled (its file removed, or its `schedule:` dropped).
@@ -219,6 +232,22 @@ public struct SchedulerStateMachine: Sendable {
     }
 
     private mutating func decide(_ campaign: String, now: Int64) -> [Action] {
+        var actions = decideDue(campaign, now: now)
+        // A slot left to another process is tried again once nothing of this process sends the
+        // campaign (never before the due slots: that would make them overlap).
+        guard var entry = entries[campaign], entry.running == nil, !entry.busy.isEmpty else { return actions }
+        let slot = entry.busy.removeFirst()
+        if slot < now - entry.schedule.lateness {
+            actions.append(.skip(campaign: campaign, first: slot, through: slot, count: 1, reason: .missed))
+        } else {
+            entry.running = slot
+            actions.append(.fire(campaign: campaign, slot: slot))
+        }
+        entries[campaign] = entry
+        return actions
+    }
+
+    private mutating func decideDue(_ campaign: String, now: Int64) -> [Action] {
         guard var entry = entries[campaign] else { return [] }
         let schedule = entry.schedule
         guard let first = schedule.nextSlot(after: entry.cursor), first <= now else { return [] }
