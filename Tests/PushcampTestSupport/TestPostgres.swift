@@ -60,6 +60,16 @@ public enum TestPostgres {
         guard status == 0 else { throw Unavailable(description: "psql failed: \(output)") }
     }
 
+    /// The rows `sql` answers in the server's `database`, one line each, columns separated by `|`.
+    public static func query(_ server: Server, _ sql: String) throws -> [String] {
+        let (status, output) = try run(
+            "/usr/bin/env",
+            ["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", server.url(server.database), "-c", sql]
+        )
+        guard status == 0 else { throw Unavailable(description: "psql failed: \(output)") }
+        return output.split(separator: "\n").map(String.init)
+    }
+
     private static func start() throws(Unavailable) -> Server {
         if let given = ProcessInfo.processInfo.environment["PUSHCAMP_TEST_POSTGRES"], !given.isEmpty {
             guard let server = parse(given) else {

@@ -63,6 +63,10 @@ public final class ProviderTokens: Sendable {
         self.keyID = keyID
         self.key = key
         self.clock = clock
+        if let cacheDirectory {
+            // The folder beside the journal file, which a PostgreSQL journal never creates.
+            try? FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
+        }
         self.cacheFile = cacheDirectory.map { directory in
             (directory as NSString).appendingPathComponent(
                 "provider-token-\(teamID)-\(keyID)-\(ProviderTokenJWT.fingerprint(of: key.publicKey)).jwt"

@@ -43,6 +43,12 @@ extension SchedulerService {
                 )
                 return
             }
+            // Read again under the lease: the run may have finished between the look for runs
+            // nobody holds and this claim, and a finished run is never closed as anything else.
+            guard try await journal.run(run)?.status.isUnfinished == true else {
+                try? await journal.release(lease)
+                return
+            }
             let closed = RunClose(status: reason == .expired ? .expired : .superseded)
             do {
                 try await journal.record(JournalBatch(lease: lease, close: closed), run: run, now: clock.now())

@@ -1,0 +1,197 @@
+import Foundation
+import PushcampTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Three `serve` nodes on one PostgreSQL journal against the simulator, with a node killed and
+/// another frozen past its lease: every slot fires once, the big run finishes on a survivor, and
+/// nothing reaches the simulator twice beyond what the run counts as possible duplicates.
+@Suite("pushcamp serve on several nodes, one PostgreSQL", .serialized)
+struct ScaleOutCLITests {
+    static let lease = 3.0
+    /// The `tick` campaign's five recipients, apart from the big audience's.
+    static let tickTokens = (0..<5).map { TemporaryProject.token(1_000_000 + $0) }
+
+    /// A project on a new PostgreSQL database: `tick` (5 recipients, every 2 s) and `big` (`count`
+    /// recipients at `at`, paced so it takes a while).
+    static func project(
+        count: Int,
+        at: Date
+    ) throws -> (TemporaryProject, SimulatorProcess, TestPostgres.Server) {
+        let (name, url) = try TestPostgres.newDatabase()
+        let server = try TestPostgres.server().on(database: name)
+        let project = try TemporaryProject(projectFile: nil)
+        let sim = try SimulatorProcess(
+            ["--state-dir", "sim", "--team-id", "ABCDE12345", "--record", "received.csv"],
+            in: project.root
+        )
+        try SendCLITests.writeProject(project, port: sim.port, credentials: SendCLITests.simulatorKey)
+        let projectFile = try String(contentsOf: project.root.appendingPathComponent("pushcamp.yaml"), encoding: .utf8)
+        try project.write("pushcamp.yaml", projectFile + "\njournal: { url: \"\(url)\", lease: \(Int(lease))s }\n")
+        try SendCLITests.writeAudience(project, count: count)
+        try project.write(
+            "audiences/small.csv",
+            "token,name\n" + tickTokens.map { "\($0),Tick" }.joined(separator: "\n") + "\n"
+        )
+        try project.write(
+            "campaigns/tick.yaml",
+            """
+            campaign: tick
+            app: shop
+            audience:
+              source: { csv: audiences/small.csv }
+            message:
+              payload: { aps: { alert: "tick" } }
+            schedule: { every: 2s }
+            """
+        )
+        try project.write(
+            "campaigns/big.yaml",
+            """
+            campaign: big
+            app: shop
+            audience:
+              source: { csv: audiences/a.csv }
+            message:
+              payload: { aps: { alert: "hi {{name}}" } }
+            schedule: { at: \(ISO8601DateFormatter().string(from: at)) }
+            throttle: { rate: 2500/s, connections: 2 }
+            """
+        )
+        return (project, sim, server)
+    }
+
+    /// The pid in a lease owner (`host/pid/random`).
+    static func pid(of owner: String) -> Int32? {
+        let parts = owner.split(separator: "/")
+        return parts.count == 3 ? Int32(parts[1]) : nil
+    }
+
+    /// The big campaign's lease holder's pid, and the run's delivered count so far.
+    static func state(_ server: TestPostgres.Server) throws -> (owner: Int32?, delivered: Int, status: String?) {
+        let owner = try TestPostgres.query(
+            server,
+            "SELECT owner FROM lease WHERE resource = 'campaign:big' AND expires_at > extract(epoch FROM clock_timestamp())"
+        ).first.flatMap(pid(of:))
+        let run = try TestPostgres.query(server, "SELECT id, status FROM run WHERE campaign = 'big'").first?
+            .split(separator: "|")
+        guard let run, run.count == 2 else { return (owner, 0, nil) }
+        let delivered =
+            try TestPostgres.query(
+                server,
+                """
+                SELECT (SELECT coalesce(sum(last_seq - first_seq + 1), 0) FROM delivery WHERE run = \(run[0]))
+                     + (SELECT count(*) FROM recipient WHERE run = \(run[0]) AND state = 'delivered')
+                """
+            ).first.flatMap { Int($0) } ?? 0
+        return (owner, delivered, String(run[1]))
+    }
+
+    /// Polls `state` until `done` holds (at most `timeout` seconds); the last state.
+    static func wait(
+        _ server: TestPostgres.Server,
+        timeout: Double,
+        until done: ((owner: Int32?, delivered: Int, status: String?)) -> Bool
+    ) throws -> (owner: Int32?, delivered: Int, status: String?) {
+        let deadline = Date().addingTimeInterval(timeout)
+        var last = try state(server)
+        while !done(last), Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.1)
+            last = try state(server)
+        }
+        return last
+    }
+
+    @Test func threeNodesFireEachSlotOnceAndAKilledOrFrozenSendersRunFinishesElsewhere() throws {
+        let count = 50_000
+        let (project, sim, server) = try Self.project(count: count, at: Date().addingTimeInterval(6))
+        defer { project.remove() }
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        let nodes = try (0..<3).map { _ in try ServeProcess(in: project.root) }
+        defer {
+            for node in nodes where node.process.isRunning {
+                kill(node.process.processIdentifier, SIGCONT)
+                node.process.terminate()
+            }
+        }
+        func node(_ pid: Int32?) -> ServeProcess? { nodes.first { $0.process.processIdentifier == pid } }
+
+        // The big run starts on one node; it is killed mid-send.
+        let started = try Self.wait(server, timeout: 60) { $0.owner != nil && $0.delivered >= 5_000 }
+        let first = try #require(node(started.owner), "no node sends the big run: \(started)")
+        kill(first.process.processIdentifier, SIGKILL)
+        first.process.waitUntilExit()
+        let killedAt = Date()
+
+        // Another takes it over once its lease expired, within a lease and a look for orphans.
+        let second = try Self.wait(server, timeout: 30) { $0.owner != nil && $0.owner != started.owner }
+        let takeover = Date().timeIntervalSince(killedAt)
+        let survivor = try #require(node(second.owner), "nobody took the big run over: \(second)")
+        #expect(takeover < Self.lease + Self.lease / 5 + 2, "taken over after \(takeover) s")
+
+        // That one freezes (SIGSTOP) past its lease: the third takes the run over; the frozen one,
+        // woken, finds its lease gone and sends nothing more.
+        _ = try Self.wait(server, timeout: 30) { $0.delivered >= second.delivered + 5_000 }
+        kill(survivor.process.processIdentifier, SIGSTOP)
+        let third = try Self.wait(server, timeout: 30) {
+            $0.owner != nil && $0.owner != second.owner && $0.owner != started.owner
+        }
+        #expect(node(third.owner) != nil, "nobody took the frozen node's run over: \(third)")
+        Thread.sleep(forTimeInterval: 1)
+        kill(survivor.process.processIdentifier, SIGCONT)
+
+        let finished = try Self.wait(server, timeout: 120) { $0.status == "finished" }
+        #expect(finished.status == "finished", "\(finished)")
+        #expect(
+            survivor.waitFor("lease-lost", timeout: 20),
+            "the frozen node did not say it lost the run: \(survivor.output.suffix(3000))"
+        )
+        // A few more ticks on the two nodes left, then a graceful stop.
+        Thread.sleep(forTimeInterval: 4)
+        for node in nodes where node.process.isRunning { #expect(node.stop() == 0) }
+        _ = sim.stop()
+
+        // Each slot of `tick` fired once: one run per slot, and the slots every 2 s without a gap
+        // (a slot may be recorded skipped, never lost).
+        let fired = try TestPostgres.query(
+            server,
+            "SELECT slot, count(*) FROM run WHERE campaign = 'tick' GROUP BY slot"
+        )
+        #expect(fired.allSatisfy { $0.hasSuffix("|1") }, "a tick slot fired twice: \(fired)")
+        let slots = try TestPostgres.query(
+            server,
+            "SELECT slot, coalesce(through, slot), outcome FROM schedule_slot WHERE campaign = 'tick' ORDER BY slot"
+        ).map { $0.split(separator: "|").map(String.init) }
+        #expect(slots.count >= 10, "\(slots)")
+        for (earlier, later) in zip(slots, slots.dropFirst()) {
+            #expect(Int64(later[0]) == (Int64(earlier[1]) ?? 0) + 2, "tick slots are not contiguous: \(slots)")
+        }
+        let tickRuns =
+            try TestPostgres.query(
+                server,
+                "SELECT count(*), coalesce(sum(possible_duplicates), 0) FROM run WHERE campaign = 'tick'"
+            ).first?.split(separator: "|").compactMap { Int($0) } ?? []
+
+        // The big run: one run, finished, everyone delivered; what reached the simulator twice is
+        // within the possible duplicates the run counted (requests on a dead node's wire).
+        let runs = try TestPostgres.query(
+            server,
+            "SELECT status, possible_duplicates FROM run WHERE campaign = 'big'"
+        )
+        #expect(runs.count == 1, "\(runs)")
+        let reported = Int(runs.first?.split(separator: "|").last ?? "") ?? -1
+        let deliveries = try ServeCLITests.deliveries(project)
+        let ticks = Set(Self.tickTokens.map { Substring($0) })
+        let big = deliveries.filter { !ticks.contains($0.key) }
+        #expect(big.count == count, "\(big.count) tokens delivered")
+        let duplicated = big.values.reduce(0) { $0 + ($1 - 1) }
+        #expect(duplicated <= reported, "\(duplicated) sent twice, \(reported) reported")
+        // Each tick run delivers its five once (beyond what its run counted as possible duplicates).
+        for token in ticks {
+            #expect((deliveries[token] ?? 0) <= tickRuns[0] + tickRuns[1], "\(token): \(deliveries[token] ?? 0)")
+        }
+    }
+}
