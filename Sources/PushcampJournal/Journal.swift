@@ -1,8 +1,9 @@
 /// Everything a journal keeps, one protocol per concern: runs and their recipients
 /// (`JournalStore`), dead tokens and delivery history (`TokenHistoryStore`), schedule slots (`ScheduleSlotStore`), trigger
 /// firings (`TriggerFiringStore`), App Store notifications and subscriptions
-/// (`NotificationStore`), leases (`LeaseStore`). `MemoryJournal`, `SQLiteJournal` and
+/// (`NotificationStore`), leases (`LeaseStore`), the provider token the nodes share
+/// (`ProviderTokenStore`). `MemoryJournal`, `SQLiteJournal` and
 /// PostgreSQL's journal keep all of them, so a caller holds
 /// one `any Journal` and never asks a store whether it can do something.
 public typealias Journal = JournalStore & TokenHistoryStore & ScheduleSlotStore & TriggerFiringStore
-    & NotificationStore & LeaseStore
+    & NotificationStore & LeaseStore & ProviderTokenStore

@@ -22,6 +22,7 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
         var subscriptions: [String: SubscriptionState] = [:]
         var notificationFailure: JournalError?
         var leases: [String: Lease] = [:]
+        var providerTokens: [String: String] = [:]
 
         /// Appends a new run, as `createRun` does.
         mutating func startRun(

@@ -347,6 +347,14 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
                     """
             )
         }
+        migrator.registerMigration("v10: provider tokens") { db in
+            try db.execute(
+                sql: """
+                    -- The provider token the processes on this journal share, per Apple key.
+                    CREATE TABLE provider_token (key TEXT PRIMARY KEY, token TEXT NOT NULL) WITHOUT ROWID;
+                    """
+            )
+        }
         return migrator
     }
 

@@ -175,6 +175,12 @@ extension PostgresJournal {
                 """
             ]
         ),
+        // The provider token every node shares, per Apple key (team, key id, key fingerprint).
+        Migration(
+            version: 3,
+            name: "provider tokens",
+            statements: ["CREATE TABLE provider_token (key TEXT PRIMARY KEY, token TEXT NOT NULL)"]
+        ),
     ]
 
     /// The newest schema version this build knows.

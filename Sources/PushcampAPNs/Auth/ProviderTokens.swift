@@ -134,6 +134,49 @@ public final class ProviderTokens: Sendable {
         }
     }
 
+    /// The key's name where its token is shared: team, key id and the key's fingerprint.
+    public var sharedName: String {
+        "\(teamID)/\(keyID)/\(ProviderTokenJWT.fingerprint(of: key.publicKey))"
+    }
+
+    /// Shares one token with every node on the journal: adopts the stored token when it is newer
+    /// than ours and still usable; when ours is due for refresh within `lookahead` seconds (or
+    /// there is none), mints one and stores it in place of the stored one, so that of several
+    /// nodes refreshing at once one token wins and the others adopt it. Run before a send and
+    /// every minute while it lasts; when the store cannot be reached, `current()` goes on as on
+    /// one machine.
+    public func synchronize(
+        read: @Sendable () async throws -> String?,
+        replace: @Sendable (_ replacing: String?, _ token: String) async throws -> Bool,
+        lookahead: Double = 120
+    ) async throws {
+        let stored = try await read()
+        let now = clock.now()
+        let candidate: String? = state.withLock { state in
+            if let stored, let issuedAt = usableIssuedAt(stored, now: now),
+                issuedAt > state.schedule.issuedAt ?? -.infinity
+            {
+                adopt("bearer " + stored, issuedAt: issuedAt, into: &state)
+            }
+            if let holdUntil = state.schedule.holdUntil, now < holdUntil { return nil }
+            guard state.schedule.needsToken(now: now + lookahead) else { return nil }
+            return ProviderTokenJWT.make(teamID: teamID, keyID: keyID, issuedAt: Int64(now), key: key)
+        }
+        guard let candidate else { return }
+        if try await replace(stored, candidate) {
+            state.withLock { state in
+                adopt("bearer " + candidate, issuedAt: Double(Int64(now)), into: &state)
+                state.minted += 1
+            }
+        } else if let winner = try await read() {
+            state.withLock { state in
+                if let issuedAt = usableIssuedAt(winner, now: now), issuedAt > state.schedule.issuedAt ?? -.infinity {
+                    adopt("bearer " + winner, issuedAt: issuedAt, into: &state)
+                }
+            }
+        }
+    }
+
     /// How many tokens this process has minted.
     public var mintedCount: Int { state.withLock { $0.minted } }
 

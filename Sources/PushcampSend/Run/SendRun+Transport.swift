@@ -1,6 +1,7 @@
 import Foundation
 import PushcampAPNs
 import PushcampAPNsCore
+import PushcampJournal
 import PushcampModel
 import PushcampPlanner
 
@@ -17,7 +18,7 @@ extension SendRun {
         clock: any WallClock,
         owners: ProviderTokenOwners,
         tokenCache: String?
-    ) throws(APNsClientError) -> (APNsConnectionPool, endpoint: String) {
+    ) throws(APNsClientError) -> (APNsConnectionPool, endpoint: String, tokens: ProviderTokens?) {
         var (configuration, endpoint) = try clientConfiguration(
             for: campaign.app,
             paths: paths,
@@ -27,7 +28,9 @@ extension SendRun {
             tokenCache: tokenCache
         )
         configuration.connections = campaign.connections
-        return (try APNsConnectionPool(configuration: configuration), endpoint)
+        var tokens: ProviderTokens?
+        if case .providerToken(let owner) = configuration.authentication { tokens = owner }
+        return (try APNsConnectionPool(configuration: configuration), endpoint, tokens)
     }
 
     /// What is wrong with `app`'s credentials, checked without connecting: every `${env:…}` set, the
@@ -130,5 +133,33 @@ extension SendRun {
         )
         configuration.clock = clock
         return (configuration, endpoint)
+    }
+}
+
+extension ProviderTokens {
+    /// Shares this key's token through `journal` (every node on it uses one token; see
+    /// `synchronize`). Failures are left to the next call: without the store, tokens are minted
+    /// as on one machine.
+    package func synchronize(through journal: any Journal) async {
+        let name = sharedName
+        try? await synchronize(
+            read: { try await journal.providerToken(for: name) },
+            replace: { replacing, token in
+                try await journal.replaceProviderToken(for: name, replacing: replacing, with: token)
+            }
+        )
+    }
+
+    /// `synchronize(through:)` every `interval` seconds until cancelled: while a send lasts, so
+    /// the refresh of its token (about every 50 minutes) is one node's, adopted by the others.
+    func keepSynchronized(through journal: any Journal, every interval: Double = 60) async {
+        while !Task.isCancelled {
+            do {
+                try await Task.sleep(for: .seconds(interval))
+            } catch {
+                return
+            }
+            await synchronize(through: journal)
+        }
     }
 }

@@ -80,25 +80,36 @@ public final class SendRun: Service, Sendable {
     public let note: String?
     /// The campaign's lease, renewed while the executor sends and released when it ends.
     public let lease: SendLease
+    /// The provider tokens of the app's key and the journal they are shared through.
+    private let tokens: (ProviderTokens, any Journal)?
 
     private init(
         executor: Executor,
         run: RunRecord,
         endpoint: String,
         note: String?,
-        lease: SendLease
+        lease: SendLease,
+        tokens: (ProviderTokens, any Journal)?
     ) {
         self.executor = executor
         self.run = run
         self.endpoint = endpoint
         self.note = note
         self.lease = lease
+        self.tokens = tokens
     }
 
     /// Sends to the end (the executor renews the campaign's lease meanwhile and releases it at
-    /// the end); the outcome is then `report`.
+    /// the end; the provider token is kept in step with the other nodes'); the outcome is then
+    /// `report`.
     public func run() async throws {
-        _ = await executor.send()
+        await withDiscardingTaskGroup { group in
+            if let (tokens, journal) = self.tokens {
+                group.addTask { await tokens.keepSynchronized(through: journal) }
+            }
+            _ = await executor.send()
+            group.cancelAll()
+        }
     }
 
     /// The report, once `run()` returned.
@@ -142,10 +153,11 @@ public final class SendRun: Service, Sendable {
             }
         }
         let (pool, endpoint): (any PushTransport, String)
+        var tokens: ProviderTokens?
         switch transport {
         case .app(let paths, let environment):
             do {
-                (pool, endpoint) = try appTransport(
+                (pool, endpoint, tokens) = try appTransport(
                     for: campaign,
                     paths: paths,
                     environment: environment,
@@ -160,6 +172,8 @@ public final class SendRun: Service, Sendable {
             (pool, endpoint) = (given, name)
         }
         let opened = try await OpenedRun.open(campaign, options: options, now: now)
+        // The token every node on the journal shares, adopted (or minted and stored) first.
+        await tokens?.synchronize(through: options.journal)
         let history: DeliveryHistory?
         if case .replay = options.kind {
             history = nil  // the recipients are named by the run replayed
@@ -241,7 +255,8 @@ public final class SendRun: Service, Sendable {
             run: opened.journal.run,
             endpoint: endpoint,
             note: opened.note,
-            lease: opened.lease
+            lease: opened.lease,
+            tokens: tokens.map { ($0, options.journal) }
         )
     }
 }

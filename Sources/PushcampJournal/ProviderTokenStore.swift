@@ -1,0 +1,66 @@
+import GRDB
+import Synchronization
+
+/// One provider token per Apple key for every node on the journal: APNs answers
+/// TooManyProviderTokenUpdates to a team whose tokens change more often than every 20 minutes, so
+/// N nodes must share one token rather than mint one each. A token is a signed JWT good for an
+/// hour at most; it cannot be used to sign another.
+public protocol ProviderTokenStore: Sendable {
+    /// The token the nodes share for `key` (the team, key id and key fingerprint), if any.
+    func providerToken(for key: String) async throws(JournalError) -> String?
+    /// Stores `token` for `key` while the stored one is still `replacing` (nil: none is stored):
+    /// of several nodes refreshing at once, one stores its token and the others adopt it.
+    func replaceProviderToken(
+        for key: String,
+        replacing: String?,
+        with token: String
+    ) async throws(JournalError)
+        -> Bool
+}
+
+extension MemoryJournal: ProviderTokenStore {
+    public func providerToken(for key: String) async throws(JournalError) -> String? {
+        state.withLock { $0.providerTokens[key] }
+    }
+
+    public func replaceProviderToken(
+        for key: String,
+        replacing: String?,
+        with token: String
+    ) async throws(JournalError) -> Bool {
+        state.withLock { state in
+            guard state.providerTokens[key] == replacing else { return false }
+            state.providerTokens[key] = token
+            return true
+        }
+    }
+}
+
+extension SQLiteJournal: ProviderTokenStore {
+    public func providerToken(for key: String) async throws(JournalError) -> String? {
+        try await read { db in
+            try String.fetchOne(db, sql: "SELECT token FROM provider_token WHERE key = ?", arguments: [key])
+        }
+    }
+
+    public func replaceProviderToken(
+        for key: String,
+        replacing: String?,
+        with token: String
+    ) async throws(JournalError) -> Bool {
+        try await write { db in
+            if let replacing {
+                try db.execute(
+                    sql: "UPDATE provider_token SET token = ? WHERE key = ? AND token = ?",
+                    arguments: [token, key, replacing]
+                )
+            } else {
+                try db.execute(
+                    sql: "INSERT INTO provider_token (key, token) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+                    arguments: [key, token]
+                )
+            }
+            return db.changesCount == 1
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import Crypto
+import PushcampAPNs
+import PushcampJournal
+import PushcampSend
+import PushcampTestSupport
+import Testing
+
+/// One provider token for every node on a journal: a cluster mints no more often than one node.
+@Suite("Provider tokens shared through the journal")
+struct SharedProviderTokenTests {
+    @Test func nodesOnOneJournalShareOneTokenAndOneOfThemRefreshesIt() async throws {
+        let journal = MemoryJournal()
+        let clock = ManualClock(1_800_000_000)
+        let key = P256.Signing.PrivateKey()
+        // Three nodes: three processes, each with its own owner of the key's tokens.
+        let nodes = (0..<3).map { _ in ProviderTokens(teamID: "ABCDE12345", keyID: "KEY1234567", key: key, clock: clock)
+        }
+        for node in nodes { await node.synchronize(through: journal) }
+        #expect(nodes.map(\.mintedCount) == [1, 0, 0])
+        let first = nodes[0].current().bearer
+        #expect(nodes.allSatisfy { $0.current().bearer == first })
+
+        // 49 minutes on, all three look at once: one refreshes, the others adopt its token.
+        clock.advance(49 * 60)
+        await withTaskGroup { group in
+            for node in nodes { group.addTask { await node.synchronize(through: journal) } }
+        }
+        #expect(nodes.map(\.mintedCount).reduce(0, +) == 2)
+        let second = nodes[0].current().bearer
+        #expect(second != first)
+        #expect(nodes.allSatisfy { $0.current().bearer == second })
+        #expect(try await journal.providerToken(for: nodes[0].sharedName) == String(second.dropFirst(7)))
+
+        // A node that starts later adopts the stored token instead of minting.
+        let late = ProviderTokens(teamID: "ABCDE12345", keyID: "KEY1234567", key: key, clock: clock)
+        await late.synchronize(through: journal)
+        #expect(late.mintedCount == 0 && late.current().bearer == second)
+        // Another key's token is never adopted.
+        let other = ProviderTokens(
+            teamID: "ABCDE12345",
+            keyID: "KEY1234567",
+            key: P256.Signing.PrivateKey(),
+            clock: clock
+        )
+        await other.synchronize(through: journal)
+        #expect(other.mintedCount == 1 && other.current().bearer != second)
+    }
+}
