@@ -7,6 +7,8 @@ import Synchronization
 public final class ServeStatus: Sendable {
     public struct Snapshot: Sendable {
         public var journalOpen = false
+        /// Why the journal did not answer the scheduler's last look; nil while it answers.
+        public var journalProblem: String?
         public var lastTick: Double?
         public var scheduled: [String] = []
         /// Campaign files that do not validate, with their first error.
@@ -49,6 +51,7 @@ public final class ServeStatus: Sendable {
         let snapshot = self.snapshot
         var problems: [String] = []
         if !snapshot.journalOpen { problems.append("the journal is not open") }
+        if let problem = snapshot.journalProblem { problems.append("the journal cannot be reached: \(problem)") }
         if let tick = snapshot.lastTick {
             if now - tick > tickAge { problems.append("the scheduler last ticked \(Int(now - tick)) s ago") }
         } else {
@@ -61,7 +64,9 @@ public final class ServeStatus: Sendable {
             problems.append("App Store notifications cannot be stored (answered 503): \(failure.message)")
         }
         var lines = [problems.isEmpty ? "ready" : "not ready: " + problems.joined(separator: "; ")]
-        lines.append("journal: \(snapshot.journalOpen ? "open" : "closed")")
+        lines.append(
+            "journal: \(!snapshot.journalOpen ? "closed" : snapshot.journalProblem == nil ? "open" : "unreachable")"
+        )
         if let tick = snapshot.lastTick {
             lines.append("scheduler: last tick \(String(format: "%.1f", now - tick)) s ago")
         }

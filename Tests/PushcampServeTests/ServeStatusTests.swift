@@ -64,3 +64,19 @@ struct ServeStatusTests {
         #expect(text.withLock { $0 }.first?.hasSuffix(" error pushcamp.serve: forged\\r\\nline\n") == true)
     }
 }
+
+extension ServeStatusTests {
+    @Test func aJournalThatDoesNotAnswerMakesServeNotReady() {
+        let status = ServeStatus()
+        status.update {
+            $0.journalOpen = true
+            $0.lastTick = 100
+        }
+        #expect(status.readiness(now: 101).ready)
+        status.update { $0.journalProblem = "the journal db:5432/pushcamp cannot be reached: connection refused" }
+        let (ready, body) = status.readiness(now: 101)
+        #expect(!ready)
+        #expect(body.contains("not ready: the journal cannot be reached: the journal db:5432/pushcamp"), "\(body)")
+        #expect(body.contains("journal: unreachable\n"), "\(body)")
+    }
+}

@@ -81,6 +81,12 @@ public struct ServeMetrics: Sendable {
         "pushcamp_appstore_store_failing":
             "1 while the last App Store notification could not be stored (serve is not ready), else 0.",
         "pushcamp_trigger_firings_total": "Trigger firings settled, by outcome.",
+        "pushcamp_journal_reachable": "1 while the journal answered the scheduler's last look (every second), else 0.",
+        "pushcamp_journal_probe_duration_seconds": "How long the journal took to answer the scheduler's look.",
+        "pushcamp_journal_errors_total": "Looks at the journal that failed (unreachable, or an error).",
+        "pushcamp_leases_held": "Campaigns this node is sending, each under its lease in the journal.",
+        "pushcamp_takeovers_total":
+            "Runs this node took over because nobody held them (their sender died or lost its lease).",
         "process_cpu_seconds_total": "User and system CPU time spent, in seconds.",
         "process_resident_memory_bytes": "Resident memory size, in bytes.",
         "process_virtual_memory_bytes": "Virtual memory size, in bytes.",
@@ -88,6 +94,31 @@ public struct ServeMetrics: Sendable {
         "process_max_fds": "The limit on open file descriptors.",
         "process_start_time_seconds": "When the process started, in seconds since 1970.",
     ]
+
+    // MARK: the journal and leases
+
+    /// The journal answered the scheduler's look in `seconds`.
+    func journalAnswered(in seconds: Double) {
+        gauge("pushcamp_journal_reachable").set(Int64(1))
+        registry.makeDurationHistogram(
+            descriptor: Self.descriptor("pushcamp_journal_probe_duration_seconds"),
+            buckets: Self.latencyBuckets
+        ).record(.nanoseconds(Int64(seconds * 1e9)))
+    }
+
+    /// The journal did not answer the scheduler's look.
+    func journalFailed() {
+        gauge("pushcamp_journal_reachable").set(Int64(0))
+        counter("pushcamp_journal_errors_total").increment()
+    }
+
+    func leasesHeld(_ count: Int) {
+        gauge("pushcamp_leases_held").set(Int64(count))
+    }
+
+    func tookOver(_ campaign: String) {
+        counter("pushcamp_takeovers_total", [("campaign", campaign)]).increment()
+    }
 
     // MARK: scheduler
 

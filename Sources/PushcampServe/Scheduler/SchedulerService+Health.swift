@@ -49,6 +49,10 @@ extension SchedulerService {
         fields["end"] = .string(end)
         let summary =
             "\(what): run \(send.run.id) \(end): \(report.delivered) delivered, \(report.failed) failed\(counts)"
+        if case .leaseLost(let message)? = report.stop {
+            logger.warning("\(summary); \(message); the run is left to the node that holds it now", metadata: fields)
+            return
+        }
         guard let cause = Self.failure(of: report.stop) else {
             logger.info("\(summary)", metadata: fields)
             return

@@ -170,6 +170,8 @@ public final class SchedulerService: Service, Sendable {
                     switch event {
                     case .tick:
                         guard !stopping else { break }
+                        await self.probe(journal)
+                        self.metrics.leasesHeld(running.count)
                         if catalog.refresh() || !resumed {
                             paths = await self.sync(&machine, with: catalog, journal: journal, now: now)
                             triggered = catalog.triggers.mapValues(\.path)
@@ -191,6 +193,7 @@ public final class SchedulerService: Service, Sendable {
                             for (campaign, slot) in await self.unfinishedSlots(journal, scheduled: paths)
                             where !running.contains(campaign) {
                                 guard await self.isOrphaned(campaign, journal: journal) else { continue }
+                                self.tookOver(campaign, "slot \(Timestamps.text(Double(slot)))")
                                 let newestFired = try? await journal.latestFiredSlot(campaign: campaign)
                                 await perform(
                                     machine.unfinished(campaign, slot: slot, newestFired: newestFired, now: Int64(now))
@@ -199,6 +202,7 @@ public final class SchedulerService: Service, Sendable {
                             for (run, notifications) in await self.unfinishedTriggerRuns(journal)
                             where !running.contains(run.campaign) {
                                 guard await self.isOrphaned(run.campaign, journal: journal) else { continue }
+                                self.tookOver(run.campaign, "trigger run \(run.id)")
                                 await perform(
                                     machine.unfinishedTriggerRun(
                                         run.campaign,
@@ -507,6 +511,37 @@ public final class SchedulerService: Service, Sendable {
         options.leaseDuration = configuration.leaseDuration
         options.stallTimeout = configuration.stallTimeout
         return options
+    }
+
+    /// Asks the journal the time: whether it answers (`/readyz`), and how fast (metrics).
+    private func probe(_ journal: any Journal) async {
+        let started = ContinuousClock.now
+        do {
+            _ = try await journal.clockNow()
+            let elapsed = ContinuousClock.now - started
+            metrics.journalAnswered(
+                in: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            )
+            if status.snapshot.journalProblem != nil {
+                logger.notice("the journal answers again", metadata: ["event": "journal"])
+                status.update { $0.journalProblem = nil }
+            }
+        } catch {
+            metrics.journalFailed()
+            if status.snapshot.journalProblem == nil {
+                logger.error("the journal cannot be reached: \(error.message)", metadata: ["event": "journal"])
+            }
+            status.update { $0.journalProblem = error.message }
+        }
+    }
+
+    /// A run nobody holds, about to be resumed here: said and counted.
+    private func tookOver(_ campaign: String, _ what: String) {
+        metrics.tookOver(campaign)
+        logger.notice(
+            "taking over \(what) of \(campaign): nobody holds it (its sender stopped, or lost the journal for longer than its lease)",
+            metadata: Logger.fields("run-taken-over", campaign: campaign)
+        )
     }
 
     /// Whether nobody sends `campaign`: its lease is free (expired on the journal's clock, or its
