@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where `report --output` may write: never over the journal it reads (or the files SQLite and
-/// the run locks keep beside it), and over an existing file only when it is a previous report.
+/// the files SQLite keeps beside it), and over an existing file only when it is a previous report.
 public enum ReportOutput {
     /// Why `output` must not be written, or nil when it may.
     public static func refusal(for output: String, journalPath: String, force: Bool) -> String? {

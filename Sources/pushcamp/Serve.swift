@@ -22,7 +22,9 @@ struct Serve: AsyncParsableCommand {
 
             Each slot fires once: it is recorded in the journal in the same transaction that creates \
             its run, so neither a restart, nor a crash, nor a second serve on the same journal fires it \
-            again. Slots missed while serve was down follow the campaign's schedule.catch_up; a slot \
+            again. With a PostgreSQL journal (journal.url, or --journal postgres://…) the same serve \
+            runs on several machines: a campaign is sent by one node at a time under a lease, and a \
+            node that dies or loses the database is taken over (docs/scale-out.md). Slots missed while serve was down follow the campaign's schedule.catch_up; a slot \
             due while the previous one still sends follows schedule.overlap. Skipped slots are \
             recorded with their reason (`pushcamp schedules` lists them).
 
@@ -35,9 +37,10 @@ struct Serve: AsyncParsableCommand {
             hosts) and is not ready until they can be used.
 
             HTTP (plain, on --listen; loopback by default): GET /healthz, GET /readyz (503 with the \
-            reasons when the journal is closed, the scheduler stalls, credentials cannot be used or \
-            App Store notifications cannot be stored), GET /metrics (Prometheus), and, for apps with \
-            an `app_store:` key, POST /app-store/notifications (serve.app_store_path).
+            reasons when the journal is closed or does not answer, the scheduler stalls, credentials \
+            cannot be used or App Store notifications cannot be stored), GET /metrics (Prometheus), \
+            and, for apps with an `app_store:` key, POST /app-store/notifications \
+            (serve.app_store_path).
 
             Ctrl-C or SIGTERM drains at once: no new slot fires, running sends stop as `send` does \
             (in-flight answers recorded; a send waiting for its recipients' local time or the end \
@@ -48,7 +51,9 @@ struct Serve: AsyncParsableCommand {
               pushcamp serve
               pushcamp serve --project deploy/pushcamp --listen 0.0.0.0:9090
               pushcamp serve --log-format json --log-level notice
-            See docs/serve.md (with a systemd unit) and docs/metrics.md.
+              PUSHCAMP_PGPASSWORD=… pushcamp serve --journal postgres://pushcamp@db.internal/pushcamp \
+                --password-env PUSHCAMP_PGPASSWORD
+            See docs/serve.md (with a systemd unit), docs/scale-out.md and docs/metrics.md.
             """
     )
 

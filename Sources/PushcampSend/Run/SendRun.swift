@@ -11,13 +11,13 @@ import ServiceLifecycle
 /// `LoadedCampaign → checks → transport → journal run (new or resumed, locked) → Planner → Executor`
 ///
 /// Everything that can refuse a send is checked before a run row exists (the schedule, the
-/// credentials, the journal, the lock, a campaign already sent), so a refused send leaves nothing
+/// credentials, the journal, the lease, a campaign already sent), so a refused send leaves nothing
 /// behind. Collaborators are injected through defaulted parameters: the transport (the app's APNs
 /// pool, or a given one such as the rehearsal simulator's or an in-memory twin), the clock and the
 /// environment credentials are read from.
 ///
 /// A `SendRun` is a swift-service-lifecycle `Service`: `run()` sends to the end (or to a graceful
-/// shutdown), and `report` then holds the outcome. It holds the campaign's run lock while it lives.
+/// shutdown), and `report` then holds the outcome. It holds the campaign's lease while it sends.
 public final class SendRun: Service, Sendable {
     public enum Kind: Sendable, Equatable {
         /// `pushcamp send`: resumes an unfinished run, refuses a campaign already sent.
