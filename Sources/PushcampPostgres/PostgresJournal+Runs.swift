@@ -147,9 +147,12 @@ extension PostgresJournal: JournalStore, TokenHistoryStore {
     static let noInteger = Int64.min
     static let noDouble = -Double.greatestFiniteMagnitude
 
+    /// One batch in one statement, so one round trip: data-modifying CTEs, each writing only when
+    /// the batch's lease is still the resource's (read `FOR SHARE`, so a takeover waits for this
+    /// statement and a statement after a takeover sees the new fence). A single statement is its
+    /// own transaction: all of it is recorded, or none.
     public func record(_ batch: JournalBatch, run: RunID, now: Double) async throws(JournalError) {
         guard !batch.isEmpty else { return }
-        let logger = self.logger
         let id = run.rawValue
         // One row per recipient and range: a later update of the same recipient wins, as in the
         // other journals (one statement may not change a row twice).
@@ -159,140 +162,91 @@ extension PostgresJournal: JournalStore, TokenHistoryStore {
         for range in batch.dispatched {
             dispatched[range.lowerBound] = max(dispatched[range.lowerBound] ?? range.upperBound, range.upperBound)
         }
-        let updates = latest.values.sorted { $0.seq < $1.seq }
+        let recipients = RecipientColumns(latest.values.sorted { $0.seq < $1.seq })
         let firsts = dispatched.keys.sorted()
         let lasts = firsts.map { Int64(dispatched[$0]!) }
         let invalid = Self.merged(batch.invalidTokens)
-        try await transaction { connection in
-            if let lease = batch.lease {
-                // The lease row is locked until the commit: a takeover waits for this batch, and a
-                // batch after a takeover sees the new fence.
-                let current = try await Self.rows(
-                    "SELECT resource, owner, fence, expires_at FROM lease WHERE resource = \(lease.resource) FOR SHARE",
-                    on: connection,
-                    logger: logger
-                ).first.map(Self.lease(from:))
-                guard current?.owner == lease.owner, current?.fence == lease.fence else {
-                    throw JournalError.fenced(lease, current: current)
-                }
-            }
-            if !invalid.isEmpty { try await Self.remember(invalid, on: connection, logger: logger) }
-            if let stats = batch.stats {
-                _ = try await Self.rows(
-                    """
-                    INSERT INTO run_stats (run, stats, updated_at) VALUES (\(id), \(stats.encoded()), \(now))
-                    ON CONFLICT (run) DO UPDATE SET stats = excluded.stats, updated_at = excluded.updated_at
-                    """,
-                    on: connection,
-                    logger: logger
-                )
-                _ = try await Self.rows(
-                    "UPDATE run SET updated_at = \(now) WHERE id = \(id)",
-                    on: connection,
-                    logger: logger
-                )
-            }
-            if batch.possibleDuplicates > 0 {
-                _ = try await Self.rows(
-                    "UPDATE run SET possible_duplicates = possible_duplicates + \(batch.possibleDuplicates) WHERE id = \(id)",
-                    on: connection,
-                    logger: logger
-                )
-            }
-            if !firsts.isEmpty {
-                _ = try await Self.rows(
-                    """
-                    INSERT INTO dispatch (run, first_seq, last_seq)
-                    SELECT \(id), f, l FROM unnest(\(firsts.map(Int64.init))::bigint[], \(lasts)::bigint[]) AS u(f, l)
-                    ON CONFLICT (run, first_seq) DO UPDATE SET last_seq = greatest(dispatch.last_seq, excluded.last_seq)
-                    """,
-                    on: connection,
-                    logger: logger
-                )
-            }
-            if !batch.delivered.isEmpty {
-                let firsts = batch.delivered.map { Int64($0.seqs.lowerBound) }
-                let lasts = batch.delivered.map { Int64($0.seqs.upperBound) }
-                let hashes = batch.delivered.map { ByteBuffer(bytes: $0.encodedHashes) }
-                _ = try await Self.rows(
-                    """
-                    INSERT INTO delivery (run, first_seq, last_seq, delivered_at, token_hashes)
-                    SELECT \(id), f, l, \(now), h
-                    FROM unnest(\(firsts)::bigint[], \(lasts)::bigint[], \(hashes)::bytea[]) AS u(f, l, h)
-                    """,
-                    on: connection,
-                    logger: logger
-                )
-            }
-            if !updates.isEmpty {
-                try await Self.upsert(updates, run: id, now: now, on: connection, logger: logger)
-            }
-            if let close = batch.close {
-                _ = try await Self.rows(
-                    """
-                    UPDATE run SET status = \(close.status.rawValue), updated_at = \(now),
-                        planned = coalesce(\(close.planned.map(Int64.init)), planned)
-                    WHERE id = \(id)
-                    """,
-                    on: connection,
-                    logger: logger
-                )
-            }
-        }
+        let deliveredFirsts = batch.delivered.map { Int64($0.seqs.lowerBound) }
+        let deliveredLasts = batch.delivered.map { Int64($0.seqs.upperBound) }
+        let hashes = batch.delivered.map { ByteBuffer(bytes: $0.encodedHashes) }
+        let lease = batch.lease
+        let touchesRun = batch.stats != nil || batch.possibleDuplicates > 0 || batch.close != nil
+        let rows = try await rows(
+            """
+            WITH held AS (
+                SELECT true AS ok WHERE \(lease?.resource)::text IS NULL
+                UNION ALL
+                SELECT true FROM (
+                    SELECT 1 FROM lease
+                    WHERE resource = \(lease?.resource) AND owner = \(lease?.owner) AND fence = \(lease?.fence)
+                    FOR SHARE
+                ) AS current
+            ),
+            fenced AS (SELECT EXISTS (SELECT 1 FROM held) AS ok),
+            invalid AS (
+                INSERT INTO invalid_token AS old (topic, token, reason, apns_timestamp, seen_at)
+                SELECT t, k, r, NULLIF(a, \(Self.noInteger)), s
+                FROM unnest(\(invalid.map(\.topic))::text[], \(invalid.map(\.token))::text[],
+                    \(invalid.map(\.reason))::text[], \(invalid.map { $0.apnsTimestamp ?? Self.noInteger })::bigint[],
+                    \(invalid.map(\.seenAt))::float8[]) AS u(t, k, r, a, s)
+                WHERE (SELECT ok FROM fenced)
+                ON CONFLICT (topic, token) DO UPDATE SET
+                    reason = CASE WHEN excluded.seen_at >= old.seen_at THEN excluded.reason ELSE old.reason END,
+                    seen_at = greatest(old.seen_at, excluded.seen_at),
+                    apns_timestamp = CASE
+                        WHEN old.apns_timestamp IS NULL THEN excluded.apns_timestamp
+                        WHEN excluded.apns_timestamp IS NULL THEN old.apns_timestamp
+                        ELSE greatest(old.apns_timestamp, excluded.apns_timestamp) END
+            ),
+            stats AS (
+                INSERT INTO run_stats (run, stats, updated_at)
+                SELECT \(id), \(batch.stats?.encoded())::text, \(now)
+                WHERE \(batch.stats?.encoded())::text IS NOT NULL AND (SELECT ok FROM fenced)
+                ON CONFLICT (run) DO UPDATE SET stats = excluded.stats, updated_at = excluded.updated_at
+            ),
+            closed AS (
+                UPDATE run SET
+                    updated_at = CASE WHEN \(batch.stats != nil || batch.close != nil) THEN \(now) ELSE updated_at END,
+                    possible_duplicates = possible_duplicates + \(batch.possibleDuplicates),
+                    status = coalesce(\(batch.close?.status.rawValue)::text, status),
+                    planned = coalesce(\(batch.close?.planned.map(Int64.init))::bigint, planned)
+                WHERE id = \(id) AND \(touchesRun) AND (SELECT ok FROM fenced)
+            ),
+            ranges AS (
+                INSERT INTO dispatch (run, first_seq, last_seq)
+                SELECT \(id), f, l FROM unnest(\(firsts.map(Int64.init))::bigint[], \(lasts)::bigint[]) AS u(f, l)
+                WHERE (SELECT ok FROM fenced)
+                ON CONFLICT (run, first_seq) DO UPDATE SET last_seq = greatest(dispatch.last_seq, excluded.last_seq)
+            ),
+            delivered AS (
+                INSERT INTO delivery (run, first_seq, last_seq, delivered_at, token_hashes)
+                SELECT \(id), f, l, \(now), h
+                FROM unnest(\(deliveredFirsts)::bigint[], \(deliveredLasts)::bigint[], \(hashes)::bytea[]) AS u(f, l, h)
+                WHERE (SELECT ok FROM fenced)
+            ),
+            recipients AS (
+                INSERT INTO recipient (run, seq, token, state, attempt, status, reason, apns_timestamp, retry_at,
+                    updated_at)
+                SELECT \(id), s, t, st, a, NULLIF(c, \(Self.noInteger)), CASE WHEN st = 'failed' THEN r END,
+                    NULLIF(p, \(Self.noInteger)), NULLIF(w, \(Self.noDouble)), \(now)
+                FROM unnest(\(recipients.seqs)::bigint[], \(recipients.tokens)::text[], \(recipients.states)::text[],
+                    \(recipients.attempts)::bigint[], \(recipients.statuses)::bigint[], \(recipients.reasons)::text[],
+                    \(recipients.stamps)::bigint[], \(recipients.retries)::float8[]) AS u(s, t, st, a, c, r, p, w)
+                WHERE (SELECT ok FROM fenced)
+                ON CONFLICT (run, seq) DO UPDATE SET
+                    state = excluded.state, attempt = excluded.attempt, status = excluded.status,
+                    reason = excluded.reason, apns_timestamp = excluded.apns_timestamp,
+                    retry_at = excluded.retry_at, updated_at = excluded.updated_at
+            )
+            SELECT ok FROM fenced
+            """
+        )
+        guard let lease, try decode(rows.first, "ok", Bool.self) == false else { return }
+        throw JournalError.fenced(lease, current: try await self.lease(of: lease.resource))
     }
 
     /// Nil: a commit waits on the network, so the executor's writer awaits `record`.
     public var synchronousRecord: (@Sendable (JournalBatch, RunID, Double) throws(JournalError) -> Void)? { nil }
-
-    private static func upsert(
-        _ updates: [RecipientUpdate],
-        run: Int64,
-        now: Double,
-        on connection: PostgresConnection,
-        logger: Logger
-    ) async throws {
-        var seqs: [Int64] = []
-        var tokens: [String] = []
-        var states: [String] = []
-        var attempts: [Int64] = []
-        var statuses: [Int64] = []
-        var reasons: [String] = []
-        var stamps: [Int64] = []
-        var retries: [Double] = []
-        for update in updates {
-            seqs.append(Int64(update.seq))
-            tokens.append(update.token)
-            states.append(update.state.name)
-            attempts.append(Int64(update.state.attempt))
-            var (status, reason, stamp, retry) = (noInteger, "", noInteger, noDouble)
-            switch update.state {
-            case .failed(let code, let why, let apns):
-                (status, reason, stamp) = (code.map(Int64.init) ?? noInteger, why, apns ?? noInteger)
-            case .waiting(let until, _): retry = until
-            default: break
-            }
-            statuses.append(status)
-            reasons.append(reason)
-            stamps.append(stamp)
-            retries.append(retry)
-        }
-        _ = try await rows(
-            """
-            INSERT INTO recipient (run, seq, token, state, attempt, status, reason, apns_timestamp, retry_at, updated_at)
-            SELECT \(run), s, t, st, a, NULLIF(c, \(noInteger)), CASE WHEN st = 'failed' THEN r END,
-                NULLIF(p, \(noInteger)), NULLIF(w, \(noDouble)), \(now)
-            FROM unnest(\(seqs)::bigint[], \(tokens)::text[], \(states)::text[], \(attempts)::bigint[],
-                \(statuses)::bigint[], \(reasons)::text[], \(stamps)::bigint[], \(retries)::float8[])
-                AS u(s, t, st, a, c, r, p, w)
-            ON CONFLICT (run, seq) DO UPDATE SET
-                state = excluded.state, attempt = excluded.attempt, status = excluded.status,
-                reason = excluded.reason, apns_timestamp = excluded.apns_timestamp,
-                retry_at = excluded.retry_at, updated_at = excluded.updated_at
-            """,
-            on: connection,
-            logger: logger
-        )
-    }
 
     public func dispatched(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>] {
         try await ranges("SELECT first_seq, last_seq FROM dispatch WHERE run = \(run.rawValue) ORDER BY first_seq")
@@ -483,5 +437,41 @@ extension PostgresJournal: JournalStore, TokenHistoryStore {
             throw translate(error)
         }
         return hashes
+    }
+}
+
+/// Recipients' new states as columns, for `unnest` (NULLs as the journal's stand-ins).
+struct RecipientColumns {
+    var seqs: [Int64] = []
+    var tokens: [String] = []
+    var states: [String] = []
+    var attempts: [Int64] = []
+    var statuses: [Int64] = []
+    var reasons: [String] = []
+    var stamps: [Int64] = []
+    var retries: [Double] = []
+
+    init(_ updates: [RecipientUpdate]) {
+        for update in updates {
+            seqs.append(Int64(update.seq))
+            tokens.append(update.token)
+            states.append(update.state.name)
+            attempts.append(Int64(update.state.attempt))
+            var (status, reason, stamp, retry) = (
+                PostgresJournal.noInteger, "", PostgresJournal.noInteger, PostgresJournal.noDouble
+            )
+            switch update.state {
+            case .failed(let code, let why, let apns):
+                (status, reason, stamp) = (
+                    code.map(Int64.init) ?? PostgresJournal.noInteger, why, apns ?? PostgresJournal.noInteger
+                )
+            case .waiting(let until, _): retry = until
+            default: break
+            }
+            statuses.append(status)
+            reasons.append(reason)
+            stamps.append(stamp)
+            retries.append(retry)
+        }
     }
 }

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The send with a PostgreSQL journal against the same send with the SQLite journal, in one run:
+# 200,000 pushes to Debian's nginx answering like APNs, rounds alternating the two sides (a new
+# database, and a new SQLite file, each round). Prints each rate, the medians and their ratio.
+# Target (issue #28): PostgreSQL >= 0.85 x SQLite.
+#
+# PostgreSQL is a throwaway cluster (scripts/postgres.sh: Debian's server, a free loopback port,
+# removed at the end), on the same two cores as everything else, reached over TCP on loopback
+# without TLS: the commit is what is measured, not the network.
+#
+#   bench/postgres.sh              # 200,000 pushes, 3 rounds
+#   bench/postgres.sh 50000 1      # a quicker look
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib/nginx.sh
+count=${1:-200000}
+rounds=${2:-3}
+port=${BENCH_PORT:-18443}
+
+out=$PWD/bench/out/postgres
+bench_setup "$out"
+command -v psql >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; }
+bench_nginx "$out" "$port"
+bench_audience "$count" "$out/audience.csv"
+bench_project "$out" "$port"
+bench_campaign "$out/campaign.yaml" postgres-bench 10000000/s
+
+# The cluster in a folder the postgres user can enter (scripts/postgres.sh runs it as that user
+# when this runs as root); stopped with nginx when the script exits.
+pgdir=$(mktemp -d /tmp/pushcamp-bench-pg.XXXXXX)
+chmod 755 "$pgdir"
+server=$(scripts/postgres.sh start "$pgdir/pg")
+trap "nginx -c '$out/nginx/nginx.conf' -s stop 2>/dev/null || true; scripts/postgres.sh stop '$pgdir/pg' >/dev/null 2>&1 || true; rm -rf '$pgdir'" EXIT
+
+round_side() {
+    local side=$1 label=$2
+    shift 2
+    bench_send "$out" campaign.yaml "$binary" "$@"
+    rate=$(python3 -c "print($send_delivered / $send_seconds)")
+    echo "$rate $send_cpu" >> "$out/$side.txt"
+    printf '%-6s %-34s %10.0f   (%s delivered in %s s, %.1f s CPU, peak RSS %.1f MB)\n' "$round" "$label" "$rate" \
+        "$send_delivered" "$send_seconds" "$send_cpu" "$(python3 -c "print($send_kilobytes / 1024)")"
+}
+
+printf '%-6s %-34s %10s\n' "round" "" "pushes/s"
+for round in $(seq 1 "$rounds"); do
+    round_side sqlite "pushcamp send (SQLite journal)"
+    psql -X -q "$server" -c "CREATE DATABASE bench_$round" >/dev/null
+    url=${server/\/postgres\?/\/bench_$round?}
+    round_side postgres "pushcamp send (PostgreSQL journal)" --journal "$url"
+    psql -X -q -A -t "${url}" -c \
+        "SELECT 'journal rows: ' || (SELECT count(*) FROM dispatch) || ' dispatch ranges, ' || (SELECT count(*) FROM delivery) || ' delivered ranges, ' || (SELECT count(*) FROM recipient) || ' recipient rows'"
+done
+
+python3 - "$out/sqlite.txt" "$out/postgres.txt" <<'PY'
+import statistics, sys
+def rates(path):
+    rows = [line.split() for line in open(path)]
+    return statistics.median(float(r) for r, _ in rows), statistics.median(float(c) for _, c in rows)
+sqlite, sqlite_cpu = rates(sys.argv[1])
+postgres, postgres_cpu = rates(sys.argv[2])
+print(f"median: SQLite {sqlite:,.0f}/s ({sqlite_cpu:.1f} s CPU), PostgreSQL {postgres:,.0f}/s ({postgres_cpu:.1f} s CPU)")
+print(f"PostgreSQL / SQLite: {postgres / sqlite:.2f} (target >= 0.85)")
+PY
