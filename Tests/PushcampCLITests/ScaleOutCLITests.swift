@@ -136,10 +136,18 @@ struct ScaleOutCLITests {
         // woken, finds its lease gone and sends nothing more.
         _ = try Self.wait(server, timeout: 30) { $0.delivered >= second.delivered + 5_000 }
         kill(survivor.process.processIdentifier, SIGSTOP)
+        let frozenAt = Date()
         let third = try Self.wait(server, timeout: 30) {
             $0.owner != nil && $0.owner != second.owner && $0.owner != started.owner
         }
+        let frozenTakeover = Date().timeIntervalSince(frozenAt)
         #expect(node(third.owner) != nil, "nobody took the frozen node's run over: \(third)")
+        // Frozen, its process is alive: the others wait for its lease (renewed at most a fifth of
+        // a lease before the freeze) to expire, then take over at their next look.
+        #expect(frozenTakeover < Self.lease + Self.lease / 5 + 2, "taken over after \(frozenTakeover) s")
+        print(
+            "takeover: \(String(format: "%.2f", takeover)) s after kill -9, \(String(format: "%.2f", frozenTakeover)) s after SIGSTOP (lease \(Self.lease) s)"
+        )
         Thread.sleep(forTimeInterval: 1)
         kill(survivor.process.processIdentifier, SIGCONT)
 
