@@ -53,12 +53,22 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
     /// others.
     let clock: any WallClock
 
+    /// Whether the executor's writer commits here on its own thread (as with SQLite), or awaits
+    /// each commit as it does with a store that waits on the network (PostgreSQL).
+    private let committedInPlace: Bool
+
     /// `failingAfter` records, every later one fails with "disk full": how tests see what a send
-    /// does when its journal stops taking writes. `clock` times leases.
-    public init(failingAfter records: Int? = nil, clock: any WallClock = SystemWallClock()) {
+    /// does when its journal stops taking writes. `clock` times leases. `awaitsCommits`: the
+    /// writer awaits each commit, as with PostgreSQL.
+    public init(failingAfter records: Int? = nil, clock: any WallClock = SystemWallClock(), awaitsCommits: Bool = false)
+    {
         recordsBeforeFailure = records
         self.clock = clock
+        committedInPlace = !awaitsCommits
     }
+
+    /// How many batches were recorded.
+    public var recordCount: Int { state.withLock { $0.records } }
 
     public func unfinishedRun(campaign: String) async throws(JournalError) -> RunRecord? {
         state.withLock { state in
@@ -124,7 +134,8 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
     }
 
     public var synchronousRecord: (@Sendable (JournalBatch, RunID, Double) throws(JournalError) -> Void)? {
-        { [self] (batch, run, now) throws(JournalError) in try recordNow(batch, run: run, now: now) }
+        guard committedInPlace else { return nil }
+        return { [self] (batch, run, now) throws(JournalError) in try recordNow(batch, run: run, now: now) }
     }
 
     private func recordNow(_ batch: JournalBatch, run: RunID, now: Double) throws(JournalError) {

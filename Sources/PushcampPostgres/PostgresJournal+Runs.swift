@@ -153,6 +153,20 @@ extension PostgresJournal: JournalStore, TokenHistoryStore {
     /// own transaction: all of it is recorded, or none.
     public func record(_ batch: JournalBatch, run: RunID, now: Double) async throws(JournalError) {
         guard !batch.isEmpty else { return }
+        let statement = RecordStatement(query: Self.recordQuery(batch, run: run, now: now))
+        let (client, logger) = (self.client, self.logger)
+        let recorded = try await withDeadline {
+            var answers: [Bool] = []
+            for try await ok in try await client.execute(statement, logger: logger) { answers.append(ok) }
+            return answers.first ?? false
+        }
+        guard let lease = batch.lease, !recorded else { return }
+        throw JournalError.fenced(lease, current: try await self.lease(of: lease.resource))
+    }
+
+    /// The statement that records `batch`: its text is the same for every batch (every value is
+    /// bound, arrays as one value each), so it is prepared once per connection.
+    static func recordQuery(_ batch: JournalBatch, run: RunID, now: Double) -> PostgresQuery {
         let id = run.rawValue
         // One row per recipient and range: a later update of the same recipient wins, as in the
         // other journals (one statement may not change a row twice).
@@ -171,8 +185,7 @@ extension PostgresJournal: JournalStore, TokenHistoryStore {
         let hashes = batch.delivered.map { ByteBuffer(bytes: $0.encodedHashes) }
         let lease = batch.lease
         let touchesRun = batch.stats != nil || batch.possibleDuplicates > 0 || batch.close != nil
-        let rows = try await rows(
-            """
+        return """
             WITH held AS (
                 SELECT true AS ok WHERE \(lease?.resource)::text IS NULL
                 UNION ALL
@@ -240,9 +253,6 @@ extension PostgresJournal: JournalStore, TokenHistoryStore {
             )
             SELECT ok FROM fenced
             """
-        )
-        guard let lease, try decode(rows.first, "ok", Bool.self) == false else { return }
-        throw JournalError.fenced(lease, current: try await self.lease(of: lease.resource))
     }
 
     /// Nil: a commit waits on the network, so the executor's writer awaits `record`.
@@ -474,4 +484,21 @@ struct RecipientColumns {
             retries.append(retry)
         }
     }
+}
+
+/// `recordQuery` as a prepared statement: parsed and planned once per connection, not per batch.
+struct RecordStatement: PostgresPreparedStatement {
+    static let name = "pushcamp_record_batch"
+    static let sql = PostgresJournal.recordQuery(
+        JournalBatch(stats: RunStats(), lease: Lease(resource: "", owner: "", fence: 0, expiresAt: 0)),
+        run: RunID(0),
+        now: 0
+    ).sql
+    typealias Row = Bool
+
+    let query: PostgresQuery
+
+    func makeBindings() throws -> PostgresBindings { query.binds }
+
+    func decodeRow(_ row: PostgresRow) throws -> Bool { try row.decode(Bool.self) }
 }

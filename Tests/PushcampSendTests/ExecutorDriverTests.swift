@@ -364,3 +364,26 @@ extension ExecutorDriverTests {
         #expect(try await journal.run(send.run.id)?.status == .running)
     }
 }
+
+extension ExecutorDriverTests {
+    /// With a store that waits on the network (PostgreSQL), the writer awaits each commit and puts
+    /// everything queued in it: a dispatch and the answers before it share one commit.
+    @Test func aStoreThatIsAwaitedGetsOneCommitPerWriterCycle() async throws {
+        let setup = try Self.setup(rows: 3000, throttle: "{ rate: 100000/s, connections: 2 }")
+        defer { setup.project.remove() }
+        var rules = InMemoryTransport.Rules()
+        rules.connections = 2
+        let transport = InMemoryTransport(rules: rules, clock: setup.clock)
+        let store = MemoryJournal(awaitsCommits: true)
+        let send = try await Self.prepare(setup, transport: transport) { $0.journal = store }
+        let report = try await Self.drive(send, on: setup.clock, transport: transport)
+        #expect(report.exitCode == 0, "\(report.text())")
+        #expect(report.delivered == 3000 && transport.delivered.values.allSatisfy { $0 == 1 })
+        #expect(try await store.run(send.run.id)?.status == .finished)
+        let counts = try await store.counts(of: send.run.id)
+        #expect(counts.delivered == 3000 && counts.inFlight == 0)
+        // At most one commit per hand-over batch of 128 (24 here), then the last answers and the
+        // close; splitting dispatches from answers would make about twice as many.
+        #expect(store.recordCount <= (3000 + 127) / 128 + 2, "\(store.recordCount) commits")
+    }
+}

@@ -238,9 +238,13 @@ public final class RunJournal: @unchecked Sendable {
             waiters = []
             condition.unlock()
             let ranges = DeliveredRange.ranges(of: delivered)
-            if waiting.isEmpty {
+            // A store that waits on the network (PostgreSQL) pays a round trip per commit, however
+            // small: everything queued goes in one. Splitting pays off only where a commit's cost
+            // is its size (SQLite, below).
+            if waiting.isEmpty || synchronousRecord == nil {
                 batch.delivered = ranges
                 commit(batch)
+                resume(waiting)
             } else {
                 // A dispatch waits for its commit with its connection's queue running dry, so that
                 // commit carries only what must precede it. First deliveries and the statistics follow
