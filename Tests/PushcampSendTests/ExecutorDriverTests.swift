@@ -382,8 +382,10 @@ extension ExecutorDriverTests {
         #expect(try await store.run(send.run.id)?.status == .finished)
         let counts = try await store.counts(of: send.run.id)
         #expect(counts.delivered == 3000 && counts.inFlight == 0)
-        // At most one commit per hand-over batch of 128 (24 here), then the last answers and the
-        // close; splitting dispatches from answers would make about twice as many.
-        #expect(store.recordCount <= (3000 + 127) / 128 + 2, "\(store.recordCount) commits")
+        // About one commit per hand-over batch of 128 (24 here), plus the last answers, the close
+        // and a statistics commit now and then: 26–27 measured. Splitting dispatches from answers,
+        // as for SQLite, made 40.
+        let batches = (3000 + 127) / 128
+        #expect(store.recordCount < batches + 8, "\(store.recordCount) commits for \(batches) batches")
     }
 }
