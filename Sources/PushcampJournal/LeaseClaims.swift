@@ -36,7 +36,7 @@ public struct LeaseOwner: Sendable, Hashable, CustomStringConvertible {
 /// What a claim on a resource found.
 public enum LeaseClaim: Sendable, Equatable {
     /// Claimed (or taken over from a dead owner): the lease to act under.
-    case held(Lease, tookOverFrom: Lease?)
+    case held(Lease)
     /// Another owner's lease runs.
     case busy(Lease)
 }
@@ -54,12 +54,12 @@ extension LeaseStore {
     {
         for _ in 0..<3 {
             if let lease = try await acquire(resource, owner: owner.id, duration: duration) {
-                return .held(lease, tookOverFrom: nil)
+                return .held(lease)
             }
             guard let holder = try await lease(of: resource) else { continue }
             guard LeaseOwner.isGone(holder.owner) else { return .busy(holder) }
             if let lease = try await takeOver(holder, owner: owner.id, duration: duration) {
-                return .held(lease, tookOverFrom: holder)
+                return .held(lease)
             }
         }
         // The lease moved under us three times: someone else is claiming it right now.

@@ -203,13 +203,7 @@ extension PostgresJournal: JournalStore, TokenHistoryStore {
                     \(invalid.map(\.reason))::text[], \(invalid.map { $0.apnsTimestamp ?? Self.noInteger })::bigint[],
                     \(invalid.map(\.seenAt))::float8[]) AS u(t, k, r, a, s)
                 WHERE (SELECT ok FROM fenced)
-                ON CONFLICT (topic, token) DO UPDATE SET
-                    reason = CASE WHEN excluded.seen_at >= old.seen_at THEN excluded.reason ELSE old.reason END,
-                    seen_at = greatest(old.seen_at, excluded.seen_at),
-                    apns_timestamp = CASE
-                        WHEN old.apns_timestamp IS NULL THEN excluded.apns_timestamp
-                        WHEN excluded.apns_timestamp IS NULL THEN old.apns_timestamp
-                        ELSE greatest(old.apns_timestamp, excluded.apns_timestamp) END
+                \(unescaped: Self.invalidTokenMerge)
             ),
             stats AS (
                 INSERT INTO run_stats (run, stats, updated_at)
@@ -385,32 +379,31 @@ extension PostgresJournal: JournalStore, TokenHistoryStore {
         return merged.values.sorted { ($0.topic, $0.token) < ($1.topic, $1.token) }
     }
 
-    static func remember(_ tokens: [InvalidToken], on connection: PostgresConnection, logger: Logger) async throws {
-        _ = try await rows(
-            """
-            INSERT INTO invalid_token AS old (topic, token, reason, apns_timestamp, seen_at)
-            SELECT t, k, r, NULLIF(a, \(noInteger)), s
-            FROM unnest(\(tokens.map(\.topic))::text[], \(tokens.map(\.token))::text[], \(tokens.map(\.reason))::text[],
-                \(tokens.map { $0.apnsTimestamp ?? noInteger })::bigint[], \(tokens.map(\.seenAt))::float8[])
-                AS u(t, k, r, a, s)
-            ON CONFLICT (topic, token) DO UPDATE SET
-                reason = CASE WHEN excluded.seen_at >= old.seen_at THEN excluded.reason ELSE old.reason END,
-                seen_at = greatest(old.seen_at, excluded.seen_at),
-                apns_timestamp = CASE
-                    WHEN old.apns_timestamp IS NULL THEN excluded.apns_timestamp
-                    WHEN excluded.apns_timestamp IS NULL THEN old.apns_timestamp
-                    ELSE greatest(old.apns_timestamp, excluded.apns_timestamp) END
-            """,
-            on: connection,
-            logger: logger
-        )
-    }
+    /// How a dead token already known is merged with a new report of it: the newest report's
+    /// reason, the latest APNs timestamp.
+    static let invalidTokenMerge = """
+        ON CONFLICT (topic, token) DO UPDATE SET
+            reason = CASE WHEN excluded.seen_at >= old.seen_at THEN excluded.reason ELSE old.reason END,
+            seen_at = greatest(old.seen_at, excluded.seen_at),
+            apns_timestamp = CASE
+                WHEN old.apns_timestamp IS NULL THEN excluded.apns_timestamp
+                WHEN excluded.apns_timestamp IS NULL THEN old.apns_timestamp
+                ELSE greatest(old.apns_timestamp, excluded.apns_timestamp) END
+        """
 
     public func rememberInvalidTokens(_ tokens: [InvalidToken]) async throws(JournalError) {
         let merged = Self.merged(tokens)
         guard !merged.isEmpty else { return }
-        let logger = self.logger
-        try await transaction { connection in try await Self.remember(merged, on: connection, logger: logger) }
+        try await execute(
+            """
+            INSERT INTO invalid_token AS old (topic, token, reason, apns_timestamp, seen_at)
+            SELECT t, k, r, NULLIF(a, \(Self.noInteger)), s
+            FROM unnest(\(merged.map(\.topic))::text[], \(merged.map(\.token))::text[], \(merged.map(\.reason))::text[],
+                \(merged.map { $0.apnsTimestamp ?? Self.noInteger })::bigint[], \(merged.map(\.seenAt))::float8[])
+                AS u(t, k, r, a, s)
+            \(unescaped: Self.invalidTokenMerge)
+            """
+        )
     }
 
     public func invalidTokens(topic: String?, since: Double?) async throws(JournalError) -> [InvalidToken] {

@@ -106,7 +106,7 @@ struct Serve: AsyncParsableCommand {
         httpLogger.logLevel = .warning
 
         let setting = journalLocation.setting(JournalSetting(loaded, paths: paths))
-        let access = try journalLocation.access(JournalSetting(loaded, paths: paths))
+        let access = try JournalLocationOption.access(setting)
         // The schema brought forward before anything starts (once across nodes starting together:
         // the migration holds an advisory lock), then the journal every service shares.
         try await JournalLocationOption.open(access, readOnly: false)?.close()

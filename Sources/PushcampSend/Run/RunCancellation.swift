@@ -42,7 +42,7 @@ public enum RunCancellation {
             }
             let now = Date().timeIntervalSince1970
             let resource = LeaseResource.campaign(record.campaign)
-            if case .held(let lease, _) = try await journal.claim(resource, owner: .next(), duration: 30) {
+            if case .held(let lease) = try await journal.claim(resource, owner: .next(), duration: 30) {
                 // Nobody is sending it: cancel it here and now, under the lease, so a sender that
                 // starts meanwhile waits for this.
                 let cancelled = JournalBatch(lease: lease, close: RunClose(status: .cancelled))

@@ -54,7 +54,7 @@ public final class SendLease: Sendable {
             throw RunRefusal(.journal, "the journal cannot be used: \(error.message); nothing was sent")
         }
         switch claim {
-        case .held(let lease, _):
+        case .held(let lease):
             return SendLease(lease, store: store, duration: duration, claimedAt: asked)
         case .busy(let holder):
             throw RunRefusal(

@@ -36,7 +36,7 @@ extension SchedulerService {
                 owner: .next(),
                 duration: configuration.leaseDuration
             )
-            guard case .held(let lease, _) = claim else {
+            guard case .held(let lease) = claim else {
                 logger.notice(
                     "run \(run) of \(campaign) (slot \(slotText)) is being sent by another process; left to it",
                     metadata: Logger.fields("run-left", campaign: campaign, run: run, slot: slot)
