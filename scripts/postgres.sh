@@ -5,6 +5,8 @@
 #
 #   scripts/postgres.sh start DIR   initdb into DIR, start, print the URL (postgres://…) on stdout
 #   scripts/postgres.sh stop DIR    stop the cluster and remove DIR
+#   scripts/postgres.sh halt DIR    stop the server (a fast shutdown), keep the cluster
+#   scripts/postgres.sh resume DIR  start a halted server again, on the port it had
 #
 # As root, the server runs as the `postgres` user (PostgreSQL refuses to run as root), so DIR's
 # parent must be one that user can enter; a folder under /tmp is. Needs: apt-get install postgresql.
@@ -13,7 +15,7 @@ set -euo pipefail
 command="${1:-}"
 dir="${2:-}"
 if [[ -z "$command" || -z "$dir" ]]; then
-    echo "usage: $0 start|stop DIR" >&2
+    echo "usage: $0 start|stop|halt|resume DIR" >&2
     exit 2
 fi
 
@@ -47,6 +49,16 @@ as_owner() {
     fi
 }
 
+# Starts the server of the cluster in $dir on 127.0.0.1:$1.
+start_server() {
+    (without_inherited as_owner "$bin/pg_ctl" --pgdata="$dir/data" --log="$dir/server.log" --wait --timeout=60 \
+        -o "-c listen_addresses=127.0.0.1 -c port=$1 -c unix_socket_directories=$dir -c fsync=off -c max_connections=300" \
+        start </dev/null >/dev/null 2>"$dir/pg_ctl.log") || {
+        cat "$dir/pg_ctl.log" "$dir/server.log" >&2
+        exit 1
+    }
+}
+
 case "$command" in
 start)
     mkdir -p "$dir"
@@ -59,14 +71,15 @@ start)
     # A free port: the kernel picks one for a socket we close at once; a clash with a server that
     # takes it meanwhile fails the start loudly rather than connecting tests to something else.
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    (without_inherited as_owner "$bin/pg_ctl" --pgdata="$dir/data" --log="$dir/server.log" --wait --timeout=60 \
-        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c fsync=off -c max_connections=300" \
-        start </dev/null >/dev/null 2>"$dir/pg_ctl.log") || {
-        cat "$dir/pg_ctl.log" "$dir/server.log" >&2
-        exit 1
-    }
+    start_server "$port"
     echo "$port" >"$dir/port"
     echo "postgres://pushcamp@127.0.0.1:$port/postgres?sslmode=disable"
+    ;;
+halt)
+    as_owner "$bin/pg_ctl" --pgdata="$dir/data" --mode=fast --wait stop >/dev/null
+    ;;
+resume)
+    start_server "$(cat "$dir/port")"
     ;;
 stop)
     if [[ -d "$dir/data" ]]; then
@@ -75,7 +88,7 @@ stop)
     rm -rf "$dir"
     ;;
 *)
-    echo "usage: $0 start|stop DIR" >&2
+    echo "usage: $0 start|stop|halt|resume DIR" >&2
     exit 2
     ;;
 esac

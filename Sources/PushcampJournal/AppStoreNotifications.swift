@@ -341,6 +341,13 @@ extension MemoryJournal: NotificationStore {
         state.withLock { $0.notificationFailure = failure }
     }
 
+    /// Every later store first waits `delay` (nil: none), ending early with an error when its task
+    /// is cancelled: a journal that keeps a write waiting, as PostgreSQL's client does while the
+    /// server is down.
+    public func delayNotifications(by delay: Duration?) {
+        state.withLock { $0.notificationDelay = delay }
+    }
+
     /// How many notifications are stored.
     public var notificationCount: Int { state.withLock { $0.notifications.count } }
 
@@ -354,6 +361,13 @@ extension MemoryJournal: NotificationStore {
         subscription: SubscriptionState?,
         firings: [TriggerFiring]
     ) async throws(JournalError) -> Bool {
+        if let delay = state.withLock({ $0.notificationDelay }) {
+            do {
+                try await Task.sleep(for: delay)
+            } catch {
+                throw JournalError(.failed, "the store was cancelled")
+            }
+        }
         let result: Result<Bool, JournalError> = state.withLock { state in
             if let failure = state.notificationFailure { return .failure(failure) }
             guard state.notifications[record.uuid] == nil else { return .success(false) }

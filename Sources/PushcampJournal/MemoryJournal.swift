@@ -21,6 +21,7 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
         var notifications: [String: AppStoreNotificationRecord] = [:]
         var subscriptions: [String: SubscriptionState] = [:]
         var notificationFailure: JournalError?
+        var notificationDelay: Duration?
         var leases: [String: Lease] = [:]
         var providerTokens: [String: String] = [:]
 

@@ -85,26 +85,20 @@ public final class PostgresJournal: Service, Sendable {
     /// `body`, cancelled when it takes longer than `timeout` (a transaction it was in rolls back).
     func withDeadline<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws(JournalError) -> T {
         let timeout = self.timeout
+        let answer: T?
         do {
-            return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask { try await body() }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let value = first else {
-                    let why = self.problems.latest.map { ": \($0)" } ?? ""
-                    throw JournalError(
-                        .cannotOpen,
-                        "cannot reach the journal \(name): no answer within \(timeout.components.seconds) s\(why)"
-                    )
-                }
-                return value
-            }
+            answer = try await PushcampJournal.withDeadline(timeout, body)
         } catch {
             throw translate(error)
         }
+        guard let answer else {
+            let why = problems.latest.map { ": \($0)" } ?? ""
+            throw JournalError(
+                .cannotOpen,
+                "cannot reach the journal \(name): no answer within \(timeout.components.seconds) s\(why)"
+            )
+        }
+        return answer
     }
 
     /// `body` on one connection of the pool, within the deadline.
@@ -126,6 +120,27 @@ public final class PostgresJournal: Service, Sendable {
         return rows
     }
 
+    /// Why a connection ended, in words: postgres-nio's own description of a `PSQLError` is a
+    /// placeholder, and the cause may be nested (the server's shutdown notice inside a closed
+    /// connection).
+    static func words(for error: PSQLError) -> String {
+        if let message = error.serverInfo?[.message] {
+            return message + (error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? "")
+        }
+        let what =
+            switch error.code {
+            case .serverClosedConnection: "the server closed the connection"
+            case .clientClosedConnection: "the connection was closed"
+            case .poolClosed: "the connection pool was shut down"
+            default: "the connection failed"
+            }
+        switch error.underlying {
+        case let inner as PSQLError: return "\(what): \(words(for: inner))"
+        case let cause?: return "\(what): \(cause)"
+        case nil: return what
+        }
+    }
+
     /// A database error in words that name the journal and never a value a query carried.
     func translate(_ error: any Error) -> JournalError {
         if let error = error as? JournalError { return error }
@@ -144,10 +159,7 @@ public final class PostgresJournal: Service, Sendable {
             }
             switch error.code {
             case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed:
-                return JournalError(
-                    .cannotOpen,
-                    "cannot reach the journal \(name): \(error.underlying.map { "\($0)" } ?? "the connection failed")"
-                )
+                return JournalError(.cannotOpen, "cannot reach the journal \(name): \(Self.words(for: error))")
             case .queryCancelled:
                 return JournalError(.failed, "the journal \(name) was not written: the query was cancelled")
             default:

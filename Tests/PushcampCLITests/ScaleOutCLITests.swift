@@ -1,5 +1,6 @@
 import Foundation
 import PushcampTestSupport
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -23,14 +24,8 @@ struct ScaleOutCLITests {
     ) throws -> (TemporaryProject, SimulatorProcess, TestPostgres.Server) {
         let (name, url) = try TestPostgres.newDatabase()
         let server = try TestPostgres.server().on(database: name)
-        let project = try TemporaryProject(projectFile: nil)
-        let sim = try SimulatorProcess(
-            ["--state-dir", "sim", "--team-id", "ABCDE12345", "--record", "received.csv"],
-            in: project.root
-        )
-        try SendCLITests.writeProject(project, port: sim.port, credentials: SendCLITests.simulatorKey)
-        let projectFile = try String(contentsOf: project.root.appendingPathComponent("pushcamp.yaml"), encoding: .utf8)
-        try project.write("pushcamp.yaml", projectFile + "\njournal: { url: \"\(url)\", lease: \(Int(lease))s }\n")
+        let (project, sim) = try ServeCLITests.simulated()
+        try useJournal(url, in: project)
         try SendCLITests.writeAudience(project, count: count)
         try project.write(
             "audiences/small.csv",
@@ -62,6 +57,12 @@ struct ScaleOutCLITests {
             """
         )
         return (project, sim, server)
+    }
+
+    /// `project`'s journal: the PostgreSQL database at `url`, with leases of `lease` seconds.
+    static func useJournal(_ url: String, in project: TemporaryProject) throws {
+        let projectFile = try String(contentsOf: project.root.appendingPathComponent("pushcamp.yaml"), encoding: .utf8)
+        try project.write("pushcamp.yaml", projectFile + "\njournal: { url: \"\(url)\", lease: \(Int(lease))s }\n")
     }
 
     /// The pid in a lease owner (`host/pid/random`).
@@ -201,5 +202,165 @@ struct ScaleOutCLITests {
         for token in ticks {
             #expect((deliveries[token] ?? 0) <= tickRuns[0] + tickRuns[1], "\(token): \(deliveries[token] ?? 0)")
         }
+    }
+}
+
+/// The App Store receiver on three `serve` nodes and one PostgreSQL of the test's own, restarted
+/// mid-stream: Apple's notifications posted round-robin, one of them to all three at once, each
+/// retried until answered 200 as Apple does. Each is stored once, each 200 was stored, and each
+/// fires its trigger campaign once.
+@Suite("pushcamp serve on several nodes: App Store notifications through a PostgreSQL restart", .serialized)
+struct ScaleOutAppStoreCLITests {
+    static let accounts = 31
+    static let devicesPerAccount = 150
+
+    /// The app account token of account `index`.
+    static func account(_ index: Int) -> String {
+        "7e3fb20b-4cdb-47cc-936d-" + String(String(index).reversed()).padding(toLength: 12, withPad: "0", startingAt: 0)
+    }
+
+    /// `body` posted to `node` until it is answered 200 (at most `timeout` seconds), as Apple
+    /// retries; every answer on the way.
+    static func deliver(
+        _ body: [UInt8],
+        to node: ServeProcess,
+        timeout: Double = 60
+    ) -> [(status: Int, body: String)] {
+        var answers: [(status: Int, body: String)] = []
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let answer: (status: Int, body: String) =
+                (try? node.post("/app-store/notifications", body: body)) ?? (0, "")
+            answers.append(answer)
+            if answer.status == 200 { break }
+            Thread.sleep(forTimeInterval: 0.3)
+        }
+        return answers
+    }
+
+    @Test func eachNotificationIsStoredOnceAndFiresOnceThroughAPostgreSQLRestart() throws {
+        let chain = try AppStoreTestChain()
+        let cluster = try TestPostgres.Cluster.start()
+        defer { cluster.remove() }
+        let server = cluster.server
+        let (project, sim) = try ServeCLITests.receiving(chain)
+        defer { project.remove() }
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        try ScaleOutCLITests.useJournal(server.url("postgres"), in: project)
+        try project.write(
+            "audiences/a.csv",
+            TemporaryProject.csv(count: Self.accounts * Self.devicesPerAccount, columns: ["app_account_token"]) {
+                [Self.account($0 / Self.devicesPerAccount)]
+            }
+        )
+        try ServeCLITests.writeTriggerCampaign(project, rate: 500)
+        let nodes = try (0..<3).map { _ in try ServeProcess(in: project.root) }
+        defer { for node in nodes where node.process.isRunning { node.process.terminate() } }
+
+        // One notification per account, the last one for the test of all three nodes at once.
+        let bodies = try (0..<Self.accounts).map { index in
+            let payload = try chain.subscriptionNotification(
+                type: "DID_FAIL_TO_RENEW",
+                original: "\(2_000_000_000 + index)",
+                appAccountToken: Self.account(index),
+                signedDate: Date()
+            )
+            return (
+                uuid: payload["notificationUUID"] as? String ?? "",
+                body: AppStoreTestChain.body(try chain.sign(payload))
+            )
+        }
+        var answered: [String: [(status: Int, body: String)]] = [:]
+        func post(_ index: Int) {
+            answered[bodies[index].uuid] = Self.deliver(bodies[index].body, to: nodes[index % nodes.count])
+        }
+
+        for index in 0..<10 { post(index) }
+
+        // The same notification to all three nodes at once: all 200, stored by one.
+        let shared = bodies[Self.accounts - 1]
+        let together = Mutex<[(status: Int, body: String)]>([])
+        let posts = DispatchGroup()
+        for node in nodes {
+            DispatchQueue.global().async(group: posts) {
+                let answer: (status: Int, body: String) =
+                    (try? node.post("/app-store/notifications", body: shared.body)) ?? (0, "")
+                together.withLock { $0.append(answer) }
+            }
+        }
+        posts.wait()
+        let all = together.withLock { $0 }
+        #expect(all.allSatisfy { $0.status == 200 }, "\(all)")
+        #expect(all.filter { $0.body == "stored\n" }.count == 1, "\(all)")
+        answered[shared.uuid] = all
+
+        // PostgreSQL stops while trigger runs are being sent and notifications keep coming: those
+        // are answered 503 until it is back, then stored.
+        let sending = {
+            (try? TestPostgres.query(server, "SELECT count(*) FROM run WHERE status = 'running'").first) ?? nil
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while sending() != "1", Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        try #require(sending() == "1", "no trigger run is being sent")
+        try cluster.halt()
+        // Answered 503 within seconds (the receiver's deadline is 2 s), not the journal's 10 s.
+        var whileDown: [Int] = []
+        for index in 10..<13 {
+            let node = nodes[index % nodes.count]
+            let asked = Date()
+            whileDown.append((try? node.post("/app-store/notifications", body: bodies[index].body).status) ?? 0)
+            #expect(Date().timeIntervalSince(asked) < 5)
+        }
+        #expect(whileDown == [503, 503, 503], "answered while PostgreSQL was down: \(whileDown)")
+        let notReady = try nodes[0].get("/readyz")
+        #expect(notReady.status == 503, "\(notReady)")
+        try cluster.resume()
+        for index in 10..<(Self.accounts - 1) { post(index) }
+        #expect(answered.values.allSatisfy { $0.last?.status == 200 }, "\(answered)")
+
+        // Every firing settles: claimed by a run (one run sends the firings due together), and
+        // every run finished.
+        let firings = "SELECT count(*) FROM trigger_firing WHERE status = 'fired'"
+        let unfinished = "SELECT count(*) FROM run WHERE status <> 'finished'"
+        let settled = Date().addingTimeInterval(120)
+        while Date() < settled {
+            if try TestPostgres.query(server, firings).first == "\(Self.accounts)",
+                try TestPostgres.query(server, unfinished).first == "0"
+            {
+                break
+            }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        for node in nodes { #expect(node.stop() == 0) }
+        _ = sim.stop()
+        // What the nodes logged about the outage is in words, not postgres-nio's placeholder.
+        for node in nodes {
+            #expect(!node.output.contains("PSQLError"), "\(node.output.suffix(3000))")
+        }
+
+        // Stored once each, and every notification answered 200 is stored.
+        let stored = try TestPostgres.query(server, "SELECT uuid FROM appstore_notification")
+        #expect(stored.count == Self.accounts && Set(stored) == Set(answered.keys), "\(stored.count) stored")
+        #expect(
+            try TestPostgres.query(server, "SELECT count(*) FROM subscription").first == "\(Self.accounts)"
+        )
+        // Fired once each: one firing per notification, claimed by a run that finished.
+        let rows = try TestPostgres.query(
+            server,
+            "SELECT f.notification, f.status, r.status FROM trigger_firing f LEFT JOIN run r ON r.id = f.run"
+        )
+        #expect(rows.count == Self.accounts, "\(rows)")
+        #expect(rows.allSatisfy { $0.hasSuffix("|fired|finished") }, "\(rows)")
+        let runs =
+            try TestPostgres.query(server, "SELECT count(*), sum(possible_duplicates) FROM run")
+            .first?.split(separator: "|").compactMap { Int($0) } ?? []
+        // Every device reached, none twice beyond what the runs counted as possible duplicates.
+        let deliveries = try ServeCLITests.deliveries(project)
+        #expect(deliveries.count == Self.accounts * Self.devicesPerAccount, "\(deliveries.count) devices reached")
+        let duplicated = deliveries.values.reduce(0) { $0 + ($1 - 1) }
+        #expect(duplicated <= runs.last ?? -1, "\(duplicated) sent twice, \(runs) counted")
+        print(
+            "PostgreSQL restart: \(answered.values.map { $0.count - 1 }.reduce(0, +)) notifications retried, \(runs.first ?? 0) trigger runs, \(duplicated) sent twice"
+        )
     }
 }

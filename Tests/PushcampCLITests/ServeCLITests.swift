@@ -144,12 +144,7 @@ struct ServeCLITests {
     /// `count` recipients and a campaign `tick` on `schedule`.
     static func project(count: Int, schedule: String, extra: String = "") throws -> (TemporaryProject, SimulatorProcess)
     {
-        let project = try TemporaryProject(projectFile: nil)
-        let sim = try SimulatorProcess(
-            ["--state-dir", "sim", "--team-id", "ABCDE12345", "--record", "received.csv"],
-            in: project.root
-        )
-        try SendCLITests.writeProject(project, port: sim.port, credentials: SendCLITests.simulatorKey)
+        let (project, sim) = try simulated()
         try SendCLITests.writeAudience(project, count: count)
         try project.write(
             "campaigns/tick.yaml",
@@ -165,6 +160,52 @@ struct ServeCLITests {
             """
         )
         return (project, sim)
+    }
+
+    /// A new project whose app `shop` sends to a fresh simulator that records what it receives
+    /// (`received.csv`, written when it stops).
+    static func simulated() throws -> (TemporaryProject, SimulatorProcess) {
+        let project = try TemporaryProject(projectFile: nil)
+        let sim = try SimulatorProcess(
+            ["--state-dir", "sim", "--team-id", "ABCDE12345", "--record", "received.csv"],
+            in: project.root
+        )
+        try SendCLITests.writeProject(project, port: sim.port, credentials: SendCLITests.simulatorKey)
+        return (project, sim)
+    }
+
+    /// `simulated()`, its app also receiving App Store notifications signed by `chain`.
+    static func receiving(_ chain: AppStoreTestChain) throws -> (TemporaryProject, SimulatorProcess) {
+        let (project, sim) = try simulated()
+        let configured =
+            try String(contentsOf: project.root.appendingPathComponent("pushcamp.yaml"), encoding: .utf8) + """
+
+                    app_store:
+                      bundle_id: com.example.shop
+                      app_apple_id: 1234567890
+                      trusted_roots: [test-root.pem]
+                """
+        try project.write("pushcamp.yaml", configured + "\n")
+        try project.write("test-root.pem", chain.rootPEM)
+        return (project, sim)
+    }
+
+    /// `campaigns/card.yaml`: `card-failed`, fired by DID_FAIL_TO_RENEW for the rows of
+    /// `audiences/a.csv` whose `app_account_token` the subscription carries, at `rate` a second.
+    static func writeTriggerCampaign(_ project: TemporaryProject, rate: Int) throws {
+        try project.write(
+            "campaigns/card.yaml",
+            """
+            campaign: card-failed
+            app: shop
+            audience:
+              source: { csv: audiences/a.csv }
+            message:
+              payload: { aps: { alert: "your payment did not go through" } }
+            trigger: { app_store: DID_FAIL_TO_RENEW }
+            throttle: { rate: \(rate)/s, connections: 2 }
+            """
+        )
     }
 
     /// Deliveries per token in the simulator's record.
@@ -474,24 +515,9 @@ struct ServeCLITests {
     /// reaching nobody; a renewal fires nothing; Apple's retry after a restart fires nothing again.
     @Test func aTriggerCampaignSendsToTheSubscriptionsDevicesOncePerNotification() throws {
         let chain = try AppStoreTestChain()
-        let project = try TemporaryProject(projectFile: nil)
+        let (project, sim) = try Self.receiving(chain)
         defer { project.remove() }
-        let sim = try SimulatorProcess(
-            ["--state-dir", "sim", "--team-id", "ABCDE12345", "--record", "received.csv"],
-            in: project.root
-        )
         defer { if sim.process.isRunning { _ = sim.stop() } }
-        try SendCLITests.writeProject(project, port: sim.port, credentials: SendCLITests.simulatorKey)
-        let configured =
-            try String(contentsOf: project.root.appendingPathComponent("pushcamp.yaml"), encoding: .utf8) + """
-
-                    app_store:
-                      bundle_id: com.example.shop
-                      app_apple_id: 1234567890
-                      trusted_roots: [test-root.pem]
-                """
-        try project.write("pushcamp.yaml", configured)
-        try project.write("test-root.pem", chain.rootPEM)
         let payer = "7E3FB20B-4CDB-47CC-936D-99D65F608138"  // as the app's backend spells it
         let accounts = [payer.lowercased(), "0b7c9a55-2f7d-4a39-9d53-6c1c0b0e7f11", payer.lowercased()]
         try project.write(
@@ -582,43 +608,16 @@ struct ServeCLITests {
     @Test func aKilledServeResumesATriggerRunAndFiresItOnce() throws {
         let count = 6_000
         let chain = try AppStoreTestChain()
-        let project = try TemporaryProject(projectFile: nil)
+        let (project, sim) = try Self.receiving(chain)
         defer { project.remove() }
-        let sim = try SimulatorProcess(
-            ["--state-dir", "sim", "--team-id", "ABCDE12345", "--record", "received.csv"],
-            in: project.root
-        )
         defer { if sim.process.isRunning { _ = sim.stop() } }
-        try SendCLITests.writeProject(project, port: sim.port, credentials: SendCLITests.simulatorKey)
-        let configured =
-            try String(contentsOf: project.root.appendingPathComponent("pushcamp.yaml"), encoding: .utf8) + """
-
-                    app_store:
-                      bundle_id: com.example.shop
-                      app_apple_id: 1234567890
-                      trusted_roots: [test-root.pem]
-                """
-        try project.write("pushcamp.yaml", configured)
-        try project.write("test-root.pem", chain.rootPEM)
         // One business account whose subscription failed, on many devices.
         let account = "7e3fb20b-4cdb-47cc-936d-99d65f608138"
         try project.write(
             "audiences/a.csv",
             TemporaryProject.csv(count: count, columns: ["app_account_token"]) { _ in [account] }
         )
-        try project.write(
-            "campaigns/card.yaml",
-            """
-            campaign: card-failed
-            app: shop
-            audience:
-              source: { csv: audiences/a.csv }
-            message:
-              payload: { aps: { alert: "your payment did not go through" } }
-            trigger: { app_store: DID_FAIL_TO_RENEW }
-            throttle: { rate: 2000/s, connections: 2 }
-            """
-        )
+        try ServeCLITests.writeTriggerCampaign(project, rate: 2000)
         let first = try ServeProcess(in: project.root)
         let payload = try chain.subscriptionNotification(
             type: "DID_FAIL_TO_RENEW",

@@ -50,6 +50,27 @@ struct AppStoreReceiverTests {
         #expect(store.notificationCount == 3)
     }
 
+    /// A journal that keeps the write waiting (PostgreSQL down: its client waits for a connection)
+    /// is answered 503 at the receiver's deadline, not when the journal gives up, and keeps nothing.
+    @Test func aStoreThatDoesNotAnswerWithinTheDeadlineIsAnswered503() async throws {
+        let chain = try AppStoreTestChain()
+        let store = MemoryJournal()
+        let receiver = AppStoreReceiver(
+            intake: NotificationIntake(apps: [Self.shop], verifier: SignedPayloadVerifier(roots: [chain.root])),
+            store: store,
+            metrics: ServeMetrics(),
+            logger: Logger(label: "test"),
+            storeDeadline: .milliseconds(200)
+        )
+        // Without the deadline, the store would end after 30 s and answer 200.
+        store.delayNotifications(by: .seconds(30))
+        let body = AppStoreTestChain.body(try chain.sign(AppStoreTestChain.notification()))
+        #expect(await receiver.handle(body).status == 503)
+        #expect(store.notificationCount == 0)
+        store.delayNotifications(by: nil)
+        #expect(await receiver.handle(body) == .init(status: 200, body: "stored\n"))
+    }
+
     @Test func sixConcurrentPostsOfOneNotificationLeaveOneRow() async throws {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }

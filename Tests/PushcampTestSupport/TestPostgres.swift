@@ -77,29 +77,70 @@ public enum TestPostgres {
             }
             return server
         }
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("pushcamp-postgres-\(UUID().uuidString)").path
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory)
-            let (status, output) = try run(script.path, ["start", directory + "/pg"])
-            guard status == 0, let server = parse(output.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-                throw Unavailable(description: "scripts/postgres.sh could not start a cluster: \(output)")
-            }
-            startedDirectory.withLock { $0 = directory }
-            atexit { TestPostgres.stopStarted() }
-            return server
-        } catch let error as Unavailable {
-            throw error
-        } catch {
-            throw Unavailable(description: "scripts/postgres.sh could not be run: \(error)")
-        }
+        let cluster = try Cluster.start()
+        startedDirectory.withLock { $0 = cluster.directory }
+        atexit { TestPostgres.stopStarted() }
+        return cluster.server
     }
 
     private static func stopStarted() {
         guard let directory = startedDirectory.withLock({ $0 }) else { return }
-        _ = try? run(script.path, ["stop", directory + "/pg"])
-        try? FileManager.default.removeItem(atPath: directory)
+        Cluster(directory: directory).remove()
+    }
+
+    /// A throwaway cluster of a test's own (scripts/postgres.sh in a temporary folder), for a test
+    /// that stops and starts the server under the nodes; `remove()` stops it and deletes it.
+    public struct Cluster: Sendable {
+        public let directory: String
+        public private(set) var server = Server(host: "127.0.0.1", port: 0, user: "pushcamp")
+
+        fileprivate init(directory: String) { self.directory = directory }
+
+        /// initdb and start a new cluster on a free loopback port.
+        public static func start() throws(Unavailable) -> Cluster {
+            var cluster = Cluster(
+                directory: FileManager.default.temporaryDirectory
+                    .appendingPathComponent("pushcamp-postgres-\(UUID().uuidString)").path
+            )
+            do {
+                try FileManager.default.createDirectory(atPath: cluster.directory, withIntermediateDirectories: true)
+                try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: cluster.directory)
+            } catch {
+                throw Unavailable(description: "no folder for a PostgreSQL cluster: \(error)")
+            }
+            let output = try cluster.script("start")
+            guard let server = parse(output.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                cluster.remove()
+                throw Unavailable(description: "scripts/postgres.sh could not start a cluster: \(output)")
+            }
+            cluster.server = server
+            return cluster
+        }
+
+        /// Stops the server (a fast shutdown: sessions are cut, the cluster is kept).
+        public func halt() throws(Unavailable) { _ = try script("halt") }
+
+        /// Starts a halted server again, on the same port.
+        public func resume() throws(Unavailable) { _ = try script("resume") }
+
+        /// Stops the server and deletes the cluster.
+        public func remove() {
+            _ = try? script("stop")
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+
+        private func script(_ command: String) throws(Unavailable) -> String {
+            let result: (Int32, String)
+            do {
+                result = try run(TestPostgres.script.path, [command, directory + "/pg"])
+            } catch {
+                throw Unavailable(description: "scripts/postgres.sh could not be run: \(error)")
+            }
+            guard result.0 == 0 else {
+                throw Unavailable(description: "scripts/postgres.sh \(command) failed: \(result.1)")
+            }
+            return result.1
+        }
     }
 
     private static var script: URL {

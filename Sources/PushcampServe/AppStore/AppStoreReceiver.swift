@@ -18,7 +18,10 @@ import X509
 ///
 /// The commit (fsynced, and waiting for the journal's lock when another process holds it) is
 /// awaited, never run on a thread of Swift's cooperative pool (SQLite's runs on the journal's own
-/// queue): a slow journal slows the receiver down, not `/healthz`, `/readyz` or the scheduler.
+/// queue): a slow journal slows the receiver down, not `/healthz`, `/readyz` or the scheduler. A
+/// commit that has not ended within `storeDeadline` is answered 503 (Apple wants an answer within
+/// seconds, and a PostgreSQL that is down would otherwise be waited for as long as the journal's
+/// own timeout); should it commit after all, Apple's retry is a duplicate.
 public final class AppStoreReceiver: Sendable {
     public struct Answer: Sendable, Equatable {
         public var status: Int
@@ -37,6 +40,7 @@ public final class AppStoreReceiver: Sendable {
     let clock: any WallClock
     let triggers: TriggerTable
     let status: ServeStatus?
+    let storeDeadline: Duration
 
     public init(
         intake: NotificationIntake,
@@ -45,6 +49,7 @@ public final class AppStoreReceiver: Sendable {
         logger: Logger,
         triggers: TriggerTable = TriggerTable(),
         status: ServeStatus? = nil,
+        storeDeadline: Duration = .seconds(2),
         clock: any WallClock = SystemWallClock()
     ) {
         self.intake = intake
@@ -53,6 +58,7 @@ public final class AppStoreReceiver: Sendable {
         self.logger = logger
         self.triggers = triggers
         self.status = status
+        self.storeDeadline = storeDeadline
         self.clock = clock
     }
 
@@ -151,14 +157,28 @@ public final class AppStoreReceiver: Sendable {
         return .kept(record, new: new)
     }
 
-    /// `storeNotification`: the store does its blocking work off the cooperative pool (SQLite on
-    /// its own queue, PostgreSQL over the network).
+    /// `storeNotification` within `storeDeadline`: the store does its blocking work off the
+    /// cooperative pool (SQLite on its own queue, PostgreSQL over the network).
     private func commit(
         _ record: AppStoreNotificationRecord,
         subscription: SubscriptionState?,
         firings: [TriggerFiring]
     ) async throws(JournalError) -> Bool {
-        try await store.storeNotification(record, subscription: subscription, firings: firings)
+        let store = self.store
+        let new: Bool?
+        do {
+            new = try await withDeadline(storeDeadline) {
+                try await store.storeNotification(record, subscription: subscription, firings: firings)
+            }
+        } catch let error as JournalError {
+            throw error
+        } catch {
+            throw JournalError(.failed, "\(error)")
+        }
+        guard let new else {
+            throw JournalError(.cannotOpen, "the journal did not store it within \(storeDeadline.components.seconds) s")
+        }
+        return new
     }
 
     /// What reprocessing the quarantined notifications did.
