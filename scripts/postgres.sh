@@ -10,6 +10,11 @@
 #
 # As root, the server runs as the `postgres` user (PostgreSQL refuses to run as root), so DIR's
 # parent must be one that user can enter; a folder under /tmp is. Needs: apt-get install postgresql.
+#
+# For a partition test, `start` takes two variables (kept for `resume`):
+#   PUSHCAMP_POSTGRES_NETNS   run the server in this network namespace (ip netns; root only)
+#   PUSHCAMP_POSTGRES_LISTEN  the addresses to listen on, comma-separated (default 127.0.0.1);
+#                             the URL printed names the first
 set -euo pipefail
 
 command="${1:-}"
@@ -49,10 +54,16 @@ as_owner() {
     fi
 }
 
-# Starts the server of the cluster in $dir on 127.0.0.1:$1.
+# Starts the server of the cluster in $dir on port $1, at the addresses and in the namespace
+# recorded in $dir at `start`.
 start_server() {
-    (without_inherited as_owner "$bin/pg_ctl" --pgdata="$dir/data" --log="$dir/server.log" --wait --timeout=60 \
-        -o "-c listen_addresses=127.0.0.1 -c port=$1 -c unix_socket_directories=$dir -c fsync=off -c max_connections=300" \
+    local run=() listen
+    listen=$(cat "$dir/listen")
+    if [[ -n "$(cat "$dir/netns")" ]]; then run+=(ip netns exec "$(cat "$dir/netns")"); fi
+    if [[ "$(id -u)" == 0 ]]; then run+=(runuser -u postgres --); fi
+    (without_inherited "${run[@]}" "$bin/pg_ctl" --pgdata="$dir/data" --log="$dir/server.log" \
+        --wait --timeout=60 \
+        -o "-c listen_addresses=$listen -c port=$1 -c unix_socket_directories=$dir -c fsync=off -c max_connections=300" \
         start </dev/null >/dev/null 2>"$dir/pg_ctl.log") || {
         cat "$dir/pg_ctl.log" "$dir/server.log" >&2
         exit 1
@@ -71,9 +82,15 @@ start)
     # A free port: the kernel picks one for a socket we close at once; a clash with a server that
     # takes it meanwhile fails the start loudly rather than connecting tests to something else.
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    echo "${PUSHCAMP_POSTGRES_LISTEN:-127.0.0.1}" >"$dir/listen"
+    # initdb trusts loopback only; clients on the namespace's links come from their own subnets.
+    if [[ -n "${PUSHCAMP_POSTGRES_LISTEN:-}" ]]; then
+        echo "host all all samenet trust" >>"$dir/data/pg_hba.conf"
+    fi
+    echo "${PUSHCAMP_POSTGRES_NETNS:-}" >"$dir/netns"
     start_server "$port"
     echo "$port" >"$dir/port"
-    echo "postgres://pushcamp@127.0.0.1:$port/postgres?sslmode=disable"
+    echo "postgres://pushcamp@$(cut -d, -f1 "$dir/listen"):$port/postgres?sslmode=disable"
     ;;
 halt)
     as_owner "$bin/pg_ctl" --pgdata="$dir/data" --mode=fast --wait stop >/dev/null

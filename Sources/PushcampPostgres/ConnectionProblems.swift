@@ -40,7 +40,16 @@ package final class ConnectionProblems: Sendable {
                     + "?sslmode=disable, which is for loopback and private networks only)"
             }
             if error.contains("Connection refused") { return "connection refused" }
-            if error.contains("authentication") || error.contains("28P01") || error.contains("28000") {
+            if error.contains("No route to host") || error.contains("Network is unreachable") {
+                return "no route to the server (its network is down or cut off)"
+            }
+            if error.contains("connectTimeout") || error.contains("timed out") {
+                return "the connection timed out (the server or its network does not answer)"
+            }
+            if error.contains("28000") {
+                return "the server refused the connection: this host, user or database is not let in (pg_hba.conf)"
+            }
+            if error.contains("authentication") || error.contains("28P01") {
                 return "the server refused the user or password (PGPASSWORD, or the variable --password-env names)"
             }
             if error.contains("certificate") || error.contains("handshake") {

@@ -16,14 +16,9 @@ struct ScaleOutCLITests {
     /// The `tick` campaign's five recipients, apart from the big audience's.
     static let tickTokens = (0..<5).map { TemporaryProject.token(1_000_000 + $0) }
 
-    /// A project on a new PostgreSQL database: `tick` (5 recipients, every 2 s) and `big` (`count`
-    /// recipients at `at`, paced so it takes a while).
-    static func project(
-        count: Int,
-        at: Date
-    ) throws -> (TemporaryProject, SimulatorProcess, TestPostgres.Server) {
-        let (name, url) = try TestPostgres.newDatabase()
-        let server = try TestPostgres.server().on(database: name)
+    /// A project on the PostgreSQL journal at `url`: `tick` (5 recipients, every 2 s) and `big`
+    /// (`count` recipients at `at`, paced so it takes a while).
+    static func project(count: Int, at: Date, journal url: String) throws -> (TemporaryProject, SimulatorProcess) {
         let (project, sim) = try ServeCLITests.simulated()
         try useJournal(url, in: project)
         try SendCLITests.writeAudience(project, count: count)
@@ -56,7 +51,7 @@ struct ScaleOutCLITests {
             throttle: { rate: 2500/s, connections: 2 }
             """
         )
-        return (project, sim, server)
+        return (project, sim)
     }
 
     /// `project`'s journal: the PostgreSQL database at `url`, with leases of `lease` seconds.
@@ -106,9 +101,60 @@ struct ScaleOutCLITests {
         return last
     }
 
+    /// After a chaos test: each slot of `tick` fired once, the big run finished once with all
+    /// `count` delivered, and what reached the simulator twice is within the possible duplicates
+    /// the runs counted.
+    static func checkEachSlotFiredOnceAndNothingSentTwiceUncounted(
+        _ server: TestPostgres.Server,
+        _ project: TemporaryProject,
+        count: Int
+    ) throws {
+        // Each slot of `tick` fired once: one run per slot, and the slots every 2 s without a gap
+        // (a slot may be recorded skipped, never lost).
+        let fired = try TestPostgres.query(
+            server,
+            "SELECT slot, count(*) FROM run WHERE campaign = 'tick' GROUP BY slot"
+        )
+        #expect(fired.allSatisfy { $0.hasSuffix("|1") }, "a tick slot fired twice: \(fired)")
+        let slots = try TestPostgres.query(
+            server,
+            "SELECT slot, coalesce(through, slot), outcome FROM schedule_slot WHERE campaign = 'tick' ORDER BY slot"
+        ).map { $0.split(separator: "|").map(String.init) }
+        #expect(slots.count >= 10, "\(slots)")
+        for (earlier, later) in zip(slots, slots.dropFirst()) {
+            #expect(Int64(later[0]) == (Int64(earlier[1]) ?? 0) + 2, "tick slots are not contiguous: \(slots)")
+        }
+        let tickRuns =
+            try TestPostgres.query(
+                server,
+                "SELECT count(*), coalesce(sum(possible_duplicates), 0) FROM run WHERE campaign = 'tick'"
+            ).first?.split(separator: "|").compactMap { Int($0) } ?? []
+
+        // The big run: one run, finished, everyone delivered; what reached the simulator twice is
+        // within the possible duplicates the run counted (requests on a dead node's wire).
+        let runs = try TestPostgres.query(
+            server,
+            "SELECT status, possible_duplicates FROM run WHERE campaign = 'big'"
+        )
+        #expect(runs.count == 1, "\(runs)")
+        let reported = Int(runs.first?.split(separator: "|").last ?? "") ?? -1
+        let deliveries = try ServeCLITests.deliveries(project)
+        let ticks = Set(Self.tickTokens.map { Substring($0) })
+        let big = deliveries.filter { !ticks.contains($0.key) }
+        #expect(big.count == count, "\(big.count) tokens delivered")
+        let duplicated = big.values.reduce(0) { $0 + ($1 - 1) }
+        #expect(duplicated <= reported, "\(duplicated) sent twice, \(reported) reported")
+        // Each tick run delivers its five once (beyond what its run counted as possible duplicates).
+        for token in ticks {
+            #expect((deliveries[token] ?? 0) <= tickRuns[0] + tickRuns[1], "\(token): \(deliveries[token] ?? 0)")
+        }
+    }
+
     @Test func threeNodesFireEachSlotOnceAndAKilledOrFrozenSendersRunFinishesElsewhere() throws {
         let count = 50_000
-        let (project, sim, server) = try Self.project(count: count, at: Date().addingTimeInterval(6))
+        let (name, url) = try TestPostgres.newDatabase()
+        let server = try TestPostgres.server().on(database: name)
+        let (project, sim) = try Self.project(count: count, at: Date().addingTimeInterval(6), journal: url)
         defer { project.remove() }
         defer { if sim.process.isRunning { _ = sim.stop() } }
         let nodes = try (0..<3).map { _ in try ServeProcess(in: project.root) }
@@ -163,45 +209,69 @@ struct ScaleOutCLITests {
         for node in nodes where node.process.isRunning { #expect(node.stop() == 0) }
         _ = sim.stop()
 
-        // Each slot of `tick` fired once: one run per slot, and the slots every 2 s without a gap
-        // (a slot may be recorded skipped, never lost).
-        let fired = try TestPostgres.query(
-            server,
-            "SELECT slot, count(*) FROM run WHERE campaign = 'tick' GROUP BY slot"
-        )
-        #expect(fired.allSatisfy { $0.hasSuffix("|1") }, "a tick slot fired twice: \(fired)")
-        let slots = try TestPostgres.query(
-            server,
-            "SELECT slot, coalesce(through, slot), outcome FROM schedule_slot WHERE campaign = 'tick' ORDER BY slot"
-        ).map { $0.split(separator: "|").map(String.init) }
-        #expect(slots.count >= 10, "\(slots)")
-        for (earlier, later) in zip(slots, slots.dropFirst()) {
-            #expect(Int64(later[0]) == (Int64(earlier[1]) ?? 0) + 2, "tick slots are not contiguous: \(slots)")
-        }
-        let tickRuns =
-            try TestPostgres.query(
-                server,
-                "SELECT count(*), coalesce(sum(possible_duplicates), 0) FROM run WHERE campaign = 'tick'"
-            ).first?.split(separator: "|").compactMap { Int($0) } ?? []
+        try Self.checkEachSlotFiredOnceAndNothingSentTwiceUncounted(server, project, count: count)
+    }
 
-        // The big run: one run, finished, everyone delivered; what reached the simulator twice is
-        // within the possible duplicates the run counted (requests on a dead node's wire).
-        let runs = try TestPostgres.query(
-            server,
-            "SELECT status, possible_duplicates FROM run WHERE campaign = 'big'"
+    /// A node whose link to PostgreSQL is cut while it sends the big run (it still reaches APNs):
+    /// PostgreSQL runs in a network namespace of the test's own, reached by each node over a veth
+    /// link of its own, and the sender's link is cut at the far end, so its packets vanish. It
+    /// stops sending before its lease can expire and says why, `/readyz` turns 503, the other node
+    /// takes the run over and finishes it, and nothing reaches the simulator twice beyond what the
+    /// run counts. Mended, the cut node is ready again and sends nothing of that run.
+    @Test func aNodeCutOffFromPostgreSQLStopsAndAnotherFinishesItsRun() throws {
+        let count = 50_000
+        let network = try TestNetwork(links: 2)
+        defer { network.remove() }
+        let cluster = try TestPostgres.Cluster.start(in: network.namespace, listen: network.links.map(\.farAddress))
+        defer { cluster.remove() }
+        // The test and node B reach PostgreSQL over link 1; node A over link 0, the one cut.
+        let server = cluster.server.at(host: network.links[1].farAddress)
+        let (project, sim) = try Self.project(
+            count: count,
+            at: Date().addingTimeInterval(4),
+            journal: server.url("postgres")
         )
-        #expect(runs.count == 1, "\(runs)")
-        let reported = Int(runs.first?.split(separator: "|").last ?? "") ?? -1
-        let deliveries = try ServeCLITests.deliveries(project)
-        let ticks = Set(Self.tickTokens.map { Substring($0) })
-        let big = deliveries.filter { !ticks.contains($0.key) }
-        #expect(big.count == count, "\(big.count) tokens delivered")
-        let duplicated = big.values.reduce(0) { $0 + ($1 - 1) }
-        #expect(duplicated <= reported, "\(duplicated) sent twice, \(reported) reported")
-        // Each tick run delivers its five once (beyond what its run counted as possible duplicates).
-        for token in ticks {
-            #expect((deliveries[token] ?? 0) <= tickRuns[0] + tickRuns[1], "\(token): \(deliveries[token] ?? 0)")
-        }
+        defer { project.remove() }
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        let a = try ServeProcess(
+            in: project.root,
+            arguments: ["--journal", cluster.server.at(host: network.links[0].farAddress).url("postgres")]
+        )
+        defer { if a.process.isRunning { a.process.terminate() } }
+        let sending = try Self.wait(server, timeout: 60) { $0.owner != nil && $0.delivered >= 5_000 }
+        try #require(sending.owner == a.process.processIdentifier, "node A does not send the big run: \(sending)")
+        let b = try ServeProcess(in: project.root)
+        defer { if b.process.isRunning { b.process.terminate() } }
+        let bReady = try b.readiness { $0.hasPrefix("ready") }
+        #expect(bReady.status == 200, "\(bReady)")
+
+        try network.cut(0)
+        let cutAt = Date()
+        // B takes the run over once A's lease expired; A, unable to record a request in flight,
+        // has sent nothing since the cut, stops the run when its lease could lapse (`lease-lost`),
+        // and is not ready.
+        let taken = try Self.wait(server, timeout: 30) { $0.owner == b.process.processIdentifier }
+        let takeover = Date().timeIntervalSince(cutAt)
+        #expect(taken.owner == b.process.processIdentifier, "node B did not take the run over: \(taken)")
+        #expect(takeover < Self.lease + Self.lease / 5 + 2, "taken over after \(takeover) s")
+        let notReady = try a.readiness { $0.contains("journal: unreachable") }
+        #expect(notReady.status == 503, "\(notReady)")
+        #expect(a.waitFor("lease-lost", timeout: 20), "\(a.output.suffix(3000))")
+        print("cut link: taken over \(String(format: "%.2f", takeover)) s after the cut (lease \(Self.lease) s)")
+
+        let finished = try Self.wait(server, timeout: 120) { $0.status == "finished" }
+        #expect(finished.status == "finished", "\(finished)")
+        // Mended, A reaches the journal again and is ready; a few more ticks on both nodes.
+        try network.mend(0)
+        let ready = try a.readiness { $0.hasPrefix("ready") }
+        #expect(ready.status == 200, "\(ready)")
+        Thread.sleep(forTimeInterval: 4)
+        #expect(a.stop() == 0)
+        #expect(b.stop() == 0)
+        _ = sim.stop()
+        // What A logged about the cut is in words, not postgres-nio's descriptions.
+        #expect(!a.output.contains("PSQLError"), "\(a.output.suffix(3000))")
+        try Self.checkEachSlotFiredOnceAndNothingSentTwiceUncounted(server, project, count: count)
     }
 }
 

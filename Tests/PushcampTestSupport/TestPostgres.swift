@@ -20,6 +20,13 @@ public enum TestPostgres {
             return copy
         }
 
+        /// The same server, reached at `host`.
+        public func at(host: String) -> Server {
+            var copy = self
+            copy.host = host
+            return copy
+        }
+
         /// A URL for `database` on this server.
         public func url(_ database: String) -> String {
             "postgres://\(user)@\(host):\(port)/\(database)?sslmode=disable"
@@ -96,8 +103,9 @@ public enum TestPostgres {
 
         fileprivate init(directory: String) { self.directory = directory }
 
-        /// initdb and start a new cluster on a free loopback port.
-        public static func start() throws(Unavailable) -> Cluster {
+        /// initdb and start a new cluster on a free port: on 127.0.0.1, or on `listen` in the
+        /// network namespace `network` (`server` then names the first of them).
+        public static func start(in network: String? = nil, listen: [String] = []) throws(Unavailable) -> Cluster {
             var cluster = Cluster(
                 directory: FileManager.default.temporaryDirectory
                     .appendingPathComponent("pushcamp-postgres-\(UUID().uuidString)").path
@@ -108,7 +116,10 @@ public enum TestPostgres {
             } catch {
                 throw Unavailable(description: "no folder for a PostgreSQL cluster: \(error)")
             }
-            let output = try cluster.script("start")
+            var environment: [String: String] = [:]
+            environment["PUSHCAMP_POSTGRES_NETNS"] = network
+            if !listen.isEmpty { environment["PUSHCAMP_POSTGRES_LISTEN"] = listen.joined(separator: ",") }
+            let output = try cluster.script("start", environment: environment)
             guard let server = parse(output.trimmingCharacters(in: .whitespacesAndNewlines)) else {
                 cluster.remove()
                 throw Unavailable(description: "scripts/postgres.sh could not start a cluster: \(output)")
@@ -129,10 +140,10 @@ public enum TestPostgres {
             try? FileManager.default.removeItem(atPath: directory)
         }
 
-        private func script(_ command: String) throws(Unavailable) -> String {
+        private func script(_ command: String, environment: [String: String] = [:]) throws(Unavailable) -> String {
             let result: (Int32, String)
             do {
-                result = try run(TestPostgres.script.path, [command, directory + "/pg"])
+                result = try run(TestPostgres.script.path, [command, directory + "/pg"], environment: environment)
             } catch {
                 throw Unavailable(description: "scripts/postgres.sh could not be run: \(error)")
             }
@@ -158,7 +169,11 @@ public enum TestPostgres {
 
     /// Runs a command to its end; its output through a file, not a pipe, since the server the
     /// script starts outlives it and would hold a pipe open.
-    private static func run(_ executable: String, _ arguments: [String]) throws -> (Int32, String) {
+    private static func run(
+        _ executable: String,
+        _ arguments: [String],
+        environment: [String: String] = [:]
+    ) throws -> (Int32, String) {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("pushcamp-psql-\(UUID().uuidString)")
         FileManager.default.createFile(atPath: output.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: output) }
@@ -167,6 +182,9 @@ public enum TestPostgres {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.standardOutput = handle
         process.standardError = handle
         process.standardInput = FileHandle.nullDevice

@@ -35,15 +35,20 @@ install_missing() {
 
 # What the tests need beyond the build: PostgreSQL's server (Debian's `postgresql`), for the
 # throwaway cluster the journal's contract suite and the many-node tests run against
-# (scripts/postgres.sh). Not installed by setup.sh: sending with SQLite needs no server.
+# (scripts/postgres.sh), and `ip` (iproute2) for the partition test's network namespace. Not
+# installed by setup.sh: sending with SQLite needs no server.
 install_test_missing() {
     [[ "$(uname -s)" == Darwin ]] && return
-    compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && return
+    local missing=()
+    compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
+    # ip netns and veth pairs, for the partition test.
+    [[ -x /usr/sbin/ip ]] || missing+=(iproute2)
+    ((${#missing[@]})) || return 0
     local sudo=()
     [[ $(id -u) -eq 0 ]] || sudo=(sudo)
-    echo "installing with apt-get: postgresql"
+    echo "installing with apt-get: ${missing[*]}"
     "${sudo[@]}" apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq postgresql
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}"
 }
 
 # The built binary's folder.

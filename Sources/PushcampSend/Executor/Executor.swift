@@ -223,11 +223,15 @@ public final class Executor: Service, Sendable {
         }
     }
 
-    /// Wakes the loop for statistics and progress, and stops it when `pushcamp cancel` asked or the
-    /// journal failed: those checks read the journal, so they run here, off the event loop.
+    /// Wakes the loop for statistics and progress, and stops it when the lease lapses, `pushcamp
+    /// cancel` asked or the journal failed: those checks read the journal, so they run here, off
+    /// the event loop. The lease is checked at every step (no journal call: it could hang on a cut
+    /// link), and the question to the journal has a deadline of its own, so a journal out of reach
+    /// never holds back the stop the lease calls for.
     private func housekeepingTicks() async {
         let step = min(options.cancelCheckInterval, options.progressInterval, options.statsInterval, 0.25)
         var nextCancelCheck = clock.now() + options.cancelCheckInterval
+        let journal = self.journal
         while true {
             do {
                 try await clock.sleep(until: clock.now() + step)
@@ -235,13 +239,15 @@ public final class Executor: Service, Sendable {
                 return
             }
             let now = clock.now()
-            if now >= nextCancelCheck {
+            if let error = journal.error, error.code == .fenced {
+                input.yield(.stop(.leaseLost(error.message)))
+            } else if let lost = journal.leaseProblem {
+                input.yield(.stop(.leaseLost(lost)))
+            } else if now >= nextCancelCheck {
                 nextCancelCheck = now + options.cancelCheckInterval
                 if let error = journal.error {
-                    input.yield(.stop(error.code == .fenced ? .leaseLost(error.message) : .journal(error.message)))
-                } else if let lost = journal.leaseProblem {
-                    input.yield(.stop(.leaseLost(lost)))
-                } else if await journal.cancelRequested() {
+                    input.yield(.stop(.journal(error.message)))
+                } else if (try? await withDeadline(.seconds(2), { await journal.cancelRequested() })) == true {
                     input.yield(.stop(.cancelled))
                 }
             }
@@ -258,9 +264,14 @@ public final class Executor: Service, Sendable {
         case .cancelled?: status = .cancelled
         case .leaseLost?:
             // The run is another process's now (or will be): its status is not this one's to set.
+            // What is queued is written if the journal takes it within a few seconds; it may be out
+            // of reach (which may be why the lease lapsed), and the lease expires by itself.
             result.run = journal.run.id.rawValue
-            await journal.abandon()
-            await journal.lease?.release()
+            let journal = self.journal
+            _ = try? await withDeadline(.seconds(2)) {
+                await journal.abandon()
+                await journal.lease?.release()
+            }
             return result
         case nil where result.planFinished && result.unsent == 0: status = .finished
         default: status = .interrupted

@@ -165,20 +165,12 @@ public final class AppStoreReceiver: Sendable {
         firings: [TriggerFiring]
     ) async throws(JournalError) -> Bool {
         let store = self.store
-        let new: Bool?
-        do {
-            new = try await withDeadline(storeDeadline) {
-                try await store.storeNotification(record, subscription: subscription, firings: firings)
-            }
-        } catch let error as JournalError {
-            throw error
-        } catch {
-            throw JournalError(.failed, "\(error)")
+        return try await withDeadline(
+            storeDeadline,
+            late: "the journal did not store it within \(storeDeadline.components.seconds) s"
+        ) { () async throws(JournalError) in
+            try await store.storeNotification(record, subscription: subscription, firings: firings)
         }
-        guard let new else {
-            throw JournalError(.cannotOpen, "the journal did not store it within \(storeDeadline.components.seconds) s")
-        }
-        return new
     }
 
     /// What reprocessing the quarantined notifications did.

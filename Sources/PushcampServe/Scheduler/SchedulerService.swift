@@ -513,11 +513,14 @@ public final class SchedulerService: Service, Sendable {
         return options
     }
 
-    /// Asks the journal the time: whether it answers (`/readyz`), and how fast (metrics).
+    /// Asks the journal the time: whether it answers within 2 s (`/readyz`; a cut link would
+    /// otherwise be noticed only at the journal's own timeout), and how fast (metrics).
     private func probe(_ journal: any Journal) async {
         let started = ContinuousClock.now
         do {
-            _ = try await journal.clockNow()
+            _ = try await withDeadline(.seconds(2), late: "no answer within 2 s") {
+                () async throws(JournalError) in try await journal.clockNow()
+            }
             let elapsed = ContinuousClock.now - started
             metrics.journalAnswered(
                 in: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
