@@ -8,13 +8,15 @@
 # removed at the end), on the same two cores as everything else, reached over TCP on loopback
 # without TLS: the commit is what is measured, not the network.
 #
-#   bench/postgres.sh              # 200,000 pushes, 3 rounds
+#   bench/postgres.sh              # 200,000 pushes, 3 rounds, 1 connection (the default)
 #   bench/postgres.sh 50000 1      # a quicker look
+#   bench/postgres.sh 200000 3 4   # over 4 connections: a commit carries a batch for each
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib/nginx.sh
 count=${1:-200000}
 rounds=${2:-3}
+connections=${3:-1}
 port=${BENCH_PORT:-18443}
 
 out=$PWD/bench/out/postgres
@@ -23,7 +25,7 @@ command -v psql >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninterac
 bench_nginx "$out" "$port"
 bench_audience "$count" "$out/audience.csv"
 bench_project "$out" "$port"
-bench_campaign "$out/campaign.yaml" postgres-bench 10000000/s
+bench_campaign "$out/campaign.yaml" postgres-bench 10000000/s "$connections"
 
 # The cluster in a folder the postgres user can enter (scripts/postgres.sh runs it as that user
 # when this runs as root); stopped with nginx when the script exits.
