@@ -29,35 +29,35 @@ package final class ConnectionProblems: Sendable {
 
         func log(event: LogEvent) {
             guard let error = event.metadata?["psql_error"] ?? metadata["psql_error"] else { return }
-            problems.record(Self.words(for: "\(error)"))
+            problems.record(ConnectionProblems.words(for: "\(error)"))
         }
+    }
 
-        /// postgres-nio's description of a failed connection, in words (never a value a query
-        /// carried: connections fail before any query).
-        static func words(for error: String) -> String {
-            if error.contains("sslUnsupported") {
-                return "the server does not offer TLS (the journal verifies TLS unless its URL says "
-                    + "?sslmode=disable, which is for loopback and private networks only)"
-            }
-            if error.contains("Connection refused") { return "connection refused" }
-            if error.contains("No route to host") || error.contains("Network is unreachable") {
-                return "no route to the server (its network is down or cut off)"
-            }
-            if error.contains("connectTimeout") || error.contains("timed out") {
-                return "the connection timed out (the server or its network does not answer)"
-            }
-            if error.contains("28000") {
-                return "the server refused the connection: this host, user or database is not let in (pg_hba.conf)"
-            }
-            if error.contains("authentication") || error.contains("28P01") {
-                return "the server refused the user or password (PGPASSWORD, or the variable --password-env names)"
-            }
-            if error.contains("certificate") || error.contains("handshake") {
-                return "TLS failed: the server's certificate is not trusted or does not name the host "
-                    + "(sslrootcert names the authorities to trust)"
-            }
-            if error.contains("3D000") { return "the database does not exist" }
-            return error
+    /// postgres-nio's description of a failed connection, in words (never a value a query
+    /// carried: connections fail before any query).
+    package static func words(for error: String) -> String {
+        if error.contains("sslUnsupported") {
+            return "the server does not offer TLS (the journal verifies TLS unless its URL says "
+                + "?sslmode=disable, which is for loopback and private networks only)"
         }
+        if error.contains("Connection refused") { return "connection refused" }
+        if error.contains("No route to host") || error.contains("Network is unreachable") {
+            return "no route to the server (its network is down or cut off)"
+        }
+        if error.contains("connectTimeout") || error.contains("timed out") {
+            return "the connection timed out (the server or its network does not answer)"
+        }
+        if error.contains("28000") {
+            return "the server refused the connection: this host, user or database is not let in (pg_hba.conf)"
+        }
+        if error.contains("authentication") || error.contains("28P01") {
+            return "the server refused the user or password (PGPASSWORD, or the variable --password-env names)"
+        }
+        if error.contains("certificate") || error.contains("handshake") {
+            return "TLS failed: the server's certificate is not trusted or does not name the host "
+                + "(sslrootcert names the authorities to trust)"
+        }
+        if error.contains("3D000") { return "the database does not exist" }
+        return error
     }
 }

@@ -136,7 +136,7 @@ public final class PostgresJournal: Service, Sendable {
             }
         switch error.underlying {
         case let inner as PSQLError: return "\(what): \(words(for: inner))"
-        case let cause?: return "\(what): \(ConnectionProblems.Handler.words(for: "\(cause)"))"
+        case let cause?: return "\(what): \(ConnectionProblems.words(for: "\(cause)"))"
         case nil: return what
         }
     }

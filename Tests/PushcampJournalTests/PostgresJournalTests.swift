@@ -87,6 +87,36 @@ struct PostgresJournalTests {
         }
     }
 
+    /// How postgres-nio's connection failures are said, from the descriptions it gives them: a
+    /// refused port, a cut link, a silent one, pg_hba, a wrong password.
+    @Test(
+        arguments: [
+            (
+                "PSQLError(code: connectionError, underlying: Connection errors: SingleConnectionFailure(target: [IPv4]127.0.0.1/127.0.0.1:5432, error: connection reset (error set): Connection refused (errno: 111)))",
+                "connection refused"
+            ),
+            (
+                "SingleConnectionFailure(target: [IPv4]10.231.40.2/10.231.40.2:46425, error: connection reset (error set): No route to host) (errno: 113)",
+                "no route to the server (its network is down or cut off)"
+            ),
+            (
+                "connectTimeout(TimeAmount(nanoseconds: 5000000000))",
+                "the connection timed out (the server or its network does not answer)"
+            ),
+            (
+                "server: no pg_hba.conf entry for host \"10.0.0.9\", user \"pushcamp\" (28000)",
+                "the server refused the connection: this host, user or database is not let in (pg_hba.conf)"
+            ),
+            (
+                "server: password authentication failed for user \"pushcamp\" (28P01)",
+                "the server refused the user or password (PGPASSWORD, or the variable --password-env names)"
+            ),
+        ]
+    )
+    func connectionFailuresAreSaidInWords(description: String, words: String) {
+        #expect(ConnectionProblems.words(for: description) == words)
+    }
+
     @Test func aURLSaysWhatIsWrongAndNeverRepeatsAPassword() throws {
         func refusal(_ url: String) -> String? {
             do {
