@@ -273,6 +273,55 @@ struct ScaleOutCLITests {
         #expect(!a.output.contains("PSQLError"), "\(a.output.suffix(3000))")
         try Self.checkEachSlotFiredOnceAndNothingSentTwiceUncounted(server, project, count: count)
     }
+
+    /// A rolling deploy that changed the campaign mid-send: the node sending the big run is killed,
+    /// and the node that finds the run has another revision of the campaign. It does not send a
+    /// plan the run was not made from: it gives the run up (`superseded`), says why, and fires
+    /// nothing more for that slot; what reached the simulator came once.
+    @Test func aNodeOfAnotherRevisionGivesTheRunUpInsteadOfSendingAnotherPlan() throws {
+        let count = 20_000
+        let (name, url) = try TestPostgres.newDatabase()
+        let server = try TestPostgres.server().on(database: name)
+        let (project, sim) = try Self.project(count: count, at: Date().addingTimeInterval(4), journal: url)
+        defer { project.remove() }
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        // The next revision: the same project with the big campaign's message changed.
+        let deployed = try TemporaryProject(projectFile: nil)
+        defer { deployed.remove() }
+        for item in try FileManager.default.contentsOfDirectory(atPath: project.root.path) {
+            try FileManager.default.copyItem(
+                at: project.root.appendingPathComponent(item),
+                to: deployed.root.appendingPathComponent(item)
+            )
+        }
+        let big = try String(contentsOf: project.root.appendingPathComponent("campaigns/big.yaml"), encoding: .utf8)
+        try deployed.write("campaigns/big.yaml", big.replacingOccurrences(of: "hi {{name}}", with: "hello {{name}}"))
+
+        let old = try ServeProcess(in: project.root)
+        defer { if old.process.isRunning { old.process.terminate() } }
+        let sending = try Self.wait(server, timeout: 60) { $0.owner != nil && $0.delivered >= 3_000 }
+        try #require(sending.owner == old.process.processIdentifier, "the old node does not send: \(sending)")
+        kill(old.process.processIdentifier, SIGKILL)
+        old.process.waitUntilExit()
+
+        let new = try ServeProcess(in: deployed.root)
+        defer { if new.process.isRunning { new.process.terminate() } }
+        let given = try Self.wait(server, timeout: 30) { $0.status == "superseded" }
+        #expect(given.status == "superseded", "\(given)")
+        #expect(new.waitFor("the campaign changed since", timeout: 10), "\(new.output.suffix(3000))")
+        Thread.sleep(forTimeInterval: 3)
+        #expect(new.stop() == 0)
+        _ = sim.stop()
+
+        // One run for the slot, given up with what it delivered; nothing came twice.
+        let runs = try TestPostgres.query(server, "SELECT status FROM run WHERE campaign = 'big'")
+        #expect(runs == ["superseded"], "\(runs)")
+        let deliveries = try ServeCLITests.deliveries(project)
+        let ticks = Set(Self.tickTokens.map { Substring($0) })
+        let reached = deliveries.filter { !ticks.contains($0.key) }
+        #expect(reached.count >= 3_000 && reached.count < count, "\(reached.count) reached")
+        #expect(reached.values.allSatisfy { $0 == 1 }, "a token of the given-up run came twice")
+    }
 }
 
 /// The App Store receiver on three `serve` nodes and one PostgreSQL of the test's own, restarted
