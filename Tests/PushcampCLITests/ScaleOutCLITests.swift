@@ -150,7 +150,11 @@ struct ScaleOutCLITests {
         }
     }
 
-    @Test func threeNodesFireEachSlotOnceAndAKilledOrFrozenSendersRunFinishesElsewhere() throws {
+    @Test func threeNodesFireEachSlotOnceAndAKilledOrFrozenSendersRunFinishesElsewhere() async throws {
+        try await onOwnThread(Self.threeNodesFireEachSlotOnceAndAKilledOrFrozenSendersRunFinishesElsewhereScenario)
+    }
+
+    static func threeNodesFireEachSlotOnceAndAKilledOrFrozenSendersRunFinishesElsewhereScenario() throws {
         let count = 50_000
         let (name, url) = try TestPostgres.newDatabase()
         let server = try TestPostgres.server().on(database: name)
@@ -218,7 +222,11 @@ struct ScaleOutCLITests {
     /// stops sending before its lease can expire and says why, `/readyz` turns 503, the other node
     /// takes the run over and finishes it, and nothing reaches the simulator twice beyond what the
     /// run counts. Mended, the cut node is ready again and sends nothing of that run.
-    @Test func aNodeCutOffFromPostgreSQLStopsAndAnotherFinishesItsRun() throws {
+    @Test func aNodeCutOffFromPostgreSQLStopsAndAnotherFinishesItsRun() async throws {
+        try await onOwnThread(Self.aNodeCutOffFromPostgreSQLStopsAndAnotherFinishesItsRunScenario)
+    }
+
+    static func aNodeCutOffFromPostgreSQLStopsAndAnotherFinishesItsRunScenario() throws {
         let count = 50_000
         let network = try TestNetwork(links: 2)
         defer { network.remove() }
@@ -278,7 +286,11 @@ struct ScaleOutCLITests {
     /// and the node that finds the run has another revision of the campaign. It does not send a
     /// plan the run was not made from: it gives the run up (`superseded`), says why, and fires
     /// nothing more for that slot; what reached the simulator came once.
-    @Test func aNodeOfAnotherRevisionGivesTheRunUpInsteadOfSendingAnotherPlan() throws {
+    @Test func aNodeOfAnotherRevisionGivesTheRunUpInsteadOfSendingAnotherPlan() async throws {
+        try await onOwnThread(Self.aNodeOfAnotherRevisionGivesTheRunUpInsteadOfSendingAnotherPlanScenario)
+    }
+
+    static func aNodeOfAnotherRevisionGivesTheRunUpInsteadOfSendingAnotherPlanScenario() throws {
         let count = 20_000
         let (name, url) = try TestPostgres.newDatabase()
         let server = try TestPostgres.server().on(database: name)
@@ -357,7 +369,11 @@ struct ScaleOutAppStoreCLITests {
         return answers
     }
 
-    @Test func eachNotificationIsStoredOnceAndFiresOnceThroughAPostgreSQLRestart() throws {
+    @Test func eachNotificationIsStoredOnceAndFiresOnceThroughAPostgreSQLRestart() async throws {
+        try await onOwnThread(Self.eachNotificationIsStoredOnceAndFiresOnceThroughAPostgreSQLRestartScenario)
+    }
+
+    static func eachNotificationIsStoredOnceAndFiresOnceThroughAPostgreSQLRestartScenario() throws {
         let chain = try AppStoreTestChain()
         let cluster = try TestPostgres.Cluster.start()
         defer { cluster.remove() }
