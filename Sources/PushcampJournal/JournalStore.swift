@@ -124,6 +124,8 @@ public struct JournalBatch: Sendable, Equatable {
     public var delivered: [DeliveredRange]
     /// Recipients being sent again after a resume although their first request may have arrived.
     public var possibleDuplicates: Int
+    /// Which recipients those are (kept once each, however often they are counted).
+    public var duplicates: [PossibleDuplicate]
     /// Tokens APNs just called dead, remembered as `rememberInvalidTokens` does.
     public var invalidTokens: [InvalidToken]
     /// The run's statistics so far, replacing those stored; the run's `updatedAt` becomes the commit's time.
@@ -142,6 +144,7 @@ public struct JournalBatch: Sendable, Equatable {
         dispatched: [ClosedRange<Int>] = [],
         delivered: [DeliveredRange] = [],
         possibleDuplicates: Int = 0,
+        duplicates: [PossibleDuplicate] = [],
         invalidTokens: [InvalidToken] = [],
         stats: RunStats? = nil,
         lease: Lease? = nil,
@@ -154,11 +157,13 @@ public struct JournalBatch: Sendable, Equatable {
         self.dispatched = dispatched
         self.delivered = delivered
         self.possibleDuplicates = possibleDuplicates
+        self.duplicates = duplicates
         self.invalidTokens = invalidTokens
     }
 
     public var isEmpty: Bool {
-        updates.isEmpty && dispatched.isEmpty && delivered.isEmpty && possibleDuplicates == 0 && invalidTokens.isEmpty
+        updates.isEmpty && dispatched.isEmpty && delivered.isEmpty && possibleDuplicates == 0 && duplicates.isEmpty
+            && invalidTokens.isEmpty
             && stats == nil && close == nil
     }
 }

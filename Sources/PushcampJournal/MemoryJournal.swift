@@ -24,6 +24,9 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
         var notificationDelay: Duration?
         var leases: [String: Lease] = [:]
         var providerTokens: [String: String] = [:]
+        var snapshots: [RunID: [Int: SnapshotPush]] = [:]
+        var slices: [RunID: [MemorySlice]] = [:]
+        var duplicates: [RunID: [Int: PossibleDuplicate]] = [:]
 
         /// Appends a new run, as `createRun` does.
         mutating func startRun(
@@ -147,12 +150,7 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
         if let recordsBeforeFailure, count > recordsBeforeFailure {
             throw JournalError(.failed, "the disk holding the journal is full (database or disk is full)")
         }
-        if let lease = batch.lease {
-            let current = state.withLock { $0.leases[lease.resource] }
-            guard current?.owner == lease.owner, current?.fence == lease.fence else {
-                throw JournalError.fenced(lease, current: current)
-            }
-        }
+        try checkFence(batch.lease)
         if batch.possibleDuplicates > 0 { try update(run) { $0.possibleDuplicates += batch.possibleDuplicates } }
         if batch.stats != nil { try update(run) { $0.updatedAt = now } }
         if let close = batch.close {
@@ -165,6 +163,7 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
         rememberNow(batch.invalidTokens)
         state.withLock { state in
             if let stats = batch.stats { state.stats[run] = stats }
+            for duplicate in batch.duplicates { state.duplicates[run, default: [:]][duplicate.seq] = duplicate }
             if !batch.dispatched.isEmpty { state.dispatched[run, default: []].append(contentsOf: batch.dispatched) }
             if !batch.delivered.isEmpty {
                 state.delivered[run, default: []].append(contentsOf: batch.delivered.map { ($0, now) })
@@ -219,7 +218,9 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
     }
 
     public func stats(of run: RunID) async throws(JournalError) -> RunStats? {
-        state.withLock { state in state.stats[run] }
+        state.withLock { state in
+            (state.slices[run] ?? []).compactMap(\.stats).reduce(state.stats[run]) { $0?.adding($1) ?? $1 }
+        }
     }
 
     public func recipients(of run: RunID, after seq: Int, limit: Int) async throws(JournalError) -> [RecipientRecord] {
@@ -262,7 +263,7 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
         }
     }
 
-    private func update(_ run: RunID, _ change: (inout RunRecord) -> Void) throws(JournalError) {
+    func update(_ run: RunID, _ change: (inout RunRecord) -> Void) throws(JournalError) {
         let found = state.withLock { state in
             guard let index = state.runs.firstIndex(where: { $0.id == run }) else { return false }
             change(&state.runs[index])

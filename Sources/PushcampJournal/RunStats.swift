@@ -265,6 +265,16 @@ extension RunStats: Decodable {
         return json.string
     }
 
+    /// The stored statistics `texts` added up, in order; nil when there are none.
+    public static func sum(_ texts: [String]) throws(JournalError) -> RunStats? {
+        var total: RunStats?
+        for text in texts {
+            let stats = try decode(text)
+            total = total?.adding(stats) ?? stats
+        }
+        return total
+    }
+
     public static func decode(_ text: String) throws(JournalError) -> RunStats {
         do {
             return try JSONDecoder().decode(RunStats.self, from: Data(text.utf8))

@@ -355,6 +355,9 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
                     """
             )
         }
+        migrator.registerMigration("v11: run snapshots, slices and possible duplicates") { db in
+            try db.execute(sql: SQLiteJournal.slicesSchema)
+        }
         return migrator
     }
 
@@ -506,16 +509,7 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
 
     /// One batch, inside the transaction `db` is in.
     private static func insert(_ batch: JournalBatch, run: RunID, now: Double, in db: Database) throws {
-        if let lease = batch.lease {
-            let current = try Row.fetchOne(
-                db,
-                sql: "SELECT * FROM lease WHERE resource = ?",
-                arguments: [lease.resource]
-            ).map(Self.lease(from:))
-            guard current?.owner == lease.owner, current?.fence == lease.fence else {
-                throw JournalError.fenced(lease, current: current)
-            }
-        }
+        try checkFence(batch.lease, in: db)
         if !batch.invalidTokens.isEmpty { try Self.remember(batch.invalidTokens, in: db) }
         if let stats = batch.stats {
             try db.execute(
@@ -529,6 +523,12 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
             try db.execute(
                 sql: "UPDATE run SET possible_duplicates = possible_duplicates + ? WHERE id = ?",
                 arguments: [batch.possibleDuplicates, run.rawValue]
+            )
+        }
+        for duplicate in batch.duplicates {
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO possible_duplicate (run, seq, token) VALUES (?, ?, ?)",
+                arguments: [run.rawValue, duplicate.seq, duplicate.token]
             )
         }
         let ranges = try db.cachedStatement(
@@ -701,10 +701,18 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
     }
 
     public func stats(of run: RunID) async throws(JournalError) -> RunStats? {
-        let text = try await read { db in
-            try String.fetchOne(db, sql: "SELECT stats FROM run_stats WHERE run = ?", arguments: [run.rawValue])
+        // A sliced run's workers each saved their slices' own: added to the creator's.
+        let texts = try await read { db in
+            try String.fetchAll(
+                db,
+                sql: """
+                    SELECT stats FROM run_stats WHERE run = ?
+                    UNION ALL SELECT stats FROM slice WHERE run = ? AND stats IS NOT NULL
+                    """,
+                arguments: [run.rawValue, run.rawValue]
+            )
         }
-        return try text.map { text throws(JournalError) in try RunStats.decode(text) }
+        return try RunStats.sum(texts)
     }
 
     public func recipients(of run: RunID, after seq: Int, limit: Int) async throws(JournalError) -> [RecipientRecord] {

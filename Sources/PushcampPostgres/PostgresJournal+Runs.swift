@@ -185,6 +185,9 @@ extension PostgresJournal: JournalStore, TokenHistoryStore {
         let hashes = batch.delivered.map { ByteBuffer(bytes: $0.encodedHashes) }
         let lease = batch.lease
         let touchesRun = batch.stats != nil || batch.possibleDuplicates > 0 || batch.close != nil
+        var duplicates: [Int: String] = [:]
+        for duplicate in batch.duplicates { duplicates[duplicate.seq] = duplicate.token }
+        let duplicateSeqs = duplicates.keys.sorted()
         return """
             WITH held AS (
                 SELECT true AS ok WHERE \(lease?.resource)::text IS NULL
@@ -218,6 +221,13 @@ extension PostgresJournal: JournalStore, TokenHistoryStore {
                     status = coalesce(\(batch.close?.status.rawValue)::text, status),
                     planned = coalesce(\(batch.close?.planned.map(Int64.init))::bigint, planned)
                 WHERE id = \(id) AND \(touchesRun) AND (SELECT ok FROM fenced)
+            ),
+            duplicates AS (
+                INSERT INTO possible_duplicate (run, seq, token)
+                SELECT \(id), s, t FROM unnest(\(duplicateSeqs.map(Int64.init))::bigint[],
+                    \(duplicateSeqs.map { duplicates[$0]! })::text[]) AS u(s, t)
+                WHERE (SELECT ok FROM fenced)
+                ON CONFLICT (run, seq) DO NOTHING
             ),
             ranges AS (
                 INSERT INTO dispatch (run, first_seq, last_seq)
@@ -362,9 +372,16 @@ extension PostgresJournal: JournalStore, TokenHistoryStore {
     }
 
     public func stats(of run: RunID) async throws(JournalError) -> RunStats? {
-        let rows = try await rows("SELECT stats FROM run_stats WHERE run = \(run.rawValue)")
-        guard let row = rows.first else { return nil }
-        return try RunStats.decode(try decode(row, "stats", String.self))
+        // A sliced run's workers each saved their slices' own: added to the creator's.
+        let texts = try await rows(
+            """
+            SELECT stats FROM (
+                SELECT 0 AS part, stats FROM run_stats WHERE run = \(run.rawValue)
+                UNION ALL SELECT 1 + first_seq, stats FROM slice WHERE run = \(run.rawValue) AND stats IS NOT NULL
+            ) AS parts ORDER BY part
+            """
+        ) { row in try row["stats"].decode(String.self) }
+        return try RunStats.sum(texts)
     }
 
     // MARK: dead tokens and delivery history

@@ -181,6 +181,46 @@ extension PostgresJournal {
             name: "provider tokens",
             statements: ["CREATE TABLE provider_token (key TEXT PRIMARY KEY, token TEXT NOT NULL)"]
         ),
+        // A run several workers send: its plan snapshotted once, cut into leased slices; and the
+        // recipients that may have been sent twice, by name.
+        Migration(
+            version: 4,
+            name: "run snapshots, slices and possible duplicates",
+            statements: [
+                """
+                CREATE TABLE snapshot (
+                    run BIGINT NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+                    seq BIGINT NOT NULL,
+                    token TEXT NOT NULL,
+                    payload BYTEA NOT NULL,
+                    variant TEXT NOT NULL,
+                    locale TEXT,
+                    collapse_id TEXT,
+                    expiration BIGINT,
+                    PRIMARY KEY (run, seq)
+                )
+                """,
+                """
+                CREATE TABLE slice (
+                    run BIGINT NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+                    first_seq BIGINT NOT NULL,
+                    last_seq BIGINT NOT NULL,
+                    done BOOLEAN NOT NULL DEFAULT false,
+                    stats TEXT,
+                    PRIMARY KEY (run, first_seq)
+                )
+                """,
+                "CREATE INDEX slice_open ON slice (run) WHERE NOT done",
+                """
+                CREATE TABLE possible_duplicate (
+                    run BIGINT NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+                    seq BIGINT NOT NULL,
+                    token TEXT NOT NULL,
+                    PRIMARY KEY (run, seq)
+                )
+                """,
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

@@ -1,0 +1,339 @@
+import NIOCore
+import PostgresNIO
+import PushcampJournal
+
+/// A run's plan snapshotted once and cut into slices that every node claims with `FOR UPDATE SKIP
+/// LOCKED`, each under a lease of its own on the database's clock.
+extension PostgresJournal: SliceStore {
+    /// Refuses the transaction on `connection` unless `lease` is still the resource's, holding its
+    /// row `FOR SHARE` until the commit so a takeover waits for this transaction.
+    static func checkFence(_ lease: Lease?, on connection: PostgresConnection, logger: Logger) async throws {
+        guard let lease else { return }
+        let held = try await rows(
+            """
+            SELECT 1 FROM lease WHERE resource = \(lease.resource) AND owner = \(lease.owner)
+                AND fence = \(lease.fence) FOR SHARE
+            """,
+            on: connection,
+            logger: logger
+        )
+        guard held.isEmpty else { return }
+        let current = try await rows(
+            "SELECT resource, owner, fence, expires_at FROM lease WHERE resource = \(lease.resource)",
+            on: connection,
+            logger: logger
+        ).first.map(Self.lease(from:))
+        throw JournalError.fenced(lease, current: current)
+    }
+
+    /// `COPY … FROM STDIN` in the text format: one line per push, streamed, in the transaction
+    /// that checks the creator's fence.
+    public func appendSnapshot(_ pushes: [SnapshotPush], run: RunID, lease: Lease?) async throws(JournalError) {
+        guard !pushes.isEmpty else { return }
+        let logger = self.logger
+        try await transaction { connection in
+            try await Self.checkFence(lease, on: connection, logger: logger)
+            try await connection.copyFrom(
+                table: "snapshot",
+                columns: ["run", "seq", "token", "payload", "variant", "locale", "collapse_id", "expiration"],
+                logger: logger
+            ) { writer in
+                var buffer = ByteBuffer()
+                buffer.reserveCapacity(64 * 1024)
+                for push in pushes {
+                    Self.copyLine(push, run: run, into: &buffer)
+                    if buffer.readableBytes >= 60 * 1024 {
+                        try await writer.write(buffer)
+                        buffer.clear()
+                    }
+                }
+                if buffer.readableBytes > 0 { try await writer.write(buffer) }
+            }
+        }
+    }
+
+    /// One row of the snapshot as `COPY`'s text format has it: tab-separated, `\N` for NULL, the
+    /// payload as `\\x` and hexadecimal digits.
+    static func copyLine(_ push: SnapshotPush, run: RunID, into buffer: inout ByteBuffer) {
+        func text(_ value: String?) {
+            guard let value else {
+                buffer.writeStaticString("\\N")
+                return
+            }
+            for byte in value.utf8 {
+                switch byte {
+                case UInt8(ascii: "\\"): buffer.writeStaticString("\\\\")
+                case UInt8(ascii: "\t"): buffer.writeStaticString("\\t")
+                case UInt8(ascii: "\n"): buffer.writeStaticString("\\n")
+                case UInt8(ascii: "\r"): buffer.writeStaticString("\\r")
+                default: buffer.writeInteger(byte)
+                }
+            }
+        }
+        let tab = UInt8(ascii: "\t")
+        buffer.writeString(String(run.rawValue))
+        buffer.writeInteger(tab)
+        buffer.writeString(String(push.seq))
+        buffer.writeInteger(tab)
+        text(push.token)
+        buffer.writeInteger(tab)
+        buffer.writeStaticString("\\\\x")
+        let digits: StaticString = "0123456789abcdef"
+        digits.withUTF8Buffer { hex in
+            for byte in push.payload {
+                buffer.writeInteger(hex[Int(byte >> 4)])
+                buffer.writeInteger(hex[Int(byte & 0x0F)])
+            }
+        }
+        buffer.writeInteger(tab)
+        text(push.variant)
+        buffer.writeInteger(tab)
+        text(push.locale)
+        buffer.writeInteger(tab)
+        text(push.collapseID)
+        buffer.writeInteger(tab)
+        text(push.expiration.map { String($0) })
+        buffer.writeInteger(UInt8(ascii: "\n"))
+    }
+
+    public func discardSnapshot(run: RunID, lease: Lease?) async throws(JournalError) {
+        let logger = self.logger
+        try await transaction { connection in
+            try await Self.checkFence(lease, on: connection, logger: logger)
+            _ = try await Self.rows(
+                """
+                DELETE FROM snapshot WHERE run = \(run.rawValue)
+                    AND NOT EXISTS (SELECT 1 FROM slice WHERE run = \(run.rawValue))
+                """,
+                on: connection,
+                logger: logger
+            )
+        }
+    }
+
+    public func sealSnapshot(
+        run: RunID,
+        slices: [ClosedRange<Int>],
+        planned: Int,
+        lease: Lease?
+    ) async throws(JournalError) {
+        let logger = self.logger
+        let firsts = slices.map { Int64($0.lowerBound) }
+        let lasts = slices.map { Int64($0.upperBound) }
+        try await transaction { connection in
+            try await Self.checkFence(lease, on: connection, logger: logger)
+            _ = try await Self.rows(
+                """
+                INSERT INTO slice (run, first_seq, last_seq)
+                SELECT \(run.rawValue), f, l FROM unnest(\(firsts)::bigint[], \(lasts)::bigint[]) AS u(f, l)
+                """,
+                on: connection,
+                logger: logger
+            )
+            _ = try await Self.rows(
+                """
+                UPDATE run SET planned = \(Int64(planned)),
+                    status = CASE WHEN \(slices.isEmpty) THEN 'finished' ELSE status END,
+                    updated_at = CASE WHEN \(slices.isEmpty) THEN extract(epoch FROM clock_timestamp())
+                        ELSE updated_at END
+                WHERE id = \(run.rawValue)
+                """,
+                on: connection,
+                logger: logger
+            )
+        }
+    }
+
+    public func snapshot(
+        of run: RunID,
+        in seqs: ClosedRange<Int>,
+        after: Int,
+        limit: Int
+    ) async throws(JournalError)
+        -> [SnapshotPush]
+    {
+        try await rows(
+            """
+            SELECT seq, token, payload, variant, locale, collapse_id, expiration FROM snapshot
+            WHERE run = \(run.rawValue) AND seq BETWEEN \(Int64(seqs.lowerBound)) AND \(Int64(seqs.upperBound))
+                AND seq > \(Int64(after))
+            ORDER BY seq LIMIT \(Int64(limit))
+            """
+        ) { row in
+            var payload = try row["payload"].decode(ByteBuffer.self)
+            return SnapshotPush(
+                seq: Int(try row["seq"].decode(Int64.self)),
+                token: try row["token"].decode(String.self),
+                payload: payload.readBytes(length: payload.readableBytes) ?? [],
+                variant: try row["variant"].decode(String.self),
+                locale: try row["locale"].decode(String?.self),
+                collapseID: try row["collapse_id"].decode(String?.self),
+                expiration: try row["expiration"].decode(Int64?.self)
+            )
+        }
+    }
+
+    public func slices(of run: RunID) async throws(JournalError) -> [SliceStatus] {
+        try await rows(
+            """
+            SELECT s.first_seq, s.last_seq, s.done, l.resource, l.owner, l.fence, l.expires_at
+            FROM slice s LEFT JOIN lease l ON l.resource = 'run:' || s.run || '/slice:' || s.first_seq
+            WHERE s.run = \(run.rawValue) ORDER BY s.first_seq
+            """
+        ) { row in
+            let first = Int(try row["first_seq"].decode(Int64.self))
+            let last = Int(try row["last_seq"].decode(Int64.self))
+            let lease = try row["resource"].decode(String?.self) == nil ? nil : try Self.lease(from: row)
+            return SliceStatus(
+                slice: RunSlice(run: run, seqs: first...last),
+                done: try row["done"].decode(Bool.self),
+                lease: lease
+            )
+        }
+    }
+
+    /// The first open slice nobody holds, locked with `SKIP LOCKED` (two nodes claiming at once
+    /// get different slices), and its lease claimed in the same statement: only while the lease
+    /// is still expired by then (the `WHERE` of `ON CONFLICT` reads the newest row).
+    public func claimSlice(
+        of run: RunID,
+        owner: String,
+        duration: Double
+    ) async throws(JournalError) -> (
+        RunSlice, Lease
+    )? {
+        let rows = try await rows(
+            """
+            WITH candidate AS (
+                SELECT s.first_seq, s.last_seq FROM slice s
+                LEFT JOIN lease l ON l.resource = 'run:' || s.run || '/slice:' || s.first_seq
+                WHERE s.run = \(run.rawValue) AND NOT s.done
+                    AND (l.resource IS NULL OR l.expires_at <= extract(epoch FROM clock_timestamp()))
+                ORDER BY s.first_seq
+                LIMIT 1
+                FOR UPDATE OF s SKIP LOCKED
+            ),
+            claimed AS (
+                INSERT INTO lease AS held (resource, owner, fence, expires_at)
+                SELECT 'run:' || \(run.rawValue) || '/slice:' || first_seq, \(owner), 1,
+                    extract(epoch FROM clock_timestamp()) + \(duration)
+                FROM candidate
+                ON CONFLICT (resource) DO UPDATE SET
+                    fence = held.fence + 1, owner = excluded.owner, expires_at = excluded.expires_at
+                WHERE held.expires_at <= extract(epoch FROM clock_timestamp())
+                RETURNING resource, owner, fence, expires_at
+            )
+            SELECT c.first_seq, c.last_seq, d.resource, d.owner, d.fence, d.expires_at
+            FROM claimed d, candidate c
+            """
+        ) { row in
+            (
+                RunSlice(
+                    run: run,
+                    seqs: Int(try row["first_seq"].decode(Int64.self))...Int(try row["last_seq"].decode(Int64.self))
+                ),
+                try Self.lease(from: row)
+            )
+        }
+        return rows.first
+    }
+
+    /// In one transaction that first locks the run's row, so of two workers ending the last two
+    /// slices at once the second sees the first's slice done and finishes the run.
+    public func closeSlice(
+        _ slice: RunSlice,
+        status: RunStatus,
+        stats: RunStats?,
+        lease: Lease
+    ) async throws(JournalError) -> RunStatus {
+        let logger = self.logger
+        let (run, first) = (slice.run.rawValue, Int64(slice.seqs.lowerBound))
+        let statsText = stats?.encoded()
+        let answer = try await transaction { connection -> String? in
+            _ = try await Self.rows("SELECT 1 FROM run WHERE id = \(run) FOR UPDATE", on: connection, logger: logger)
+            try await Self.checkFence(lease, on: connection, logger: logger)
+            if let statsText {
+                let saved = try await Self.rows(
+                    "SELECT stats FROM slice WHERE run = \(run) AND first_seq = \(first)",
+                    on: connection,
+                    logger: logger
+                ).first.flatMap { row in try row["stats"].decode(String?.self) }
+                let merged = try saved.map { try RunStats.decode($0).adding(stats!).encoded() } ?? statsText
+                _ = try await Self.rows(
+                    "UPDATE slice SET stats = \(merged) WHERE run = \(run) AND first_seq = \(first)",
+                    on: connection,
+                    logger: logger
+                )
+            }
+            switch status {
+            case .finished:
+                _ = try await Self.rows(
+                    "UPDATE slice SET done = true WHERE run = \(run) AND first_seq = \(first)",
+                    on: connection,
+                    logger: logger
+                )
+                _ = try await Self.rows(
+                    """
+                    UPDATE run SET status = 'finished', updated_at = extract(epoch FROM clock_timestamp())
+                    WHERE id = \(run) AND status = 'running'
+                        AND NOT EXISTS (SELECT 1 FROM slice WHERE run = \(run) AND NOT done)
+                    """,
+                    on: connection,
+                    logger: logger
+                )
+            case .cancelled:
+                _ = try await Self.rows(
+                    """
+                    UPDATE run SET status = 'cancelled', updated_at = extract(epoch FROM clock_timestamp())
+                    WHERE id = \(run) AND status IN ('running', 'interrupted')
+                    """,
+                    on: connection,
+                    logger: logger
+                )
+            default:
+                break
+            }
+            return try await Self.rows("SELECT status FROM run WHERE id = \(run)", on: connection, logger: logger)
+                .first.map { row in try row["status"].decode(String.self) }
+        }
+        guard let answer else { throw JournalError(.notFound, "run \(run) is not in the journal") }
+        return RunStatus(rawValue: answer) ?? .running
+    }
+
+    public func stats(of slice: RunSlice) async throws(JournalError) -> RunStats? {
+        let texts = try await rows(
+            """
+            SELECT stats FROM slice WHERE run = \(slice.run.rawValue) AND first_seq = \(Int64(slice.seqs.lowerBound))
+                AND stats IS NOT NULL
+            """
+        ) { row in try row["stats"].decode(String.self) }
+        return try RunStats.sum(texts)
+    }
+
+    public func runsWithOpenSlices() async throws(JournalError) -> [RunRecord] {
+        try await runs(
+            """
+            SELECT \(unescaped: Self.runColumns) FROM run
+            WHERE status = 'running' AND EXISTS (SELECT 1 FROM slice WHERE slice.run = run.id AND NOT done)
+            ORDER BY id
+            """
+        )
+    }
+
+    public func liveSlices(of run: RunID) async throws(JournalError) -> Int {
+        let rows = try await rows(
+            """
+            SELECT count(*)::bigint AS live FROM slice s
+            JOIN lease l ON l.resource = 'run:' || s.run || '/slice:' || s.first_seq
+            WHERE s.run = \(run.rawValue) AND NOT s.done AND l.expires_at > extract(epoch FROM clock_timestamp())
+            """
+        )
+        return Int(try decode(rows.first, "live", Int64.self))
+    }
+
+    public func possibleDuplicates(of run: RunID) async throws(JournalError) -> [PossibleDuplicate] {
+        try await rows("SELECT seq, token FROM possible_duplicate WHERE run = \(run.rawValue) ORDER BY seq") { row in
+            PossibleDuplicate(seq: Int(try row["seq"].decode(Int64.self)), token: try row["token"].decode(String.self))
+        }
+    }
+}
