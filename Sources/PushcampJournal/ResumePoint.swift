@@ -28,12 +28,24 @@ public struct ResumePoint: Sendable {
     /// Reads `run` back without loading every row at once: memory is a bit per recipient plus the
     /// pending ones.
     public init(journal: any JournalStore, run: RunID) async throws {
+        try await self.init(journal: journal, run: run, within: nil)
         stats = try await journal.stats(of: run) ?? RunStats()
-        for range in try await journal.delivered(of: run) {
+    }
+
+    /// What is left of one slice of `run`: only its seqs are read back (settled, pending, counted).
+    public init(journal: any JournalStore, slice: RunSlice) async throws {
+        try await self.init(journal: journal, run: slice.run, within: slice.seqs)
+    }
+
+    private init(journal: any JournalStore, run: RunID, within seqs: ClosedRange<Int>?) async throws {
+        let seqs = seqs ?? 0...Int.max
+        for whole in try await journal.delivered(of: run) where whole.overlaps(seqs) {
+            let range = whole.clamped(to: seqs)
             for seq in range { settled.insert(seq) }
             delivered += range.count
         }
         try await journal.forEachRecipient(of: run) { row in
+            guard seqs.contains(row.seq) else { return }
             switch row.state {
             case .delivered:
                 settled.insert(row.seq)
@@ -51,8 +63,8 @@ public struct ResumePoint: Sendable {
             }
         }
         // Dispatched first attempts with neither an answer nor a row were in flight when it stopped.
-        for range in try await journal.dispatched(of: run) {
-            for seq in range where !settled.contains(seq) && pending[seq] == nil {
+        for whole in try await journal.dispatched(of: run) where whole.overlaps(seqs) {
+            for seq in whole.clamped(to: seqs) where !settled.contains(seq) && pending[seq] == nil {
                 pending[seq] = .unknown(attempts: 1)
             }
         }

@@ -19,6 +19,7 @@ struct LoopbackTests {
         rows: Int,
         extra: String = "",
         throttle: String = "{ rate: 100000/s, connections: 2 }",
+        message: String = "",
         projectFile: String = TemporaryProject.defaultProjectFile
     ) throws -> (TemporaryProject, LoadedCampaign) {
         let project = try TemporaryProject(projectFile: projectFile)
@@ -34,6 +35,7 @@ struct LoopbackTests {
             audience: { source: { csv: audiences/a.csv } }
             message:
               payload: { aps: { alert: { title: "Hi {{name}}" } } }
+            \(message.isEmpty ? "" : "  " + message)
             throttle: \(throttle)
             \(extra)
             """

@@ -52,19 +52,23 @@ public final class InMemoryTransport: PushTransport {
         var delivered: [String: Int] = [:]
         var mostOpen = 0
         var first: APNsRequest?
+        var requests: [APNsRequest] = []
+        let keepsRequests: Bool
     }
 
     private let rules: Rules
     private let clock: any WallClock
     private let state: Mutex<State>
 
-    public init(rules: Rules = Rules(), clock: any WallClock) {
+    /// `keepsRequests`: remember every request written (`requests`), for tests that look at them.
+    public init(rules: Rules = Rules(), clock: any WallClock, keepsRequests: Bool = false) {
         self.rules = rules
         self.clock = clock
         state = Mutex(
             State(
                 answered: Array(repeating: 0, count: rules.connections),
-                accepted: Array(repeating: false, count: rules.connections)
+                accepted: Array(repeating: false, count: rules.connections),
+                keepsRequests: keepsRequests
             )
         )
     }
@@ -73,6 +77,8 @@ public final class InMemoryTransport: PushTransport {
     public var written: [String: Int] { state.withLock { $0.written } }
     /// How many times each device token was answered 200.
     public var delivered: [String: Int] { state.withLock { $0.delivered } }
+    /// Every request written, in order, when the transport keeps them.
+    public var requests: [APNsRequest] { state.withLock { $0.requests } }
     /// The first request written.
     public var firstWritten: APNsRequest? { state.withLock { $0.first } }
     /// The most requests ever open at once, over all connections.
@@ -224,6 +230,7 @@ public final class InMemoryTransport: PushTransport {
                     state.flights.append(Flight(due: deadline, connection: connection, request: request, sentAt: now))
                     state.written[request.deviceToken, default: 0] += 1
                     if state.first == nil { state.first = request }
+                    if state.keepsRequests { state.requests.append(request) }
                     open += 1
                 }
             }

@@ -122,3 +122,9 @@ struct DeliveryTiming {
         return .due(due, deferred: deferred, fellBack: fellBack, expiresAt: expiresAt)
     }
 }
+
+extension LoadedCampaign {
+    /// Whether each recipient gets a moment of its own (a recipient-local schedule, quiet hours):
+    /// such a plan is sent moment by moment, not from a snapshot cut into slices.
+    public var timesEachRecipient: Bool { DeliveryTiming(campaign: self, start: 0) != nil }
+}

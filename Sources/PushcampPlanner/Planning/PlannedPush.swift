@@ -23,6 +23,36 @@ public struct PlannedPush: Sendable, Hashable {
     /// When it is due (seconds since 1970), for recipient-local schedules and quiet hours; nil: at once.
     public var due: Int64? = nil
 
+    public init(
+        token: String,
+        apnsID: APNsID,
+        variant: String,
+        locale: String?,
+        pushType: PushType,
+        priority: Int,
+        topic: String,
+        expiration: PlannedExpiration?,
+        collapseID: String?,
+        payload: [UInt8],
+        row: Int,
+        seq: Int,
+        due: Int64? = nil
+    ) {
+        self.token = token
+        self.apnsID = apnsID
+        self.variant = variant
+        self.locale = locale
+        self.pushType = pushType
+        self.priority = priority
+        self.topic = topic
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.payload = payload
+        self.row = row
+        self.seq = seq
+        self.due = due
+    }
+
     /// `apns-expiration` once the send time is known.
     public func expirationHeader(sendTime: Timestamp) -> Int64? {
         switch expiration {

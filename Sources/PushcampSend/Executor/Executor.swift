@@ -33,6 +33,7 @@ public final class Executor: Service, Sendable {
         case transportEnded
         case timer
         case housekeeping
+        case rate(Double)
         case stop(SendReport.Stop)
     }
 
@@ -68,6 +69,11 @@ public final class Executor: Service, Sendable {
 
     /// The report, once `run()` returned.
     public var report: SendReport? { result.withLock { $0 } }
+
+    /// Sends at `rate` from now on: this worker's share of its run's rate changed.
+    public func pace(at rate: Double) {
+        input.yield(.rate(rate))
+    }
 
     /// Sends the run to its end; the report is then `report`.
     public func run() async throws {
@@ -129,7 +135,11 @@ public final class Executor: Service, Sendable {
                     guard let next = await iterator.next() else {
                         // Cancelled: stop at once, keeping what was answered.
                         actions = machine.stop(.interrupted, now: clock.now())
-                        final = machine.report
+                        // The report says so: a send cancelled with everything planned and
+                        // requests unanswered is interrupted, never finished.
+                        var report = machine.report
+                        if report.stop == nil { report.stop = .interrupted }
+                        final = report
                         for action in actions { perform(action, timers: &timers, group: &group) }
                         break
                     }
@@ -146,6 +156,7 @@ public final class Executor: Service, Sendable {
                         timers.fired(now: now)
                         actions = machine.timerFired(now: now)
                     case .stop(let reason): actions = machine.stop(reason, now: now)
+                    case .rate(let rate): actions = machine.rateChanged(to: rate, now: now)
                     case .housekeeping:
                         actions = []
                         if now >= nextStats {

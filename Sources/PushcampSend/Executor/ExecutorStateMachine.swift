@@ -170,6 +170,14 @@ public struct ExecutorStateMachine: Sendable {
         pump(now: now)
     }
 
+    /// The rate changed (a worker's share of its run's rate, re-read at each heartbeat): batches
+    /// leave at the new rate from now on.
+    public mutating func rateChanged(to rate: Double, now: Double) -> [Action] {
+        guard rate > 0, rate.isFinite, rate != pacer.rate else { return [] }
+        pacer.change(rate: rate)
+        return pump(now: now)
+    }
+
     /// The planner handed over a batch.
     public mutating func planned(_ batch: PlanBatch, now: Double) -> [Action] {
         plan = .idle

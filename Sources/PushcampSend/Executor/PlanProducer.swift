@@ -14,7 +14,14 @@ import Synchronization
 /// A resumed run's settled recipients are skipped before rendering; its pending ones come with what
 /// the journal knew: retries keep their due time, requests that were in flight are possible duplicates.
 final class PlanProducer: Sendable {
-    private let planner: Mutex<Planner?>
+    /// Where the pushes come from: the planner going through the audience, or a slice of a run's
+    /// snapshot (planned once, by the run's creator).
+    enum Source: Sendable {
+        case planner(Planner)
+        case snapshot(SnapshotSlice)
+    }
+
+    private let source: Mutex<Source?>
     private let sendTime: Timestamp
     private let batchSize: Int
     private let resume: ResumePoint
@@ -36,7 +43,7 @@ final class PlanProducer: Sendable {
         groups: ReadoutGroups = ReadoutGroups()
     ) {
         self.groups = groups
-        self.planner = Mutex(planner)
+        self.source = Mutex(.planner(planner))
         self.clock = clock
         self.sendTime = sendTime
         self.batchSize = batchSize
@@ -58,14 +65,31 @@ final class PlanProducer: Sendable {
         feed.cancel()
     }
 
+    /// The pushes of `slice`, read from the run's snapshot.
+    init(
+        slice: SnapshotSlice,
+        batchSize: Int,
+        resume: ResumePoint,
+        clock: any WallClock,
+        groups: ReadoutGroups = ReadoutGroups()
+    ) {
+        self.groups = groups
+        self.source = Mutex(.snapshot(slice))
+        self.clock = clock
+        self.sendTime = slice.sendTime
+        self.batchSize = batchSize
+        self.resume = resume
+        self.only = nil
+    }
+
     func start() {
-        guard let planner = planner.withLock({ $0.take() }) else { return }
-        let thread = Thread { [self] in produce(planner) }
+        guard let source = source.withLock({ $0.take() }) else { return }
+        let thread = Thread { [self] in produce(source) }
         thread.name = "pushcamp-planner"
         thread.start()
     }
 
-    private func produce(_ planner: Planner) {
+    private func produce(_ source: Source) {
         let resume = self.resume
         var batch = ExecutorStateMachine.PlanBatch(requests: [])
         batch.requests.reserveCapacity(batchSize)
@@ -100,6 +124,20 @@ final class PlanProducer: Sendable {
             batch.requests.append(request)
             if batch.requests.count == batchSize { try handOver() }
         }
+        if case .snapshot(let slice) = source {
+            do {
+                try slice.forEachPush(skipping: resume.settled) { push in try take(push) }
+                try handOver()
+                result.withLock { $0.summary = PlanSummaryCounts(heldOut: 0, suppressed: 0, capped: 0, failed: 0) }
+            } catch is CancellationError {
+                // Stopped: the report says the plan was not finished.
+            } catch {
+                result.withLock { $0.failure = "\(error)" }
+            }
+            feed.finish()
+            return
+        }
+        guard case .planner(let planner) = source else { return }
         do {
             let skip: (Int) -> Bool =
                 only.map { only in { seq in !only.contains(seq) || resume.settled.contains(seq) } }

@@ -5,11 +5,18 @@
 /// idle, so a run never bursts above its rate, and the first push leaves at once. Time is passed in
 /// (seconds).
 public struct Pacer: Sendable {
-    public let rate: Double
+    public private(set) var rate: Double
     /// When the pushes taken so far have used up their time.
     private var busyUntil: Double?
 
     public init(rate: Double) {
+        precondition(rate > 0 && rate.isFinite, "a rate is positive and finite")
+        self.rate = rate
+    }
+
+    /// Paces at `rate` from now on (a worker's share of a run's rate changed); what was taken
+    /// keeps the time it used.
+    public mutating func change(rate: Double) {
         precondition(rate > 0 && rate.isFinite, "a rate is positive and finite")
         self.rate = rate
     }

@@ -17,6 +17,9 @@ public final class RunJournal: @unchecked Sendable {
     /// The campaign's lease this send holds: every batch carries it, so none is recorded once
     /// another process took the run over. Nil: nobody else can see the journal.
     public let lease: SendLease?
+    /// The slice of the run this send works on (under `lease`, the slice's), or nil for the whole
+    /// run: a slice's statistics and end go to the slice (`closeSlice`), never to the run's own.
+    public let slice: RunSlice?
     /// The store's `synchronousRecord`, read once.
     private let synchronousRecord: (@Sendable (JournalBatch, RunID, Double) throws(JournalError) -> Void)?
     /// How long the writer gathers answers before committing them when nobody waits.
@@ -38,17 +41,30 @@ public final class RunJournal: @unchecked Sendable {
     private let unsentRows: [Int: String]
     /// What the sends before this one (of a resumed run) measured.
     private let previousStats: RunStats
+    /// Seqs a resume found in flight (APNs may have them): sending them again makes them possible
+    /// duplicates, recorded by name.
+    private let inFlightBefore: Set<Int>
+    /// This send's statistics, for a slice: saved to the slice when the send ends.
+    private var sliceStats: RunStats?
 
     public init(
         store: any Journal,
         run: RunRecord,
         resume: ResumePoint = ResumePoint(),
         lease: SendLease? = nil,
+        slice: RunSlice? = nil,
         gatherWindow: TimeInterval = 0.005
     ) {
         self.store = store
         self.run = run
         self.lease = lease
+        self.slice = slice
+        self.inFlightBefore = Set(
+            resume.pending.compactMap { seq, pending in
+                if case .unknown = pending { return seq }
+                return nil
+            }
+        )
         self.synchronousRecord = store.synchronousRecord
         self.gatherWindow = gatherWindow
         self.unsentRows = resume.unsentTokens
@@ -72,6 +88,7 @@ public final class RunJournal: @unchecked Sendable {
     ) {
         var ranges: [ClosedRange<Int>] = []
         var rows: [RecipientUpdate] = []
+        var duplicates: [PossibleDuplicate] = []
         for index in requests.indices {
             let (seq, attempt) = (requests[index].tag, requests[index].attempt)
             if attempt == 0 && !hasRow(seq) {
@@ -88,6 +105,9 @@ public final class RunJournal: @unchecked Sendable {
                         state: .inFlight(attempt: attempt + 1)
                     )
                 )
+                if inFlightBefore.contains(seq) {
+                    duplicates.append(PossibleDuplicate(seq: seq, token: requests[index].deviceToken))
+                }
             }
         }
         condition.lock()
@@ -99,6 +119,7 @@ public final class RunJournal: @unchecked Sendable {
         pending.dispatched.append(contentsOf: ranges)
         pending.updates.append(contentsOf: rows)
         pending.possibleDuplicates += possibleDuplicates
+        pending.duplicates.append(contentsOf: duplicates)
         waiters.append(done)
         condition.signal()
         condition.unlock()
@@ -125,6 +146,12 @@ public final class RunJournal: @unchecked Sendable {
         condition.lock()
         let wasEmpty = isIdle
         pending.updates.append(contentsOf: updates)
+        for update in updates {
+            // Lost in flight: sent again, so a possible duplicate.
+            if case .unknown = update.state {
+                pending.duplicates.append(PossibleDuplicate(seq: update.seq, token: update.token))
+            }
+        }
         if unsentRows.isEmpty {
             deliveries.append(contentsOf: firstDeliveries)
         } else {
@@ -146,12 +173,26 @@ public final class RunJournal: @unchecked Sendable {
 
     /// Queues this send's statistics so far (added to earlier sends' of the run) for the next commit.
     package func saveStats(_ stats: RunStats) {
+        if slice != nil {
+            // A slice's are added to the slice's own once, when the send ends.
+            condition.lock()
+            sliceStats = stats
+            condition.unlock()
+            return
+        }
         let total = previousStats.adding(stats)
         condition.lock()
         let wasEmpty = isIdle
         pending.stats = total
         if wasEmpty { condition.signal() }
         condition.unlock()
+    }
+
+    /// This send's statistics as last saved, for a slice.
+    private var savedSliceStats: RunStats? {
+        condition.lock()
+        defer { condition.unlock() }
+        return sliceStats
     }
 
     /// Whether a first attempt of `seq` is a row rather than part of a range: a resume found it
@@ -210,6 +251,14 @@ public final class RunJournal: @unchecked Sendable {
             }
             if let failure = error { return failure }
             guard let close else { return nil }
+            if let slice, let lease = lease?.lease {
+                do throws(JournalError) {
+                    _ = try await store.closeSlice(slice, status: close.status, stats: savedSliceStats, lease: lease)
+                    return nil
+                } catch {
+                    return error
+                }
+            }
             do throws(JournalError) {
                 let batch = JournalBatch(lease: lease?.lease, close: close)
                 try await store.record(batch, run: run.id, now: Date().timeIntervalSince1970)
@@ -301,9 +350,9 @@ public final class RunJournal: @unchecked Sendable {
     }
 
     /// Runs `body` in a task of its own (never cancelled: a commit the executor waits for is made
-    /// whatever happens to the caller) and blocks the writer's thread, never one of the pool's,
-    /// until it ends.
-    private static func wait<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+    /// whatever happens to the caller) and blocks the calling thread (the writer's, the planner's;
+    /// never one of the pool's) until it ends.
+    static func wait<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
         let done = DispatchSemaphore(value: 0)
         let result = Mutex<T?>(nil)
         Task {

@@ -194,13 +194,12 @@ public final class SendRun: Service, Sendable {
                 throw RunRefusal(.journal, "the journal cannot be read: \(error); nothing was sent")
             }
         }
-        var configuration = ExecutorStateMachine.Configuration(
-            rate: campaign.rate.perSecond,
-            retry: RetryPolicy(campaign.retry),
+        let configuration = ExecutorStateMachine.Configuration(
+            for: campaign,
             endpoint: endpoint,
-            connections: campaign.connections
+            rate: campaign.rate.perSecond,
+            stallTimeout: options.stallTimeout
         )
-        configuration.stallTimeout = options.stallTimeout
         var report = SendReport(campaign: campaign.id, revision: campaign.revision, endpoint: endpoint)
         let groups = ReadoutGroups()
         report.groupNames = groups
@@ -258,6 +257,20 @@ public final class SendRun: Service, Sendable {
             lease: opened.lease,
             tokens: tokens.map { ($0, options.journal) }
         )
+    }
+}
+
+extension ExecutorStateMachine.Configuration {
+    /// How the executor sends `campaign` to `endpoint` at `rate` (the campaign's, or a worker's
+    /// share of it): its retry policy and connections.
+    init(for campaign: LoadedCampaign, endpoint: String, rate: Double, stallTimeout: Double) {
+        self.init(
+            rate: rate,
+            retry: RetryPolicy(campaign.retry),
+            endpoint: endpoint,
+            connections: campaign.connections
+        )
+        self.stallTimeout = stallTimeout
     }
 }
 

@@ -1,0 +1,293 @@
+import Foundation
+import PushcampAPNs
+import PushcampAPNsCore
+import PushcampJournal
+import PushcampModel
+import PushcampPlanner
+import ServiceLifecycle
+import Synchronization
+
+/// How a run on a shared journal is cut into slices for several workers.
+public struct Slicing: Sendable, Hashable {
+    /// About how long one slice takes at one worker's share of the rate.
+    public var seconds: Double = 20
+    /// The fewest and most pushes a slice holds, whatever the rate.
+    public var minimum = 1_000
+    public var maximum = 100_000
+    /// How many workers the share of the rate assumes when slices are sized.
+    public var workers = 3
+
+    public init() {}
+
+    /// Pushes per slice for a campaign sent at `rate` a second: `seconds` of work at a third of the
+    /// rate (three workers' share), within `minimum…maximum`.
+    public func size(rate: Double) -> Int {
+        let share = rate / Double(max(1, workers))
+        return min(maximum, max(minimum, Int((share * seconds).rounded(.up))))
+    }
+}
+
+/// One slice of a run's snapshot, read back page by page as planned pushes, on the planner's thread.
+struct SnapshotSlice: Sendable {
+    let store: any SliceStore
+    let slice: RunSlice
+    let topic: String
+    let pushType: PushType
+    let priority: Int
+    let namespace: [UInt8]
+    let sendTime: Timestamp
+    var pageSize = 2_000
+
+    init(store: any SliceStore, slice: RunSlice, campaign: LoadedCampaign, sendTime: Timestamp) {
+        self.store = store
+        self.slice = slice
+        self.topic = campaign.topic
+        self.pushType = campaign.pushType
+        self.priority = campaign.priority
+        self.namespace = UUIDv5.runNamespace(campaign: campaign.id, revision: campaign.revision)
+        self.sendTime = sendTime
+    }
+
+    /// Calls `body` with each push of the slice not in `settled`, in seq order; blocks the calling
+    /// thread (the planner's own) on each page's read.
+    func forEachPush(skipping settled: SeqSet, _ body: (PlannedPush) throws -> Void) throws {
+        var after = slice.seqs.lowerBound - 1
+        while true {
+            let (store, slice, from, limit) = (self.store, self.slice, after, pageSize)
+            let page = try RunJournal.wait { () async -> Result<[SnapshotPush], JournalError> in
+                do throws(JournalError) {
+                    return .success(try await store.snapshot(of: slice.run, in: slice.seqs, after: from, limit: limit))
+                } catch {
+                    return .failure(error)
+                }
+            }.get()
+            for push in page where !settled.contains(push.seq) { try body(planned(push)) }
+            guard page.count == pageSize, let last = page.last else { return }
+            after = last.seq
+        }
+    }
+
+    /// The push as the creator planned it: every header from the snapshot or the campaign, the
+    /// `apns-id` made again from the token (the same UUIDv5 the creator's plan has).
+    func planned(_ push: SnapshotPush) -> PlannedPush {
+        let expiration: PlannedExpiration? =
+            switch push.expiration {
+            case nil: nil
+            case 0?: .immediately
+            case let seconds?: .at(Timestamp(secondsSince1970: seconds))
+            }
+        return PlannedPush(
+            token: push.token,
+            apnsID: UUIDv5.make(namespace: namespace, name: push.token),
+            variant: push.variant,
+            locale: push.locale,
+            pushType: pushType,
+            priority: priority,
+            topic: topic,
+            expiration: expiration,
+            collapseID: push.collapseID,
+            payload: push.payload,
+            row: 0,
+            seq: push.seq
+        )
+    }
+}
+
+/// The creator's side of a sliced run: the plan, made once, written into the journal.
+public enum RunSnapshot {
+    /// Plans the audience once (on a thread of its own: audience sources read files and databases)
+    /// and writes every push into the snapshot of `run` under `lease`, a page per transaction, so
+    /// memory holds one page whatever the audience's size; then seals it, cut into slices of
+    /// `size`. A snapshot an earlier creator left unsealed is discarded first. Answers the plan's
+    /// summary.
+    public static func write(
+        _ planner: Planner,
+        sendTime: Timestamp,
+        into store: any Journal,
+        run: RunID,
+        lease: Lease?,
+        size: Int,
+        pageSize: Int = 5_000
+    ) async throws -> PlanSummary {
+        try await store.discardSnapshot(run: run, lease: lease)
+        let (summary, slices, planned) = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<(PlanSummary, [ClosedRange<Int>], Int), any Error>) in
+            let thread = Thread {
+                do {
+                    var cutter = SliceCutter(size: size)
+                    var page: [SnapshotPush] = []
+                    page.reserveCapacity(pageSize)
+                    func flush() throws {
+                        guard !page.isEmpty else { return }
+                        let pushes = page
+                        page.removeAll(keepingCapacity: true)
+                        try RunJournal.wait { () async -> Result<Void, JournalError> in
+                            do throws(JournalError) {
+                                return .success(try await store.appendSnapshot(pushes, run: run, lease: lease))
+                            } catch {
+                                return .failure(error)
+                            }
+                        }.get()
+                    }
+                    let summary = try planner.run { push in
+                        cutter.add(seq: push.seq)
+                        page.append(
+                            SnapshotPush(
+                                seq: push.seq,
+                                token: push.token,
+                                payload: push.payload,
+                                variant: push.variant,
+                                locale: push.locale,
+                                collapseID: push.collapseID,
+                                expiration: push.expirationHeader(sendTime: sendTime)
+                            )
+                        )
+                        if page.count == pageSize { try flush() }
+                    }
+                    try flush()
+                    continuation.resume(returning: (summary, cutter.finished(), cutter.planned))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+            thread.name = "pushcamp-snapshot"
+            thread.start()
+        }
+        try await store.sealSnapshot(run: run, slices: slices, planned: planned, lease: lease)
+        return summary
+    }
+}
+
+/// A worker on a sliced run: claims a free slice, sends it from the snapshot under the slice's
+/// lease, ends it, and claims the next, until no slice is free (the others are done or held by
+/// live workers) or the run stops. A `Service`: a graceful shutdown ends the slice being sent
+/// (answers recorded) and claims no other.
+///
+/// The campaign's rate is the run's, not each worker's: a worker sends at the rate divided by the
+/// slices held under live leases (its own included), re-read at every heartbeat.
+public final class SliceWorker: Service, Sendable {
+    public struct Options: Sendable {
+        public var owner = LeaseOwner.next()
+        public var leaseDuration = SendLease.defaultDuration
+        public var stallTimeout: Double = 60
+        public var executor = Executor.Options()
+
+        public init() {}
+    }
+
+    let campaign: LoadedCampaign
+    let run: RunRecord
+    let store: any Journal
+    let endpoint: String
+    let makeTransport: @Sendable () throws -> any PushTransport
+    let clock: any WallClock
+    let options: Options
+    let progress: @Sendable (SendProgress) -> Void
+    private let sent = Mutex<[SendReport]>([])
+
+    public init(
+        campaign: LoadedCampaign,
+        run: RunRecord,
+        store: any Journal,
+        endpoint: String,
+        clock: any WallClock = SystemWallClock(),
+        options: Options = Options(),
+        progress: @escaping @Sendable (SendProgress) -> Void = { _ in },
+        makeTransport: @escaping @Sendable () throws -> any PushTransport
+    ) {
+        self.campaign = campaign
+        self.run = run
+        self.store = store
+        self.endpoint = endpoint
+        self.clock = clock
+        self.options = options
+        self.progress = progress
+        self.makeTransport = makeTransport
+    }
+
+    /// The reports of the slices this worker sent, in order.
+    public var reports: [SendReport] { sent.withLock { $0 } }
+
+    public func run() async throws {
+        while !Task.isCancelled {
+            let asked = ContinuousClock.now
+            guard
+                let (slice, lease) = try await store.claimSlice(
+                    of: run.id,
+                    owner: options.owner.id,
+                    duration: options.leaseDuration
+                )
+            else { return }
+            let held = SendLease(lease, store: store, duration: options.leaseDuration, claimedAt: asked)
+            let report = try await send(slice, under: held)
+            sent.withLock { $0.append(report) }
+            switch report.stop {
+            case nil, .leaseLost?: continue
+            default: return
+            }
+        }
+    }
+
+    /// Sends `slice` to its end under `lease`.
+    func send(_ slice: RunSlice, under lease: SendLease) async throws -> SendReport {
+        let resume = try await ResumePoint(journal: store, slice: slice)
+        let journal = RunJournal(store: store, run: run, resume: resume, lease: lease, slice: slice)
+        let now = clock.now()
+        let rate = campaign.rate.perSecond
+        let configuration = ExecutorStateMachine.Configuration(
+            for: campaign,
+            endpoint: endpoint,
+            rate: rate / Double(max(1, (try? await store.liveSlices(of: run.id)) ?? 1)),
+            stallTimeout: options.stallTimeout
+        )
+        var report = SendReport(campaign: campaign.id, revision: campaign.revision, endpoint: endpoint)
+        let groups = ReadoutGroups()
+        report.groupNames = groups
+        let machine = ExecutorStateMachine(
+            configuration: configuration,
+            report: report,
+            alreadySettled: resume.settled.count,
+            now: now
+        )
+        let sendTime = Timestamp(secondsSince1970: Int64(run.startedAt))
+        let producer = PlanProducer(
+            slice: SnapshotSlice(store: store, slice: slice, campaign: campaign, sendTime: sendTime),
+            batchSize: configuration.handOverSize,
+            resume: resume,
+            clock: clock,
+            groups: groups
+        )
+        let executor = Executor(
+            machine: machine,
+            producer: producer,
+            transport: try makeTransport(),
+            journal: journal,
+            clock: clock,
+            options: options.executor,
+            progress: progress
+        )
+        let (store, run, heartbeat) = (self.store, self.run, lease.heartbeat)
+        return await withTaskGroup(of: SendReport?.self) { group in
+            group.addTask { await executor.send() }
+            group.addTask {
+                // The run's rate, shared by the slices held under live leases.
+                while !Task.isCancelled {
+                    do {
+                        try await Task.sleep(for: .seconds(heartbeat))
+                    } catch {
+                        return nil
+                    }
+                    if let live = try? await withDeadline(.seconds(2), { try await store.liveSlices(of: run.id) }) {
+                        executor.pace(at: rate / Double(max(1, live)))
+                    }
+                }
+                return nil
+            }
+            // The send's report (the pacing task ends first only when cancelled, with nil).
+            var report: SendReport?
+            while report == nil, let next = await group.next() { report = next }
+            group.cancelAll()
+            return report ?? SendReport(campaign: campaign.id, revision: campaign.revision, endpoint: endpoint)
+        }
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import PushcampAPNs
+import PushcampAPNsCore
+import PushcampJournal
+import PushcampModel
+import PushcampPlanner
+import PushcampSend
+import PushcampTestSupport
+import Synchronization
+import Testing
+
+/// A run cut into slices and sent by several workers at once, above the connections: the real
+/// snapshot writer, `SliceWorker`s and executors, one journal, and in-memory APNs per slice sent.
+@Suite("Slice workers, in memory")
+struct SliceWorkerTests {
+    /// Every transport the workers made, so what APNs got is counted over all of them.
+    final class Transports: Sendable {
+        let made = Mutex<[InMemoryTransport]>([])
+        let rules: InMemoryTransport.Rules
+
+        init(rules: InMemoryTransport.Rules = InMemoryTransport.Rules()) { self.rules = rules }
+
+        func make() -> any PushTransport {
+            let transport = InMemoryTransport(rules: rules, clock: SystemWallClock(), keepsRequests: true)
+            made.withLock { $0.append(transport) }
+            return transport
+        }
+
+        func total(_ counts: KeyPath<InMemoryTransport, [String: Int]>) -> [String: Int] {
+            made.withLock { made in
+                made.reduce(into: [:]) { total, transport in
+                    total.merge(transport[keyPath: counts], uniquingKeysWith: +)
+                }
+            }
+        }
+    }
+
+    /// A run of `campaign` snapshotted into `journal` in slices of `size`.
+    static func snapshot(
+        _ campaign: LoadedCampaign,
+        into journal: any Journal,
+        size: Int
+    ) async throws -> (RunRecord, PlanSummary) {
+        let run = try await journal.createRun(campaign: campaign.id, revision: campaign.revision, now: 1_800_000_000)
+        let sendTime = Timestamp(secondsSince1970: Int64(run.startedAt))
+        let planner = Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "now", sampleLimit: 0)
+        let summary = try await RunSnapshot.write(
+            planner,
+            sendTime: sendTime,
+            into: journal,
+            run: run.id,
+            lease: nil,
+            size: size,
+            pageSize: 300
+        )
+        return (run, summary)
+    }
+
+    static func worker(
+        _ campaign: LoadedCampaign,
+        run: RunRecord,
+        journal: any Journal,
+        transports: Transports,
+        lease: Double = 600
+    ) -> SliceWorker {
+        var options = SliceWorker.Options()
+        options.leaseDuration = lease
+        options.stallTimeout = 600
+        return SliceWorker(
+            campaign: campaign,
+            run: run,
+            store: journal,
+            endpoint: "https://memory.test",
+            options: options,
+            makeTransport: { transports.make() }
+        )
+    }
+
+    @Test func threeWorkersSendOneRunBetweenThemEachRecipientOnce() async throws {
+        let (project, campaign) = try LoopbackTests.campaign(
+            rows: 3_000,
+            message: "holdout: 10%\n  variants: [{ name: a, weight: 50 }, { name: b, weight: 50 }]"
+        )
+        defer { project.remove() }
+        let journal = MemoryJournal()
+        let (run, summary) = try await Self.snapshot(campaign, into: journal, size: 250)
+        #expect(summary.planned > 2_500 && summary.planned < 2_900)
+        #expect(try await journal.run(run.id)?.planned == summary.planned)
+        let slices = try await journal.slices(of: run.id)
+        #expect(slices.count == (summary.planned + 249) / 250)
+
+        let transports = Transports()
+        let workers = (0..<3).map { _ in Self.worker(campaign, run: run, journal: journal, transports: transports) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in workers { group.addTask { try await worker.run() } }
+            try await group.waitForAll()
+        }
+        // Each recipient the plan has went to APNs once, whichever worker sent it.
+        let written = transports.total(\.written)
+        #expect(written.count == summary.planned && written.values.allSatisfy { $0 == 1 })
+        #expect(transports.total(\.delivered).count == summary.planned)
+        #expect(try await journal.run(run.id)?.status == .finished)
+        #expect(try await journal.counts(of: run.id).delivered == summary.planned)
+        #expect(try await journal.slices(of: run.id).allSatisfy(\.done))
+        // Every slice was sent by some worker, and the run's readout adds up the slices'.
+        #expect(workers.map { $0.reports.count }.reduce(0, +) == slices.count)
+        let stats = try #require(try await journal.stats(of: run.id))
+        #expect(stats.variants.values.map(\.delivered).reduce(0, +) == summary.planned)
+        #expect(Set(stats.variants.keys) == ["a", "b"])
+        #expect(try await journal.possibleDuplicates(of: run.id).isEmpty)
+    }
+
+    @Test func theApnsIdsAndPayloadsAreThoseOfTheCreatorsPlan() async throws {
+        let (project, campaign) = try LoopbackTests.campaign(rows: 40)
+        defer { project.remove() }
+        let journal = MemoryJournal()
+        let (run, _) = try await Self.snapshot(campaign, into: journal, size: 15)
+        var planned: [String: PlannedPush] = [:]
+        _ = try Planner(campaign: campaign, sendTime: Timestamp(secondsSince1970: Int64(run.startedAt))).run {
+            planned[$0.token] = $0
+        }
+        let transports = Transports()
+        try await Self.worker(campaign, run: run, journal: journal, transports: transports).run()
+        let sent = transports.made.withLock { $0.flatMap(\.requests) }
+        #expect(sent.count == 40)
+        for request in sent {
+            let push = try #require(planned[request.deviceToken])
+            #expect(request.apnsID == push.apnsID.description && request.payload == push.payload)
+            #expect(request.topic == push.topic && request.tag == push.seq)
+        }
+    }
+
+    @Test func aWorkerStoppedMidSliceLeavesItsUnansweredRecipientsListedAndTheNextSendsThemAgain() async throws {
+        let (project, campaign) = try LoopbackTests.campaign(rows: 600, throttle: "{ rate: 100000/s, connections: 1 }")
+        defer { project.remove() }
+        let journal = MemoryJournal()
+        let (run, summary) = try await Self.snapshot(campaign, into: journal, size: 200)
+        // The first worker's APNs takes requests and never answers: stopped, its slice is left with
+        // requests whose fate is unknown.
+        var silent = InMemoryTransport.Rules()
+        silent.answers = false
+        silent.requestTimeout = 1
+        let stalled = Transports(rules: silent)
+        let first = Self.worker(campaign, run: run, journal: journal, transports: stalled)
+        let sending = Task { try await first.run() }
+        let deadline = Date().addingTimeInterval(60)
+        while stalled.total(\.written).isEmpty && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        sending.cancel()
+        _ = try? await sending.value
+        let unanswered = Set(stalled.total(\.written).keys)
+        #expect(!unanswered.isEmpty)
+        #expect(first.reports.map(\.stop) == [.interrupted])
+        #expect(try await journal.slices(of: run.id).allSatisfy { !$0.done })
+
+        let transports = Transports()
+        try await Self.worker(campaign, run: run, journal: journal, transports: transports).run()
+        #expect(try await journal.run(run.id)?.status == .finished)
+        #expect(transports.total(\.delivered).count == summary.planned)
+        // The recipients the journal had in flight on the stopped worker's wire are listed by
+        // token (the one APNs got among them), counted once each; everyone sent twice is listed.
+        let listed = Set(try await journal.possibleDuplicates(of: run.id).map(\.token))
+        #expect(unanswered.isSubset(of: listed))
+        #expect(try await journal.run(run.id)?.possibleDuplicates == listed.count)
+        let twice = transports.total(\.written).merging(stalled.total(\.written), uniquingKeysWith: +).filter {
+            $0.value > 1
+        }
+        #expect(!twice.isEmpty && Set(twice.keys).isSubset(of: listed))
+    }
+}
