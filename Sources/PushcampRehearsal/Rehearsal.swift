@@ -127,7 +127,7 @@ public struct Rehearsal: Sendable {
     public func run(progress: @escaping @Sendable (SendProgress) -> Void = { _ in }) async throws -> Result {
         let prepared = try await prepare(progress: progress)
         defer { prepared.cleanUp() }
-        let report = await prepared.send.executor.send()
+        let report = await prepared.send.send()
         await prepared.simulator.stop()
         return Result(report: report, recorder: prepared.simulator.recorder)
     }

@@ -378,5 +378,7 @@ extension SendRun.Options {
         self.init(journal: opened.journal)
         if access.kind != .memory { tokenCache = (setting.path as NSString).deletingLastPathComponent }
         if let lease = setting.lease { leaseDuration = lease }
+        // Several machines share a PostgreSQL journal: a run is cut into slices every node sends.
+        if case .postgres = access.kind { slicing = Slicing() }
     }
 }

@@ -5,6 +5,7 @@ import PushcampJournal
 import PushcampModel
 import PushcampPlanner
 import PushcampPostgres
+import PushcampSend
 import PushcampServe
 import ServiceLifecycle
 import UnixSignals
@@ -129,6 +130,7 @@ struct Serve: AsyncParsableCommand {
         configuration.stallTimeout = stall.stallTimeout
         configuration.tokenCache = (setting.path as NSString).deletingLastPathComponent
         if let lease = setting.lease { configuration.leaseDuration = lease }
+        if case .postgres = access.kind { configuration.slicing = Slicing() }
         // Read before the receiver starts, so a notification that comes first still fires its triggers.
         let triggers = TriggerTable(paths: paths, folders: loaded.serve.campaignFolders)
         let scheduler = SchedulerService(

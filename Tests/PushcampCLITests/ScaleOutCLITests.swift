@@ -144,6 +144,16 @@ struct ScaleOutCLITests {
         #expect(big.count == count, "\(big.count) tokens delivered")
         let duplicated = big.values.reduce(0) { $0 + ($1 - 1) }
         #expect(duplicated <= reported, "\(duplicated) sent twice, \(reported) reported")
+        // And each of them by name: every token that arrived twice is in the run's list.
+        let listed = Set(
+            try TestPostgres.query(
+                server,
+                "SELECT token FROM possible_duplicate WHERE run = (SELECT id FROM run WHERE campaign = 'big')"
+            ).map { Substring($0) }
+        )
+        let twice = Set(big.filter { $0.value > 1 }.keys)
+        #expect(twice.isSubset(of: listed), "sent twice, not listed: \(twice.subtracting(listed).sorted())")
+        #expect(listed.count <= reported, "\(listed.count) listed, \(reported) counted")
         // Each tick run delivers its five once (beyond what its run counted as possible duplicates).
         for token in ticks {
             #expect((deliveries[token] ?? 0) <= tickRuns[0] + tickRuns[1], "\(token): \(deliveries[token] ?? 0)")
@@ -204,6 +214,15 @@ struct ScaleOutCLITests {
 
         let finished = try Self.wait(server, timeout: 120) { $0.status == "finished" }
         #expect(finished.status == "finished", "\(finished)")
+        // The run was cut into slices, and more than one node sent some of them.
+        let holders = try TestPostgres.query(
+            server,
+            """
+            SELECT DISTINCT split_part(owner, '/', 2) FROM lease
+            WHERE resource LIKE 'run:' || (SELECT id FROM run WHERE campaign = 'big') || '/slice:%'
+            """
+        )
+        #expect(holders.count >= 2, "slices held by \(holders)")
         #expect(
             survivor.waitFor("lease-lost", timeout: 20),
             "the frozen node did not say it lost the run: \(survivor.output.suffix(3000))"

@@ -31,7 +31,7 @@ struct RunRefusalTests {
             try await ExecutorDriverTests.prepare(setup, transport: transport, configure: slotOptions)
         }
         #expect(busy?.code == .busy && busy?.exitCode == 5, "\(String(describing: busy))")
-        await first?.lease.release()
+        await first?.lease?.release()
         first = nil
 
         // Finished: the slot is recorded, nothing to fire.

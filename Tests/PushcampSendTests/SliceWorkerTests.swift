@@ -130,6 +130,33 @@ struct SliceWorkerTests {
         }
     }
 
+    @Test func aSliceAnEarlierHolderPartlySentIsFinishedWithoutSendingWhatItSettled() async throws {
+        let (project, campaign) = try LoopbackTests.campaign(rows: 500)
+        defer { project.remove() }
+        let journal = MemoryJournal()
+        let (run, _) = try await Self.snapshot(campaign, into: journal, size: 250)
+        // An earlier holder delivered the first 100 and had 20 more in flight when it died.
+        let pushes = try await journal.snapshot(of: run.id, in: 0...249, after: -1, limit: 250)
+        let settled = pushes.prefix(100)
+        try await journal.record(
+            JournalBatch(
+                dispatched: [0...119],
+                delivered: [DeliveredRange(first: 0, tokens: settled.map(\.token))]
+            ),
+            run: run.id,
+            now: run.startedAt
+        )
+        let transports = Transports()
+        let worker = Self.worker(campaign, run: run, journal: journal, transports: transports)
+        try await worker.run()
+        #expect(try await journal.run(run.id)?.status == .finished)
+        let written = transports.total(\.written)
+        #expect(written.count == 400 && Set(settled.map(\.token)).isDisjoint(with: written.keys))
+        #expect(worker.reports.count == 2 && worker.reports.allSatisfy { $0.stop == nil && $0.unsent == 0 })
+        // The 20 in flight went again, listed by name.
+        #expect(try await journal.possibleDuplicates(of: run.id).map(\.seq) == Array(100..<120))
+    }
+
     @Test func aWorkerStoppedMidSliceLeavesItsUnansweredRecipientsListedAndTheNextSendsThemAgain() async throws {
         let (project, campaign) = try LoopbackTests.campaign(rows: 600, throttle: "{ rate: 100000/s, connections: 1 }")
         defer { project.remove() }

@@ -34,3 +34,17 @@ public struct SendProgress: Sendable {
         retries = report.retries.sorted { $0.value > $1.value }.prefix(3).map { ($0.key, $0.value) }
     }
 }
+
+extension SendProgress {
+    /// This moment of one slice's send, after the slices the same worker sent before (`before`, their
+    /// reports added up): what the worker did in all, so counts only rise from one slice to the next.
+    func after(_ before: SendReport?) -> SendProgress {
+        guard let before else { return self }
+        var total = self
+        total.planned += before.planned
+        total.delivered += before.delivered
+        total.failed += before.failed
+        total.seconds += before.seconds
+        return total
+    }
+}

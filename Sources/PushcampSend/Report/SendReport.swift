@@ -161,3 +161,37 @@ public struct SendReport: Sendable {
         }
     }
 }
+
+extension SendReport {
+    /// This send's report followed by `later`'s, of another slice of the same run sent by the same
+    /// worker: outcomes, retries, latencies and time added up; the plan's facts and the stop are
+    /// the later one's. Both use the worker's one `ReadoutGroups`, so their groups agree.
+    public func adding(_ later: SendReport) -> SendReport {
+        var sum = self
+        sum.planned += later.planned
+        sum.delivered += later.delivered
+        sum.failures.merge(later.failures, uniquingKeysWith: +)
+        sum.statuses.merge(later.statuses, uniquingKeysWith: +)
+        sum.retries.merge(later.retries, uniquingKeysWith: +)
+        sum.unsent += later.unsent
+        let room = max(0, Self.deadTokenLimit - sum.deadTokens.count)
+        sum.deadTokens += later.deadTokens.prefix(room)
+        sum.deadTokensOmitted += later.deadTokensOmitted + max(0, later.deadTokens.count - room)
+        sum.latency.add(later.latency)
+        sum.seconds += later.seconds
+        sum.stop = later.stop
+        sum.connectionsOpened += later.connectionsOpened
+        sum.disconnects.merge(later.disconnects, uniquingKeysWith: +)
+        sum.providerTokensRenewed += later.providerTokensRenewed
+        sum.highestStreamLimit = max(sum.highestStreamLimit, later.highestStreamLimit)
+        sum.run = later.run ?? run
+        sum.possibleDuplicates += later.possibleDuplicates
+        sum.groups.merge(later.groups) { $0.adding($1) }
+        for (group, latency) in later.variantLatency {
+            sum.variantLatency[group, default: LatencyHistogram()].add(latency)
+        }
+        sum.planFinished = later.planFinished
+        sum.groupNames = later.groupNames ?? groupNames
+        return sum
+    }
+}

@@ -59,6 +59,12 @@ public final class SendRun: Service, Sendable {
         /// Where provider tokens come from: one owner per key for the whole process, so runs that
         /// start together share one token.
         public var providerTokens = ProviderTokenOwners.shared
+        /// Cut the run into slices that every worker on the journal sends (a shared journal:
+        /// PostgreSQL), or nil to send it whole from this process. Only sends and slots of
+        /// campaigns without a moment per recipient are cut; the others are sent whole.
+        public var slicing: Slicing?
+        /// Told of each slice of a sliced run this process ends, with its report.
+        public var sliceEnded: @Sendable (RunSlice, SendReport) -> Void = { _, _ in }
 
         public init(journal: any Journal) {
             self.journal = journal
@@ -73,25 +79,31 @@ public final class SendRun: Service, Sendable {
         case given(any PushTransport, endpoint: String)
     }
 
-    public let executor: Executor
+    /// The executor of a run sent whole; nil when the run is cut into slices (`worker`).
+    public let executor: Executor?
+    /// This process's worker on a run cut into slices.
+    public let worker: SliceWorker?
     public let run: RunRecord
     public let endpoint: String
     /// What to tell the user before sending (resuming, giving up an old run).
     public let note: String?
-    /// The campaign's lease, renewed while the executor sends and released when it ends.
-    public let lease: SendLease
+    /// The campaign's lease, renewed while the executor sends and released when it ends; nil for
+    /// a worker that joined a sliced run (it holds its slices' leases only).
+    public let lease: SendLease?
     /// The provider tokens of the app's key and the journal they are shared through.
     private let tokens: (ProviderTokens, any Journal)?
 
-    private init(
-        executor: Executor,
+    init(
+        executor: Executor?,
+        worker: SliceWorker? = nil,
         run: RunRecord,
         endpoint: String,
         note: String?,
-        lease: SendLease,
+        lease: SendLease?,
         tokens: (ProviderTokens, any Journal)?
     ) {
         self.executor = executor
+        self.worker = worker
         self.run = run
         self.endpoint = endpoint
         self.note = note
@@ -103,17 +115,36 @@ public final class SendRun: Service, Sendable {
     /// the end; the provider token is kept in step with the other nodes'); the outcome is then
     /// `report`.
     public func run() async throws {
+        _ = await send()
+    }
+
+    /// Sends to the end and returns the report.
+    public func send() async -> SendReport {
         await withDiscardingTaskGroup { group in
             if let (tokens, journal) = self.tokens {
                 group.addTask { await tokens.keepSynchronized(through: journal) }
             }
-            _ = await executor.send()
+            if let executor {
+                _ = await executor.send()
+            } else if let worker {
+                // The campaign's lease stays this process's while it works on the run's slices
+                // (no other node starts the campaign's next run meanwhile), then is let go.
+                if let lease { group.addTask { await lease.keepRenewed() } }
+                try? await worker.run()
+                await lease?.release()
+            }
             group.cancelAll()
         }
+        return report ?? SendReport(campaign: run.campaign, revision: run.revision, endpoint: endpoint)
     }
 
-    /// The report, once `run()` returned.
-    public var report: SendReport? { executor.report }
+    /// The report, once `run()` returned: a sliced run's is what this process sent of it.
+    public var report: SendReport? {
+        if let executor { return executor.report }
+        var report = worker?.report
+        report?.run = run.id.rawValue
+        return report
+    }
 
     /// Checks everything, opens (or resumes) the run and builds its executor. Throws `RunRefusal`
     /// with a message and an exit code; nothing is recorded when it does.
@@ -193,6 +224,36 @@ public final class SendRun: Service, Sendable {
                 await opened.lease.release()
                 throw RunRefusal(.journal, "the journal cannot be read: \(error); nothing was sent")
             }
+        }
+        if let slicing = options.slicing, campaign.isSliceable(as: options.kind) {
+            let worker: SliceWorker
+            do {
+                worker = try await sliced(
+                    opened,
+                    campaign: campaign,
+                    slicing: slicing,
+                    history: history,
+                    options: options,
+                    transport: transport,
+                    pool: pool,
+                    endpoint: endpoint,
+                    clock: clock,
+                    progress: progress
+                )
+            } catch {
+                try? await opened.journal.close(status: .interrupted, planned: nil)
+                await opened.lease.release()
+                throw RunRefusal(.journal, "the run could not be planned into the journal: \(error); nothing was sent")
+            }
+            return SendRun(
+                executor: nil,
+                worker: worker,
+                run: opened.journal.run,
+                endpoint: endpoint,
+                note: opened.note,
+                lease: opened.lease,
+                tokens: tokens.map { ($0, options.journal) }
+            )
         }
         let configuration = ExecutorStateMachine.Configuration(
             for: campaign,

@@ -171,8 +171,24 @@ public final class SliceWorker: Service, Sendable {
         public var leaseDuration = SendLease.defaultDuration
         public var stallTimeout: Double = 60
         public var executor = Executor.Options()
+        /// Keep at it until the run ends: when no slice is free, wait a heartbeat and look again (a
+        /// slice another worker holds may be done, or free once its lease expired). False: stop
+        /// when none is free (a `serve` node joining; it looks again at its next tick).
+        public var untilRunEnds = false
+        /// Told of each slice this worker ends, with its report (to log a lost lease, say).
+        public var sliceEnded: @Sendable (RunSlice, SendReport) -> Void = { _, _ in }
 
         public init() {}
+
+        /// A send's lease, stall and executor options, for its worker.
+        init(_ send: SendRun.Options, untilRunEnds: Bool) {
+            owner = send.owner
+            leaseDuration = send.leaseDuration
+            stallTimeout = send.stallTimeout
+            executor = send.executor
+            sliceEnded = send.sliceEnded
+            self.untilRunEnds = untilRunEnds
+        }
     }
 
     let campaign: LoadedCampaign
@@ -184,6 +200,8 @@ public final class SliceWorker: Service, Sendable {
     let options: Options
     let progress: @Sendable (SendProgress) -> Void
     private let sent = Mutex<[SendReport]>([])
+    /// One naming of variants and locales for every slice this worker sends, so their readouts add up.
+    private let groups = ReadoutGroups()
 
     public init(
         campaign: LoadedCampaign,
@@ -208,7 +226,15 @@ public final class SliceWorker: Service, Sendable {
     /// The reports of the slices this worker sent, in order.
     public var reports: [SendReport] { sent.withLock { $0 } }
 
+    /// What this worker sent, all slices added up; nil before it sent any.
+    public var report: SendReport? {
+        let reports = self.reports
+        guard let first = reports.first else { return nil }
+        return reports.dropFirst().reduce(first) { $0.adding($1) }
+    }
+
     public func run() async throws {
+        let pause = options.leaseDuration / 5
         while !Task.isCancelled {
             let asked = ContinuousClock.now
             guard
@@ -217,13 +243,23 @@ public final class SliceWorker: Service, Sendable {
                     owner: options.owner.id,
                     duration: options.leaseDuration
                 )
-            else { return }
+            else {
+                guard options.untilRunEnds, try await store.run(run.id)?.status == .running else { return }
+                // Slices held by others: one may end, or its holder die. A shutdown ends the wait.
+                do {
+                    try await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(pause)) }
+                } catch {
+                    return
+                }
+                continue
+            }
             let held = SendLease(lease, store: store, duration: options.leaseDuration, claimedAt: asked)
             let report = try await send(slice, under: held)
             sent.withLock { $0.append(report) }
+            options.sliceEnded(slice, report)
             switch report.stop {
-            case nil, .leaseLost?: continue
-            default: return
+            case nil where report.planFinished && report.unsent == 0, .leaseLost?: continue
+            default: return  // stopped, or the slice was left unfinished: never claimed again at once
             }
         }
     }
@@ -241,8 +277,15 @@ public final class SliceWorker: Service, Sendable {
             stallTimeout: options.stallTimeout
         )
         var report = SendReport(campaign: campaign.id, revision: campaign.revision, endpoint: endpoint)
-        let groups = ReadoutGroups()
         report.groupNames = groups
+        if resume.settled.count > 0 {
+            // What an earlier holder of the slice settled: not this send's to answer for.
+            report.resumed = SendReport.Resumed(
+                run: run.id.rawValue,
+                delivered: resume.delivered,
+                failed: resume.failed
+            )
+        }
         let machine = ExecutorStateMachine(
             configuration: configuration,
             report: report,
@@ -257,6 +300,7 @@ public final class SliceWorker: Service, Sendable {
             clock: clock,
             groups: groups
         )
+        let (before, progress) = (self.report, self.progress)
         let executor = Executor(
             machine: machine,
             producer: producer,
@@ -264,7 +308,7 @@ public final class SliceWorker: Service, Sendable {
             journal: journal,
             clock: clock,
             options: options.executor,
-            progress: progress
+            progress: { progress($0.after(before)) }
         )
         let (store, run, heartbeat) = (self.store, self.run, lease.heartbeat)
         return await withTaskGroup(of: SendReport?.self) { group in
@@ -289,5 +333,171 @@ public final class SliceWorker: Service, Sendable {
             group.cancelAll()
             return report ?? SendReport(campaign: campaign.id, revision: campaign.revision, endpoint: endpoint)
         }
+    }
+}
+
+extension LoadedCampaign {
+    /// Whether a run of this kind can be cut into slices: a send or a slot of a campaign whose
+    /// recipients all go at once (a moment per recipient is planned moment by moment instead);
+    /// replays, rehearsals and trigger runs are sent whole.
+    func isSliceable(as kind: SendRun.Kind) -> Bool {
+        switch kind {
+        case .send, .slot: return !timesEachRecipient
+        case .replay, .rehearsal, .trigger: return false
+        }
+    }
+}
+
+extension SendRun {
+    /// The transports of a worker's slices, one per slice: `first` (made while the send was
+    /// checked) for the first, then new ones to the same place.
+    static func transports(
+        first: any PushTransport,
+        transport: Transport,
+        campaign: LoadedCampaign,
+        options: Options,
+        clock: any WallClock
+    ) -> @Sendable () throws -> any PushTransport {
+        let unused = Mutex<(any PushTransport)?>(first)
+        return {
+            if let first = unused.withLock({ $0.take() }) { return first }
+            switch transport {
+            case .app(let paths, let environment):
+                return try appTransport(
+                    for: campaign,
+                    paths: paths,
+                    environment: environment,
+                    clock: clock,
+                    owners: options.providerTokens,
+                    tokenCache: options.tokenCache
+                ).0
+            case .given(let given, _):
+                return given
+            }
+        }
+    }
+
+    /// The worker of a run cut into slices, after its snapshot is written (by this process, the
+    /// run's creator, holding the campaign's lease) unless an earlier one sealed it already.
+    static func sliced(
+        _ opened: OpenedRun,
+        campaign: LoadedCampaign,
+        slicing: Slicing,
+        history: DeliveryHistory?,
+        options: Options,
+        transport: Transport,
+        pool: any PushTransport,
+        endpoint: String,
+        clock: any WallClock,
+        progress: @escaping @Sendable (SendProgress) -> Void
+    ) async throws -> SliceWorker {
+        let store = options.journal
+        let run = opened.journal.run
+        if try await store.slices(of: run.id).isEmpty, try await store.run(run.id)?.planned == nil {
+            let sendTime = Timestamp(secondsSince1970: Int64(clock.now()))
+            var planner = Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "now", sampleLimit: 0)
+            planner.history = history
+            let summary = try await RunSnapshot.write(
+                planner,
+                sendTime: sendTime,
+                into: store,
+                run: run.id,
+                lease: opened.lease.lease,
+                size: slicing.size(rate: campaign.rate.perSecond)
+            )
+            // The creator's part of the run's statistics: where the audience went, and where to.
+            var stats = RunStats()
+            stats.plan = PlanFunnel(summary)
+            stats.sent = SentFacts(
+                app: campaign.app.name,
+                topic: campaign.topic,
+                environment: campaign.app.environment.rawValue,
+                endpoint: endpoint,
+                rate: campaign.rate.text,
+                connections: campaign.connections
+            )
+            try await store.record(JournalBatch(stats: stats, lease: opened.lease.lease), run: run.id, now: clock.now())
+        }
+        return SliceWorker(
+            campaign: campaign,
+            run: run,
+            store: store,
+            endpoint: endpoint,
+            clock: clock,
+            options: SliceWorker.Options(options, untilRunEnds: true),
+            progress: progress,
+            makeTransport: transports(
+                first: pool,
+                transport: transport,
+                campaign: campaign,
+                options: options,
+                clock: clock
+            )
+        )
+    }
+
+    /// This process as one more worker on `run`, a run cut into slices that another process
+    /// created: no campaign lease, only its slices'. Refused when the campaign changed since the
+    /// run was planned (a worker sends exactly the run's plan), or its credentials fail.
+    public static func join(
+        _ run: RunRecord,
+        campaign: LoadedCampaign,
+        options: Options,
+        transport: Transport,
+        clock: any WallClock = SystemWallClock(),
+        progress: @escaping @Sendable (SendProgress) -> Void = { _ in }
+    ) async throws(RunRefusal) -> SendRun {
+        guard run.campaign == campaign.id, run.revision == campaign.revision else {
+            throw RunRefusal(
+                .refused,
+                "run \(run.id) of \(run.campaign) was planned from revision \(run.revision), and this node has "
+                    + "revision \(campaign.revision): it sends no slice of it"
+            )
+        }
+        let (pool, endpoint): (any PushTransport, String)
+        var tokens: ProviderTokens?
+        switch transport {
+        case .app(let paths, let environment):
+            do {
+                (pool, endpoint, tokens) = try appTransport(
+                    for: campaign,
+                    paths: paths,
+                    environment: environment,
+                    clock: clock,
+                    owners: options.providerTokens,
+                    tokenCache: options.tokenCache
+                )
+            } catch {
+                throw RunRefusal(.credentials, error.message + "; nothing was sent")
+            }
+        case .given(let given, let name):
+            (pool, endpoint) = (given, name)
+        }
+        await tokens?.synchronize(through: options.journal)
+        let worker = SliceWorker(
+            campaign: campaign,
+            run: run,
+            store: options.journal,
+            endpoint: endpoint,
+            clock: clock,
+            options: SliceWorker.Options(options, untilRunEnds: false),
+            progress: progress,
+            makeTransport: transports(
+                first: pool,
+                transport: transport,
+                campaign: campaign,
+                options: options,
+                clock: clock
+            )
+        )
+        return SendRun(
+            executor: nil,
+            worker: worker,
+            run: run,
+            endpoint: endpoint,
+            note: nil,
+            lease: nil,
+            tokens: tokens.map { ($0, options.journal) }
+        )
     }
 }

@@ -156,6 +156,11 @@ public struct ServeMetrics: Sendable {
     // MARK: sends
 
     /// A running send's progress since its last call: counters move by the difference.
+    /// This node may not send slices of a run of `campaign` (another revision, its credentials).
+    func slicesRefused(_ campaign: String) {
+        counter("pushcamp_slices_refused_total", [("campaign", campaign)]).increment()
+    }
+
     func progressed(_ campaign: String, from old: SendProgress?, to new: SendProgress) {
         pushes(campaign, delivered: new.delivered - (old?.delivered ?? 0), failed: new.failed - (old?.failed ?? 0))
         pending(campaign, max(0, new.planned - new.delivered - new.failed))

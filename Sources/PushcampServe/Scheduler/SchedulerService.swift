@@ -39,6 +39,8 @@ public final class SchedulerService: Service, Sendable {
         /// Seconds between looks at the folders and the clock.
         public var tickInterval: Double = 1
         public var stallTimeout: Double = 60
+        /// Runs are cut into slices that every node sends (a shared journal), or sent whole.
+        public var slicing: Slicing?
 
         public init(paths: ProjectPaths, campaignFolders: [String], journal: any Journal, environment: [String: String])
         {
@@ -54,6 +56,9 @@ public final class SchedulerService: Service, Sendable {
         /// A slot was not fired: another process holds the campaign.
         case busy(String, slot: Int64)
         case ended(String)
+        /// This node stopped working on the slices of a run it joined; `refused` when it may not
+        /// (another revision, credentials), so it does not try that run again.
+        case left(RunID, refused: Bool)
         case shutdown
     }
 
@@ -104,6 +109,9 @@ public final class SchedulerService: Service, Sendable {
                     }
                 }
                 var running: Set<String> = []
+                /// Runs of other nodes this node works slices of, and those it may not.
+                var joined: Set<RunID> = []
+                var refused: Set<RunID> = []
                 var stopping = false
                 func start(_ campaign: String, slot: Int64) {
                     guard let path = paths[campaign] else { return }
@@ -199,6 +207,18 @@ public final class SchedulerService: Service, Sendable {
                                     machine.unfinished(campaign, slot: slot, newestFired: newestFired, now: Int64(now))
                                 )
                             }
+                            // Runs cut into slices that another node started: every node sends some.
+                            for run in await self.runsWithOpenSlices(journal)
+                            where !running.contains(run.campaign) && !joined.contains(run.id)
+                                && !refused.contains(run.id)
+                            {
+                                guard let path = paths[run.campaign] ?? run.file else { continue }
+                                joined.insert(run.id)
+                                group.addTask {
+                                    let refused = await self.join(run, path: path, journal: journal)
+                                    continuation.yield(.left(run.id, refused: refused))
+                                }
+                            }
                             for (run, notifications) in await self.unfinishedTriggerRuns(journal)
                             where !running.contains(run.campaign) {
                                 guard await self.isOrphaned(run.campaign, journal: journal) else { continue }
@@ -225,10 +245,13 @@ public final class SchedulerService: Service, Sendable {
                         running.remove(campaign)
                         status.update { $0.running = running.sorted() }
                         if !stopping { await perform(machine.runEnded(campaign, now: Int64(now))) }
+                    case .left(let run, let wasRefused):
+                        joined.remove(run)
+                        if wasRefused { refused.insert(run) }
                     case .shutdown:
                         stopping = true
                     }
-                    if stopping && running.isEmpty { break }
+                    if stopping && running.isEmpty && joined.isEmpty { break }
                 }
                 group.cancelAll()
             }
@@ -504,12 +527,93 @@ public final class SchedulerService: Service, Sendable {
         return .done
     }
 
+    /// Running runs cut into slices with a slice not done; none when runs are sent whole here.
+    private func runsWithOpenSlices(_ journal: any Journal) async -> [RunRecord] {
+        guard configuration.slicing != nil else { return [] }
+        do {
+            return try await journal.runsWithOpenSlices()
+        } catch {
+            report("the journal's sliced runs cannot be read: \(error.message)")
+            return []
+        }
+    }
+
+    /// Works on the free slices of `run`, which another node created, until none is free; true
+    /// when this node may not (the campaign here is another revision, or its credentials fail).
+    private func join(_ run: RunRecord, path: String, journal: any Journal) async -> Bool {
+        let campaign = run.campaign
+        let (loaded, error) = CampaignCatalog(paths: configuration.paths, folders: []).load(path)
+        guard let loaded else {
+            report(
+                "run \(run.id) of \(campaign): its campaign file cannot be loaded, so this node sends none of it: \(error ?? "")"
+            )
+            return true
+        }
+        let progress = Mutex<SendProgress?>(nil)
+        let metrics = self.metrics
+        let send: SendRun
+        do {
+            send = try await SendRun.join(
+                run,
+                campaign: loaded,
+                options: sendOptions(),
+                transport: .app(paths: configuration.paths, environment: configuration.environment),
+                clock: clock,
+                progress: { update in
+                    progress.withLock { last in
+                        metrics.progressed(campaign, from: last, to: update)
+                        last = update
+                    }
+                }
+            )
+        } catch {
+            metrics.slicesRefused(campaign)
+            logger.warning(
+                "\(error.message)",
+                metadata: Logger.fields("slices-refused", campaign: campaign, run: run.id)
+            )
+            return true
+        }
+        do {
+            try await send.run()
+        } catch {
+            report("run \(run.id) of \(campaign): its slices failed here: \(error)")
+        }
+        guard let report = send.report else { return false }
+        metrics.ended(campaign, report: report, lastProgress: progress.withLock { $0 })
+        logger.info(
+            "run \(run.id) of \(campaign): this node sent \(send.worker?.reports.count ?? 0) of its slices: \(report.delivered) delivered, \(report.failed) failed",
+            metadata: Logger.fields("slices-sent", campaign: campaign, run: run.id)
+        )
+        return false
+    }
+
     /// The options every run this service starts shares.
     private func sendOptions() -> SendRun.Options {
         var options = SendRun.Options(journal: configuration.journal)
         options.tokenCache = configuration.tokenCache
         options.leaseDuration = configuration.leaseDuration
         options.stallTimeout = configuration.stallTimeout
+        options.slicing = configuration.slicing
+        let logger = self.logger
+        options.sliceEnded = { slice, report in
+            let fields = Logger.fields("slice-ended", campaign: report.campaign, run: slice.run)
+            let outcome =
+                "\(slice) of \(report.campaign) ended here (\(ServeMetrics.end(of: report))): \(report.delivered) delivered, \(report.failed) failed"
+            switch report.stop {
+            case .leaseLost(let message)?:
+                var lost = fields
+                lost["event"] = "lease-lost"
+                logger.warning(
+                    "\(outcome); \(message); the slice is left to the node that holds it now",
+                    metadata: lost
+                )
+            case nil:
+                logger.debug("\(outcome)", metadata: fields)
+            case let stop?:
+                logger.info("\(outcome) (\(stop))", metadata: fields)
+            }
+        }
         return options
     }
 
