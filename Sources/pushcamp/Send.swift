@@ -90,6 +90,15 @@ struct Send: AsyncParsableCommand {
     )
     var newRun = false
 
+    @Flag(
+        help: """
+            On a PostgreSQL journal: plan the run into the journal, cut into slices, and leave it \
+            to the `pushcamp serve` nodes on that journal instead of sending from here \
+            (`pushcamp runs` shows how it goes). Without it, this process sends slices too.
+            """
+    )
+    var detach = false
+
     @OptionGroup var journalLocation: JournalLocationOption
 
     @Flag(
@@ -133,6 +142,16 @@ struct Send: AsyncParsableCommand {
             }
         }
         let access = try journalLocation.access(campaign.journal)
+        if detach {
+            guard case .postgres = access.kind, !campaign.timesEachRecipient else {
+                printError(
+                    "\(campaign.path): error: --detach leaves a run to the serve nodes of a shared journal: it needs "
+                        + "a PostgreSQL journal (journal.url) and a campaign whose recipients all go at once (no "
+                        + "recipient-local schedule or quiet hours); nothing was sent"
+                )
+                throw ExitCode(1)
+            }
+        }
         // Everything that can refuse without the journal is asked first: a send refused or not
         // confirmed leaves no journal behind where there was none.
         try await confirmDeliberate(
@@ -160,6 +179,7 @@ struct Send: AsyncParsableCommand {
         options.ignoreSchedule = now
         options.stallTimeout = stall.stallTimeout
         options.plan = planFile
+        options.detach = detach
         try await sendToApp(
             campaign,
             paths: paths,
@@ -261,6 +281,15 @@ func sendToApp(
         throw ExitCode(error.exitCode)
     }
     if let line = announce(send) { printError(line) }
+    if options.detach {
+        let slices = (try? await options.journal.slices(of: send.run.id).count) ?? 0
+        let planned = (try? await options.journal.run(send.run.id))?.planned ?? 0
+        print(
+            "run \(send.run.id) of \(campaign.id): \(planned) pushes planned into the journal in \(slices) slices; "
+                + "the serve nodes on this journal send it (`pushcamp runs` shows how it goes)"
+        )
+        return
+    }
     let report = try await runServices([send], until: send, printer: printer)
     try await format.print(report, journal: options.journal)
     if report.exitCode != 0 { throw ExitCode(report.exitCode) }
@@ -379,6 +408,6 @@ extension SendRun.Options {
         if access.kind != .memory { tokenCache = (setting.path as NSString).deletingLastPathComponent }
         if let lease = setting.lease { leaseDuration = lease }
         // Several machines share a PostgreSQL journal: a run is cut into slices every node sends.
-        if case .postgres = access.kind { slicing = Slicing() }
+        if case .postgres = access.kind { slicing = Slicing(seconds: setting.slice) }
     }
 }

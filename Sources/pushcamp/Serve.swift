@@ -130,7 +130,7 @@ struct Serve: AsyncParsableCommand {
         configuration.stallTimeout = stall.stallTimeout
         configuration.tokenCache = (setting.path as NSString).deletingLastPathComponent
         if let lease = setting.lease { configuration.leaseDuration = lease }
-        if case .postgres = access.kind { configuration.slicing = Slicing() }
+        if case .postgres = access.kind { configuration.slicing = Slicing(seconds: setting.slice) }
         // Read before the receiver starts, so a notification that comes first still fires its triggers.
         let triggers = TriggerTable(paths: paths, folders: loaded.serve.campaignFolders)
         let scheduler = SchedulerService(

@@ -235,6 +235,86 @@ struct ScaleOutCLITests {
         try Self.checkEachSlotFiredOnceAndNothingSentTwiceUncounted(server, project, count: count)
     }
 
+    /// `pushcamp send` on a PostgreSQL journal, two `serve` nodes up: the run is cut into slices,
+    /// the nodes join and send some of them, every recipient gets it once, and the run finishes
+    /// with the send. Then `send --detach` plans a second campaign into the journal and leaves it:
+    /// the nodes send all of it.
+    @Test func sendCutsItsRunIntoSlicesThatServeNodesHelpWithOrLeavesThemAll() async throws {
+        try await onOwnThread(Self.sendCutsItsRunIntoSlicesThatServeNodesHelpWithOrLeavesThemAllScenario)
+    }
+
+    static func sendCutsItsRunIntoSlicesThatServeNodesHelpWithOrLeavesThemAllScenario() throws {
+        let count = 6_000
+        let (name, url) = try TestPostgres.newDatabase()
+        let server = try TestPostgres.server().on(database: name)
+        let (project, sim) = try ServeCLITests.simulated()
+        defer { project.remove() }
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        let projectFile = try String(contentsOf: project.root.appendingPathComponent("pushcamp.yaml"), encoding: .utf8)
+        // Slices of a second at a third of 1,500/s: 500 pushes, twelve slices.
+        try project.write("pushcamp.yaml", projectFile + "\njournal: { url: \"\(url)\", lease: 3s, slice: 1s }\n")
+        try SendCLITests.writeAudience(project, count: count)
+        for campaign in ["c", "d"] {
+            try project.write(
+                "campaigns/\(campaign).yaml",
+                """
+                campaign: \(campaign)
+                app: shop
+                audience: { source: { csv: audiences/a.csv } }
+                message:
+                  payload: { aps: { alert: "hi from \(campaign)" } }
+                throttle: { rate: 1500/s, connections: 2 }
+                """
+            )
+        }
+        let nodes = try (0..<2).map { _ in try ServeProcess(in: project.root) }
+        defer { for node in nodes where node.process.isRunning { node.process.terminate() } }
+
+        let sent = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
+        #expect(sent.status == 0, "\(sent.stdout)\(sent.stderr)")
+        func run(_ campaign: String) throws -> [String] {
+            try TestPostgres.query(server, "SELECT id, status, planned FROM run WHERE campaign = '\(campaign)'")
+                .first?.split(separator: "|").map(String.init) ?? []
+        }
+        func holders(_ campaign: String) throws -> Set<String> {
+            Set(
+                try TestPostgres.query(
+                    server,
+                    """
+                    SELECT split_part(owner, '/', 2) FROM lease
+                    WHERE resource LIKE 'run:' || (SELECT id FROM run WHERE campaign = '\(campaign)') || '/slice:%'
+                    """
+                )
+            )
+        }
+        #expect(try run("c").dropFirst() == ["finished", "\(count)"])
+        let slices = try TestPostgres.query(server, "SELECT count(*) FROM slice WHERE run = \(try run("c")[0])")
+        #expect(slices == ["12"])
+        // The send and at least one node sent slices of it.
+        let nodePids = Set(nodes.map { String($0.process.processIdentifier) })
+        let heldC = try holders("c")
+        #expect(!heldC.isDisjoint(with: nodePids) && heldC.count >= 2, "slices held by \(heldC)")
+
+        let detached = try CLI.run(["send", "--detach", "campaigns/d.yaml"], in: project.root)
+        #expect(detached.status == 0, "\(detached.stderr)")
+        #expect(detached.stdout.contains("\(count) pushes planned into the journal in 12 slices"), "\(detached.stdout)")
+        let deadline = Date().addingTimeInterval(90)
+        while try run("d").dropFirst().first != "finished", Date() < deadline { Thread.sleep(forTimeInterval: 0.2) }
+        #expect(try run("d").dropFirst().first == "finished")
+        let heldD = try holders("d")
+        #expect(!heldD.isEmpty && heldD.isSubset(of: nodePids), "slices held by \(heldD)")
+
+        for node in nodes { #expect(node.stop() == 0) }
+        _ = sim.stop()
+        // Both campaigns reached every device once.
+        let deliveries = try ServeCLITests.deliveries(project)
+        #expect(deliveries.count == count && deliveries.values.allSatisfy { $0 == 2 })
+        // --detach needs a shared journal.
+        try project.write("pushcamp.yaml", projectFile)
+        let refused = try CLI.run(["send", "--detach", "campaigns/d.yaml"], in: project.root)
+        #expect(refused.status == 1 && refused.stderr.contains("--detach"), "\(refused.stderr)")
+    }
+
     /// A node whose link to PostgreSQL is cut while it sends the big run (it still reaches APNs):
     /// PostgreSQL runs in a network namespace of the test's own, reached by each node over a veth
     /// link of its own, and the sender's link is cut at the far end, so its packets vanish. It

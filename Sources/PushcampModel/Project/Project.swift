@@ -13,6 +13,9 @@ public struct Project {
     /// How long a campaign's lease lasts unless renewed (`journal.lease`): how soon another node
     /// takes over the run of one that died.
     public var journalLease: TimeSpan?
+    /// About how long one slice of a run lasts at one worker's share of the rate
+    /// (`journal.slice`), on a PostgreSQL journal.
+    public var journalSlice: TimeSpan?
     public var defaults: Defaults
     /// The file this project was read from, as printed in diagnostics.
     public var path: String

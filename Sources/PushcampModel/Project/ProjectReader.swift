@@ -35,8 +35,13 @@ public enum ProjectReader {
         var journalURL: String?
         var journalPasswordVariable: String?
         var journalLease: TimeSpan?
+        var journalSlice: TimeSpan?
         if let journalNode = top["journal"],
-            let map = reader.mapping(journalNode, in: "journal", allowed: ["path", "url", "password_env", "lease"])
+            let map = reader.mapping(
+                journalNode,
+                in: "journal",
+                allowed: ["path", "url", "password_env", "lease", "slice"]
+            )
         {
             if let path = map["path"].flatMap({ reader.string($0, "journal.path") }) { journalPath = path }
             if let node = map["url"], let url = reader.string(node, "journal.url") {
@@ -67,6 +72,15 @@ public enum ProjectReader {
                     reader.error("'journal.lease' is between 2s and 10m (default 15s)", at: node)
                 } else {
                     journalLease = lease
+                }
+            }
+            if let node = map["slice"], let slice = reader.parsed(node, "journal.slice", TimeSpan.parse) {
+                if slice.seconds < 1 || slice.seconds > 600 {
+                    reader.error("'journal.slice' is between 1s and 10m (default 20s)", at: node)
+                } else if map["url"] == nil {
+                    reader.error("'journal.slice' is for a PostgreSQL journal ('journal.url')", at: node)
+                } else {
+                    journalSlice = slice
                 }
             }
         }
@@ -116,6 +130,7 @@ public enum ProjectReader {
         project.journalURL = journalURL
         project.journalPasswordVariable = journalPasswordVariable
         project.journalLease = journalLease
+        project.journalSlice = journalSlice
         return (project, reader.diagnostics)
     }
 

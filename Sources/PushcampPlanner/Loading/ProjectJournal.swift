@@ -60,12 +60,21 @@ public struct JournalSetting: Sendable, Hashable {
     public var passwordVariable: String?
     /// Seconds a campaign's lease lasts unless renewed.
     public var lease: Double?
+    /// Seconds one slice of a run lasts at one worker's share of the rate (PostgreSQL).
+    public var slice: Double?
 
-    public init(path: String, url: String? = nil, passwordVariable: String? = nil, lease: Double? = nil) {
+    public init(
+        path: String,
+        url: String? = nil,
+        passwordVariable: String? = nil,
+        lease: Double? = nil,
+        slice: Double? = nil
+    ) {
         self.path = path
         self.url = url
         self.passwordVariable = passwordVariable
         self.lease = lease
+        self.slice = slice
     }
 
     public init(_ project: Project, paths: ProjectPaths) {
@@ -73,7 +82,8 @@ public struct JournalSetting: Sendable, Hashable {
             path: paths.url(project.journalPath).path,
             url: project.journalURL,
             passwordVariable: project.journalPasswordVariable,
-            lease: project.journalLease.map { Double($0.seconds) }
+            lease: project.journalLease.map { Double($0.seconds) },
+            slice: project.journalSlice.map { Double($0.seconds) }
         )
     }
 

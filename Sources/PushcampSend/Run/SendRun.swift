@@ -65,6 +65,9 @@ public final class SendRun: Service, Sendable {
         public var slicing: Slicing?
         /// Told of each slice of a sliced run this process ends, with its report.
         public var sliceEnded: @Sendable (RunSlice, SendReport) -> Void = { _, _ in }
+        /// For a run cut into slices: plan it into the journal and let the campaign's lease go,
+        /// sending nothing from here (the serve nodes send it). `prepare` does all of it.
+        public var detach = false
 
         public init(journal: any Journal) {
             self.journal = journal
@@ -183,25 +186,7 @@ public final class SendRun: Service, Sendable {
                 )
             }
         }
-        let (pool, endpoint): (any PushTransport, String)
-        var tokens: ProviderTokens?
-        switch transport {
-        case .app(let paths, let environment):
-            do {
-                (pool, endpoint, tokens) = try appTransport(
-                    for: campaign,
-                    paths: paths,
-                    environment: environment,
-                    clock: clock,
-                    owners: options.providerTokens,
-                    tokenCache: options.tokenCache
-                )
-            } catch {
-                throw RunRefusal(.credentials, error.message + "; nothing was sent")
-            }
-        case .given(let given, let name):
-            (pool, endpoint) = (given, name)
-        }
+        let (pool, endpoint, tokens) = try connections(for: campaign, over: transport, options: options, clock: clock)
         let opened = try await OpenedRun.open(campaign, options: options, now: now)
         // The token every node on the journal shares, adopted (or minted and stored) first.
         await tokens?.synchronize(through: options.journal)
@@ -245,13 +230,16 @@ public final class SendRun: Service, Sendable {
                 await opened.lease.release()
                 throw RunRefusal(.journal, "the run could not be planned into the journal: \(error); nothing was sent")
             }
+            // The run's own writer has nothing to write: each slice's send has a writer of its own.
+            await opened.journal.abandon()
+            if options.detach { await opened.lease.release() }
             return SendRun(
                 executor: nil,
                 worker: worker,
                 run: opened.journal.run,
                 endpoint: endpoint,
                 note: opened.note,
-                lease: opened.lease,
+                lease: options.detach ? nil : opened.lease,
                 tokens: tokens.map { ($0, options.journal) }
             )
         }
@@ -318,6 +306,36 @@ public final class SendRun: Service, Sendable {
             lease: opened.lease,
             tokens: tokens.map { ($0, options.journal) }
         )
+    }
+}
+
+extension SendRun {
+    /// Where `campaign`'s pushes go over `transport`: the pool, the endpoint it names, and the
+    /// provider tokens of the app's key (nil for a given transport). Refused (`.credentials`)
+    /// when the app's credentials cannot be used.
+    static func connections(
+        for campaign: LoadedCampaign,
+        over transport: Transport,
+        options: Options,
+        clock: any WallClock
+    ) throws(RunRefusal) -> (any PushTransport, endpoint: String, tokens: ProviderTokens?) {
+        switch transport {
+        case .app(let paths, let environment):
+            do {
+                return try appTransport(
+                    for: campaign,
+                    paths: paths,
+                    environment: environment,
+                    clock: clock,
+                    owners: options.providerTokens,
+                    tokenCache: options.tokenCache
+                )
+            } catch {
+                throw RunRefusal(.credentials, error.message + "; nothing was sent")
+            }
+        case .given(let given, let name):
+            return (given, name, nil)
+        }
     }
 }
 

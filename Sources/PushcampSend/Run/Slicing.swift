@@ -12,12 +12,14 @@ public struct Slicing: Sendable, Hashable {
     /// About how long one slice takes at one worker's share of the rate.
     public var seconds: Double = 20
     /// The fewest and most pushes a slice holds, whatever the rate.
-    public var minimum = 1_000
+    public var minimum = 100
     public var maximum = 100_000
     /// How many workers the share of the rate assumes when slices are sized.
     public var workers = 3
 
-    public init() {}
+    public init(seconds: Double? = nil) {
+        if let seconds { self.seconds = seconds }
+    }
 
     /// Pushes per slice for a campaign sent at `rate` a second: `seconds` of work at a third of the
     /// rate (three workers' share), within `minimum…maximum`.
@@ -361,19 +363,7 @@ extension SendRun {
         let unused = Mutex<(any PushTransport)?>(first)
         return {
             if let first = unused.withLock({ $0.take() }) { return first }
-            switch transport {
-            case .app(let paths, let environment):
-                return try appTransport(
-                    for: campaign,
-                    paths: paths,
-                    environment: environment,
-                    clock: clock,
-                    owners: options.providerTokens,
-                    tokenCache: options.tokenCache
-                ).0
-            case .given(let given, _):
-                return given
-            }
+            return try connections(for: campaign, over: transport, options: options, clock: clock).0
         }
     }
 
@@ -418,13 +408,38 @@ extension SendRun {
             )
             try await store.record(JournalBatch(stats: stats, lease: opened.lease.lease), run: run.id, now: clock.now())
         }
-        return SliceWorker(
+        return worker(
+            of: run,
             campaign: campaign,
-            run: run,
-            store: store,
+            options: options,
+            transport: transport,
+            pool: pool,
             endpoint: endpoint,
             clock: clock,
-            options: SliceWorker.Options(options, untilRunEnds: true),
+            progress: progress,
+            untilRunEnds: true
+        )
+    }
+
+    /// A worker on `run` sending through `pool` first, then new transports like it.
+    static func worker(
+        of run: RunRecord,
+        campaign: LoadedCampaign,
+        options: Options,
+        transport: Transport,
+        pool: any PushTransport,
+        endpoint: String,
+        clock: any WallClock,
+        progress: @escaping @Sendable (SendProgress) -> Void,
+        untilRunEnds: Bool
+    ) -> SliceWorker {
+        SliceWorker(
+            campaign: campaign,
+            run: run,
+            store: options.journal,
+            endpoint: endpoint,
+            clock: clock,
+            options: SliceWorker.Options(options, untilRunEnds: untilRunEnds),
             progress: progress,
             makeTransport: transports(
                 first: pool,
@@ -454,45 +469,21 @@ extension SendRun {
                     + "revision \(campaign.revision): it sends no slice of it"
             )
         }
-        let (pool, endpoint): (any PushTransport, String)
-        var tokens: ProviderTokens?
-        switch transport {
-        case .app(let paths, let environment):
-            do {
-                (pool, endpoint, tokens) = try appTransport(
-                    for: campaign,
-                    paths: paths,
-                    environment: environment,
-                    clock: clock,
-                    owners: options.providerTokens,
-                    tokenCache: options.tokenCache
-                )
-            } catch {
-                throw RunRefusal(.credentials, error.message + "; nothing was sent")
-            }
-        case .given(let given, let name):
-            (pool, endpoint) = (given, name)
-        }
+        let (pool, endpoint, tokens) = try connections(for: campaign, over: transport, options: options, clock: clock)
         await tokens?.synchronize(through: options.journal)
-        let worker = SliceWorker(
-            campaign: campaign,
-            run: run,
-            store: options.journal,
-            endpoint: endpoint,
-            clock: clock,
-            options: SliceWorker.Options(options, untilRunEnds: false),
-            progress: progress,
-            makeTransport: transports(
-                first: pool,
-                transport: transport,
-                campaign: campaign,
-                options: options,
-                clock: clock
-            )
-        )
         return SendRun(
             executor: nil,
-            worker: worker,
+            worker: worker(
+                of: run,
+                campaign: campaign,
+                options: options,
+                transport: transport,
+                pool: pool,
+                endpoint: endpoint,
+                clock: clock,
+                progress: progress,
+                untilRunEnds: false
+            ),
             run: run,
             endpoint: endpoint,
             note: nil,

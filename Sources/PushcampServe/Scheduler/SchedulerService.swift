@@ -464,8 +464,7 @@ public final class SchedulerService: Service, Sendable {
         var options = sendOptions()
         options.kind = .slot(slot)
         options.stallTimeout = configuration.stallTimeout
-        let progress = Mutex<SendProgress?>(nil)
-        let metrics = self.metrics
+        let progress = ProgressCount(campaign, metrics: metrics)
         let send: SendRun
         do {
             send = try await SendRun.prepare(
@@ -473,12 +472,7 @@ public final class SchedulerService: Service, Sendable {
                 options: options,
                 transport: .app(paths: configuration.paths, environment: configuration.environment),
                 clock: clock,
-                progress: { update in
-                    progress.withLock { last in
-                        metrics.progressed(campaign, from: last, to: update)
-                        last = update
-                    }
-                }
+                progress: progress.update
             )
         } catch {
             switch error.code {
@@ -522,7 +516,7 @@ public final class SchedulerService: Service, Sendable {
             report("slot \(slotText) of \(campaign): run \(send.run.id) failed: \(error)")
         }
         guard let report = send.report else { return .done }
-        metrics.ended(campaign, report: report, lastProgress: progress.withLock { $0 })
+        metrics.ended(campaign, report: report, lastProgress: progress.latest)
         logEnd("slot \(slotText) of \(campaign)", send: send, report: report, slot: slot, counts: "")
         return .done
     }
@@ -549,8 +543,7 @@ public final class SchedulerService: Service, Sendable {
             )
             return true
         }
-        let progress = Mutex<SendProgress?>(nil)
-        let metrics = self.metrics
+        let progress = ProgressCount(campaign, metrics: metrics)
         let send: SendRun
         do {
             send = try await SendRun.join(
@@ -559,12 +552,7 @@ public final class SchedulerService: Service, Sendable {
                 options: sendOptions(),
                 transport: .app(paths: configuration.paths, environment: configuration.environment),
                 clock: clock,
-                progress: { update in
-                    progress.withLock { last in
-                        metrics.progressed(campaign, from: last, to: update)
-                        last = update
-                    }
-                }
+                progress: progress.update
             )
         } catch {
             metrics.slicesRefused(campaign)
@@ -580,7 +568,7 @@ public final class SchedulerService: Service, Sendable {
             report("run \(run.id) of \(campaign): its slices failed here: \(error)")
         }
         guard let report = send.report else { return false }
-        metrics.ended(campaign, report: report, lastProgress: progress.withLock { $0 })
+        metrics.ended(campaign, report: report, lastProgress: progress.latest)
         logger.info(
             "run \(run.id) of \(campaign): this node sent \(send.worker?.reports.count ?? 0) of its slices: \(report.delivered) delivered, \(report.failed) failed",
             metadata: Logger.fields("slices-sent", campaign: campaign, run: run.id)
@@ -665,5 +653,27 @@ public final class SchedulerService: Service, Sendable {
     func report(_ error: String, _ fields: Logger.Metadata = ["event": "error"]) {
         logger.error("\(error)", metadata: fields)
         status.update { $0.lastError = error }
+    }
+}
+
+/// A send's progress as the metrics last counted it: each update counts the answers since the
+/// one before, and the last is kept for the send's end.
+final class ProgressCount: Sendable {
+    private let campaign: String
+    private let metrics: ServeMetrics
+    private let last = Mutex<SendProgress?>(nil)
+
+    init(_ campaign: String, metrics: ServeMetrics) {
+        self.campaign = campaign
+        self.metrics = metrics
+    }
+
+    var latest: SendProgress? { last.withLock { $0 } }
+
+    func update(_ progress: SendProgress) {
+        last.withLock { last in
+            metrics.progressed(campaign, from: last, to: progress)
+            last = progress
+        }
     }
 }
