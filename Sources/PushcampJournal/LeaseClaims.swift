@@ -78,10 +78,12 @@ extension LeaseStore {
 
 extension RunRecord {
     /// This run as the next send will treat it: a run recorded as running whose campaign lease is
-    /// free has no process sending it (it was killed, or its machine went down or lost the
-    /// journal), so it is interrupted.
-    public func livenessChecked(_ leases: any LeaseStore) async -> RunRecord {
-        guard status == .running, (try? await leases.isFree(LeaseResource.campaign(campaign))) == true else {
+    /// free, and none of whose slices is held, has no process sending it (it was killed, or its
+    /// machine went down or lost the journal), so it is interrupted.
+    public func livenessChecked(_ journal: any LeaseStore & SliceStore) async -> RunRecord {
+        guard status == .running, (try? await journal.isFree(LeaseResource.campaign(campaign))) == true,
+            (try? await journal.liveSlices(of: id)) == 0
+        else {
             return self
         }
         var shown = self

@@ -158,7 +158,11 @@ extension SQLiteJournal: SliceStore {
         try await write { db -> (RunSlice, Lease)? in
             for row in try Row.fetchAll(
                 db,
-                sql: "SELECT first_seq, last_seq FROM slice WHERE run = ? AND NOT done ORDER BY first_seq",
+                sql: """
+                    SELECT first_seq, last_seq FROM slice WHERE run = ? AND NOT done
+                        AND EXISTS (SELECT 1 FROM run WHERE id = slice.run AND status = 'running')
+                    ORDER BY first_seq
+                    """,
                 arguments: [run.rawValue]
             ) {
                 let slice = RunSlice(run: run, seqs: (row["first_seq"] as Int)...(row["last_seq"] as Int))

@@ -111,7 +111,8 @@ public protocol SliceStore: Sendable {
     /// The slices of `run` in order; empty while it is not sealed (or not sliced).
     func slices(of run: RunID) async throws(JournalError) -> [SliceStatus]
     /// Claims the first slice of `run` that is not done and that nobody holds (never claimed, or
-    /// its lease expired on the store's clock) for `owner`; nil when there is none. Two workers
+    /// its lease expired on the store's clock) for `owner`; nil when there is none, or the run is
+    /// no longer running (finished, cancelled). Two workers
     /// claiming at once get different slices (`FOR UPDATE SKIP LOCKED` on PostgreSQL).
     func claimSlice(of run: RunID, owner: String, duration: Double) async throws(JournalError) -> (RunSlice, Lease)?
     /// Ends this holder's work on `slice` under `lease` (refused with `.fenced` when it moved),
@@ -245,6 +246,7 @@ extension MemoryJournal: SliceStore {
     )? {
         let now = clock.now()
         return state.withLock { state -> (RunSlice, Lease)? in
+            guard state.runs.first(where: { $0.id == run })?.status == .running else { return nil }
             for slice in state.slices[run] ?? [] where !slice.done {
                 let cut = RunSlice(run: run, seqs: slice.seqs)
                 let held = state.leases[cut.resource]

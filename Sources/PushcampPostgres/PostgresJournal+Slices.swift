@@ -208,6 +208,7 @@ extension PostgresJournal: SliceStore {
                 SELECT s.first_seq, s.last_seq FROM slice s
                 LEFT JOIN lease l ON l.resource = 'run:' || s.run || '/slice:' || s.first_seq
                 WHERE s.run = \(run.rawValue) AND NOT s.done
+                    AND EXISTS (SELECT 1 FROM run WHERE id = s.run AND status = 'running')
                     AND (l.resource IS NULL OR l.expires_at <= extract(epoch FROM clock_timestamp()))
                 ORDER BY s.first_seq
                 LIMIT 1

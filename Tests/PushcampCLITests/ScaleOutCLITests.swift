@@ -254,7 +254,7 @@ struct ScaleOutCLITests {
         // Slices of a second at a third of 1,500/s: 500 pushes, twelve slices.
         try project.write("pushcamp.yaml", projectFile + "\njournal: { url: \"\(url)\", lease: 3s, slice: 1s }\n")
         try SendCLITests.writeAudience(project, count: count)
-        for campaign in ["c", "d"] {
+        for campaign in ["c", "d", "e"] {
             try project.write(
                 "campaigns/\(campaign).yaml",
                 """
@@ -263,7 +263,7 @@ struct ScaleOutCLITests {
                 audience: { source: { csv: audiences/a.csv } }
                 message:
                   payload: { aps: { alert: "hi from \(campaign)" } }
-                throttle: { rate: 1500/s, connections: 2 }
+                throttle: { rate: \(campaign == "e" ? "300/s" : "1500/s"), connections: 2 }
                 """
             )
         }
@@ -304,11 +304,42 @@ struct ScaleOutCLITests {
         let heldD = try holders("d")
         #expect(!heldD.isEmpty && heldD.isSubset(of: nodePids), "slices held by \(heldD)")
 
+        // A detached run the nodes are sending shows as running, and `cancel` from here stops
+        // every node's slices of it within a few seconds.
+        #expect(try CLI.run(["send", "--detach", "campaigns/e.yaml"], in: project.root).status == 0)
+        let e = try run("e")[0]
+        func delivered() throws -> Int {
+            Int(
+                try TestPostgres.query(
+                    server,
+                    "SELECT coalesce(sum(last_seq - first_seq + 1), 0) FROM delivery WHERE run = \(e)"
+                ).first ?? ""
+            ) ?? -1
+        }
+        let sending = Date().addingTimeInterval(30)
+        while try delivered() < 600, Date() < sending { Thread.sleep(forTimeInterval: 0.1) }
+        let listed = try CLI.run(["runs"], in: project.root)
+        let line = listed.stdout.split(separator: "\n").first { $0.hasPrefix("\(e) ") } ?? ""
+        #expect(line.contains(" running "), "\(listed.stdout)")
+        let started = Date()
+        let cancelled = try CLI.run(["cancel", e], in: project.root)
+        #expect(
+            cancelled.status == 0 && cancelled.stdout.contains("cancelled"),
+            "\(cancelled.stdout)\(cancelled.stderr)"
+        )
+        #expect(Date().timeIntervalSince(started) < 5, "the cancel took \(Date().timeIntervalSince(started)) s")
+        #expect(try run("e")[1] == "cancelled")
+        let atCancel = try delivered()
+        Thread.sleep(forTimeInterval: 2)
+        #expect(try delivered() == atCancel, "sent after the cancel")
+        #expect(atCancel < count, "\(atCancel)")
+
         for node in nodes { #expect(node.stop() == 0) }
         _ = sim.stop()
-        // Both campaigns reached every device once.
+        // Both finished campaigns reached every device once (and e some of them).
         let deliveries = try ServeCLITests.deliveries(project)
-        #expect(deliveries.count == count && deliveries.values.allSatisfy { $0 == 2 })
+        #expect(deliveries.count == count && deliveries.values.allSatisfy { $0 == 2 || $0 == 3 })
+        #expect(deliveries.values.filter { $0 == 3 }.count <= atCancel + 100)
         // --detach needs a shared journal.
         try project.write("pushcamp.yaml", projectFile)
         let refused = try CLI.run(["send", "--detach", "campaigns/d.yaml"], in: project.root)

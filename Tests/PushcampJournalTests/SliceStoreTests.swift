@@ -157,9 +157,11 @@ struct SliceStoreTests {
         }
         #expect(try await journal.dispatched(of: run.id).isEmpty)
         #expect(try await journal.slices(of: run.id).allSatisfy { !$0.done })
-        // A cancel from the holder cancels the run; nobody finishes it after.
+        // A cancel from the holder cancels the run; nobody finishes it after, or claims it.
         #expect(try await journal.closeSlice(slice, status: .cancelled, stats: nil, lease: lease) == .cancelled)
         #expect(try await journal.runsWithOpenSlices().isEmpty)
+        try await journal.release(lease)
+        #expect(try await journal.claimSlice(of: run.id, owner: "late", duration: 60) == nil)
     }
 
     @Test(arguments: Store.allCases)

@@ -2,8 +2,8 @@ import Foundation
 import PushcampJournal
 
 /// `pushcamp cancel RUN`: a run no process is sending is cancelled at once; a run being sent is
-/// asked to stop (its process checks twice a second, drains and records it cancelled), and this
-/// waits for that.
+/// asked to stop (its process checks twice a second, drains and records it cancelled; every
+/// worker on a run cut into slices does so and lets its slice go), and this waits for that.
 public enum RunCancellation {
     public struct Outcome: Sendable {
         public var run: RunRecord
@@ -42,11 +42,15 @@ public enum RunCancellation {
             }
             let now = Date().timeIntervalSince1970
             let resource = LeaseResource.campaign(record.campaign)
-            if case .held(let lease) = try await journal.claim(resource, owner: .next(), duration: 30) {
+            // Workers sending slices of it hold their slices' leases, not the campaign's.
+            let sending = try await journal.liveSlices(of: id) > 0
+            if !sending, case .held(let lease) = try await journal.claim(resource, owner: .next(), duration: 30) {
                 // Nobody is sending it: cancel it here and now, under the lease, so a sender that
                 // starts meanwhile waits for this.
                 let cancelled = JournalBatch(lease: lease, close: RunClose(status: .cancelled))
                 do {
+                    // A worker about to start a slice of it stops at its first check.
+                    try await journal.requestCancel(id, now: now)
                     try await journal.record(cancelled, run: id, now: now)
                 } catch {
                     try? await journal.release(lease)
@@ -56,7 +60,9 @@ public enum RunCancellation {
             } else {
                 try await journal.requestCancel(id, now: now)
                 let deadline = Date().addingTimeInterval(wait)
-                while try await journal.run(id)?.status == .running {
+                // Stopped once no process sends it: the run no longer running, and no worker
+                // still holding a slice of it (each drains and lets its slice go).
+                while try await Self.isSending(id, in: journal) {
                     guard Date() < deadline else {
                         throw RunRefusal(
                             .notStopped,
@@ -75,5 +81,12 @@ public enum RunCancellation {
         } catch {
             throw RunRefusal(.journal, "the journal \(name) cannot be used: \(error)")
         }
+    }
+
+    /// Whether a process still sends run `id`: it is recorded running, or a worker holds one of
+    /// its slices.
+    static func isSending(_ id: RunID, in journal: any Journal) async throws(JournalError) -> Bool {
+        if try await journal.run(id)?.status == .running { return true }
+        return try await journal.liveSlices(of: id) > 0
     }
 }
