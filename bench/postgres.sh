@@ -21,17 +21,14 @@ port=${BENCH_PORT:-18443}
 
 out=$PWD/bench/out/postgres
 bench_setup "$out"
-command -v psql >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; }
 bench_nginx "$out" "$port"
 bench_audience "$count" "$out/audience.csv"
 bench_project "$out" "$port"
 bench_campaign "$out/campaign.yaml" postgres-bench 10000000/s "$connections"
 
-# The cluster in a folder the postgres user can enter (scripts/postgres.sh runs it as that user
-# when this runs as root); stopped with nginx when the script exits.
-pgdir=$(mktemp -d /tmp/pushcamp-bench-pg.XXXXXX)
-chmod 755 "$pgdir"
-server=$(scripts/postgres.sh start "$pgdir/pg")
+# The cluster (scripts/postgres.sh runs it as the postgres user when this runs as root); stopped
+# with nginx when the script exits.
+bench_postgres
 trap "nginx -c '$out/nginx/nginx.conf' -s stop 2>/dev/null || true; scripts/postgres.sh stop '$pgdir/pg' >/dev/null 2>&1 || true; rm -rf '$pgdir'" EXIT
 
 round_side() {

@@ -92,9 +92,9 @@ struct Send: AsyncParsableCommand {
 
     @Flag(
         help: """
-            On a PostgreSQL journal: plan the run into the journal, cut into slices, and leave it \
-            to the `pushcamp serve` nodes on that journal instead of sending from here \
-            (`pushcamp runs` shows how it goes). Without it, this process sends slices too.
+            On a PostgreSQL journal with journal.slice: plan the run into the journal, cut into \
+            slices, and leave it to the `pushcamp serve` nodes on that journal instead of sending \
+            from here (`pushcamp runs` shows how it goes). Without it, this process sends slices too.
             """
     )
     var detach = false
@@ -143,11 +143,13 @@ struct Send: AsyncParsableCommand {
         }
         let access = try journalLocation.access(campaign.journal)
         if detach {
-            guard case .postgres = access.kind, !campaign.timesEachRecipient else {
+            guard case .postgres = access.kind, journalLocation.setting(campaign.journal).slice != nil,
+                !campaign.timesEachRecipient
+            else {
                 printError(
                     "\(campaign.path): error: --detach leaves a run to the serve nodes of a shared journal: it needs "
-                        + "a PostgreSQL journal (journal.url) and a campaign whose recipients all go at once (no "
-                        + "recipient-local schedule or quiet hours); nothing was sent"
+                        + "a PostgreSQL journal cut into slices (journal.url and journal.slice) and a campaign whose "
+                        + "recipients all go at once (no recipient-local schedule or quiet hours); nothing was sent"
                 )
                 throw ExitCode(1)
             }
@@ -407,7 +409,8 @@ extension SendRun.Options {
         self.init(journal: opened.journal)
         if access.kind != .memory { tokenCache = (setting.path as NSString).deletingLastPathComponent }
         if let lease = setting.lease { leaseDuration = lease }
-        // Several machines share a PostgreSQL journal: a run is cut into slices every node sends.
-        if case .postgres = access.kind { slicing = Slicing(seconds: setting.slice) }
+        // Several machines share a PostgreSQL journal: with journal.slice, a run is cut into
+        // slices every node sends.
+        if case .postgres = access.kind, let seconds = setting.slice { slicing = Slicing(seconds: seconds) }
     }
 }

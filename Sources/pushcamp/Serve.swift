@@ -130,7 +130,9 @@ struct Serve: AsyncParsableCommand {
         configuration.stallTimeout = stall.stallTimeout
         configuration.tokenCache = (setting.path as NSString).deletingLastPathComponent
         if let lease = setting.lease { configuration.leaseDuration = lease }
-        if case .postgres = access.kind { configuration.slicing = Slicing(seconds: setting.slice) }
+        if case .postgres = access.kind, let seconds = setting.slice {
+            configuration.slicing = Slicing(seconds: seconds)
+        }
         // Read before the receiver starts, so a notification that comes first still fires its triggers.
         let triggers = TriggerTable(paths: paths, folders: loaded.serve.campaignFolders)
         let scheduler = SchedulerService(

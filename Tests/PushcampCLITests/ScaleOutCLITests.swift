@@ -54,10 +54,14 @@ struct ScaleOutCLITests {
         return (project, sim)
     }
 
-    /// `project`'s journal: the PostgreSQL database at `url`, with leases of `lease` seconds.
+    /// `project`'s journal: the PostgreSQL database at `url`, with leases of `lease` seconds, its
+    /// runs cut into slices of 20 s of work.
     static func useJournal(_ url: String, in project: TemporaryProject) throws {
         let projectFile = try String(contentsOf: project.root.appendingPathComponent("pushcamp.yaml"), encoding: .utf8)
-        try project.write("pushcamp.yaml", projectFile + "\njournal: { url: \"\(url)\", lease: \(Int(lease))s }\n")
+        try project.write(
+            "pushcamp.yaml",
+            projectFile + "\njournal: { url: \"\(url)\", lease: \(Int(lease))s, slice: 20s }\n"
+        )
     }
 
     /// The pid in a lease owner (`host/pid/random`).

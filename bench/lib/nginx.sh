@@ -171,3 +171,13 @@ bench_h2load() {
     read -r user sys < "$dir/h2load-time.txt"
     h2load_cpu=$(python3 -c "print($user + $sys)")
 }
+
+# bench_postgres: installs Debian's PostgreSQL when missing and starts a throwaway cluster (on a
+# free loopback port) in a folder the postgres user can enter; sets pgdir and server (its URL).
+# The caller's EXIT trap stops it: scripts/postgres.sh stop "$pgdir/pg"; rm -rf "$pgdir".
+bench_postgres() {
+    command -v psql >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; }
+    pgdir=$(mktemp -d /tmp/pushcamp-bench-pg.XXXXXX)
+    chmod 755 "$pgdir"
+    server=$(scripts/postgres.sh start "$pgdir/pg")
+}

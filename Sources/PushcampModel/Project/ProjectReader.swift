@@ -76,7 +76,7 @@ public enum ProjectReader {
             }
             if let node = map["slice"], let slice = reader.parsed(node, "journal.slice", TimeSpan.parse) {
                 if slice.seconds < 1 || slice.seconds > 600 {
-                    reader.error("'journal.slice' is between 1s and 10m (default 20s)", at: node)
+                    reader.error("'journal.slice' is between 1s and 10m (20s is a good start)", at: node)
                 } else if map["url"] == nil {
                     reader.error("'journal.slice' is for a PostgreSQL journal ('journal.url')", at: node)
                 } else {
