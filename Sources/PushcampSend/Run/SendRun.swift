@@ -261,17 +261,11 @@ public final class SendRun: Service, Sendable {
             connections: campaign.connections
         )
         let resume = opened.resume
-        if resume.settled.count > 0 || !resume.pending.isEmpty {
-            report.resumed = SendReport.Resumed(
-                run: opened.journal.run.id.rawValue,
-                delivered: resume.delivered,
-                failed: resume.failed
-            )
-        }
         let machine = ExecutorStateMachine(
             configuration: configuration,
             report: report,
-            alreadySettled: resume.settled.count,
+            resuming: resume,
+            of: opened.journal.run.id,
             now: now
         )
         // Expirations count from the moment the send really starts, never from schedule.at.
@@ -336,6 +330,18 @@ extension SendRun {
         case .given(let given, let name):
             return (given, name, nil)
         }
+    }
+}
+
+extension ExecutorStateMachine {
+    /// The machine of a send that picks `run` (or one slice of it) up where `resume` says: what
+    /// was settled before counts as planned, and the report says it was not this send's to answer.
+    init(configuration: Configuration, report: SendReport, resuming resume: ResumePoint, of run: RunID, now: Double) {
+        var report = report
+        if resume.settled.count > 0 || !resume.pending.isEmpty {
+            report.resumed = SendReport.Resumed(run: run.rawValue, delivered: resume.delivered, failed: resume.failed)
+        }
+        self.init(configuration: configuration, report: report, alreadySettled: resume.settled.count, now: now)
     }
 }
 

@@ -280,18 +280,11 @@ public final class SliceWorker: Service, Sendable {
         )
         var report = SendReport(campaign: campaign.id, revision: campaign.revision, endpoint: endpoint)
         report.groupNames = groups
-        if resume.settled.count > 0 {
-            // What an earlier holder of the slice settled: not this send's to answer for.
-            report.resumed = SendReport.Resumed(
-                run: run.id.rawValue,
-                delivered: resume.delivered,
-                failed: resume.failed
-            )
-        }
         let machine = ExecutorStateMachine(
             configuration: configuration,
             report: report,
-            alreadySettled: resume.settled.count,
+            resuming: resume,
+            of: run.id,
             now: now
         )
         let sendTime = Timestamp(secondsSince1970: Int64(run.startedAt))
