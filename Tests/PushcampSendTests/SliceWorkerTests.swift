@@ -108,6 +108,8 @@ struct SliceWorkerTests {
         #expect(stats.variants.values.map(\.delivered).reduce(0, +) == summary.planned)
         #expect(Set(stats.variants.keys) == ["a", "b"])
         #expect(try await journal.possibleDuplicates(of: run.id).isEmpty)
+        // Each worker kept its connections from slice to slice.
+        #expect(transports.made.withLock { $0.count } == 3)
     }
 
     @Test func theApnsIdsAndPayloadsAreThoseOfTheCreatorsPlan() async throws {
@@ -123,6 +125,8 @@ struct SliceWorkerTests {
         try await Self.worker(campaign, run: run, journal: journal, transports: transports).run()
         let sent = transports.made.withLock { $0.flatMap(\.requests) }
         #expect(sent.count == 40)
+        // Three slices, one pool: the connections outlive each slice.
+        #expect(try await journal.slices(of: run.id).count == 3 && transports.made.withLock { $0.count } == 1)
         for request in sent {
             let push = try #require(planned[request.deviceToken])
             #expect(request.apnsID == push.apnsID.description && request.payload == push.payload)

@@ -236,6 +236,20 @@ public final class SliceWorker: Service, Sendable {
     }
 
     public func run() async throws {
+        // One pool for every slice this worker sends: each new slice would otherwise pay TLS and
+        // the one-stream ramp again.
+        let connections = KeptConnections(make: makeTransport)
+        do {
+            try await work(through: connections)
+        } catch {
+            await connections.close()
+            throw error
+        }
+        await connections.close()
+    }
+
+    /// Claims and sends slices until none is free, the run stops, or a slice is left unfinished.
+    private func work(through connections: KeptConnections) async throws {
         let pause = options.leaseDuration / 5
         while !Task.isCancelled {
             let asked = ContinuousClock.now
@@ -256,7 +270,7 @@ public final class SliceWorker: Service, Sendable {
                 continue
             }
             let held = SendLease(lease, store: store, duration: options.leaseDuration, claimedAt: asked)
-            let report = try await send(slice, under: held)
+            let report = try await send(slice, under: held, through: try connections.lend())
             sent.withLock { $0.append(report) }
             options.sliceEnded(slice, report)
             switch report.stop {
@@ -267,7 +281,11 @@ public final class SliceWorker: Service, Sendable {
     }
 
     /// Sends `slice` to its end under `lease`.
-    func send(_ slice: RunSlice, under lease: SendLease) async throws -> SendReport {
+    func send(
+        _ slice: RunSlice,
+        under lease: SendLease,
+        through transport: any PushTransport
+    ) async throws -> SendReport {
         let resume = try await ResumePoint(journal: store, slice: slice)
         let journal = RunJournal(store: store, run: run, resume: resume, lease: lease, slice: slice)
         let now = clock.now()
@@ -299,7 +317,7 @@ public final class SliceWorker: Service, Sendable {
         let executor = Executor(
             machine: machine,
             producer: producer,
-            transport: try makeTransport(),
+            transport: transport,
             journal: journal,
             clock: clock,
             options: options.executor,
@@ -344,8 +362,9 @@ extension LoadedCampaign {
 }
 
 extension SendRun {
-    /// The transports of a worker's slices, one per slice: `first` (made while the send was
-    /// checked) for the first, then new ones to the same place.
+    /// The pools of a worker's slices: `first` (made while the send was checked), kept from slice
+    /// to slice, then a new one to the same place whenever the last was shut down (a slice that
+    /// stopped with requests on the wire).
     static func transports(
         first: any PushTransport,
         transport: Transport,
