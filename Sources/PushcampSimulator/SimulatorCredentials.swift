@@ -4,8 +4,8 @@ import SwiftASN1
 import X509
 
 /// Throwaway credentials for a rehearsal: a signing key for provider tokens, and a CA with a
-/// `localhost`/`127.0.0.1` server certificate for TLS (and, for certificate auth, client
-/// certificates). Made on the spot, never reused.
+/// `localhost`/`127.0.0.1` server certificate (and any other addresses it is reached at) for TLS
+/// (and, for certificate auth, client certificates). Made on the spot, never reused.
 public struct SimulatorCredentials: Sendable {
     /// The `.p8`-style provider-token key (PKCS#8 PEM); the simulator verifies with its public half.
     public var signingKey: P256.Signing.PrivateKey
@@ -15,7 +15,9 @@ public struct SimulatorCredentials: Sendable {
     /// The CA's key: it signs client certificates for certificate-auth rehearsals.
     private var caKey: P256.Signing.PrivateKey
 
-    public static func generate(now: Date = Date()) throws -> SimulatorCredentials {
+    /// `addresses`: IPv4 addresses besides 127.0.0.1 the server certificate names (where the
+    /// simulator listens when it is not on loopback).
+    public static func generate(now: Date = Date(), addresses: [IPv4Address] = []) throws -> SimulatorCredentials {
         let caKey = P256.Signing.PrivateKey()
         let caName = try DistinguishedName { CommonName("Pushcamp simulator CA") }
         let ca = try Certificate(
@@ -47,9 +49,10 @@ public struct SimulatorCredentials: Sendable {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
                 try ExtendedKeyUsage([.serverAuth])
-                SubjectAlternativeNames([
-                    .dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
-                ])
+                SubjectAlternativeNames(
+                    [.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))]
+                        + addresses.map { .ipAddress(ASN1OctetString(contentBytes: ArraySlice($0.bytes))) }
+                )
             },
             issuerPrivateKey: .init(caKey)
         )
@@ -95,4 +98,26 @@ public struct SimulatorCredentials: Sendable {
         try signingKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
         return (caFile, keyFile)
     }
+}
+
+/// A dotted IPv4 address (`10.0.0.1`), for a certificate's names.
+public struct IPv4Address: Sendable, Hashable, CustomStringConvertible {
+    public var bytes: [UInt8]
+
+    /// Nil unless `text` is four decimal numbers 0–255 separated by dots.
+    public init?(_ text: String) {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4 else { return nil }
+        var bytes: [UInt8] = []
+        for part in parts {
+            guard !part.isEmpty, part.count <= 3, part.allSatisfy({ $0.isASCII && $0.isNumber }), let byte = UInt8(part)
+            else {
+                return nil
+            }
+            bytes.append(byte)
+        }
+        self.bytes = bytes
+    }
+
+    public var description: String { bytes.map(String.init).joined(separator: ".") }
 }

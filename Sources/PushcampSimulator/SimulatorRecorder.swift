@@ -15,6 +15,10 @@ public final class SimulatorRecorder: Sendable {
         public var status: Int
         public var reason: APNsReason?
         public var connection: Int
+        /// The client's address (the connection's far end), and when the request was whole
+        /// (seconds since 1970).
+        public var peer: String
+        public var time: Double
     }
 
     private struct State {

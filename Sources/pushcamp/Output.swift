@@ -40,3 +40,10 @@ extension JSONValue {
         }
     }
 }
+
+/// One CSV field as RFC 4180 wants it: quoted (quotes doubled) when it holds a comma, a quote or a
+/// line break.
+func csvField(_ text: String) -> String {
+    guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+    return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}

@@ -43,11 +43,20 @@ struct Sim: AsyncParsableCommand {
             Examples:
               pushcamp sim --team-id ABCDE12345 --key-id KEY1234567 --topic com.example.shop
               pushcamp sim --port 9443 --scenario rehearsal/outage.yaml
+              pushcamp sim --host 10.0.0.1 --record received.csv
             """
     )
 
-    @Option(help: "The port to listen on (127.0.0.1 only).")
+    @Option(help: "The port to listen on.")
     var port: Int = 8443
+
+    @Option(
+        help: ArgumentHelp(
+            "The IPv4 address to listen on; the server certificate names it besides 127.0.0.1 (for clients in other network namespaces).",
+            valueName: "address"
+        )
+    )
+    var host: String = "127.0.0.1"
 
     @Option(help: ArgumentHelp("Where to write ca.pem and key.p8.", valueName: "dir"))
     var stateDir: String = ".pushcamp/sim"
@@ -74,7 +83,7 @@ struct Sim: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "On exit, write every request received to this CSV file (token, status, reason, apns-id, collapse id), for checking a send against what arrived.",
+            "On exit, write every request received to this CSV file (token, status, reason, apns-id, collapse id, connection, client address, time in seconds since 1970), for checking a send against what arrived.",
             valueName: "file"
         )
     )
@@ -83,7 +92,11 @@ struct Sim: AsyncParsableCommand {
     @OptionGroup var faults: SimulatorFaults
 
     func run() async throws {
-        var credentials = try SimulatorCredentials.generate()
+        guard let address = IPv4Address(host) else {
+            printError("error: --host takes an IPv4 address such as 127.0.0.1")
+            throw ExitCode(1)
+        }
+        var credentials = try SimulatorCredentials.generate(addresses: host == "127.0.0.1" ? [] : [address])
         if let key {
             do {
                 credentials.signingKey = try P256.Signing.PrivateKey(
@@ -102,6 +115,7 @@ struct Sim: AsyncParsableCommand {
             bundleID: topic
         )
         configuration.port = port
+        configuration.host = host
         try faults.resolve().apply(to: &configuration)
         var clientFile: String?
         if clientCertificates {
@@ -130,7 +144,7 @@ struct Sim: AsyncParsableCommand {
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             await Task.yield()
-            print("pushcamp sim: listening on https://127.0.0.1:\(bound)")
+            print("pushcamp sim: listening on https://\(host):\(bound)")
             print("  trust:  \(caFile)")
             print("  key:    \(key ?? keyFile)")
             if let clientFile { print("  client certificate: \(clientFile)") }
@@ -156,10 +170,13 @@ struct Sim: AsyncParsableCommand {
             )
         }
         if let record {
-            var csv = "token,status,reason,apns_id,collapse_id\n"
+            var csv = "token,status,reason,apns_id,collapse_id,connection,peer,time\n"
             for entry in recorder.records {
-                csv += "\(entry.token),\(entry.status),\(entry.reason.map { "\($0)" } ?? ""),\(entry.apnsID ?? ""),"
-                csv += "\(entry.collapseID ?? "")\n"
+                // The client chose the token, apns-id and collapse id: quoted as CSV wants.
+                csv += "\(csvField(entry.token)),\(entry.status),\(entry.reason.map { "\($0)" } ?? ""),"
+                csv +=
+                    "\(csvField(entry.apnsID ?? "")),\(csvField(entry.collapseID ?? "")),\(entry.connection),\(entry.peer),"
+                csv += String(format: "%.3f", entry.time) + "\n"
             }
             try csv.write(toFile: record, atomically: true, encoding: .utf8)
         }

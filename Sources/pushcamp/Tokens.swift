@@ -92,11 +92,5 @@ struct Tokens: ParsableCommand {
             }
             return JSONValue.from(objects).text
         }
-
-        /// RFC 4180: quoted when it holds a comma, a quote or a line break.
-        static func csvField(_ text: String) -> String {
-            guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
-            return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-        }
     }
 }

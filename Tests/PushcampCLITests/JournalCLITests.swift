@@ -18,11 +18,17 @@ struct JournalCLITests {
     }
 
     /// The tokens of the requests a simulator started with `--record received.csv` received, with
-    /// their status.
+    /// their status. Every line also says the connection, the client's address (loopback here) and
+    /// when the request arrived: within the last hour.
     static func received(_ project: TemporaryProject) throws -> [(token: String, status: String)] {
         let text = try String(contentsOf: project.root.appendingPathComponent("received.csv"), encoding: .utf8)
-        return text.split(separator: "\n").dropFirst().map { line in
+        let lines = text.split(separator: "\n")
+        #expect(lines.first == "token,status,reason,apns_id,collapse_id,connection,peer,time")
+        let now = Date().timeIntervalSince1970
+        return lines.dropFirst().map { line in
             let fields = line.split(separator: ",", omittingEmptySubsequences: false)
+            #expect(fields.count == 8 && Int(fields[5]) != nil && fields[6] == "127.0.0.1", "\(line)")
+            #expect(Double(fields.last ?? "").map { $0 > now - 3600 && $0 <= now + 1 } == true, "\(line)")
             return (String(fields[0]), String(fields[1]))
         }
     }

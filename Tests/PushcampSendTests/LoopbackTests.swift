@@ -9,8 +9,10 @@ import PushcampRehearsal
 import PushcampSend
 import PushcampSimulator
 import PushcampTestSupport
+import SwiftASN1
 import Synchronization
 import Testing
+import X509
 
 /// End to end on 127.0.0.1: the real pool (nghttp2 + NIOSSL) against the simulator (swift-nio-http2).
 @Suite("Send against the simulator", .serialized)
@@ -297,6 +299,19 @@ extension LoopbackTests {
 
     /// A request whose header HTTP/2 forbids (CR LF in apns-collapse-id: what pre-flight refuses,
     /// sent here on purpose) is reset alone: the simulator keeps the connection, as APNs does.
+    /// `sim --host`: an address other than loopback, parsed strictly and named by the certificate.
+    @Test func theSimulatorsCertificateNamesTheAddressItListensOn() throws {
+        #expect(IPv4Address("10.232.7.1")?.bytes == [10, 232, 7, 1])
+        for bad in ["", "10.0.0", "10.0.0.256", "10.0.0.1.2", "a.b.c.d", "10..0.1", "+1.0.0.1", "١.0.0.1"] {
+            #expect(IPv4Address(bad) == nil, "\(bad)")
+        }
+        let credentials = try SimulatorCredentials.generate(addresses: [try #require(IPv4Address("10.232.7.1"))])
+        let certificate = try Certificate(pemEncoded: credentials.serverCertificatePEM)
+        let names = try #require(try certificate.extensions.subjectAlternativeNames)
+        #expect(names.contains(.ipAddress(ASN1OctetString(contentBytes: [10, 232, 7, 1]))))
+        #expect(names.contains(.ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))))
+    }
+
     @Test func aForbiddenHeaderResetsOnlyItsRequest() async throws {
         let (simulator, port, credentials) = try await Self.certificateSimulator()
         let project = try TemporaryProject(projectFile: nil)

@@ -65,6 +65,9 @@ public final class SendRun: Service, Sendable {
         public var slicing: Slicing?
         /// Told of each slice of a sliced run this process ends, with its report.
         public var sliceEnded: @Sendable (RunSlice, SendReport) -> Void = { _, _ in }
+        /// Told of each slice this process's worker claims, with its lease (fence, and expiry on
+        /// the journal's clock).
+        public var sliceClaimed: @Sendable (RunSlice, Lease) -> Void = { _, _ in }
         /// For a run cut into slices: plan it into the journal and let the campaign's lease go,
         /// sending nothing from here (the serve nodes send it). `prepare` does all of it.
         public var detach = false

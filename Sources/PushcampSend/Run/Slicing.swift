@@ -179,6 +179,8 @@ public final class SliceWorker: Service, Sendable {
         public var untilRunEnds = false
         /// Told of each slice this worker ends, with its report (to log a lost lease, say).
         public var sliceEnded: @Sendable (RunSlice, SendReport) -> Void = { _, _ in }
+        /// Told of each slice this worker claims, with its lease, before it sends any of it.
+        public var sliceClaimed: @Sendable (RunSlice, Lease) -> Void = { _, _ in }
 
         public init() {}
 
@@ -189,6 +191,7 @@ public final class SliceWorker: Service, Sendable {
             stallTimeout = send.stallTimeout
             executor = send.executor
             sliceEnded = send.sliceEnded
+            sliceClaimed = send.sliceClaimed
             self.untilRunEnds = untilRunEnds
         }
     }
@@ -269,6 +272,7 @@ public final class SliceWorker: Service, Sendable {
                 }
                 continue
             }
+            options.sliceClaimed(slice, lease)
             let held = SendLease(lease, store: store, duration: options.leaseDuration, claimedAt: asked)
             let report = try await send(slice, under: held, through: try connections.lend())
             sent.withLock { $0.append(report) }

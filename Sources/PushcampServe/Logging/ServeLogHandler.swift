@@ -92,12 +92,17 @@ extension Logger {
         _ event: String,
         campaign: String? = nil,
         run: RunID? = nil,
-        slot: Int64? = nil
+        slot: Int64? = nil,
+        slice: RunSlice? = nil
     ) -> Logger.Metadata {
         var fields: Logger.Metadata = ["event": .string(event)]
         if let campaign { fields["campaign"] = .string(campaign) }
         if let run { fields["run"] = .string(run.description) }
         if let slot { fields["slot"] = .string(Timestamps.text(Double(slot))) }
+        if let slice {
+            fields["first"] = .string("\(slice.seqs.lowerBound)")
+            fields["last"] = .string("\(slice.seqs.upperBound)")
+        }
         return fields
     }
 }

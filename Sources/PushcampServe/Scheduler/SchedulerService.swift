@@ -584,8 +584,23 @@ public final class SchedulerService: Service, Sendable {
         options.stallTimeout = configuration.stallTimeout
         options.slicing = configuration.slicing
         let logger = self.logger
+        let duration = configuration.leaseDuration
+        options.sliceClaimed = { slice, lease in
+            var fields = Logger.fields("slice-claimed", run: slice.run, slice: slice)
+            fields["fence"] = "\(lease.fence)"
+            // On the journal's clock: when the fence moved to this node.
+            fields["claimed_at"] = .string(String(format: "%.3f", lease.expiresAt - duration))
+            if lease.fence > 1 {
+                logger.info(
+                    "\(slice) taken over here (fence \(lease.fence)) from the node that held it before",
+                    metadata: fields
+                )
+            } else {
+                logger.debug("\(slice) claimed here", metadata: fields)
+            }
+        }
         options.sliceEnded = { slice, report in
-            let fields = Logger.fields("slice-ended", campaign: report.campaign, run: slice.run)
+            let fields = Logger.fields("slice-ended", campaign: report.campaign, run: slice.run, slice: slice)
             let outcome =
                 "\(slice) of \(report.campaign) ended here (\(ServeMetrics.end(of: report))): \(report.delivered) delivered, \(report.failed) failed"
             switch report.stop {

@@ -17,6 +17,8 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     }
 
     private let id: Int
+    /// The client's address, for the record.
+    private var peer = ""
     private let configuration: SimulatorConfiguration
     private let recorder: SimulatorRecorder
     private var streams: [HTTP2StreamID: Pending] = [:]
@@ -47,6 +49,7 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         // Added once ALPN chose h2, after the channel became active.
+        peer = context.channel.remoteAddress?.ipAddress ?? ""
         recorder.connectionOpened(withCertificate: certificateAuthenticated)
     }
 
@@ -163,7 +166,9 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
                 payloadSize: pending.body.count,
                 status: status,
                 reason: reason,
-                connection: id
+                connection: id,
+                peer: peer,
+                time: SystemWallClock().now()
             )
         )
         let apnsID = request.value("apns-id") ?? "00000000-0000-4000-8000-000000000000"
