@@ -22,7 +22,7 @@ extension RunReport {
         body += "<br>started \(Timestamps.text(run.startedAt)) · last update \(Timestamps.text(run.updatedAt))</p>"
         body += "</header>\n"
 
-        let cards: [(String, String, String)] = [
+        var cards: [(String, String, String)] = [
             ("delivered", "\(delivered)", percent(delivered)),
             ("failed", "\(failed)", percent(failed)),
             ("retries", "\(stats.totalRetries)", "sends beyond the first"),
@@ -38,6 +38,10 @@ extension RunReport {
                 "busiest second \(peak.map { $0.delivered + $0.failed } ?? 0)"
             ),
         ]
+        if let slices {
+            let workers = "\(slices.workers.count) worker\(slices.workers.count == 1 ? "" : "s")"
+            cards.append(("slices", "\(slices.done) / \(slices.total)", "done; sent by \(workers)"))
+        }
         body += "<section class=\"cards\">\n"
         for (label, value, note) in cards {
             body += "<div class=\"card\"><div class=\"label\">\(escape(label))</div>"

@@ -62,6 +62,10 @@ extension RunReport {
                         + [("holdout_percent", .number(Double(plan.holdoutBasisPoints) / 100))]
                 )
             } ?? .null
+        let duplicatesJSON: JSONValue = .array(
+            duplicates.map { .object([("seq", .integer($0.seq)), ("token", .string($0.token))]) }
+        )
+        let slicesJSON: JSONValue = slices.map(Self.json) ?? .null
         let document: JSONValue = .object([
             ("run", .integer(Int(run.id.rawValue))), ("rehearsal", .bool(rehearsal)),
             ("campaign", .string(run.campaign)),
@@ -89,7 +93,9 @@ extension RunReport {
                     ("by_cause", .object(sortedRetries.map { ($0.cause, .integer($0.count)) })),
                 ])
             ),
-            ("possible_duplicates", .integer(run.possibleDuplicates)), ("latency", latencyJSON),
+            ("possible_duplicates", .integer(run.possibleDuplicates)),
+            ("possible_duplicate_recipients", duplicatesJSON), ("slices", slicesJSON),
+            ("latency", latencyJSON),
             (
                 "throughput",
                 .object([
@@ -123,6 +129,22 @@ extension RunReport {
         return document.text + "\n"
     }
 
+    /// A sliced run's `slices` object.
+    static func json(_ slices: Slices) -> JSONValue {
+        let workers: [JSONValue] = slices.workers.map { worker in
+            .object([
+                ("owner", .string(worker.owner)), ("slices", .integer(worker.slices)),
+                ("answers", .integer(Int(worker.answers))),
+                ("sending_seconds", .number(rounded(worker.seconds))),
+                ("per_second", .number(rounded(worker.perSecond))),
+            ])
+        }
+        return .object([
+            ("total", .integer(slices.total)), ("done", .integer(slices.done)),
+            ("held", .integer(slices.leased)), ("free", .integer(slices.free)), ("workers", .array(workers)),
+        ])
+    }
+
     /// To the microsecond: enough for seconds and rates, and stable output.
-    static func rounded(_ value: Double) -> Double { (value * 1_000_000).rounded() / 1_000_000 }
+    public static func rounded(_ value: Double) -> Double { (value * 1_000_000).rounded() / 1_000_000 }
 }

@@ -23,7 +23,12 @@ extension RunReport {
         out += "| duration | \(Durations.text(wallSeconds)) (\(Durations.text(stats.seconds)) sending) |\n"
         out += String(format: "| throughput | %.0f answers/s while sending", averagePerSecond)
         out += (peak.map { "; busiest second \($0.delivered + $0.failed)" } ?? "") + " |\n"
-        out += "| retries | \(stats.totalRetries) |\n| possible duplicates | \(run.possibleDuplicates) |\n\n"
+        out += "| retries | \(stats.totalRetries) |\n| possible duplicates | \(run.possibleDuplicates) |\n"
+        if let slices {
+            out += "| slices | \(slices.total): \(slices.done) done, \(slices.leased) held, \(slices.free) free; "
+            out += "\(slices.workers.count) worker\(slices.workers.count == 1 ? "" : "s") |\n"
+        }
+        out += "\n"
 
         out += "#### Outcomes\n\n| outcome | recipients | share |\n|---|---:|---:|\n"
         let total = max(1, recipients)

@@ -2,6 +2,9 @@ import Foundation
 import PushcampJournal
 
 extension RunReport {
+    /// How many possible duplicates the text names; JSON lists them all.
+    static let listedDuplicates = 10
+
     /// The report for a terminal.
     public func text() -> String {
         var out = "\(runTitle) of \(run.campaign): \(run.status.rawValue)\n"
@@ -62,6 +65,20 @@ extension RunReport {
             out += "replace the first on the device)"
         }
         out += "\n"
+        for duplicate in duplicates.prefix(Self.listedDuplicates) {
+            out += "  seq \(duplicate.seq)  \(duplicate.token)\n"
+        }
+        if duplicates.count > Self.listedDuplicates {
+            out += "  … and \(duplicates.count - Self.listedDuplicates) more (--format json lists them all)\n"
+        }
+        if let slices {
+            out += "Slices \(slices.total): \(slices.done) done · \(slices.leased) held · \(slices.free) free"
+            out += ", sent by \(slices.workers.count) worker\(slices.workers.count == 1 ? "" : "s")\n"
+            for worker in slices.workers {
+                out += "  \(worker.owner)  \(worker.slices) slice\(worker.slices == 1 ? "" : "s") · "
+                out += "\(worker.answers) answers · " + String(format: "%.0f/s while sending", worker.perSecond) + "\n"
+            }
+        }
         if let latency {
             out += "Latency (\(latency.count) answers): p50 \(Durations.milliseconds(latency.p50))"
             out += " · p90 \(Durations.milliseconds(latency.p90)) · p99 \(Durations.milliseconds(latency.p99))"

@@ -46,6 +46,28 @@ public struct RunReport: Sendable {
         public var max: Double
     }
 
+    /// A run cut into slices (`journal.slice`): where its slices stand, and what each worker sent.
+    public struct Slices: Sendable, Hashable {
+        /// A worker, by the slices it held last (a slice taken over counts for its last holder).
+        public struct Worker: Sendable, Hashable {
+            /// Its lease owner: `host/pid/random`.
+            public var owner: String
+            public var slices = 0
+            /// Requests answered (retries included) and the time spent sending, over its slices.
+            public var answers: UInt64 = 0
+            public var seconds = 0.0
+            public var perSecond: Double { seconds > 0 ? Double(answers) / seconds : 0 }
+        }
+
+        public var total: Int
+        public var done: Int
+        /// Held under a lease that has not expired.
+        public var leased: Int
+        /// Neither done nor held: waiting for a worker (or for its last holder's lease to expire).
+        public var free: Int { max(0, total - done - leased) }
+        public var workers: [Worker]
+    }
+
     public var run: RunRecord
     /// Read from the rehearsal journal: sent to the local simulator, never to APNs.
     public var rehearsal = false
@@ -56,6 +78,10 @@ public struct RunReport: Sendable {
     /// The campaign file as the reader knows it (relative to the project when inside it).
     public var fileDisplay: String?
     public var perSecond: [AnswersInSecond]
+    /// The recipients that may have got the notification twice, by name (seq order).
+    public var duplicates: [PossibleDuplicate] = []
+    /// Nil for a run sent whole.
+    public var slices: Slices?
 
     public init(run: RunRecord, outcomes: [Outcome], stats: RunStats, perSecond: [AnswersInSecond]) {
         self.run = run
@@ -65,7 +91,7 @@ public struct RunReport: Sendable {
     }
 
     /// Reads run `id` from `journal`; nil when there is no such run.
-    public static func load(_ id: RunID, from journal: any JournalStore) async throws -> RunReport? {
+    public static func load(_ id: RunID, from journal: any JournalStore & SliceStore) async throws -> RunReport? {
         guard let run = try await journal.run(id) else { return nil }
         // Failures by status and reason from their rows; everything else from the journal's counts.
         var failures: [String: Outcome] = [:]
@@ -84,11 +110,41 @@ public struct RunReport: Sendable {
         outcomes.append(Outcome(kind: .unknown, status: nil, reason: nil, count: counts.unknown + counts.inFlight))
         let neverSent = counts.planned + max(0, (run.planned ?? 0) - counts.total)
         outcomes.append(Outcome(kind: .unsent, status: nil, reason: nil, count: neverSent))
-        return RunReport(
+        var report = RunReport(
             run: run,
             outcomes: outcomes,
             stats: try await journal.stats(of: id) ?? RunStats(),
             perSecond: try await journal.answersPerSecond(of: id)
+        )
+        report.duplicates = try await journal.possibleDuplicates(of: id)
+        report.slices = try await slices(of: id, in: journal)
+        return report
+    }
+
+    /// Where run `id`'s slices stand, and each worker's part (unless `workers` is false: that
+    /// reads every slice's statistics); nil when it is sent whole.
+    public static func slices(
+        of id: RunID,
+        in journal: any SliceStore,
+        workers perWorker: Bool = true
+    ) async throws
+        -> Slices?
+    {
+        let statuses = try await journal.slices(of: id)
+        guard !statuses.isEmpty else { return nil }
+        var workers: [String: Slices.Worker] = [:]
+        for status in statuses where perWorker {
+            guard let owner = status.lease?.owner else { continue }
+            let stats = try await journal.stats(of: status.slice)
+            workers[owner, default: Slices.Worker(owner: owner)].slices += 1
+            workers[owner]?.answers += stats?.latency.count ?? 0
+            workers[owner]?.seconds += stats?.seconds ?? 0
+        }
+        return Slices(
+            total: statuses.count,
+            done: statuses.count { $0.done },
+            leased: try await journal.liveSlices(of: id),
+            workers: workers.values.sorted { $0.owner < $1.owner }
         )
     }
 

@@ -4,6 +4,7 @@ import PushcampJournal
 import PushcampModel
 import PushcampPlanner
 import PushcampPostgres
+import PushcampReport
 import PushcampSend
 
 /// Options of the commands that read the journal without a campaign file.
@@ -155,9 +156,17 @@ struct Runs: AsyncParsableCommand {
     func run() async throws {
         let (opened, path) = try await journalOption.open()
         let journal = opened.journal
-        var rows: [(RunRecord, RecipientCounts)] = []
+        var rows: [Row] = []
         for run in try await journal.runs(limit: limit) {
-            rows.append((await run.livenessChecked(journal), try await journal.counts(of: run.id)))
+            let checked = await run.livenessChecked(journal)
+            rows.append(
+                Row(
+                    run: checked,
+                    counts: try await journal.counts(of: run.id),
+                    // Each worker's rate, for runs being sent: that reads every slice's statistics.
+                    slices: try await RunReport.slices(of: run.id, in: journal, workers: checked.status == .running)
+                )
+            )
         }
         switch format {
         case .text:
@@ -169,10 +178,19 @@ struct Runs: AsyncParsableCommand {
         }
     }
 
-    static func table(_ rows: [(RunRecord, RecipientCounts)]) -> String {
+    /// A run, its recipients' counts, and its slices when it is cut into slices.
+    struct Row {
+        var run: RunRecord
+        var counts: RecipientCounts
+        var slices: RunReport.Slices?
+    }
+
+    static func table(_ rows: [Row]) -> String {
         guard !rows.isEmpty else { return "no runs yet\n" }
-        var lines = [["RUN", "CAMPAIGN", "STATUS", "STARTED", "SENT", "DELIVERED", "FAILED", "PENDING", "PLANNED"]]
-        for (run, counts) in rows {
+        var lines = [
+            ["RUN", "CAMPAIGN", "STATUS", "STARTED", "SENT", "DELIVERED", "FAILED", "PENDING", "PLANNED", "SLICES"]
+        ]
+        for (run, counts, slices) in rows.map({ ($0.run, $0.counts, $0.slices) }) {
             lines.append([
                 "\(run.id)",
                 run.campaign + (run.replay.map { " (replay of \($0.run))" } ?? "")
@@ -181,14 +199,26 @@ struct Runs: AsyncParsableCommand {
                 Timestamps.text(run.startedAt),
                 "\(counts.total - counts.planned)", "\(counts.delivered)", "\(counts.failed)",
                 "\(counts.waiting + counts.unknown + counts.inFlight)", run.planned.map { "\($0)" } ?? "-",
+                slices.map { "\($0.done)/\($0.total)" + ($0.leased > 0 ? " (\($0.leased) held)" : "") } ?? "-",
             ])
         }
         // Names left-aligned, numbers right-aligned.
-        return columns(lines, rightAlignedFrom: 4)
+        var table = columns(lines, rightAlignedFrom: 4)
+        // Who sends the runs cut into slices, and how fast.
+        for row in rows where !(row.slices?.workers.isEmpty ?? true) {
+            table +=
+                "run \(row.run.id): "
+                + (row.slices?.workers ?? []).map { worker in
+                    "\(worker.owner) \(worker.slices) slice\(worker.slices == 1 ? "" : "s") "
+                        + String(format: "%.0f/s", worker.perSecond)
+                }.joined(separator: " · ") + "\n"
+        }
+        return table
     }
 
-    static func json(_ rows: [(RunRecord, RecipientCounts)]) -> String {
-        let objects: [[String: Any]] = rows.map { run, counts in
+    static func json(_ rows: [Row]) -> String {
+        let objects: [[String: Any]] = rows.map { row in
+            let (run, counts) = (row.run, row.counts)
             var object: [String: Any] = [
                 "run": run.id.rawValue, "campaign": run.campaign, "revision": run.revision,
                 "status": run.status.rawValue, "started_at": Timestamps.text(run.startedAt),
@@ -197,6 +227,15 @@ struct Runs: AsyncParsableCommand {
                 "in_flight": counts.inFlight + counts.unknown, "possible_duplicates": run.possibleDuplicates,
             ]
             object["planned"] = run.planned
+            object["slices"] =
+                row.slices.map { slices -> [String: Any] in
+                    [
+                        "total": slices.total, "done": slices.done, "held": slices.leased, "free": slices.free,
+                        "workers": slices.workers.map {
+                            ["owner": $0.owner, "slices": $0.slices, "per_second": RunReport.rounded($0.perSecond)]
+                        },
+                    ]
+                } ?? NSNull()
             object["slot"] = run.slot.map { Timestamps.text(Double($0)) }
             if let replay = run.replay {
                 object["replay_of"] = replay.run.rawValue

@@ -325,6 +325,12 @@ struct ScaleOutCLITests {
         let listed = try CLI.run(["runs"], in: project.root)
         let line = listed.stdout.split(separator: "\n").first { $0.hasPrefix("\(e) ") } ?? ""
         #expect(line.contains(" running "), "\(listed.stdout)")
+        // Its slices (some done, some held) and who sends them, at what rate; d's all done.
+        #expect(line.contains(" held)"), "\(listed.stdout)")
+        #expect(listed.stdout.contains("\nrun \(e): "), "\(listed.stdout)")
+        let d = try run("d")[0]
+        let lineD = listed.stdout.split(separator: "\n").first { $0.hasPrefix("\(d) ") } ?? ""
+        #expect(lineD.hasSuffix(" 12/12"), "\(listed.stdout)")
         let started = Date()
         let cancelled = try CLI.run(["cancel", e], in: project.root)
         #expect(

@@ -44,6 +44,22 @@ struct ValueBoundsTests {
         )
     }
 
+    @Test func resendUnknownIsTrueOrFalseAndTrueUnlessSaid() throws {
+        let yaml = CampaignDiagnosticsTests.valid + "\nretry: { resend_unknown: sometimes, resend_unknwon: false }\n"
+        let diagnostics = CampaignDiagnosticsTests().diagnostics(yaml)
+        #expect(diagnostics.count == 2, "\(diagnostics)")
+        #expect(diagnostics.first == "campaigns/c.yaml:7:26: error: 'retry.resend_unknown' must be true or false")
+        #expect(
+            diagnostics.last?.contains("unknown key 'retry.resend_unknwon'; did you mean 'resend_unknown'?") == true
+        )
+        let off = CampaignDiagnosticsTests.valid + "\nretry: { resend_unknown: false }\n"
+        for (yaml, resends) in [(off, false), (CampaignDiagnosticsTests.valid, true)] {
+            let document = try #require(YAMLDocument.parse(Array(yaml.utf8), path: "campaigns/c.yaml").0)
+            let campaign = try #require(CampaignReader.read(document).0)
+            #expect(campaign.retry.resendUnknown == resends)
+        }
+    }
+
     @Test func anExpirationBeyondTenYearsIsALocatedError() {
         let yaml = CampaignDiagnosticsTests.valid + "\n  expiration: 9223372036854775807s\n"
         let diagnostics = CampaignDiagnosticsTests().diagnostics(yaml)

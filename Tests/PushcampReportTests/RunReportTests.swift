@@ -94,9 +94,9 @@ struct RunReportTests {
         #expect(
             Array(object.keys).sorted() == [
                 "campaign", "connections", "delivered", "failed", "file", "latency", "locales", "outcomes", "plan",
-                "planned", "possible_duplicates", "recipients", "rehearsal", "replay_of", "retries", "revision", "run",
-                "sending_seconds", "sent", "started_at", "status", "throughput", "updated_at", "variants",
-                "wall_seconds",
+                "planned", "possible_duplicate_recipients", "possible_duplicates", "recipients", "rehearsal",
+                "replay_of", "retries", "revision", "run", "sending_seconds", "sent", "slices", "started_at", "status",
+                "throughput", "updated_at", "variants", "wall_seconds",
             ]
         )
         #expect(
@@ -107,7 +107,56 @@ struct RunReportTests {
         #expect(json.contains(#"{"kind":"failed","status":410,"reason":"Unregistered","count":1}"#))
         #expect(json.contains(#""retries":{"total":1,"by_cause":{"TooManyRequests":1}}"#))
         #expect(json.contains(#""per_second":[{"at":"1970-01-01T00:16:40Z","delivered":4,"failed":0,"retried":0},"#))
-        #expect(json.contains(#""possible_duplicates":1"#))
+        #expect(json.contains(#""possible_duplicates":1,"possible_duplicate_recipients":[],"slices":null,"#))
+    }
+
+    /// A run cut into slices: two workers each sent a slice, one slice is still free; the
+    /// recipient sent again after a worker died is named, in every format that may carry tokens.
+    @Test func aSlicedRunSaysWhereItsSlicesStandAndNamesItsPossibleDuplicates() async throws {
+        let journal = MemoryJournal()
+        let run = try await journal.createRun(campaign: "spring", revision: "abc", now: 1_000)
+        let pushes = (0..<9).map {
+            SnapshotPush(seq: $0, token: "t\($0)", payload: Array("{}".utf8), variant: "", locale: nil, collapseID: nil)
+        }
+        try await journal.appendSnapshot(pushes, run: run.id, lease: nil)
+        try await journal.sealSnapshot(run: run.id, slices: [0...2, 3...5, 6...8], planned: 9, lease: nil)
+        for (owner, seconds) in [("host-a/11/x", 2.0), ("host-b/22/y", 1.0)] {
+            let (slice, lease) = try #require(try await journal.claimSlice(of: run.id, owner: owner, duration: 600))
+            let first = slice.seqs.lowerBound
+            var stats = RunStats()
+            for _ in slice.seqs { stats.latency.record(nanoseconds: 5_000_000) }
+            stats.seconds = seconds
+            try await journal.record(
+                JournalBatch(
+                    updates: [RecipientUpdate(seq: first, token: "t\(first)", state: .delivered(attempt: 2))],
+                    dispatched: [first + 1...slice.seqs.upperBound],
+                    delivered: [DeliveredRange(first: first + 1, tokens: ["t\(first + 1)", "t\(first + 2)"])],
+                    possibleDuplicates: 1,
+                    duplicates: [PossibleDuplicate(seq: first, token: "t\(first)")],
+                    lease: lease
+                ),
+                run: run.id,
+                now: 1_001
+            )
+            #expect(try await journal.closeSlice(slice, status: .finished, stats: stats, lease: lease) == .running)
+        }
+        let report = try #require(try await RunReport.load(run.id, from: journal))
+        #expect(report.duplicates.map(\.token) == ["t0", "t3"])
+        let slices = try #require(report.slices)
+        #expect(slices.total == 3 && slices.done == 2 && slices.free == 1)
+        #expect(slices.workers.map(\.owner) == ["host-a/11/x", "host-b/22/y"])
+        #expect(slices.workers.map(\.answers) == [3, 3] && slices.workers.map(\.perSecond) == [1.5, 3])
+
+        let text = report.text()
+        #expect(text.contains("\n  seq 0  t0\n  seq 3  t3\n"), "\(text)")
+        #expect(text.contains("Slices 3: 2 done · 0 held · 1 free, sent by 2 workers\n"), "\(text)")
+        #expect(text.contains("  host-b/22/y  1 slice · 3 answers · 3/s while sending\n"), "\(text)")
+        let json = report.json()
+        #expect(json.contains(#""possible_duplicate_recipients":[{"seq":0,"token":"t0"},{"seq":3,"token":"t3"}]"#))
+        #expect(json.contains(#""slices":{"total":3,"done":2,"held":0,"free":1,"workers":[{"owner":"host-a/11/x","#))
+        // Markdown goes into pull requests: counts, never tokens.
+        let markdown = report.markdown()
+        #expect(markdown.contains("| slices | 3: 2 done, 0 held, 1 free; 2 workers |") && !markdown.contains("t3"))
     }
 
     @Test func textMarkdownAndHTMLSayTheSame() async throws {

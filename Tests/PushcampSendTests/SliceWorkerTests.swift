@@ -161,8 +161,16 @@ struct SliceWorkerTests {
         #expect(try await journal.possibleDuplicates(of: run.id).map(\.seq) == Array(100..<120))
     }
 
-    @Test func aWorkerStoppedMidSliceLeavesItsUnansweredRecipientsListedAndTheNextSendsThemAgain() async throws {
-        let (project, campaign) = try LoopbackTests.campaign(rows: 600, throttle: "{ rate: 100000/s, connections: 1 }")
+    /// A worker whose APNs never answers is stopped mid-slice; a second worker then sends the run.
+    /// Answers the transports of both, the recipients planned, and the journal.
+    static func stoppedMidSlice(
+        extra: String = ""
+    ) async throws -> (stalled: Transports, next: Transports, planned: Int, run: RunRecord, journal: MemoryJournal) {
+        let (project, campaign) = try LoopbackTests.campaign(
+            rows: 600,
+            extra: extra,
+            throttle: "{ rate: 100000/s, connections: 1 }"
+        )
         defer { project.remove() }
         let journal = MemoryJournal()
         let (run, summary) = try await Self.snapshot(campaign, into: journal, size: 200)
@@ -178,15 +186,20 @@ struct SliceWorkerTests {
         while stalled.total(\.written).isEmpty && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
         sending.cancel()
         _ = try? await sending.value
-        let unanswered = Set(stalled.total(\.written).keys)
-        #expect(!unanswered.isEmpty)
+        #expect(!stalled.total(\.written).isEmpty)
         #expect(first.reports.map(\.stop) == [.interrupted])
         #expect(try await journal.slices(of: run.id).allSatisfy { !$0.done })
 
         let transports = Transports()
         try await Self.worker(campaign, run: run, journal: journal, transports: transports).run()
         #expect(try await journal.run(run.id)?.status == .finished)
-        #expect(transports.total(\.delivered).count == summary.planned)
+        return (stalled, transports, summary.planned, run, journal)
+    }
+
+    @Test func aWorkerStoppedMidSliceLeavesItsUnansweredRecipientsListedAndTheNextSendsThemAgain() async throws {
+        let (stalled, transports, planned, run, journal) = try await Self.stoppedMidSlice()
+        let unanswered = Set(stalled.total(\.written).keys)
+        #expect(transports.total(\.delivered).count == planned)
         // The recipients the journal had in flight on the stopped worker's wire are listed by
         // token (the one APNs got among them), counted once each; everyone sent twice is listed.
         let listed = Set(try await journal.possibleDuplicates(of: run.id).map(\.token))
@@ -196,5 +209,26 @@ struct SliceWorkerTests {
             $0.value > 1
         }
         #expect(!twice.isEmpty && Set(twice.keys).isSubset(of: listed))
+    }
+
+    /// `retry.resend_unknown: false`: what was on the stopped worker's wire is not sent again but
+    /// settled as failed, `unknown-not-resent`; nobody gets anything twice.
+    @Test func withResendUnknownOffTheNextWorkerSettlesWhatWasInFlightInsteadOfSendingItAgain() async throws {
+        let (stalled, transports, planned, run, journal) = try await Self.stoppedMidSlice(
+            extra: "retry: { resend_unknown: false }"
+        )
+        let unanswered = Set(stalled.total(\.written).keys)
+        var notResent = Set<String>()
+        try await journal.forEachRecipient(of: run.id) { row in
+            if case .failed(nil, ExecutorStateMachine.notResent, _) = row.state { notResent.insert(row.token) }
+        }
+        // Everything the journal had in flight (what reached the wire, and what was on its way).
+        #expect(unanswered.isSubset(of: notResent))
+        let both = transports.total(\.written).merging(stalled.total(\.written), uniquingKeysWith: +)
+        #expect(both.values.allSatisfy { $0 == 1 })
+        #expect(both.count + notResent.subtracting(unanswered).count == planned)
+        #expect(transports.total(\.delivered).count == planned - notResent.count)
+        #expect(try await journal.possibleDuplicates(of: run.id).isEmpty)
+        #expect(try await journal.counts(of: run.id).failed == notResent.count)
     }
 }

@@ -274,6 +274,11 @@ public struct RetrySpec: Hashable, Sendable {
     /// By Apple's reason name (`TooManyRequests`, `InternalServerError`, `ServiceUnavailable`, `Shutdown`)
     /// or `timeout`.
     public var delays: [String: Delay] = [:]
+    /// Whether a recipient whose request was in flight when its sender stopped (killed, or its
+    /// lease lost) is sent again when the run is resumed or its slice taken over
+    /// (`resend_unknown`, default true): APNs may have had the first request, so it is a possible
+    /// duplicate. False settles it as failed (`unknown-not-resent`) instead.
+    public var resendUnknown = true
 
     public init() {}
 }

@@ -520,6 +520,8 @@ public enum CampaignReader {
         for (key, keyNode, value) in entries {
             if key == "max_attempts" {
                 spec.maxAttempts = reader.int(value, "retry.max_attempts", in: 1...100)
+            } else if key == "resend_unknown" {
+                spec.resendUnknown = reader.bool(value, "retry.resend_unknown") ?? true
             } else if neverRetried.contains(key) {
                 reader.error("Apple says never to retry \(key); it cannot be given a retry delay", at: keyNode)
             } else if retryable.contains(key) {
@@ -537,7 +539,7 @@ public enum CampaignReader {
                     }
                 }
             } else {
-                let known = ["max_attempts"] + retryable
+                let known = ["max_attempts", "resend_unknown"] + retryable
                 reader.error(
                     "unknown key 'retry.\(key)'\(Suggestion.didYouMean(key, in: known)); "
                         + "known: \(known.joined(separator: ", "))",

@@ -62,6 +62,9 @@ public struct ExecutorStateMachine: Sendable {
         public var waiting: [(due: Double, request: APNsRequest)]
         /// How many of `requests` were in flight when the run stopped: APNs may have had them.
         public var possibleDuplicates: Int
+        /// In flight when the run stopped, and not to be sent again (`retry.resend_unknown: false`):
+        /// settled at once as failed, reason `unknown-not-resent`.
+        public var abandoned: [APNsRequest] = []
         /// Not to be released before this moment (seconds since 1970): pushes due later
         /// (recipient-local schedules, quiet hours). The machine holds the batch until then and pulls
         /// nothing more, so the planner waits behind it; a stop drops it at once.
@@ -181,15 +184,37 @@ public struct ExecutorStateMachine: Sendable {
     /// The planner handed over a batch.
     public mutating func planned(_ batch: PlanBatch, now: Double) -> [Action] {
         plan = .idle
-        planned += batch.requests.count + batch.waiting.count
+        planned += batch.requests.count + batch.waiting.count + batch.abandoned.count
         guard stop == nil else { return pump(now: now) }
+        let abandoned = abandon(batch.abandoned)
         if let notBefore = batch.notBefore, notBefore > now {
             held = batch
         } else {
             take(batch)
         }
-        return pump(now: now)
+        return abandoned + pump(now: now)
     }
+
+    /// Requests a resumed run found in flight that are not to go again: their answer is unknown
+    /// for good, a final failure of Pushcamp's own.
+    mutating func abandon(_ requests: [APNsRequest]) -> [Action] {
+        guard !requests.isEmpty else { return [] }
+        let reason = Self.notResent
+        report.failures[reason, default: 0] += requests.count
+        for request in requests { report.groups[request.group, default: Readout()].failed[reason, default: 0] += 1 }
+        let updates = requests.map {
+            RecipientUpdate(
+                seq: $0.tag,
+                token: $0.deviceToken,
+                state: .failed(status: nil, reason: reason, apnsTimestamp: nil)
+            )
+        }
+        return [.settle(updates, firstDeliveries: [], possibleDuplicates: 0, invalidTokens: [])]
+    }
+
+    /// The reason of a recipient whose request was in flight when its sender stopped, not sent
+    /// again because the campaign says `retry.resend_unknown: false`.
+    public static let notResent = "unknown-not-resent"
 
     /// A planned batch whose moment has come joins the line.
     mutating func take(_ batch: PlanBatch) {

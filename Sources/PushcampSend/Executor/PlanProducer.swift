@@ -25,6 +25,8 @@ final class PlanProducer: Sendable {
     private let sendTime: Timestamp
     private let batchSize: Int
     private let resume: ResumePoint
+    /// Whether requests a resumed run found in flight go again (`retry.resend_unknown`).
+    private let resendUnknown: Bool
     private let only: SeqSet?
     private let clock: any WallClock
     private let feed = PlanFeed(capacity: 4)
@@ -38,6 +40,7 @@ final class PlanProducer: Sendable {
         sendTime: Timestamp,
         batchSize: Int,
         resume: ResumePoint,
+        resendUnknown: Bool = true,
         only: SeqSet?,
         clock: any WallClock,
         groups: ReadoutGroups = ReadoutGroups()
@@ -48,6 +51,7 @@ final class PlanProducer: Sendable {
         self.sendTime = sendTime
         self.batchSize = batchSize
         self.resume = resume
+        self.resendUnknown = resendUnknown
         self.only = only
     }
 
@@ -70,6 +74,7 @@ final class PlanProducer: Sendable {
         slice: SnapshotSlice,
         batchSize: Int,
         resume: ResumePoint,
+        resendUnknown: Bool = true,
         clock: any WallClock,
         groups: ReadoutGroups = ReadoutGroups()
     ) {
@@ -79,6 +84,7 @@ final class PlanProducer: Sendable {
         self.sendTime = slice.sendTime
         self.batchSize = batchSize
         self.resume = resume
+        self.resendUnknown = resendUnknown
         self.only = nil
     }
 
@@ -90,13 +96,13 @@ final class PlanProducer: Sendable {
     }
 
     private func produce(_ source: Source) {
-        let resume = self.resume
+        let (resume, resendUnknown) = (self.resume, self.resendUnknown)
         var batch = ExecutorStateMachine.PlanBatch(requests: [])
         batch.requests.reserveCapacity(batchSize)
         var notBefore: Double?
         var last: (variant: String, locale: String?, group: UInt32)?
         func handOver() throws {
-            guard !batch.requests.isEmpty || !batch.waiting.isEmpty else { return }
+            guard !batch.requests.isEmpty || !batch.waiting.isEmpty || !batch.abandoned.isEmpty else { return }
             batch.notBefore = notBefore
             guard feed.put(batch) else { throw CancellationError() }
             batch = ExecutorStateMachine.PlanBatch(requests: [])
@@ -115,6 +121,10 @@ final class PlanProducer: Sendable {
                 // A retry keeps its due time across the restart.
                 batch.waiting.append((due: until, request: request))
                 if batch.waiting.count >= batchSize { try handOver() }
+                return
+            case .possibleDuplicate where !resendUnknown:
+                batch.abandoned.append(request)
+                if batch.abandoned.count >= batchSize { try handOver() }
                 return
             case .possibleDuplicate:
                 batch.possibleDuplicates += 1

@@ -282,6 +282,7 @@ public final class SendRun: Service, Sendable {
             sendTime: sendTime,
             batchSize: configuration.handOverSize,
             resume: resume,
+            resendUnknown: campaign.retry.resendUnknown,
             only: only,
             clock: clock,
             groups: groups

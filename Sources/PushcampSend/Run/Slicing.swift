@@ -314,6 +314,7 @@ public final class SliceWorker: Service, Sendable {
             slice: SnapshotSlice(store: store, slice: slice, campaign: campaign, sendTime: sendTime),
             batchSize: configuration.handOverSize,
             resume: resume,
+            resendUnknown: campaign.retry.resendUnknown,
             clock: clock,
             groups: groups
         )
