@@ -281,18 +281,46 @@ struct SchedulerStateMachineTests {
 }
 
 extension SchedulerStateMachineTests {
+    /// `news` every minute (`catch_up.within` 2 minutes): its first slot found held by another
+    /// process at two ticks in a row, so it waits to be tried again.
+    static func slotHeldTwice(mode: CatchUp.Mode) -> Machine {
+        var machine = Machine(startedAt: t0)
+        machine.schedule(
+            "news",
+            SchedulerStateMachineTests().every(60, within: 120, mode: mode),
+            cursor: t0,
+            recorded: true
+        )
+        #expect(machine.tick(now: t0 + 60) == [.fire(campaign: "news", slot: t0 + 60)])
+        machine.slotBusy("news", slot: t0 + 60)
+        #expect(machine.runEnded("news", now: t0 + 60).isEmpty)
+        #expect(machine.tick(now: t0 + 61) == [.fire(campaign: "news", slot: t0 + 60)])
+        machine.slotBusy("news", slot: t0 + 60)
+        #expect(machine.runEnded("news", now: t0 + 61).isEmpty)
+        return machine
+    }
+
+    /// With `catch_up.mode: latest` (the default), a held slot nobody claimed is superseded when a
+    /// newer slot fires here: it is recorded skipped then, never fired after the newer one, and
+    /// never left in memory for a stop to lose (the cut-link test found one lost that way).
+    @Test func aHeldSlotIsSupersededWhenANewerSlotFires() {
+        var machine = Self.slotHeldTwice(mode: .latest)
+        #expect(
+            machine.tick(now: Self.t0 + 120) == [
+                .skip(campaign: "news", first: Self.t0 + 60, through: Self.t0 + 60, count: 1, reason: .superseded),
+                .fire(campaign: "news", slot: Self.t0 + 120),
+            ]
+        )
+        #expect(machine.runEnded("news", now: Self.t0 + 125).isEmpty)
+        #expect(machine.tick(now: Self.t0 + 126).isEmpty)
+    }
+
     /// Several nodes fire every slot; the one holding the campaign's lease sends it. A node that
     /// finds the campaign held tries the slot again each tick, so a holder that dies before firing
     /// it does not lose it, and never lets the retry make a due slot overlap.
+    /// With `catch_up.mode: all`, every slot goes out: a held one waits behind a newer one.
     @Test func aSlotFoundHeldByAnotherProcessIsTriedAgainUntilClaimedOrMissed() {
-        var machine = Machine(startedAt: Self.t0)
-        machine.schedule("news", every(60, within: 120), cursor: Self.t0, recorded: true)
-        #expect(machine.tick(now: Self.t0 + 60) == [.fire(campaign: "news", slot: Self.t0 + 60)])
-        machine.slotBusy("news", slot: Self.t0 + 60)
-        #expect(machine.runEnded("news", now: Self.t0 + 60).isEmpty)
-        #expect(machine.tick(now: Self.t0 + 61) == [.fire(campaign: "news", slot: Self.t0 + 60)])
-        machine.slotBusy("news", slot: Self.t0 + 60)
-        #expect(machine.runEnded("news", now: Self.t0 + 61).isEmpty)
+        var machine = Self.slotHeldTwice(mode: .all)
         // The next slot comes due: it fires first; the held one waits for the campaign to be free here.
         #expect(machine.tick(now: Self.t0 + 120) == [.fire(campaign: "news", slot: Self.t0 + 120)])
         #expect(machine.tick(now: Self.t0 + 121).isEmpty)

@@ -140,7 +140,8 @@ public struct SchedulerStateMachine: Sendable {
     /// `slot` could not be fired: another process holds the campaign's lease (sending one of its
     /// runs). The slot belongs to whoever fires it first: it is fired again at the next tick, so a
     /// holder that dies before it fired the slot does not lose it; once any process claimed it,
-    /// the next attempt finds it recorded and ends there.
+    /// the next attempt finds it recorded and ends there. When a newer slot fires here first, it
+    /// is skipped as `superseded` (unless `catch_up.mode: all`).
     public mutating func slotBusy(_ campaign: String, slot: Int64) {
         guard var entry = entries[campaign] else { return }
         if !entry.busy.contains(slot) { entry.busy.append(slot) }
@@ -307,6 +308,18 @@ public struct SchedulerStateMachine: Sendable {
         }
         for slot in due {
             if entry.running == nil && entry.queued.isEmpty {
+                // Slots found held by another process that nobody claimed since are superseded by
+                // this newer one (its holder died or lost the journal before firing them), except
+                // with `catch_up.mode: all`, where each slot goes out. Left waiting here, they would
+                // fire after the newer slot, or be lost when this process stops.
+                if schedule.catchUp.mode != .all {
+                    for held in entry.busy where held < slot {
+                        actions.append(
+                            .skip(campaign: campaign, first: held, through: held, count: 1, reason: .superseded)
+                        )
+                    }
+                    entry.busy.removeAll { $0 < slot }
+                }
                 entry.running = slot
                 actions.append(.fire(campaign: campaign, slot: slot))
             } else if schedule.overlap == .queue || schedule.catchUp.mode == .all {
