@@ -241,13 +241,18 @@ extension SQLiteJournal: SliceStore {
         }
     }
 
-    public func runsWithOpenSlices() async throws(JournalError) -> [RunRecord] {
+    public func runsWithFreeSlices() async throws(JournalError) -> [RunRecord] {
         try await read { db in
             try Row.fetchAll(
                 db,
                 sql: """
                     SELECT * FROM run WHERE status = 'running'
-                        AND EXISTS (SELECT 1 FROM slice WHERE slice.run = run.id AND NOT done)
+                        AND EXISTS (
+                            SELECT 1 FROM slice
+                            LEFT JOIN lease ON lease.resource = 'run:' || slice.run || '/slice:' || slice.first_seq
+                            WHERE slice.run = run.id AND NOT slice.done
+                                AND (lease.resource IS NULL OR lease.expires_at <= \(Self.sqliteNow))
+                        )
                     ORDER BY id
                     """
             ).map(Self.run(from:))

@@ -128,8 +128,9 @@ public protocol SliceStore: Sendable {
         -> RunStatus
     /// What the sends of `slice` measured so far, added up; nil when none saved any.
     func stats(of slice: RunSlice) async throws(JournalError) -> RunStats?
-    /// Running runs that are sliced and have a slice not done, oldest first.
-    func runsWithOpenSlices() async throws(JournalError) -> [RunRecord]
+    /// Running runs with a slice a worker could claim now (not done, and nobody holds it: never
+    /// claimed, or its lease expired on the store's clock), oldest first.
+    func runsWithFreeSlices() async throws(JournalError) -> [RunRecord]
     /// How many slices of `run` are held under a lease that has not expired.
     func liveSlices(of run: RunID) async throws(JournalError) -> Int
     /// The recipients of `run` that may have been sent twice, in seq order.
@@ -293,10 +294,15 @@ extension MemoryJournal: SliceStore {
         state.withLock { state in state.slices[slice.run]?.first { $0.seqs == slice.seqs }?.stats }
     }
 
-    public func runsWithOpenSlices() async throws(JournalError) -> [RunRecord] {
-        state.withLock { state in
+    public func runsWithFreeSlices() async throws(JournalError) -> [RunRecord] {
+        let now = clock.now()
+        return state.withLock { state in
             state.runs.filter { run in
-                run.status == .running && (state.slices[run.id]?.contains { !$0.done } ?? false)
+                run.status == .running
+                    && (state.slices[run.id] ?? []).contains { slice in
+                        !slice.done
+                            && (state.leases[RunSlice(run: run.id, seqs: slice.seqs).resource]?.expiresAt ?? 0) <= now
+                    }
             }
         }
     }

@@ -311,11 +311,16 @@ extension PostgresJournal: SliceStore {
         return try RunStats.sum(texts)
     }
 
-    public func runsWithOpenSlices() async throws(JournalError) -> [RunRecord] {
+    public func runsWithFreeSlices() async throws(JournalError) -> [RunRecord] {
         try await runs(
             """
             SELECT \(unescaped: Self.runColumns) FROM run
-            WHERE status = 'running' AND EXISTS (SELECT 1 FROM slice WHERE slice.run = run.id AND NOT done)
+            WHERE status = 'running' AND EXISTS (
+                SELECT 1 FROM slice s
+                LEFT JOIN lease l ON l.resource = 'run:' || s.run || '/slice:' || s.first_seq
+                WHERE s.run = run.id AND NOT s.done
+                    AND (l.resource IS NULL OR l.expires_at <= extract(epoch FROM clock_timestamp()))
+            )
             ORDER BY id
             """
         )

@@ -78,7 +78,7 @@ struct SliceStoreTests {
         #expect(read == pushes)
         let statuses = try await journal.slices(of: run.id)
         #expect(statuses.map(\.slice.seqs) == slices && statuses.allSatisfy { !$0.done && $0.lease == nil })
-        #expect(try await journal.runsWithOpenSlices().map(\.id) == [run.id])
+        #expect(try await journal.runsWithFreeSlices().map(\.id) == [run.id])
     }
 
     @Test(arguments: Store.allCases)
@@ -103,6 +103,8 @@ struct SliceStoreTests {
         #expect(claimed.allSatisfy { $0.1.resource == $0.0.resource })
         #expect(try await journal.liveSlices(of: run.id) == slices.count)
         #expect(try await journal.claimSlice(of: run.id, owner: "late", duration: 60) == nil)
+        // Every slice held: none free, so no node joins the run.
+        #expect(try await journal.runsWithFreeSlices().isEmpty)
 
         let stats = {
             var stats = RunStats()
@@ -123,7 +125,7 @@ struct SliceStoreTests {
         #expect(try await journal.closeSlice(last, status: .finished, stats: stats, lease: lease) == .finished)
         #expect(try await journal.run(run.id)?.status == .finished)
         #expect(try await journal.slices(of: run.id).allSatisfy(\.done))
-        #expect(try await journal.runsWithOpenSlices().isEmpty)
+        #expect(try await journal.runsWithFreeSlices().isEmpty)
         // Every slice's statistics, added up, are the run's.
         let total = try #require(try await journal.stats(of: run.id))
         #expect(total.retries["TooManyRequests"] == slices.count && total.seconds == Double(2 * slices.count))
@@ -139,14 +141,18 @@ struct SliceStoreTests {
         stats.seconds = 1
         // An interrupted holder keeps nothing but its statistics: the slice stays open.
         #expect(try await journal.closeSlice(slice, status: .interrupted, stats: stats, lease: paused) == .running)
+        // Free again once its lease expired: the run is listed for nodes to join, and claimed.
         var takeover: (RunSlice, Lease)?
         let deadline = Date().addingTimeInterval(60)
         while true {
-            takeover = try await journal.claimSlice(of: run.id, owner: "survivor", duration: 60)
+            if try await journal.runsWithFreeSlices().map(\.id) == [run.id] {
+                takeover = try await journal.claimSlice(of: run.id, owner: "survivor", duration: 60)
+            }
             if takeover != nil || Date() >= deadline { break }
             try await Task.sleep(for: .milliseconds(50))
         }
         let (again, lease) = try #require(takeover)
+        #expect(try await journal.runsWithFreeSlices().isEmpty)
         #expect(again == slice && lease.fence == paused.fence + 1 && lease.owner == "survivor")
         #expect(try await journal.stats(of: slice)?.seconds == 1)
         await #expect(throws: JournalError.self) {
@@ -159,7 +165,7 @@ struct SliceStoreTests {
         #expect(try await journal.slices(of: run.id).allSatisfy { !$0.done })
         // A cancel from the holder cancels the run; nobody finishes it after, or claims it.
         #expect(try await journal.closeSlice(slice, status: .cancelled, stats: nil, lease: lease) == .cancelled)
-        #expect(try await journal.runsWithOpenSlices().isEmpty)
+        #expect(try await journal.runsWithFreeSlices().isEmpty)
         try await journal.release(lease)
         #expect(try await journal.claimSlice(of: run.id, owner: "late", duration: 60) == nil)
     }

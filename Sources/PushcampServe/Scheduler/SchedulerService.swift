@@ -207,18 +207,6 @@ public final class SchedulerService: Service, Sendable {
                                     machine.unfinished(campaign, slot: slot, newestFired: newestFired, now: Int64(now))
                                 )
                             }
-                            // Runs cut into slices that another node started: every node sends some.
-                            for run in await self.runsWithOpenSlices(journal)
-                            where !running.contains(run.campaign) && !joined.contains(run.id)
-                                && !refused.contains(run.id)
-                            {
-                                guard let path = paths[run.campaign] ?? run.file else { continue }
-                                joined.insert(run.id)
-                                group.addTask {
-                                    let refused = await self.join(run, path: path, journal: journal)
-                                    continuation.yield(.left(run.id, refused: refused))
-                                }
-                            }
                             for (run, notifications) in await self.unfinishedTriggerRuns(journal)
                             where !running.contains(run.campaign) {
                                 guard await self.isOrphaned(run.campaign, journal: journal) else { continue }
@@ -230,6 +218,19 @@ public final class SchedulerService: Service, Sendable {
                                         notifications: notifications
                                     )
                                 )
+                            }
+                        }
+                        // Runs cut into slices that another node started, with a slice free: every
+                        // node sends some, joining at the first tick one is free.
+                        for run in await self.runsWithFreeSlices(journal)
+                        where !running.contains(run.campaign) && !joined.contains(run.id)
+                            && !refused.contains(run.id)
+                        {
+                            guard let path = paths[run.campaign] ?? run.file else { continue }
+                            joined.insert(run.id)
+                            group.addTask {
+                                let refused = await self.join(run, path: path, journal: journal)
+                                continuation.yield(.left(run.id, refused: refused))
                             }
                         }
                         await perform(machine.tick(now: Int64(now)))
@@ -521,11 +522,11 @@ public final class SchedulerService: Service, Sendable {
         return .done
     }
 
-    /// Running runs cut into slices with a slice not done; none when runs are sent whole here.
-    private func runsWithOpenSlices(_ journal: any Journal) async -> [RunRecord] {
+    /// Running runs cut into slices with a slice free to claim; none when runs are sent whole here.
+    private func runsWithFreeSlices(_ journal: any Journal) async -> [RunRecord] {
         guard configuration.slicing != nil else { return [] }
         do {
-            return try await journal.runsWithOpenSlices()
+            return try await journal.runsWithFreeSlices()
         } catch {
             report("the journal's sliced runs cannot be read: \(error.message)")
             return []
