@@ -26,6 +26,23 @@ struct ProgressLineTests {
         #expect(line.hasPrefix("21340/50000"))
     }
 
+    /// A worker on a run cut into slices shows the whole run first, then its own part.
+    @Test func aSliceWorkerShowsTheWholeRunFirst() {
+        var progress = Self.busy
+        progress.run = SendProgress.RunWide(
+            answered: 120_000,
+            planned: 300_000,
+            slicesDone: 12,
+            slices: 36,
+            slicesHeld: 3
+        )
+        #expect(
+            progress.line(width: 79, color: false)
+                == "run 120000/300000 · slices 12/36 done, 3 sending · here 21340/50000"
+        )
+        #expect(progress.line(width: 20, color: false).hasPrefix("run 120000/300000"))
+    }
+
     @Test func atEightyColumnsTheEssentialsStayAndTheRestGoesInOrder() {
         // An 80-column terminal leaves 79 for the line (the cursor must not wrap).
         #expect(

@@ -134,6 +134,33 @@ struct SliceWorkerTests {
         }
     }
 
+    /// The run's creator shows the whole run on its progress line, read from the journal.
+    @Test func theCreatorsProgressCarriesTheWholeRun() async throws {
+        // 1,500 pushes at 1,000/s: a second and a half, so the run is read again while it goes.
+        let (project, campaign) = try LoopbackTests.campaign(rows: 1_500, throttle: "{ rate: 1000/s, connections: 1 }")
+        defer { project.remove() }
+        let journal = MemoryJournal()
+        let (run, summary) = try await Self.snapshot(campaign, into: journal, size: 250)
+        var options = SliceWorker.Options()
+        options.showsRun = true
+        options.executor.progressInterval = 0.05
+        let moments = Mutex<[SendProgress]>([])
+        let worker = SliceWorker(
+            campaign: campaign,
+            run: run,
+            store: journal,
+            endpoint: "https://memory.test",
+            options: options,
+            progress: { moment in moments.withLock { $0.append(moment) } },
+            makeTransport: { Transports().make() }
+        )
+        try await worker.run()
+        let wide = moments.withLock { $0.compactMap(\.run) }
+        #expect(!wide.isEmpty)
+        #expect(wide.allSatisfy { $0.planned == summary.planned && $0.slices == 6 && $0.answered <= summary.planned })
+        #expect(wide.last.map { $0.answered > 0 && $0.slicesDone > 0 } == true, "\(wide)")
+    }
+
     @Test func aSliceAnEarlierHolderPartlySentIsFinishedWithoutSendingWhatItSettled() async throws {
         let (project, campaign) = try LoopbackTests.campaign(rows: 500)
         defer { project.remove() }

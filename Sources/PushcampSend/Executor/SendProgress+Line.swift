@@ -15,7 +15,8 @@ extension SendProgress {
         queued: Int = 0,
         seconds: Double,
         topFailures: [(String, Int)] = [],
-        retries: [(String, Int)] = []
+        retries: [(String, Int)] = [],
+        run: RunWide? = nil
     ) {
         self.planned = planned
         self.planFinished = planFinished
@@ -29,6 +30,7 @@ extension SendProgress {
         self.seconds = seconds
         self.topFailures = topFailures
         self.retries = retries
+        self.run = run
     }
 
     /// Seconds until every planned push has an answer, at the rate so far, and never before the
@@ -51,8 +53,13 @@ extension SendProgress {
         // (text, visible length), most important first.
         var parts: [(String, Int)] = []
         func add(_ plain: String, painted: String? = nil) { parts.append((painted ?? plain, plain.count)) }
+        // A run cut into slices: the whole run first, then this worker's part ("here").
+        if let run {
+            add("run \(run.answered)/\(run.planned)")
+            add("slices \(run.slicesDone)/\(run.slices) done, \(run.slicesHeld) sending")
+        }
         // "21340/50000": answered of planned ("+" while the plan is still being read).
-        add("\(answered)/\(planned)\(planFinished ? "" : "+")")
+        add((run == nil ? "" : "here ") + "\(answered)/\(planned)\(planFinished ? "" : "+")")
         add("delivered \(delivered)", painted: "delivered " + paint("\(delivered)", "32"))
         add("failed \(failed)", painted: "failed " + (failed > 0 ? paint("\(failed)", "31") : "0"))
         if waitingToRetry > 0 {

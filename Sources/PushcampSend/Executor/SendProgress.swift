@@ -17,6 +17,28 @@ public struct SendProgress: Sendable {
     public var topFailures: [(String, Int)]
     /// Retries so far, by cause.
     public var retries: [(String, Int)]
+    /// For a worker on a run cut into slices: the whole run, every worker's part included, as the
+    /// journal had it at most a second ago; nil otherwise.
+    public var run: RunWide?
+
+    /// Where a run cut into slices stands across its workers.
+    public struct RunWide: Sendable, Hashable {
+        /// Recipients with a final answer, and the run's plan.
+        public var answered: Int
+        public var planned: Int
+        public var slicesDone: Int
+        public var slices: Int
+        /// Slices held under a live lease: the workers sending now.
+        public var slicesHeld: Int
+
+        public init(answered: Int, planned: Int, slicesDone: Int, slices: Int, slicesHeld: Int) {
+            self.answered = answered
+            self.planned = planned
+            self.slicesDone = slicesDone
+            self.slices = slices
+            self.slicesHeld = slicesHeld
+        }
+    }
 
     init(_ machine: ExecutorStateMachine, openStreams: Int, now: Double) {
         let report = machine.report

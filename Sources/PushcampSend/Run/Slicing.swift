@@ -181,6 +181,9 @@ public final class SliceWorker: Service, Sendable {
         public var sliceEnded: @Sendable (RunSlice, SendReport) -> Void = { _, _ in }
         /// Told of each slice this worker claims, with its lease, before it sends any of it.
         public var sliceClaimed: @Sendable (RunSlice, Lease) -> Void = { _, _ in }
+        /// Read the whole run's counts from the journal every second, for the progress line (the
+        /// run's creator, which shows it; a `serve` node has no line to show).
+        public var showsRun = false
 
         public init() {}
 
@@ -193,6 +196,7 @@ public final class SliceWorker: Service, Sendable {
             sliceEnded = send.sliceEnded
             sliceClaimed = send.sliceClaimed
             self.untilRunEnds = untilRunEnds
+            showsRun = untilRunEnds
         }
     }
 
@@ -205,6 +209,8 @@ public final class SliceWorker: Service, Sendable {
     let options: Options
     let progress: @Sendable (SendProgress) -> Void
     private let sent = Mutex<[SendReport]>([])
+    /// The whole run as last read from the journal (`Options.showsRun`).
+    private let wide = Mutex<SendProgress.RunWide?>(nil)
     /// One naming of variants and locales for every slice this worker sends, so their readouts add up.
     private let groups = ReadoutGroups()
 
@@ -242,6 +248,8 @@ public final class SliceWorker: Service, Sendable {
         // One pool for every slice this worker sends: each new slice would otherwise pay TLS and
         // the one-stream ramp again.
         let connections = KeptConnections(make: makeTransport)
+        let watching = options.showsRun ? Task { await watchRun() } : nil
+        defer { watching?.cancel() }
         do {
             try await work(through: connections)
         } catch {
@@ -249,6 +257,28 @@ public final class SliceWorker: Service, Sendable {
             throw error
         }
         await connections.close()
+    }
+
+    /// Reads where the whole run stands every second, until cancelled; a read that fails or
+    /// takes over 2 s leaves the last one in place.
+    private func watchRun() async {
+        let (store, id) = (self.store, run.id)
+        while !Task.isCancelled {
+            let read = try? await withDeadline(.seconds(2)) { () async throws(JournalError) -> SendProgress.RunWide? in
+                guard let planned = try await store.run(id)?.planned else { return nil }
+                let counts = try await store.counts(of: id)
+                let slices = try await store.slices(of: id)
+                return SendProgress.RunWide(
+                    answered: counts.delivered + counts.failed,
+                    planned: planned,
+                    slicesDone: slices.count { $0.done },
+                    slices: slices.count,
+                    slicesHeld: try await store.liveSlices(of: id)
+                )
+            }
+            if let read, let read { wide.withLock { $0 = read } }
+            do { try await Task.sleep(for: .seconds(1)) } catch { return }
+        }
     }
 
     /// Claims and sends slices until none is free, the run stops, or a slice is left unfinished.
@@ -326,7 +356,11 @@ public final class SliceWorker: Service, Sendable {
             journal: journal,
             clock: clock,
             options: options.executor,
-            progress: { progress($0.after(before)) }
+            progress: { [self] moment in
+                var total = moment.after(before)
+                total.run = wide.withLock { $0 }
+                progress(total)
+            }
         )
         let (store, run, heartbeat) = (self.store, self.run, lease.heartbeat)
         return await withTaskGroup(of: SendReport?.self) { group in
