@@ -201,6 +201,8 @@ at() {
     exit 1
 }
 failure() { echo "$1 $2 $(now)" >>"$dir/failures.txt"; }
+# say TEXT [AT]: TEXT, after the seconds since the run started (until AT, default now).
+say() { printf '  %5.1f s  %s\n' "$(python3 -c "print(${2:-$(now)} - $started)")" "$1"; }
 
 # Who fails how, and when: picked by the seed.
 orders=("1 2 3" "1 3 2" "2 1 3" "2 3 1" "3 1 2" "3 2 1")
@@ -213,26 +215,26 @@ at "$t_kill" "$killed"
 kill -KILL "${pids[$killed]}"
 failure killed "$killed"
 wait "${pids[$killed]}" 2>/dev/null || true
-echo "  $(printf '%5.1f' "$(python3 -c "print($(now) - $started)")") s  worker $killed killed (SIGKILL)"
+say "worker $killed killed (SIGKILL)"
 sleep $((2 + RANDOM % 3))
 start_worker "$killed"
-echo "  $(printf '%5.1f' "$(python3 -c "print($(now) - $started)")") s  worker $killed started again"
+say "worker $killed started again"
 
 at "$t_stop" "$paused"
 kill -STOP "${pids[$paused]}"
 failure paused "$paused"
-echo "  $(printf '%5.1f' "$(python3 -c "print($(now) - $started)")") s  worker $paused stopped (SIGSTOP)"
+say "worker $paused stopped (SIGSTOP)"
 sleep $((lease + 2 + RANDOM % 3))
 kill -CONT "${pids[$paused]}"
-echo "  $(printf '%5.1f' "$(python3 -c "print($(now) - $started)")") s  worker $paused continued (SIGCONT)"
+say "worker $paused continued (SIGCONT)"
 
 at "$t_cut" "$cut"
 in_hub ip link set "pcc${tag}p${cut}h" down
 failure cut "$cut"
-echo "  $(printf '%5.1f' "$(python3 -c "print($(now) - $started)")") s  worker $cut cut off from PostgreSQL"
+say "worker $cut cut off from PostgreSQL"
 sleep $((lease + 3 + RANDOM % 3))
 in_hub ip link set "pcc${tag}p${cut}h" up
-echo "  $(printf '%5.1f' "$(python3 -c "print($(now) - $started)")") s  worker $cut joined to PostgreSQL again"
+say "worker $cut joined to PostgreSQL again"
 
 # The run ends when its last slice does.
 for _ in $(seq 1 3000); do
@@ -241,7 +243,7 @@ for _ in $(seq 1 3000); do
     sleep 0.1
 done
 ended=$(now)
-echo "  $(printf '%5.1f' "$(python3 -c "print($ended - $started)")") s  run $run $status"
+say "run $run $status" "$ended"
 for i in "${workers[@]}"; do kill -TERM "${pids[$i]}" 2>/dev/null || true; done
 for i in "${workers[@]}"; do wait "${pids[$i]}" 2>/dev/null || true; done
 pids=("" "" "" "")
@@ -256,6 +258,7 @@ for i in "${workers[@]}"; do addresses+="$i=$(address s "$i" w) "; done
 
 python3 - "$dir" "$status" "$rate" "$lease" "$started" "$ended" "$addresses" <<'PY'
 import bisect, csv, json, re, sys
+from datetime import datetime
 from collections import Counter, defaultdict
 
 folder, status, rate, lease, started, ended = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6])
@@ -297,7 +300,6 @@ for worker in set(workers.values()):
             claims[first].append((float(event["claimed_at"]), worker, int(event["fence"])))
         elif event.get("event") in ("slice-ended", "lease-lost") and "first" in event:
             stamp = event["time"]
-            from datetime import datetime
             ends[(worker, int(event["first"]))].append(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp())
 for first in claims:
     claims[first].sort()

@@ -190,7 +190,8 @@ struct Runs: AsyncParsableCommand {
         var lines = [
             ["RUN", "CAMPAIGN", "STATUS", "STARTED", "SENT", "DELIVERED", "FAILED", "PENDING", "PLANNED", "SLICES"]
         ]
-        for (run, counts, slices) in rows.map({ ($0.run, $0.counts, $0.slices) }) {
+        for row in rows {
+            let (run, counts) = (row.run, row.counts)
             lines.append([
                 "\(run.id)",
                 run.campaign + (run.replay.map { " (replay of \($0.run))" } ?? "")
@@ -199,7 +200,7 @@ struct Runs: AsyncParsableCommand {
                 Timestamps.text(run.startedAt),
                 "\(counts.total - counts.planned)", "\(counts.delivered)", "\(counts.failed)",
                 "\(counts.waiting + counts.unknown + counts.inFlight)", run.planned.map { "\($0)" } ?? "-",
-                slices.map { "\($0.done)/\($0.total)" + ($0.leased > 0 ? " (\($0.leased) held)" : "") } ?? "-",
+                row.slices.map { "\($0.done)/\($0.total)" + ($0.leased > 0 ? " (\($0.leased) held)" : "") } ?? "-",
             ])
         }
         // Names left-aligned, numbers right-aligned.
