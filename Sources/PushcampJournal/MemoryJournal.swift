@@ -13,6 +13,7 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
         var invalid: [String: InvalidToken] = [:]
         var stats: [RunID: RunStats] = [:]
         var records = 0
+        var sharedRecords = 0
         var slots: [String: [Int64: SlotRecord]] = [:]
         var watched: [String: Double] = [:]
         /// By campaign and notification, in the order recorded.
@@ -73,6 +74,8 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
 
     /// How many batches were recorded.
     public var recordCount: Int { state.withLock { $0.records } }
+    /// Commits that carried both dispatches and answers (deliveries or recipients' new states).
+    public var sharedRecordCount: Int { state.withLock { $0.sharedRecords } }
 
     public func unfinishedRun(campaign: String) async throws(JournalError) -> RunRecord? {
         state.withLock { state in
@@ -143,8 +146,10 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
     }
 
     private func recordNow(_ batch: JournalBatch, run: RunID, now: Double) throws(JournalError) {
+        let shared = !batch.dispatched.isEmpty && !(batch.delivered.isEmpty && batch.updates.isEmpty)
         let count = state.withLock { state in
             state.records += 1
+            if shared { state.sharedRecords += 1 }
             return state.records
         }
         if let recordsBeforeFailure, count > recordsBeforeFailure {

@@ -382,11 +382,11 @@ extension ExecutorDriverTests {
         #expect(try await store.run(send.run.id)?.status == .finished)
         let counts = try await store.counts(of: send.run.id)
         #expect(counts.delivered == 3000 && counts.inFlight == 0)
-        // About one commit per hand-over batch of 128 (24 here), plus the last answers, the close
-        // and a statistics commit now and then: 26–27 measured, 33 once with the test starved of
-        // threads (answers then commit alone more often). Splitting dispatches from answers, as
-        // for SQLite, made 40.
+        // Dispatches and the answers queued before them went in the same commits. Splitting them,
+        // as for SQLite, shares none. A count of commits cannot tell the two apart once the test
+        // is starved of threads (answers then commit alone more often): 26–27 commits measured for
+        // 24 hand-over batches, 39 once in the full suite on CI, 40 split.
         let batches = (3000 + 127) / 128
-        #expect(store.recordCount < batches + 12, "\(store.recordCount) commits for \(batches) batches")
+        #expect(store.sharedRecordCount > 0, "\(store.recordCount) commits for \(batches) batches, none shared")
     }
 }
