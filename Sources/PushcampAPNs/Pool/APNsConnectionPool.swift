@@ -117,7 +117,9 @@ public final class APNsConnectionPool: PushTransport {
         let ready = eventLoop.makePromise(of: Void.self)
         let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(configuration.connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            // A TCP option: `.socketOption(.tcp_nodelay)` would set SOL_SOCKET option 1, SO_DEBUG, which
+            // only root may set (every connection of a user without CAP_NET_ADMIN was refused).
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let tls = try NIOSSLClientHandler(context: tlsContext, serverHostname: isAddress ? nil : host)

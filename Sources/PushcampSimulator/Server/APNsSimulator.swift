@@ -48,7 +48,7 @@ public final class APNsSimulator: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)  // not .socketOption: that is SO_DEBUG, root only
             .childChannelInitializer { channel in
                 let id = simulator.nextConnection.wrappingAdd(1, ordering: .relaxed).oldValue
                 return channel.eventLoop.makeCompletedFuture {
