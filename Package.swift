@@ -193,6 +193,9 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                // The App Store Server API's client (HTTP/1.1 over TLS).
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -208,7 +211,7 @@ let package = Package(
             dependencies: [
                 "PushcampPlanner", "PushcampModel", "PushcampAudience", "PushcampSend", "PushcampRehearsal",
                 "PushcampAPNsCore", "PushcampSimulator", "PushcampJournal", "PushcampReport", "PushcampServe",
-                "PushcampAppStore", "PushcampBuildInfo", "PushcampPostgres",
+                "PushcampAppStore", "PushcampBuildInfo", "PushcampPostgres", "PushcampAPNs",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -317,6 +320,8 @@ let package = Package(
             dependencies: [
                 "pushcamp", "PushcampJournal", "PushcampTestSupport", "PushcampAPNsCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // The CI workflow `init` writes, read to run its steps.
+                .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict

@@ -2,10 +2,6 @@ import Crypto
 import Foundation
 import PushcampAPNsCore
 
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
-
 /// The App Store Server API as `pushcamp appstore history` calls it: an In-App Purchase key of App
 /// Store Connect, the app's bundle id and the host (Apple's production or sandbox one, or a stub).
 public struct AppStoreServerAPI: Sendable {
@@ -163,31 +159,6 @@ public protocol AppStoreAPITransport: Sendable {
     ) async throws -> (
         status: Int, headers: [String: String], body: Data
     )
-}
-
-/// The transport of the command line: Foundation's URLSession (TLS with the system's roots).
-public struct URLSessionAPITransport: AppStoreAPITransport {
-    public init() {}
-
-    public func post(
-        _ url: URL,
-        headers: [String: String],
-        body: Data
-    ) async throws -> (
-        status: Int, headers: [String: String], body: Data
-    ) {
-        var request = URLRequest(url: url, timeoutInterval: 30)
-        request.httpMethod = "POST"
-        request.httpBody = body
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        let (data, response) = try await URLSession.shared.data(for: request)
-        let http = response as? HTTPURLResponse
-        var fields: [String: String] = [:]
-        for (name, value) in http?.allHeaderFields ?? [:] {
-            if let name = name as? String, let value = value as? String { fields[name.lowercased()] = value }
-        }
-        return (http?.statusCode ?? 0, fields, data)
-    }
 }
 
 public enum NotificationHistory {

@@ -441,7 +441,7 @@ struct AppStoreHistory: AsyncParsableCommand {
         var refusals: [String] = []
         let fetched: NotificationHistory.Fetched
         do {
-            fetched = try await NotificationHistory.fetch(query, api: server, transport: URLSessionAPITransport()) {
+            fetched = try await NotificationHistory.fetch(query, api: server, transport: AppStoreAPIClient()) {
                 payloads in
                 for payload in payloads {
                     switch await receiver.ingest(signedPayload: payload, checkAge: false) {

@@ -17,11 +17,20 @@ public struct ServeMetrics: Sendable {
         .milliseconds(2500), .seconds(5), .seconds(10),
     ]
 
-    /// `version` and `commit` label `pushcamp_build_info`.
-    public init(version: String = BuildInfo.version, commit: String = BuildInfo.commit) {
+    /// `version`, `commit`, `built` and `packaged` label `pushcamp_build_info`.
+    public init(
+        version: String = BuildInfo.version,
+        commit: String = BuildInfo.commit,
+        built: String = BuildInfo.built,
+        packaged: Bool = BuildInfo.packaged
+    ) {
         registry = PrometheusCollectorRegistry()
         process = ProcessMetrics(registry: registry)
-        gauge("pushcamp_build_info", [("version", version), ("commit", commit)]).set(Int64(1))
+        gauge(
+            "pushcamp_build_info",
+            [("version", version), ("commit", commit), ("built", built), ("packaged", packaged ? "true" : "false")]
+        )
+        .set(Int64(1))
     }
 
     /// The registry in Prometheus' text format, the process's metrics read now.
@@ -50,7 +59,7 @@ public struct ServeMetrics: Sendable {
 
     /// One line per metric, as `# HELP` prints it (docs/metrics.md says more).
     static let help: [String: String] = [
-        "pushcamp_build_info": "The pushcamp build serving: its version and git commit (always 1).",
+        "pushcamp_build_info": "The pushcamp build serving: its version, git commit, build time and kind (always 1).",
         "pushcamp_scheduler_last_tick_timestamp_seconds":
             "When the scheduler last looked at the clock and the campaign folders.",
         "pushcamp_scheduler_next_slot_timestamp_seconds": "The campaign's next slot; 0 when its schedule ended.",
