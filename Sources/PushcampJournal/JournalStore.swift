@@ -69,6 +69,9 @@ public protocol TokenHistoryStore: Sendable {
     func rememberInvalidTokens(_ tokens: [InvalidToken]) async throws(JournalError)
     /// Remembered dead tokens, optionally for one topic and seen since a time, oldest first.
     func invalidTokens(topic: String?, since: Double?) async throws(JournalError) -> [InvalidToken]
+    /// How many dead tokens are remembered per topic (seen since a time, when given), by topic;
+    /// counted where they are kept, not read into memory.
+    func invalidTokenCounts(since: Double?) async throws(JournalError) -> [(topic: String, count: Int)]
     /// Every delivery recorded at or after `since` (seconds since 1970), in any run of any campaign:
     /// the `StableHash` of each delivered device token, once per delivery. For frequency caps.
     func deliveryHashes(since: Double) async throws(JournalError) -> [UInt64]

@@ -268,6 +268,16 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
         }
     }
 
+    public func invalidTokenCounts(since: Double?) async throws(JournalError) -> [(topic: String, count: Int)] {
+        state.withLock { state in
+            var counts: [String: Int] = [:]
+            for token in state.invalid.values where since.map({ token.seenAt >= $0 }) ?? true {
+                counts[token.topic, default: 0] += 1
+            }
+            return counts.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        }
+    }
+
     func update(_ run: RunID, _ change: (inout RunRecord) -> Void) throws(JournalError) {
         let found = state.withLock { state in
             guard let index = state.runs.firstIndex(where: { $0.id == run }) else { return false }

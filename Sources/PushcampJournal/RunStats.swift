@@ -155,15 +155,46 @@ public struct PlanFunnel: Sendable, Equatable, Codable {
     public var holdoutBasisPoints = 0
     public var variants: [String: Int] = [:]
     public var locales: [String: Int] = [:]
+    /// The first pushes planned, as sent (headers and payload): what `pushcamp diff` compares a
+    /// campaign's plan of now with. Nil in runs recorded before they were kept.
+    public var samples: [PlanSample]?
 
     public init() {}
 
     enum CodingKeys: String, CodingKey {
-        case read, invalid, duplicates, excluded, suppressed, capped, refused, planned, variants, locales
+        case read, invalid, duplicates, excluded, suppressed, capped, refused, planned, variants, locales, samples
         case filteredOut = "filtered_out"
         case noSubscription = "no_subscription"
         case heldOut = "held_out"
         case holdoutBasisPoints = "holdout_basis_points"
+    }
+}
+
+/// One planned push as it goes on the wire: its device token, variant and locale, its headers (in
+/// the order `plan` prints them) and its payload.
+public struct PlanSample: Sendable, Equatable, Codable {
+    public struct Header: Sendable, Equatable, Codable {
+        public var name: String
+        public var value: String
+
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    public var token: String
+    public var variant: String
+    public var locale: String?
+    public var headers: [Header]
+    public var payload: String
+
+    public init(token: String, variant: String, locale: String?, headers: [Header], payload: String) {
+        self.token = token
+        self.variant = variant
+        self.locale = locale
+        self.headers = headers
+        self.payload = payload
     }
 }
 
@@ -367,8 +398,43 @@ extension PlanFunnel {
             ("planned", { $0.integer(planned) }),
             ("read", { $0.integer(read) }),
             ("refused", { $0.integer(refused) }),
+            (
+                "samples",
+                samples.map { samples in
+                    { json in
+                        json.raw("[")
+                        for (index, sample) in samples.enumerated() {
+                            if index > 0 { json.raw(",") }
+                            sample.write(to: &json)
+                        }
+                        json.raw("]")
+                    }
+                }
+            ),
             ("suppressed", { $0.integer(suppressed) }),
             ("variants", { $0.counts(variants) }),
+        ])
+    }
+}
+
+extension PlanSample {
+    fileprivate func write(to json: inout JSONWriter) {
+        json.object([
+            (
+                "headers",
+                { json in
+                    json.raw("[")
+                    for (index, header) in headers.enumerated() {
+                        if index > 0 { json.raw(",") }
+                        json.object([("name", { $0.string(header.name) }), ("value", { $0.string(header.value) })])
+                    }
+                    json.raw("]")
+                }
+            ),
+            ("locale", locale.map { locale in { $0.string(locale) } }),
+            ("payload", { $0.string(payload) }),
+            ("token", { $0.string(token) }),
+            ("variant", { $0.string(variant) }),
         ])
     }
 }

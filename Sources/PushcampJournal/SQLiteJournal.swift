@@ -820,6 +820,19 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
         }
     }
 
+    public func invalidTokenCounts(since: Double?) async throws(JournalError) -> [(topic: String, count: Int)] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT topic, count(*) AS count FROM invalid_token WHERE (?1 IS NULL OR seen_at >= ?1)
+                    GROUP BY topic ORDER BY topic
+                    """,
+                arguments: [since]
+            ).map { row in (topic: row["topic"], count: row["count"]) }
+        }
+    }
+
     // MARK: access and errors
 
     func read<T>(_ body: (Database) throws -> T) throws(JournalError) -> T {

@@ -80,6 +80,10 @@ public struct JournalAccess: Sendable {
         public let journal: any Journal
         let client: Task<Void, Never>?
 
+        /// A journal with nothing in it, for reading a project that has sent nothing yet: its
+        /// lists are empty, as they would be in a new journal.
+        public static func empty() -> Opened { Opened(journal: MemoryJournal(), client: nil) }
+
         /// Stops the PostgreSQL client (nothing to do for the others).
         public func close() async {
             client?.cancel()

@@ -441,6 +441,15 @@ extension PostgresJournal: JournalStore, TokenHistoryStore {
         }
     }
 
+    public func invalidTokenCounts(since: Double?) async throws(JournalError) -> [(topic: String, count: Int)] {
+        try await rows(
+            """
+            SELECT topic, count(*) AS count FROM invalid_token WHERE (\(since)::float8 IS NULL OR seen_at >= \(since))
+            GROUP BY topic ORDER BY topic
+            """
+        ) { row in (topic: try row["topic"].decode(String.self), count: Int(try row["count"].decode(Int64.self))) }
+    }
+
     public func deliveryHashes(since: Double) async throws(JournalError) -> [UInt64] {
         var hashes: [UInt64] = []
         let tokens = try await rows(

@@ -3,6 +3,10 @@ import Foundation
 import SwiftASN1
 import X509
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Throwaway credentials for a rehearsal: a signing key for provider tokens, and a CA with a
 /// `localhost`/`127.0.0.1` server certificate (and any other addresses it is reached at) for TLS
 /// (and, for certificate auth, client certificates). Made on the spot, never reused.
@@ -95,8 +99,29 @@ public struct SimulatorCredentials: Sendable {
         let caFile = (directory as NSString).appendingPathComponent("ca.pem")
         let keyFile = (directory as NSString).appendingPathComponent("key.p8")
         try caCertificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
-        try signingKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        try Self.writePrivate(signingKey.pemRepresentation, to: keyFile)
         return (caFile, keyFile)
+    }
+
+    /// Writes `text` to `path` readable and writable by its owner only (0600) from the first byte,
+    /// then moves it in place: a private key is never readable by others, not even for an instant.
+    public static func writePrivate(_ text: String, to path: String) throws {
+        let temporary = "\(path).\(getpid()).tmp"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        do {
+            try handle.write(contentsOf: Data(text.utf8))
+            try handle.close()
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+        guard rename(temporary, path) == 0 else {
+            let code = POSIXErrorCode(rawValue: errno) ?? .EIO
+            unlink(temporary)
+            throw POSIXError(code)
+        }
     }
 }
 

@@ -1,5 +1,7 @@
 import ArgumentParser
+import Crypto
 import Foundation
+import PushcampBuildInfo
 import PushcampPlanner
 
 struct Init: ParsableCommand {
@@ -9,9 +11,12 @@ struct Init: ParsableCommand {
             Writes, into DIR (default: the current folder), a project that validates, plans and \
             rehearses as it is: pushcamp.yaml with its keys commented, campaigns/welcome.yaml with \
             templates/welcome.yaml and a four-row audiences/welcome.csv, a .gitignore for the \
-            journal (.pushcamp/), and .github/workflows/pushcamp.yml, which runs `validate --format \
-            github` and posts `plan --format markdown` on pull requests. It never overwrites: a \
-            folder that holds anything is refused and nothing is written.
+            journal (.pushcamp/), and .github/workflows/pushcamp.yml. On each pull request that \
+            workflow installs this very pushcamp (the release tarball of this version, checked \
+            against the SHA-256 of the binary running init), runs `validate --format github`, posts \
+            `plan --format markdown` of every campaign and fails when a campaign is invalid or would \
+            send pushes APNs refuses. It never overwrites: a folder that holds anything is refused \
+            and nothing is written.
 
             Examples:
               pushcamp init my-pushes && cd my-pushes && pushcamp rehearse campaigns/welcome.yaml
@@ -25,10 +30,31 @@ struct Init: ParsableCommand {
     @Option(help: ArgumentHelp("The app's bundle id, written as its topic.", valueName: "id"))
     var bundleID: String = "com.example.app"
 
+    @Option(
+        help: ArgumentHelp(
+            "Where the CI workflow downloads pushcamp's release tarball (default: this version's release).",
+            discussion: "For a mirror of the release inside your network; any URL curl reads.",
+            valueName: "url"
+        )
+    )
+    var releaseURL: String?
+
     func validate() throws {
         guard !bundleID.isEmpty,
             bundleID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || ".-".contains($0)) })
         else { throw ValidationError("--bundle-id takes a bundle id like com.example.shop") }
+        if let releaseURL {
+            let schemes = ["https://", "http://", "file://"]
+            guard schemes.contains(where: releaseURL.lowercased().hasPrefix),
+                releaseURL.unicodeScalars.allSatisfy({
+                    $0.isASCII && $0.value > 0x20 && !"\"'\\`$".unicodeScalars.contains($0)
+                })
+            else {
+                throw ValidationError(
+                    "--release-url takes an https://, http:// or file:// URL without spaces, quotes or $ (it is written into the workflow)"
+                )
+            }
+        }
     }
 
     func run() throws {
@@ -36,9 +62,20 @@ struct Init: ParsableCommand {
             fileURLWithPath: directory,
             relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
         ).standardizedFileURL
+        let release: ProjectScaffold.Release
+        do {
+            release = ProjectScaffold.Release(
+                version: BuildInfo.version,
+                url: releaseURL,
+                binarySHA256: try Self.executableSHA256()
+            )
+        } catch {
+            printError("error: cannot read this pushcamp's own binary to pin it in the CI workflow: \(error)")
+            throw ExitCode(1)
+        }
         let written: [String]
         do {
-            written = try ProjectScaffold.write(into: url, bundleID: bundleID)
+            written = try ProjectScaffold.write(into: url, bundleID: bundleID, release: release)
         } catch let refusal as ProjectScaffold.Refusal {
             printError("error: \(refusal)")
             throw ExitCode(1)
@@ -58,5 +95,21 @@ struct Init: ParsableCommand {
             Then put your team id, key id and key file in pushcamp.yaml, and `pushcamp send`.
             """
         )
+        if !BuildInfo.packaged {
+            printError(
+                """
+                warning: this pushcamp is built from source, so the CI workflow pins the checksum of this \
+                binary, which the release's binary does not match; run init with a packaged pushcamp, or put \
+                the checksum from the release's SHA256SUMS in PUSHCAMP_SHA256 (.github/workflows/pushcamp.yml)
+                """
+            )
+        }
+    }
+
+    /// The SHA-256 of the binary running now, in hex.
+    static func executableSHA256() throws -> String {
+        let executable = Bundle.main.executableURL ?? URL(fileURLWithPath: "/proc/self/exe")
+        let data = try Data(contentsOf: executable.resolvingSymlinksInPath())
+        return SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
     }
 }

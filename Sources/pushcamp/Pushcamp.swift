@@ -27,12 +27,12 @@ struct Pushcamp: AsyncParsableCommand {
             Shell completions: `pushcamp --generate-completion-script bash|zsh|fish` prints a \
             script (campaign arguments complete to .yaml files); the README has the install lines.
             """,
-        version: "\(BuildInfo.version) (commit \(BuildInfo.commit))",
+        version: BuildInfo.summary,
         subcommands: [
-            Init.self, Validate.self, Plan.self, Rehearse.self, Send.self, Runs.self, Report.self, Cancel.self,
-            Replay.self,
-            Tokens.self, Serve.self, Schedules.self, AppStore.self, JournalCommand.self,
-            Sim.self,
+            Init.self, Validate.self, Plan.self, Diff.self, Rehearse.self, Send.self, Status.self, Runs.self,
+            Report.self,
+            Cancel.self, Replay.self, Tokens.self, Serve.self, Schedules.self, AppStore.self, JournalCommand.self,
+            Doctor.self, Sim.self,
         ]
     )
 }

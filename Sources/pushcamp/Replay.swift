@@ -13,9 +13,12 @@ struct Replay: AsyncParsableCommand {
             After fixing what made pushes fail (the app's topic or key in pushcamp.yaml, an outage that outlasted the \
             retries), replay sends the same notification to exactly those recipients: the ones \
             whose final outcome in run RUN had one of the --reason values (APNs reasons such as \
-            DeviceTokenNotForTopic, TopicDisallowed or ServiceUnavailable, or Pushcamp's \
-            connection-lost). Nobody else is sent anything. Recipients held back by refused \
-            credentials are not failures: sending the campaign again resumes its run and sends them.
+            TopicDisallowed or ServiceUnavailable, or Pushcamp's connection-lost; in any case). \
+            Nobody else is sent anything. Recipients held back by refused credentials are not \
+            failures: sending the campaign again resumes its run and sends them. Reasons APNs \
+            never retries (DeviceTokenNotForTopic, Forbidden, PayloadTooLarge) need --force, given \
+            once their cause is fixed; dead tokens (BadDeviceToken, Unregistered, ExpiredToken) \
+            reach nobody and need it too.
 
             The replay plans the campaign file RUN was sent from again, so that file, its \
             templates and its audience must be unchanged (the same revision). It is a run of its \
@@ -27,8 +30,8 @@ struct Replay: AsyncParsableCommand {
             reasons.
 
             Examples:
-              pushcamp replay 12 --reason DeviceTokenNotForTopic
               pushcamp replay 12 --reason ServiceUnavailable --reason connection-lost
+              pushcamp replay 12 --reason DeviceTokenNotForTopic --force   # topic fixed
             """
     )
 
@@ -42,6 +45,14 @@ struct Replay: AsyncParsableCommand {
         help: ArgumentHelp("Required: a failure reason to replay (repeat it for several).", valueName: "reason")
     )
     var reasons: [String] = []
+
+    @Flag(
+        help: ArgumentHelp(
+            "Replay reasons APNs never retries (DeviceTokenNotForTopic, PayloadTooLarge, dead tokens…).",
+            discussion: "After fixing their cause: the same push would fail the same way."
+        )
+    )
+    var force = false
 
     @Flag(name: .shortAndLong, help: "No progress line, only the report.")
     var quiet = false
@@ -63,7 +74,13 @@ struct Replay: AsyncParsableCommand {
         let journal = opened.journal
         let selection: ReplaySelection
         do {
-            selection = try await ReplaySelection.select(run: RunID(number), reasons: reasons, in: journal, path: path)
+            selection = try await ReplaySelection.select(
+                run: RunID(number),
+                reasons: reasons,
+                force: force,
+                in: journal,
+                path: path
+            )
         } catch {
             printError("error: \(error.message)")
             throw ExitCode(error.exitCode)
@@ -79,6 +96,7 @@ struct Replay: AsyncParsableCommand {
         options.stallTimeout = stall.stallTimeout
         try await confirmDeliberate(
             campaign,
+            paths: paths,
             kind: options.kind,
             ignoreSchedule: false,
             planFile: false,

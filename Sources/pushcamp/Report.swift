@@ -68,8 +68,13 @@ struct Report: AsyncParsableCommand {
             } else if let latest = try await journal.runs(limit: 1).first {
                 id = latest.id
             } else {
-                printError("error: the journal \(path) has no runs yet")
-                throw ExitCode(1)
+                // Nothing sent yet is a state, not an error: JSON readers get null.
+                print(
+                    format == .json
+                        ? "null"
+                        : "no runs yet: nothing has been \(journalOption.rehearsal ? "rehearsed" : "sent") from this project"
+                )
+                return
             }
             guard let loaded = try await RunReport.load(id, from: journal) else {
                 printError("error: no run \(id) in \(path); `pushcamp runs` lists them")

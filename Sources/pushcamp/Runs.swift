@@ -83,7 +83,9 @@ struct JournalOption: ParsableArguments {
     var rehearsal = false
 
     /// Opens the journal (read-only unless `forWriting`: reading never changes it, and works on a
-    /// journal this user may not write); prints the problem and exits 1 when it cannot be used.
+    /// journal this user may not write); prints the problem and exits 1 when it cannot be used. A
+    /// project that has sent (or rehearsed) nothing yet has no journal file: reading it gives an
+    /// empty journal, so lists are empty rather than errors; writing to it is an error.
     func open(forWriting: Bool = false) async throws -> (JournalAccess.Opened, name: String) {
         var project: JournalSetting
         switch ProjectJournal.setting(workingDirectory: projectOption.directory) {
@@ -103,17 +105,17 @@ struct JournalOption: ParsableArguments {
             )
         }
         if case .file(let path) = access.kind, !FileManager.default.fileExists(atPath: path) {
-            if rehearsal {
-                printError("error: no rehearsal journal at \(path): nothing has been rehearsed in this project yet")
-            } else if FileManager.default.fileExists(atPath: ProjectJournal.rehearsalPath(beside: path)) {
-                printError(
-                    "error: no journal at \(path): nothing has been sent from this project yet; "
-                        + "rehearsals are kept apart: add --rehearsal"
-                )
-            } else {
-                printError("error: no journal at \(path): nothing has been sent from this project yet")
+            let nothing =
+                rehearsal
+                ? "nothing has been rehearsed in this project yet" : "nothing has been sent from this project yet"
+            if forWriting {
+                printError("error: no journal at \(path): \(nothing)")
+                throw ExitCode(1)
             }
-            throw ExitCode(1)
+            if !rehearsal && FileManager.default.fileExists(atPath: ProjectJournal.rehearsalPath(beside: path)) {
+                printError("note: \(nothing); rehearsals are kept apart: add --rehearsal")
+            }
+            return (.empty(), access.name)
         }
         guard let opened = try await JournalLocationOption.open(access, readOnly: !forWriting) else {
             throw ExitCode(1)

@@ -158,6 +158,7 @@ struct Send: AsyncParsableCommand {
         // confirmed leaves no journal behind where there was none.
         try await confirmDeliberate(
             campaign,
+            paths: paths,
             kind: .send,
             ignoreSchedule: now,
             planFile: planFile != nil,
@@ -235,10 +236,12 @@ struct ConfirmOption: ParsableArguments {
     }
 }
 
-/// Refuses a send `serve` is due to make (unless `ignoreSchedule`), then asks before a send to
-/// APNs production (see `ConfirmOption`): what `send` and `replay` check before they send.
+/// Refuses a send `serve` is due to make (unless `ignoreSchedule`) or one whose credentials cannot
+/// be used (exit 2), then asks before a send to APNs production (see `ConfirmOption`): what `send`
+/// and `replay` check before they send.
 func confirmDeliberate(
     _ campaign: LoadedCampaign,
+    paths: ProjectPaths,
     kind: SendRun.Kind,
     ignoreSchedule: Bool,
     planFile: Bool,
@@ -255,6 +258,16 @@ func confirmDeliberate(
     } catch {
         printError("\(campaign.path): error: \(error.message)")
         throw ExitCode(error.exitCode)
+    }
+    // Credentials that cannot be used are refused before anything is asked: a `yes` typed for a
+    // send that then stops on a missing key is a question asked for nothing.
+    if let problem = SendRun.credentialsProblem(
+        of: campaign.app,
+        paths: paths,
+        environment: ProcessInfo.processInfo.environment
+    ) {
+        printError("\(campaign.path): error: \(problem); nothing was sent")
+        throw ExitCode(2)
     }
     try await confirm.check(campaign, planFile: planFile, preview: preview)
 }

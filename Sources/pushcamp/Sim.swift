@@ -121,10 +121,10 @@ struct Sim: AsyncParsableCommand {
         if clientCertificates {
             configuration.acceptsClientCertificates = true
             let file = (stateDir as NSString).appendingPathComponent("client.pem")
-            try credentials.clientCertificatePEM(topic: topic ?? "com.example.app").write(
-                toFile: file,
-                atomically: true,
-                encoding: .utf8
+            // Its private key with it: the owner's alone.
+            try SimulatorCredentials.writePrivate(
+                credentials.clientCertificatePEM(topic: topic ?? "com.example.app"),
+                to: file
             )
             clientFile = file
         }

@@ -1,38 +1,55 @@
 import ArgumentParser
+import Foundation
 import PushcampPlanner
 
 struct Validate: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check campaign files without reading their audience's rows.",
+        abstract: "Check the project and its campaigns without reading their audience's rows.",
         discussion: """
-            Reads each campaign and the pushcamp.yaml above it, compiles its templates and strings, \
-            opens its audience sources (CSV header, SQLite query columns) and checks filter and \
-            template names against them, plus the pre-flight rules that depend only on the campaign \
-            (push type, priority, topic, payload shape). Every problem is printed like a compiler \
-            error: path:line:col: error: message.
+            With no files, checks the nearest pushcamp.yaml and every campaign file `serve` would \
+            watch (the folders of serve.campaigns, default campaigns/), and that no two of them \
+            define one campaign. With files, checks those: a campaign with the pushcamp.yaml above \
+            it, or pushcamp.yaml itself as the project file.
+
+            For each campaign: reads it and its project, compiles its templates and strings, opens \
+            its audience sources (CSV header, SQLite query columns) and checks filter and template \
+            names against them, plus the pre-flight rules that depend only on the campaign (push \
+            type, priority, topic, payload shape). Every problem is printed like a compiler error: \
+            path:line:col: error: message. Exit status 1 when anything is invalid.
 
             Examples:
-              pushcamp validate campaigns/*.yaml
-              pushcamp validate --format github campaigns/*.yaml  # in GitHub Actions
+              pushcamp validate
+              pushcamp validate campaigns/spring-sale.yaml
+              pushcamp validate --format github   # in GitHub Actions
             """
     )
 
-    @Argument(help: "Campaign files to check.", completion: .campaignFiles)
-    var files: [String]
+    @Argument(
+        help: "Campaign files, or pushcamp.yaml (default: the project and its campaigns).",
+        completion: .campaignFiles
+    )
+    var files: [String] = []
 
     @Option(help: "Output: text (compiler-style lines), json, or github (workflow annotations).")
     var format: DiagnosticFormat = .text
-
-    func validate() throws {
-        if files.isEmpty { throw ValidationError("name at least one campaign file") }
-    }
 
     @OptionGroup var projectOption: ProjectOption
 
     func run() throws {
         try projectOption.enter()
         let validation = Validation()
-        let results = files.map { validation.check($0) }
+        let results: [Validation.FileResult]
+        if files.isEmpty {
+            results = validation.checkProject()
+        } else {
+            results = files.map { file in
+                guard (file as NSString).lastPathComponent == ProjectPaths.projectFileName else {
+                    return validation.check(file)
+                }
+                let url = URL(fileURLWithPath: file, relativeTo: validation.loader.workingDirectory)
+                return validation.checkProjectFile(url.standardizedFileURL).1
+            }
+        }
         print(format.render(results), terminator: "")
         if results.contains(where: { !$0.isValid }) { throw ExitCode(1) }
     }

@@ -150,8 +150,9 @@ struct CLITests {
             contentsOf: project.appendingPathComponent(".github/workflows/pushcamp.yml"),
             encoding: .utf8
         )
-        #expect(workflow.contains("pushcamp validate --format github campaigns/*.yaml"))
+        #expect(workflow.contains("pushcamp validate --format github || status=1\n"))
         #expect(workflow.contains("pushcamp plan --format markdown"))
+        // WorkflowCLITests runs its steps.
         // A second init there, or in any folder with something in it, writes nothing.
         let before = try String(contentsOf: project.appendingPathComponent("pushcamp.yaml"), encoding: .utf8)
         try "mine".write(
@@ -227,7 +228,7 @@ struct CLITests {
         let json = try CLI.run(["validate", "--format", "json", "campaigns/c.yaml"], in: project.root)
         #expect(
             json.stdout.hasPrefix(
-                #"{"valid":false,"files":[{"path":"campaigns/c.yaml","valid":false,"diagnostics":[{"severity":"error","path":"templates/p.yaml","line":1,"column":19,"#
+                #"{"valid":false,"files":[{"path":"campaigns/c.yaml","kind":"campaign","valid":false,"diagnostics":[{"severity":"error","path":"templates/p.yaml","line":1,"column":19,"#
             )
         )
         let plan = try CLI.run(["plan", "campaigns/c.yaml"], in: project.root)

@@ -54,7 +54,10 @@ struct ConnectionErrorCLITests {
         let elsewhere = FileManager.default.temporaryDirectory
         let root = examples.root.path
         let plan = try CLI.run(["plan", "--project", root, "campaigns/spring-sale.yaml"], in: elsewhere)
-        #expect(plan.stdout.hasPrefix("Plan for spring-sale-2027"), "\(plan.stdout)\(plan.stderr)")
+        #expect(
+            plan.stdout.hasPrefix("→ APNs production (api.push.apple.com)\nPlan for spring-sale-2027"),
+            "\(plan.stdout)\(plan.stderr)"
+        )
         let valid = try CLI.run(["validate", "--project", root, "campaigns/spring-sale.yaml"], in: elsewhere)
         #expect(valid.status == 0 && valid.stdout == "1 campaign valid\n", "\(valid.stdout)\(valid.stderr)")
         let rehearsal = try CLI.run(

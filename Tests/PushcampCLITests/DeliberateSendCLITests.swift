@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import PushcampTestSupport
 import Testing
@@ -86,9 +87,19 @@ struct DeliberateSendCLITests {
 
     @Test func aProductionSendAsksFirstAndWithoutATerminalNeedsYes() throws {
         // Apple's production host, no endpoint: nothing can reach it here, and nothing must try.
-        let project = try TemporaryProject()
+        // A real key and ids that are not init's placeholders: credentials that could be used.
+        let project = try TemporaryProject(
+            projectFile: """
+                apps:
+                  shop:
+                    topic: com.example.shop
+                    team_id: TEAM123456
+                    key_id: KEYABCDEFG
+                    key_file: key.p8
+                """
+        )
         defer { project.remove() }
-        try project.write("key.p8", "not a key")
+        try project.write("key.p8", P256.Signing.PrivateKey().pemRepresentation)
         try SendCLITests.writeAudience(project, count: 5)
         try SendCLITests.writeCampaign(project)
         let refused = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root)
@@ -109,7 +120,14 @@ struct DeliberateSendCLITests {
         #expect(asked.output.contains("not confirmed: nothing was sent"), "\(asked.output)")
         #expect(!FileManager.default.fileExists(atPath: project.path(".pushcamp/journal.sqlite")))
 
-        // --yes goes on to the credentials (unset here): refused before any run exists.
+        // Credentials that cannot be used (SHOP_KEY unset) are refused before anything is asked,
+        // with --yes or on a terminal, before any run exists.
+        try project.write("pushcamp.yaml", TemporaryProject.defaultProjectFile)
+        let unusable = try CLI.runOnTerminal(["send", "campaigns/c.yaml"], in: project.root, typing: "yes\n")
+        #expect(unusable.status == 2, "\(unusable.output)")
+        #expect(unusable.output.contains("SHOP_KEY"), "\(unusable.output)")
+        #expect(unusable.output.contains("; nothing was sent"), "\(unusable.output)")
+        #expect(!unusable.output.contains("Type yes to send"), "\(unusable.output)")
         let yes = try CLI.run(["send", "--quiet", "--yes", "campaigns/c.yaml"], in: project.root)
         #expect(yes.status == 2, "\(yes.stderr)")
         #expect(yes.stderr.contains("SHOP_KEY"), "\(yes.stderr)")

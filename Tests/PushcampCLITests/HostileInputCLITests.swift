@@ -371,6 +371,9 @@ struct MessagesCLITests {
         defer { project.remove() }
         try project.write("bad.pem", "-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n")
         _ = try SimulatorProcess(["--state-dir", "sim", "--client-certificates"], in: project.root).stop()
+        // The client certificate's file holds its private key: the owner's alone.
+        let mode = try FileManager.default.attributesOfItem(atPath: project.path("sim/client.pem"))[.posixPermissions]
+        #expect((mode as? NSNumber)?.intValue == 0o600)
         _ = mkfifo(project.path("fifo.pem"), 0o600)
         let send = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: project.root, timeout: 30)
         #expect(send.status == status, "\(send.stderr)")

@@ -178,12 +178,30 @@ struct JournalCLITests {
             "\(none.stderr)"
         )
 
+        // A misspelt reason gets a did-you-mean.
+        let typo = try CLI.run(["replay", "1", "--reason", "DeviceTokenNotForTopik"], in: project.root)
+        #expect(typo.status == 1)
+        #expect(
+            typo.stderr.contains(
+                "no recipient of run 1 failed with DeviceTokenNotForTopik; did you mean 'DeviceTokenNotForTopic'?"
+            ),
+            "\(typo.stderr)"
+        )
+        // Reasons APNs never retries are refused without --force; dead tokens with a word of why.
+        let final = try CLI.run(["replay", "1", "--reason", "devicetokennotfortopic"], in: project.root)
+        #expect(final.status == 1)
+        #expect(final.stderr.contains("error: APNs never retries DeviceTokenNotForTopic: "), "\(final.stderr)")
+        #expect(final.stderr.contains("pass --force to say so; nothing was sent"), "\(final.stderr)")
+        let dead = try CLI.run(["replay", "1", "--reason", "BadDeviceToken"], in: project.root)
+        #expect(dead.status == 1)
+        #expect(dead.stderr.contains("APNs called those tokens dead (BadDeviceToken)"), "\(dead.stderr)")
+
         // The fix (here: the simulator forgets the tokens' problems), then the replay, from another
-        // directory: only 2 and 6 are sent, as run 2.
+        // directory, the reason in any case: only 2 and 6 are sent, as run 2.
         sim = try Self.start(project, ["--record", "received.csv"])
         let replay = try CLI.run(
             [
-                "replay", "1", "--reason", "DeviceTokenNotForTopic", "--journal",
+                "replay", "1", "--reason", "devicetokennotfortopic", "--force", "--journal",
                 project.path(".pushcamp/journal.sqlite"),
             ],
             in: project.root.appendingPathComponent("campaigns")
@@ -202,7 +220,7 @@ struct JournalCLITests {
 
         // A changed campaign is not replayed: its plan would not match the run's.
         try SendCLITests.writeCampaign(project, extra: "# edited\n")
-        let changed = try CLI.run(["replay", "1", "--reason", "BadDeviceToken"], in: project.root)
+        let changed = try CLI.run(["replay", "1", "--reason", "BadDeviceToken", "--force"], in: project.root)
         #expect(changed.status == 1)
         #expect(changed.stderr.contains("the campaign changed since run 1 was sent"), "\(changed.stderr)")
     }

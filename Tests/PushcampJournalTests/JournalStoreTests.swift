@@ -254,6 +254,21 @@ struct JournalStoreTests {
         #expect(all[1].seenAt == 20)
         #expect(try await journal.invalidTokens(topic: "com.b", since: nil).count == 1)
         #expect(try await journal.invalidTokens(topic: nil, since: 12).map(\.topic) == ["com.a"])
+        // Counted per topic, where they are kept.
+        try await journal.rememberInvalidTokens([
+            InvalidToken(
+                topic: "com.a",
+                token: TemporaryProject.token(2),
+                reason: "Unregistered",
+                apnsTimestamp: 1,
+                seenAt: 30
+            )
+        ])
+        let counts = try await journal.invalidTokenCounts(since: nil)
+        #expect(counts.map(\.topic) == ["com.a", "com.b"])
+        #expect(counts.map(\.count) == [2, 1])
+        #expect(try await journal.invalidTokenCounts(since: 25).map(\.count) == [1])
+        #expect(try await journal.invalidTokenCounts(since: 31).isEmpty)
     }
 }
 

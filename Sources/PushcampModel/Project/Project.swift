@@ -47,6 +47,35 @@ public enum APNsEnvironment: String, Hashable, Sendable, CaseIterable {
     }
 }
 
+/// Where an app's pushes go: Apple's production or sandbox host, or a custom endpoint (a simulator)
+/// standing in for one. Every plan names it first, so a reviewer reading one cannot mistake
+/// production for sandbox.
+public struct Destination: Hashable, Sendable {
+    public var environment: APNsEnvironment
+    /// The custom endpoint replacing Apple's host, if any.
+    public var customEndpoint: String?
+
+    public init(environment: APNsEnvironment, customEndpoint: String? = nil) {
+        self.environment = environment
+        self.customEndpoint = customEndpoint
+    }
+
+    /// The URL pushes are sent to: `https://api.push.apple.com` or the custom endpoint.
+    public var endpoint: String { customEndpoint ?? "https://\(environment.host)" }
+
+    /// Sends reach Apple's production devices.
+    public var isProduction: Bool { environment == .production && customEndpoint == nil }
+
+    /// `→ APNs production (api.push.apple.com)`, `→ APNs sandbox (api.sandbox.push.apple.com)`, or
+    /// `→ custom endpoint https://127.0.0.1:8443 (instead of APNs sandbox)`.
+    public var text: String {
+        if let customEndpoint {
+            return "→ custom endpoint \(customEndpoint) (instead of APNs \(environment.rawValue))"
+        }
+        return "→ APNs \(environment.rawValue) (\(environment.host))"
+    }
+}
+
 /// One app: its topic and how Pushcamp authenticates to APNs for it.
 public struct AppConfig: Hashable, Sendable {
     public enum Credentials: Hashable, Sendable {
@@ -67,6 +96,9 @@ public struct AppConfig: Hashable, Sendable {
     public var caFile: ConfigString?
     /// How App Store Server Notifications name this app (`app_store:`), for `serve`'s receiver.
     public var appStore: AppStoreConfig? = nil
+
+    /// Where this app's pushes go.
+    public var destination: Destination { Destination(environment: environment, customEndpoint: endpoint) }
 }
 
 /// `apps.NAME.app_store: { bundle_id, app_apple_id, environments, trusted_roots }`.

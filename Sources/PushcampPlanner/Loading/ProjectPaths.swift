@@ -60,6 +60,18 @@ public struct ProjectPaths: Sendable {
     }
     public var projectFileDisplay: String { display(Self.projectFileName) }
 
+    /// The campaign files of `folders` (paths as written in `serve.campaigns`): every `*.yaml` and
+    /// `*.yml` directly inside them, by name; what `serve` watches and `validate` checks.
+    public func campaignFiles(in folders: [String]) -> [URL] {
+        folders.flatMap { folder -> [URL] in
+            let directory = url(folder)
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+            return names.sorted().filter { $0.hasSuffix(".yaml") || $0.hasSuffix(".yml") }.map {
+                directory.appendingPathComponent($0)
+            }
+        }
+    }
+
     /// `url` relative to the working directory when it is inside it, else absolute.
     public static func display(_ url: URL, workingDirectory: URL) -> String {
         let path = url.standardizedFileURL.path

@@ -4,15 +4,35 @@ import Foundation
 /// with every key commented, one campaign with its template and a tiny audience, a .gitignore for the
 /// journal, and a GitHub Actions workflow that checks campaigns and posts their plan on pull requests.
 public enum ProjectScaffold {
+    /// The pushcamp release the CI workflow installs: the tarball's URL, and the SHA-256 of the
+    /// binary in it (the workflow refuses any other binary).
+    public struct Release: Sendable, Hashable {
+        public var version: String
+        public var url: String
+        public var binarySHA256: String
+
+        public init(version: String, url: String? = nil, binarySHA256: String) {
+            self.version = version
+            self.url = url ?? Self.url(version: version)
+            self.binarySHA256 = binarySHA256
+        }
+
+        /// Where releases are published: `scripts/package.sh`'s tarball, attached to the
+        /// release tagged `v`VERSION.
+        public static func url(version: String) -> String {
+            "https://github.com/pushcamp/pushcamp/releases/download/v\(version)/pushcamp-\(version)-linux-x86_64.tar.gz"
+        }
+    }
+
     /// The files, by path relative to the project.
-    public static func files(bundleID: String = "com.example.app") -> [(path: String, text: String)] {
+    public static func files(bundleID: String = "com.example.app", release: Release) -> [(path: String, text: String)] {
         [
             ("pushcamp.yaml", projectFile(bundleID: bundleID)),
             ("campaigns/welcome.yaml", campaign),
             ("templates/welcome.yaml", template),
             ("audiences/welcome.csv", audience),
             (".gitignore", ".pushcamp/\n"),
-            (".github/workflows/pushcamp.yml", workflow),
+            (".github/workflows/pushcamp.yml", workflow(release)),
         ]
     }
 
@@ -22,7 +42,13 @@ public enum ProjectScaffold {
 
     /// Writes the files into `directory` (created if missing). Refuses, writing nothing, when the
     /// directory holds anything already (hidden files included): init never overwrites.
-    public static func write(into directory: URL, bundleID: String = "com.example.app") throws -> [String] {
+    public static func write(
+        into directory: URL,
+        bundleID: String = "com.example.app",
+        release: Release
+    ) throws
+        -> [String]
+    {
         let manager = FileManager.default
         var isDirectory: ObjCBool = false
         if manager.fileExists(atPath: directory.path, isDirectory: &isDirectory) {
@@ -41,7 +67,7 @@ public enum ProjectScaffold {
             }
         }
         var written: [String] = []
-        for (path, text) in files(bundleID: bundleID) {
+        for (path, text) in files(bundleID: bundleID, release: release) {
             let url = directory.appendingPathComponent(path)
             try manager.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Data(text.utf8).write(to: url, options: .withoutOverwriting)
@@ -125,29 +151,78 @@ public enum ProjectScaffold {
 
         """
 
-    static let workflow = """
-        # Checks every campaign on pull requests and posts what they would send.
+    /// The GitHub Actions workflow: installs the pinned release, checks the project and every
+    /// campaign, posts their plans on the pull request, and fails when a campaign is invalid or has
+    /// pushes APNs would refuse. Its `run:` steps use no `${{ }}` expressions (values come in through
+    /// `env:`), so a pull request's text never becomes shell, and a test runs them as written.
+    static func workflow(_ release: Release) -> String {
+        """
+        # Checks the project and every campaign on pull requests, and posts what each campaign would
+        # send. The job fails when a campaign is invalid (validate, or plan exit 1) or would send
+        # pushes that APNs refuses (plan exit 3), so such a change cannot be merged unnoticed.
         name: pushcamp
         on:
           pull_request:
-            paths: ["campaigns/**", "templates/**", "audiences/**", "pushcamp.yaml"]
+            paths:
+              - "campaigns/**"
+              - "templates/**"
+              - "strings/**"
+              - "audiences/**"
+              - "pushcamp.yaml"
+              - ".github/workflows/pushcamp.yml"
         permissions:
           contents: read
           pull-requests: write
+        env:
+          # The pushcamp this project was set up with (`pushcamp init`): its release tarball and the
+          # SHA-256 of the binary in it. To upgrade, change the three together: a release's
+          # SHA256SUMS holds the checksum of its bin/pushcamp.
+          PUSHCAMP_VERSION: "\(release.version)"
+          PUSHCAMP_URL: "\(release.url)"
+          PUSHCAMP_SHA256: "\(release.binarySHA256)"
         jobs:
           plan:
             runs-on: ubuntu-latest
             steps:
               - uses: actions/checkout@v4
-              # Install pushcamp as your team does (a release binary, or build it once and cache it).
-              - run: pushcamp validate --format github campaigns/*.yaml
-              - run: |
-                  for campaign in campaigns/*.yaml; do
-                    pushcamp plan --format markdown "$campaign" >> plan.md || true
+              - name: Install pushcamp
+                run: |
+                  mkdir -p "$RUNNER_TEMP/pushcamp"
+                  curl --fail --silent --show-error --location --retry 3 "$PUSHCAMP_URL" \\
+                    | tar -xz -C "$RUNNER_TEMP/pushcamp" --strip-components=1
+                  echo "$PUSHCAMP_SHA256  $RUNNER_TEMP/pushcamp/bin/pushcamp" | sha256sum --check --strict
+                  "$RUNNER_TEMP/pushcamp/bin/pushcamp" --version
+                  echo "$RUNNER_TEMP/pushcamp/bin" >> "$GITHUB_PATH"
+              - name: Validate and plan
+                run: |
+                  status=0
+                  pushcamp validate --format github || status=1
+                  plan="$RUNNER_TEMP/plan.md"
+                  : > "$plan"
+                  for campaign in campaigns/*.yaml campaigns/*.yml; do
+                    [ -e "$campaign" ] || continue
+                    code=0
+                    pushcamp plan --format markdown "$campaign" >> "$plan" || code=$?
+                    case "$code" in
+                      0) ;;
+                      3) echo "**$campaign: APNs would refuse some of these pushes (plan exit 3).**" >> "$plan"; status=1 ;;
+                      *) echo "**$campaign: not planned (plan exit $code); the job's log says why.**" >> "$plan"; status=1 ;;
+                    esac
+                    echo >> "$plan"
                   done
-              - uses: marocchino/sticky-pull-request-comment@v2
-                with:
-                  path: plan.md
+                  cat "$plan" >> "$GITHUB_STEP_SUMMARY"
+                  exit "$status"
+              - name: Post the plans on the pull request
+                if: always() && github.event_name == 'pull_request'
+                env:
+                  GH_TOKEN: ${{ github.token }}
+                  PR: ${{ github.event.pull_request.number }}
+                run: |
+                  plan="$RUNNER_TEMP/plan.md"
+                  [ -s "$plan" ] || exit 0
+                  gh pr comment "$PR" --edit-last --body-file "$plan" 2>/dev/null \\
+                    || gh pr comment "$PR" --body-file "$plan"
 
         """
+    }
 }

@@ -13,12 +13,67 @@ public struct Validation: Sendable {
     }
 
     public struct FileResult: Sendable {
+        public enum Kind: String, Sendable {
+            case campaign
+            case project
+        }
+
         public var path: String
         public var diagnostics: [Diagnostic]
+        public var kind: Kind = .campaign
         public var isValid: Bool { !diagnostics.hasErrors }
     }
 
-    public func check(_ path: String) -> FileResult {
+    /// `pushcamp validate` with no files: the nearest pushcamp.yaml, then every campaign file `serve`
+    /// would watch (`serve.campaigns`), each checked as `check` does, and campaign ids that two
+    /// files share (serve sends neither).
+    public func checkProject() -> [FileResult] {
+        let workingDirectory = loader.workingDirectory
+        let probe = workingDirectory.appendingPathComponent(ProjectPaths.projectFileName)
+        guard let paths = ProjectPaths.locate(campaign: probe, workingDirectory: workingDirectory) else {
+            let missing = Diagnostic.error(
+                "no \(ProjectPaths.projectFileName) here or in any folder above; run `pushcamp validate` inside a "
+                    + "project (`pushcamp init` starts one), or name campaign files",
+                at: nil
+            )
+            return [FileResult(path: ProjectPaths.projectFileName, diagnostics: [missing], kind: .project)]
+        }
+        let (project, projectResult) = checkProjectFile(paths.projectFile)
+        guard let project else { return [projectResult] }
+        var results = [projectResult]
+        var firstFile: [String: String] = [:]
+        for url in paths.campaignFiles(in: project.serve.campaignFolders) {
+            var (result, id) = checked(ProjectPaths.display(url, workingDirectory: workingDirectory))
+            if let id {
+                if let first = firstFile[id] {
+                    result.diagnostics.append(
+                        .error(
+                            "campaign \(id) is also defined in \(first); campaign ids must be unique (serve sends neither)",
+                            at: SourceLocation(path: result.path)
+                        )
+                    )
+                } else {
+                    firstFile[id] = result.path
+                }
+            }
+            results.append(result)
+        }
+        return results
+    }
+
+    /// `pushcamp validate pushcamp.yaml`: the project file alone.
+    public func checkProjectFile(_ url: URL) -> (Project?, FileResult) {
+        let display = ProjectPaths.display(url, workingDirectory: loader.workingDirectory)
+        let (document, parse) = YAMLDocument.load(url, displayPath: display)
+        let (project, problems) = document.map(ProjectReader.read) ?? (nil, [])
+        let diagnostics = (parse + problems).sortedByLocation()
+        let result = FileResult(path: display, diagnostics: diagnostics, kind: .project)
+        return (result.isValid ? project : nil, result)
+    }
+
+    public func check(_ path: String) -> FileResult { checked(path).result }
+
+    private func checked(_ path: String) -> (result: FileResult, id: String?) {
         let result = loader.load(path)
         var diagnostics = result.diagnostics
         if let campaign = result.campaign {
@@ -46,7 +101,7 @@ public struct Validation: Sendable {
                 )
             }
         }
-        return FileResult(path: path, diagnostics: diagnostics.sortedByLocation())
+        return (FileResult(path: path, diagnostics: diagnostics.sortedByLocation()), result.campaign?.id)
     }
 
     /// Warnings for locales whose fallback puts two languages in one notification: a pt-BR title
@@ -91,10 +146,17 @@ public enum DiagnosticFormat: String, CaseIterable, Sendable {
             let invalid = results.filter { !$0.isValid }.count
             let errors = results.flatMap(\.diagnostics).filter { $0.severity == .error }.count
             let warnings = results.flatMap(\.diagnostics).count - errors
-            let noun = results.count == 1 ? "campaign" : "campaigns"
+            let projects = results.filter { $0.kind == .project }
+            let campaigns = results.count - projects.count
+            let campaignsText = "\(campaigns) \(campaigns == 1 ? "campaign" : "campaigns")"
             if invalid == 0 {
-                out += "\(results.count) \(noun) valid"
+                let files = projects.map(\.path).joined(separator: ", ")
+                out +=
+                    projects.isEmpty
+                    ? "\(campaignsText) valid"
+                    : campaigns == 0 ? "\(files) valid" : "\(files) and \(campaignsText) valid"
             } else {
+                let noun = projects.isEmpty ? (results.count == 1 ? "campaign" : "campaigns") : "files"
                 out += "\(invalid) of \(results.count) \(noun) invalid: \(errors) error\(errors == 1 ? "" : "s")"
             }
             if warnings > 0 { out += ", \(warnings) warning\(warnings == 1 ? "" : "s")" }
@@ -102,7 +164,8 @@ public enum DiagnosticFormat: String, CaseIterable, Sendable {
         case .json:
             let files = results.map { result -> JSONValue in
                 .object([
-                    ("path", .string(result.path)), ("valid", .bool(result.isValid)),
+                    ("path", .string(result.path)), ("kind", .string(result.kind.rawValue)),
+                    ("valid", .bool(result.isValid)),
                     ("diagnostics", .array(result.diagnostics.map(Self.json))),
                 ])
             }

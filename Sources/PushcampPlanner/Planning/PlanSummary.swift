@@ -10,6 +10,8 @@ public struct PlanSummary: Sendable {
     /// the plan was made without looking.
     public var journal: CampaignJournalStatus?
     public var app: String
+    /// Where the app's pushes go (its environment, or the custom endpoint).
+    public var destination: Destination
     public var pushType: PushType
     public var priority: Int
     public var topic: String

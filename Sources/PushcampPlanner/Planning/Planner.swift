@@ -357,6 +357,7 @@ struct PlanState {
             description: campaign.description,
             revision: campaign.revision,
             app: campaign.app.name,
+            destination: campaign.app.destination,
             pushType: campaign.pushType,
             priority: campaign.priority,
             topic: campaign.topic,

@@ -57,6 +57,7 @@ extension PlanSummary {
                 ])
             } ?? .null
         let document: JSONValue = .object([
+            ("environment", .string(destination.environment.rawValue)), ("endpoint", .string(destination.endpoint)),
             ("campaign", .string(campaign)), ("description", .optional(description)), ("revision", .string(revision)),
             ("journal", journalJSON), ("app", .string(app)), ("push_type", .string(pushType.rawValue)),
             ("priority", .integer(priority)),

@@ -5,7 +5,10 @@ import PushcampModel
 extension PlanSummary {
     /// The plan for a pull request description or comment.
     public func markdown() -> String {
-        var out = "### Plan: \(Markdown.code(campaign)) (revision \(Markdown.code(revision)))\n\n"
+        // Where it sends, first; production in bold.
+        let destinationText = escape(destination.text)
+        var out = destination.isProduction ? "**\(destinationText)**\n\n" : "\(destinationText)\n\n"
+        out += "### Plan: \(Markdown.code(campaign)) (revision \(Markdown.code(revision)))\n\n"
         if let description { out += "\(escape(description))\n\n" }
         out += "| | |\n|---|---|\n"
         if let journal { out += "| journal | \(escape(journal.text)) |\n" }

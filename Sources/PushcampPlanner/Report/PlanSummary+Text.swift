@@ -6,7 +6,8 @@ extension PlanSummary {
     public func text() -> String {
         // Every value from the campaign's files is escaped: a CR or NUL in a topic or collapse id
         // (refused by pre-flight) must not forge the lines around it.
-        var out = "Plan for \(campaign.escapingControlCharacters) (revision \(revision))\n"
+        var out = "\(destination.text.escapingControlCharacters)\n"
+        out += "Plan for \(campaign.escapingControlCharacters) (revision \(revision))\n"
         if let journal { out += "  journal: \(journal.text.escapingControlCharacters)\n" }
         if let description { out += "  \(description.escapingControlCharacters)\n" }
         out +=

@@ -246,5 +246,19 @@ extension PlanFunnel {
         holdoutBasisPoints = summary.holdout.basisPoints
         variants = Dictionary(summary.variants.map { ($0.name, $0.planned) }, uniquingKeysWith: +)
         locales = Dictionary(summary.locales.map { ($0.locale, $0.planned) }, uniquingKeysWith: +)
+        samples = summary.samples.map { summary.sample($0) }
+    }
+}
+
+extension PlanSummary {
+    /// `push` as a run keeps it: its headers as `plan` prints them, its payload.
+    public func sample(_ push: PlannedPush) -> PlanSample {
+        PlanSample(
+            token: push.token,
+            variant: push.variant,
+            locale: push.locale,
+            headers: headers(of: push).map { PlanSample.Header(name: $0.0, value: $0.1) },
+            payload: String(decoding: push.payload, as: UTF8.self)
+        )
     }
 }

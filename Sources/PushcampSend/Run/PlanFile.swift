@@ -1,5 +1,6 @@
 import Foundation
 import PushcampAudience
+import PushcampJournal
 import PushcampModel
 import PushcampPlanner
 
@@ -50,9 +51,13 @@ public struct PlanFile: Codable, Sendable, Equatable {
     public var journal: String?
     public var inputs: [Input]
     public var counts: Counts
+    /// Planned per variant, and the first pushes as they would be sent: what `pushcamp diff
+    /// --plan` compares with (absent from plan files made before they were kept).
+    public var variants: [String: Int]?
+    public var samples: [PlanSample]?
 
     enum CodingKeys: String, CodingKey {
-        case format, campaign, revision, app, environment, endpoint, topic, journal, inputs, counts
+        case format, campaign, revision, app, environment, endpoint, topic, journal, inputs, counts, variants, samples
         case createdAt = "created_at"
     }
 
@@ -80,6 +85,9 @@ public struct PlanFile: Codable, Sendable, Equatable {
             planned: summary.planned,
             refused: summary.failed
         )
+        variants =
+            summary.variants.isEmpty ? nil : Dictionary(summary.variants.map { ($0.name, $0.planned) }) { $0 + $1 }
+        samples = summary.samples.map { summary.sample($0) }
     }
 
     /// The file's JSON: keys sorted, indented, so a plan file diffs well in review.

@@ -1,4 +1,6 @@
+import PushcampAPNsCore
 import PushcampJournal
+import PushcampModel
 
 /// What `pushcamp replay RUN --reason R…` sends again: the recipients of `original` whose final
 /// outcome had one of `reasons`, planned from the campaign file the run was sent from.
@@ -9,33 +11,48 @@ public struct ReplaySelection: Sendable, Equatable {
     /// The campaign file `original` was sent from.
     public var file: String
 
-    /// Reads run `id`'s failures from `journal` (at `path`, for messages). Refuses (exit 1) a run
-    /// that does not exist, that has no failure with those reasons (listing the ones it has), or
-    /// that does not record its campaign file.
+    /// Reads run `id`'s failures from `journal` (at `path`, for messages). Reasons match whatever
+    /// their case (`baddevicetoken` is BadDeviceToken). Refuses (exit 1) a run that does not exist,
+    /// that has no failure with those reasons (listing the ones it has, with a did-you-mean), or
+    /// that does not record its campaign file; and, unless `force`, a reason APNs never retries
+    /// (dead tokens above all: sending to them again reaches nobody).
     public static func select(
         run id: RunID,
         reasons: [String],
+        force: Bool = false,
         in journal: any Journal,
         path: String
     ) async throws(RunRefusal) -> ReplaySelection {
+        if !force, let refusal = neverRetried(reasons, run: id) { throw refusal }
         do {
             guard let original = try await journal.run(id) else {
                 throw RunRefusal(.refused, "no run \(id) in \(path); `pushcamp runs` lists them")
             }
+            let wanted = Set(reasons.map { $0.lowercased() })
             var recipients = SeqSet()
             var failures: [String: Int] = [:]
             try await journal.forEachRecipient(of: id) { row in
                 guard case .failed(_, let reason, _) = row.state else { return }
                 failures[reason, default: 0] += 1
-                if reasons.contains(reason) { recipients.insert(row.seq) }
+                if wanted.contains(reason.lowercased()) { recipients.insert(row.seq) }
+            }
+            // Apple's spelling (or Pushcamp's own, connection-lost…) of each reason asked for.
+            let spelled = reasons.map { reason in
+                failures.keys.first { $0.lowercased() == reason.lowercased() }
+                    ?? APNsReason.documented.map(\.description).first { $0.lowercased() == reason.lowercased() }
+                    ?? reason
             }
             guard recipients.count > 0 else {
                 let found = failures.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map {
                     "\($0.key) (\($0.value))"
                 }
+                let names = Set(failures.keys).union(APNsReason.documented.map(\.description))
+                let hint =
+                    spelled.count == 1 && !names.contains(spelled[0])
+                    ? Suggestion.didYouMean(spelled[0], in: names) : ""
                 throw RunRefusal(
                     .refused,
-                    "no recipient of run \(id) failed with \(reasons.joined(separator: " or ")); "
+                    "no recipient of run \(id) failed with \(spelled.joined(separator: " or "))\(hint); "
                         + (found.isEmpty ? "it has no failures" : "its failures: \(found.joined(separator: ", "))")
                 )
             }
@@ -45,7 +62,7 @@ public struct ReplaySelection: Sendable, Equatable {
                     "run \(id) does not record its campaign file (an older Pushcamp sent it); it cannot be replayed"
                 )
             }
-            return ReplaySelection(original: original, reasons: reasons, recipients: recipients, file: file)
+            return ReplaySelection(original: original, reasons: spelled, recipients: recipients, file: file)
         } catch let refusal as RunRefusal {
             throw refusal
         } catch let error as JournalError {
@@ -53,5 +70,29 @@ public struct ReplaySelection: Sendable, Equatable {
         } catch {
             throw RunRefusal(.journal, "the journal \(path) cannot be read: \(error)")
         }
+    }
+
+    /// The refusal of a replay for reasons APNs never retries, when one is asked for.
+    static func neverRetried(_ reasons: [String], run: RunID) -> RunRefusal? {
+        let named = reasons.compactMap { reason in
+            APNsReason.documented.first { $0.description.lowercased() == reason.lowercased() }
+        }
+        let dead = named.filter { APNsReason.deadToken.contains($0) }
+        if !dead.isEmpty {
+            return RunRefusal(
+                .refused,
+                "APNs called those tokens dead (\(dead.map(\.description).joined(separator: ", "))): sending to them again "
+                    + "reaches nobody, and Apple asks senders to stop; they are remembered and skipped by later "
+                    + "campaigns. Nothing was sent; --force replays them anyway"
+            )
+        }
+        let final = named.filter { $0.disposition == .neverRetry }
+        guard !final.isEmpty else { return nil }
+        return RunRefusal(
+            .refused,
+            "APNs never retries \(final.map(\.description).joined(separator: ", ")): the same push would fail the "
+                + "same way. Replay run \(run) only after fixing the cause (the app's topic or key in pushcamp.yaml, "
+                + "the payload's size) and pass --force to say so; nothing was sent"
+        )
     }
 }

@@ -71,7 +71,7 @@ extension SendRun {
     }
 
     /// The client configuration of `app` (one connection): where to connect, how to authenticate.
-    private static func clientConfiguration(
+    static func clientConfiguration(
         for app: AppConfig,
         paths: ProjectPaths,
         environment: [String: String],

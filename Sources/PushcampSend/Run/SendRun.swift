@@ -273,7 +273,7 @@ public final class SendRun: Service, Sendable {
         )
         // Expirations count from the moment the send really starts, never from schedule.at.
         let sendTime = Timestamp(secondsSince1970: Int64(now))
-        var planner = Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "now", sampleLimit: 0)
+        var planner = Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "now", sampleLimit: 3)
         planner.history = history
         var only: SeqSet?
         if case .replay(let selection) = options.kind { only = selection.recipients }

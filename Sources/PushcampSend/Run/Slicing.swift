@@ -436,7 +436,7 @@ extension SendRun {
         let run = opened.journal.run
         if try await store.slices(of: run.id).isEmpty, try await store.run(run.id)?.planned == nil {
             let sendTime = Timestamp(secondsSince1970: Int64(clock.now()))
-            var planner = Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "now", sampleLimit: 0)
+            var planner = Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "now", sampleLimit: 3)
             planner.history = history
             let summary = try await RunSnapshot.write(
                 planner,

@@ -88,24 +88,19 @@ struct CampaignCatalog {
     mutating func refresh() -> Bool {
         var seen: Set<String> = []
         var changed = false
-        for folder in folders {
-            let directory = paths.url(folder)
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-            for name in names.sorted() where name.hasSuffix(".yaml") || name.hasSuffix(".yml") {
-                let path = directory.appendingPathComponent(name).path
-                guard let stamp = Self.stamp(path) else { continue }
-                seen.insert(path)
-                if entries[path]?.stamp == stamp { continue }
-                var entry = read(path, stamp: stamp)
-                if entry.loadError != nil, let previous = entries[path], previous.loadError == nil {
-                    entry.id = previous.id
-                    entry.schedule = previous.schedule
-                    entry.trigger = previous.trigger
-                    entry.app = previous.app
-                }
-                entries[path] = entry
-                changed = true
+        for path in paths.campaignFiles(in: folders).map(\.path) {
+            guard let stamp = Self.stamp(path) else { continue }
+            seen.insert(path)
+            if entries[path]?.stamp == stamp { continue }
+            var entry = read(path, stamp: stamp)
+            if entry.loadError != nil, let previous = entries[path], previous.loadError == nil {
+                entry.id = previous.id
+                entry.schedule = previous.schedule
+                entry.trigger = previous.trigger
+                entry.app = previous.app
             }
+            entries[path] = entry
+            changed = true
         }
         for path in entries.keys where !seen.contains(path) {
             entries[path] = nil
