@@ -105,7 +105,10 @@ struct Doctor: AsyncParsableCommand {
             if let problem = SendRun.credentialsProblem(of: app, paths: paths, environment: environment) {
                 appProblems += 1
                 // The problem names the app already; the line's subject does.
-                let detail = problem.hasPrefix("\(subject): ") ? String(problem.dropFirst(subject.count + 2)) : problem
+                let message = problem.message
+                let detail =
+                    (problem.location.map { "\($0): " } ?? "")
+                    + (message.hasPrefix("\(subject): ") ? String(message.dropFirst(subject.count + 2)) : message)
                 print(Line(outcome: .problem, subject: "\(subject) credentials", detail: detail).text)
                 print(
                     Line(

@@ -12,9 +12,15 @@ struct ProgressPrinter: Sendable {
         let terminal = self.terminal
         if !enabled { return { _ in } }
         let lastLog = LastLog()
+        // The rate of the last 5 seconds: 0 as soon as nothing is answered, not an average decaying.
+        let window = Mutex(RateWindow(seconds: 5))
         // Colour on a terminal, unless NO_COLOR is set (https://no-color.org).
         let color = terminal && ProcessInfo.processInfo.environment["NO_COLOR"].map(\.isEmpty) ?? true
         return { progress in
+            var progress = progress
+            progress.recentRate = window.withLock {
+                $0.add(at: progress.seconds, answered: progress.delivered + progress.failed)
+            }
             if !terminal {
                 guard lastLog.due(progress.seconds) else { return }
                 printError("progress: " + progress.line(width: nil, color: false))

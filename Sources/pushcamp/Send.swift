@@ -266,7 +266,8 @@ func confirmDeliberate(
         paths: paths,
         environment: ProcessInfo.processInfo.environment
     ) {
-        printError("\(campaign.path): error: \(problem); nothing was sent")
+        // Blamed on pushcamp.yaml's line when a setting there is at fault, not on the campaign.
+        printError("\(problem.location?.description ?? campaign.path): error: \(problem.message); nothing was sent")
         throw ExitCode(2)
     }
     try await confirm.check(campaign, planFile: planFile, preview: preview)

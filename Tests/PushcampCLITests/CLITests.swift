@@ -26,11 +26,19 @@ struct CLI {
 
     /// Runs the binary; a run still going after `timeout` seconds is killed (and fails the test
     /// through its status: a hang is a bug, never a wait).
-    static func run(_ arguments: [String], in directory: URL, timeout: Double = 120) throws -> Output {
+    static func run(
+        _ arguments: [String],
+        in directory: URL,
+        timeout: Double = 120,
+        environment: [String: String] = [:]
+    ) throws -> Output {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
         process.currentDirectoryURL = directory
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out

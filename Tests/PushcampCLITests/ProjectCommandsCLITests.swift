@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import PushcampTestSupport
 import Testing
@@ -216,6 +217,39 @@ struct ProjectCommandsCLITests {
             "\(missing.stdout)"
         )
         #expect(missing.stdout.hasSuffix("\n1 problem\n"), "\(missing.stdout)")
+    }
+
+    @Test func aKeyPathExpandsTildeAndItsProblemIsLocatedInPushcampYaml() throws {
+        let project = try TemporaryProject(
+            projectFile: """
+                apps:
+                  shop:
+                    topic: com.example.shop
+                    team_id: TEAM123456
+                    key_id: KEYABCDEFG
+                    key_file: ~/keys/AuthKey.p8
+                """
+        )
+        defer { project.remove() }
+        try SendCLITests.writeAudience(project, count: 2)
+        try SendCLITests.writeCampaign(project)
+        let home = project.path("home")
+        let missing = try CLI.run(["send", "--yes", "campaigns/c.yaml"], in: project.root, environment: ["HOME": home])
+        #expect(missing.status == 2)
+        #expect(
+            missing.stderr
+                == "pushcamp.yaml:6:15: error: app shop: key file \(home)/keys/AuthKey.p8 does not exist; nothing was sent\n",
+            "\(missing.stderr)"
+        )
+        // Put where ~ says, it is found: the credentials are usable.
+        try project.write("home/keys/AuthKey.p8", P256.Signing.PrivateKey().pemRepresentation)
+        let doctor = try CLI.run(["doctor", "--timeout", "1"], in: project.root, environment: ["HOME": home])
+        #expect(
+            doctor.stdout.contains(
+                "ok       app shop credentials: provider token, key KEYABCDEFG of team TEAM123456\n"
+            ),
+            "\(doctor.stdout)"
+        )
     }
 
     @Test func diffComparesThePlanOfNowWithTheLastRunAndWithAPlanFile() throws {

@@ -173,7 +173,7 @@ struct ServeTrustCLITests {
         #expect(ready.body.hasPrefix("not ready: credentials cannot be used (1 app(s))"), "\(ready.body)")
         #expect(
             ready.body.contains(
-                "credentials: app shop: key_file: environment variable SHOP_KEY_FILE is not set (needed by '${env:SHOP_KEY_FILE}') (campaigns: tick)"
+                "credentials: pushcamp.yaml:6:15: app shop: key_file: environment variable SHOP_KEY_FILE is not set (needed by '${env:SHOP_KEY_FILE}') (campaigns: tick)"
             ),
             "\(ready.body)"
         )

@@ -68,6 +68,24 @@ struct ValueTests {
         #expect((try? ConfigString.parse("${env:KEYS").get()) == nil)
     }
 
+    @Test func aPathsLeadingTildeIsTheHomeFolder() throws {
+        let home = ["HOME": "/home/ada"]
+        #expect(try ConfigString.parse("~/keys/a.p8").get().resolvePath(home).get() == "/home/ada/keys/a.p8")
+        #expect(try ConfigString.parse("~").get().resolvePath(home).get() == "/home/ada")
+        // Only a leading ~ alone or before /: ~bob and a ~ inside are names, as a shell with no user bob.
+        #expect(try ConfigString.parse("~bob/a.p8").get().resolvePath(home).get() == "~bob/a.p8")
+        #expect(try ConfigString.parse("keys/~/a.p8").get().resolvePath(home).get() == "keys/~/a.p8")
+        // From the environment too, and never for values that are not paths.
+        let fromEnvironment = try ConfigString.parse("${env:KEY_FILE}").get()
+        #expect(try fromEnvironment.resolvePath(home.merging(["KEY_FILE": "~/k.p8"]) { $1 }).get() == "/home/ada/k.p8")
+        #expect(try ConfigString.parse("~secret").get().resolve(home).get() == "~secret")
+        guard case .failure(let error) = try ConfigString.parse("~/a.p8").get().resolvePath([:]) else {
+            Issue.record("expanded without HOME")
+            return
+        }
+        #expect(error.message == "'~/a.p8' starts with ~ but HOME is not set")
+    }
+
     @Test func deviceTokens() throws {
         let token = String(repeating: "ab", count: 32)
         #expect(try DeviceToken.normalize(token).get() == token)

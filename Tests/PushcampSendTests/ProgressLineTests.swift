@@ -75,6 +75,31 @@ struct ProgressLineTests {
         #expect(SendProgress(planned: 1_000, planFinished: true, delivered: 0, failed: 0, seconds: 0).eta == nil)
     }
 
+    @Test func aResumedRunCountsWhatItHadAnsweredAndTheRateIsTheLastSeconds() {
+        // 11,844 answered before the resume, 20 since: the line shows the run, not this process.
+        var resumed = SendProgress(planned: 11_875, planFinished: true, delivered: 20, failed: 0, seconds: 40)
+        resumed.settledBefore = 11_844
+        #expect(resumed.line(width: nil, color: false).hasPrefix("11864/11875 · delivered 20 · failed 0 · "))
+        // 11 left at the recent 5/s: about 2 s; the average since the start (0.5/s) would say 22.
+        resumed.recentRate = 5
+        #expect(resumed.eta.map { ($0 * 10).rounded() / 10 } == 2.2)
+        #expect(resumed.line(width: nil, color: false).contains(" · 5/s"))
+
+        // 1,000 a second for 10 s, then nothing: the rate of the last 5 s falls to 0 once the
+        // window has passed, where the average since the start still said 500/s at 20 s.
+        var window = RateWindow(seconds: 5)
+        var rates: [Double?] = []
+        for second in 0...20 {
+            rates.append(window.add(at: Double(second), answered: min(second, 10) * 1_000))
+        }
+        #expect(rates[0] == nil)
+        #expect(rates[5] == 1_000)
+        #expect(rates[10] == 1_000)
+        #expect(rates[13] == 400)
+        #expect(rates[15] == 0)
+        #expect(rates[20] == 0)
+    }
+
     @Test func colourOnlyWhenAsked() {
         #expect(!Self.busy.line(width: nil, color: false).contains("\u{1B}["))
         let coloured = Self.busy.line(width: 79, color: true)

@@ -241,7 +241,9 @@ public enum ProjectReader {
         guard let map = reader.mapping(node, in: context, allowed: appKeys, required: ["topic"]) else { return nil }
         let topic = map["topic"].flatMap { reader.string($0, "\(context).topic") }
         func config(_ key: String) -> ConfigString? {
-            map[key].flatMap { reader.parsed($0, "\(context).\(key)", ConfigString.parse) }
+            map[key].flatMap { node in
+                reader.parsed(node, "\(context).\(key)", ConfigString.parse)?.located(reader.location(node))
+            }
         }
         func appleID(_ key: String) -> String? {
             guard let node = map[key], let text = reader.string(node, "\(context).\(key)") else { return nil }

@@ -11,6 +11,25 @@ public struct ConfigString: Hashable, Sendable, CustomStringConvertible {
 
     public var parts: [Part]
     public var raw: String
+    /// Where it is written (pushcamp.yaml's line and column), for errors about its value; not part
+    /// of what makes two settings equal.
+    public var location: SourceLocation?
+
+    public static func == (lhs: ConfigString, rhs: ConfigString) -> Bool {
+        lhs.parts == rhs.parts && lhs.raw == rhs.raw
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(parts)
+        hasher.combine(raw)
+    }
+
+    /// `self`, located at `location`.
+    public func located(_ location: SourceLocation) -> ConfigString {
+        var copy = self
+        copy.location = location
+        return copy
+    }
 
     public static func parse(_ raw: String) -> Result<ConfigString, ValueError> {
         var parts: [Part] = []
@@ -57,6 +76,18 @@ public struct ConfigString: Hashable, Sendable, CustomStringConvertible {
             }
         }
         return .success(text)
+    }
+
+    /// `resolve` for a file's path: a leading `~` (alone or before `/`) is the home folder
+    /// (`HOME` in `environment`), as a shell would expand it; there is no shell to do it here.
+    public func resolvePath(_ environment: [String: String]) -> Result<String, ValueError> {
+        resolve(environment).flatMap { path in
+            guard path == "~" || path.hasPrefix("~/") else { return .success(path) }
+            guard let home = environment["HOME"], !home.isEmpty else {
+                return .failure(ValueError("'\(raw)' starts with ~ but HOME is not set"))
+            }
+            return .success(home + path.dropFirst())
+        }
     }
 
     public var description: String { raw }

@@ -141,6 +141,9 @@ public struct ExecutorStateMachine: Sendable {
     public internal(set) var unanswered = 0
     var plan = PlanState.idle
     public internal(set) var planned = 0
+    /// Recipients a resumed run had settled before this process: counted in `planned`, not in the
+    /// report's outcomes.
+    public let settledBefore: Int
     public internal(set) var stop: SendReport.Stop?
     var transportStopping = false
     var transportFinished = false
@@ -163,6 +166,7 @@ public struct ExecutorStateMachine: Sendable {
         self.report = report
         self.pacer = Pacer(rate: configuration.rate)
         self.planned = alreadySettled
+        self.settledBefore = alreadySettled
         self.started = now
     }
 

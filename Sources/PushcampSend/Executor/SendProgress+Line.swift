@@ -38,8 +38,8 @@ extension SendProgress {
     public var eta: Double? {
         let answered = delivered + failed
         guard planFinished, seconds > 0, answered > 0 else { return nil }
-        let rate = Double(answered) / seconds
-        let left = Double(max(0, planned - answered)) / rate
+        let rate = recentRate.flatMap { $0 > 0 ? $0 : nil } ?? Double(answered) / seconds
+        let left = Double(max(0, planned - settledBefore - answered)) / rate
         if waitingToRetry > 0, let next = nextRetryIn { return max(left, next) }
         return left
     }
@@ -48,7 +48,7 @@ extension SendProgress {
     /// the line fits `width` columns; colour (ANSI) only when `color`.
     public func line(width: Int?, color: Bool) -> String {
         let answered = delivered + failed
-        let rate = seconds > 0 ? Double(answered) / seconds : 0
+        let rate = recentRate ?? (seconds > 0 ? Double(answered) / seconds : 0)
         func paint(_ text: String, _ code: String) -> String { color ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text }
         // (text, visible length), most important first.
         var parts: [(String, Int)] = []
@@ -58,8 +58,9 @@ extension SendProgress {
             add("run \(run.answered)/\(run.planned)")
             add("slices \(run.slicesDone)/\(run.slices) done, \(run.slicesHeld) sending")
         }
-        // "21340/50000": answered of planned ("+" while the plan is still being read).
-        add((run == nil ? "" : "here ") + "\(answered)/\(planned)\(planFinished ? "" : "+")")
+        // "21340/50000": answered of planned ("+" while the plan is still being read), those a
+        // resumed run had answered before included.
+        add((run == nil ? "" : "here ") + "\(settledBefore + answered)/\(planned)\(planFinished ? "" : "+")")
         add("delivered \(delivered)", painted: "delivered " + paint("\(delivered)", "32"))
         add("failed \(failed)", painted: "failed " + (failed > 0 ? paint("\(failed)", "31") : "0"))
         if waitingToRetry > 0 {

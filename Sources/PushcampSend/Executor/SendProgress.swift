@@ -1,9 +1,16 @@
 /// A moment of a running send, for the progress line.
 public struct SendProgress: Sendable {
+    /// Every recipient of the run with a row: those settled before a resume included.
     public var planned: Int
     public var planFinished: Bool
+    /// This process's outcomes.
     public var delivered: Int
     public var failed: Int
+    /// Recipients a resumed run had settled before this process started.
+    public var settledBefore = 0
+    /// Answers a second over the last few seconds (`RateWindow`), when the caller measures it; the
+    /// average since the start otherwise.
+    public var recentRate: Double?
     /// Retries waiting for their due time, and when the next is due (seconds from now).
     public var waitingToRetry: Int
     public var nextRetryIn: Double?
@@ -46,6 +53,7 @@ public struct SendProgress: Sendable {
         planFinished = machine.planFinished
         delivered = report.delivered
         failed = report.failed
+        settledBefore = machine.settledBefore
         waitingToRetry = machine.waitingToRetry
         nextRetryIn = machine.nextRetry.map { max(0, $0 - now) }
         inFlight = machine.unanswered
@@ -68,5 +76,27 @@ extension SendProgress {
         total.failed += before.failed
         total.seconds += before.seconds
         return total
+    }
+}
+
+/// The answer rate of the last few seconds, from the counts a progress callback sees: what the
+/// progress line shows, so it falls to 0 as soon as nothing is answered (a resume waiting for
+/// retries) instead of decaying slowly like an average since the start.
+public struct RateWindow: Sendable {
+    public var seconds: Double
+    private var samples: [(at: Double, answered: Int)] = []
+
+    public init(seconds: Double = 5) {
+        self.seconds = seconds
+    }
+
+    /// Adds the count `answered` at time `at` (seconds, rising) and returns the rate over the
+    /// window; nil until two samples are apart.
+    public mutating func add(at: Double, answered: Int) -> Double? {
+        samples.append((at, answered))
+        // Keep the newest sample at or before the window's start, so the window is always covered.
+        while samples.count > 2, samples[1].at <= at - seconds { samples.removeFirst() }
+        guard let first = samples.first, at > first.at else { return nil }
+        return Double(answered - first.answered) / (at - first.at)
     }
 }

@@ -33,15 +33,27 @@ extension SendRun {
         return (try APNsConnectionPool(configuration: configuration), endpoint, tokens)
     }
 
+    /// What is wrong with an app's credentials, and where in pushcamp.yaml the setting at fault is
+    /// written (`key_file`, `certificate`, `ca_file`), when it is one of those.
+    public struct CredentialsProblem: Error, Sendable, CustomStringConvertible {
+        public var location: SourceLocation?
+        public var message: String
+
+        /// `pushcamp.yaml:7:15: app shop: key_file …`, or the message alone.
+        public var description: String { location.map { "\($0): \(message)" } ?? message }
+    }
+
     /// What is wrong with `app`'s credentials, checked without connecting: every `${env:…}` set, the
     /// key readable and an ES256 key (or the certificate and its password loadable), the CA file
     /// usable, and, for Apple's hosts, a team id and key id other than the placeholders `pushcamp
-    /// init` writes. Nil when nothing is: what `serve` checks at start and on every reload.
+    /// init` writes. Nil when nothing is: what `serve` checks at start and on every reload, and
+    /// `send` before it asks anything.
     public static func credentialsProblem(
         of app: AppConfig,
         paths: ProjectPaths,
         environment: [String: String]
-    ) -> String? {
+    ) -> CredentialsProblem? {
+        var blame: SourceLocation?
         do {
             let (configuration, _) = try clientConfiguration(
                 for: app,
@@ -49,11 +61,12 @@ extension SendRun {
                 environment: environment,
                 clock: SystemWallClock(),
                 owners: ProviderTokenOwners(),
-                tokenCache: nil
+                tokenCache: nil,
+                blame: &blame
             )
             try configuration.validate()
         } catch {
-            return error.message
+            return CredentialsProblem(location: blame, message: error.message)
         }
         if case .token(let teamID, let keyID, _) = app.credentials, app.endpoint == nil {
             let placeholders = [
@@ -61,10 +74,13 @@ extension SendRun {
                 (keyID == ProjectScaffold.placeholderKeyID, "key_id \(keyID)"),
             ].filter(\.0).map(\.1)
             if !placeholders.isEmpty {
-                return "app \(app.name): \(placeholders.joined(separator: " and ")) "
-                    + "\(placeholders.count == 1 ? "is the placeholder" : "are the placeholders") `pushcamp init` "
-                    + "wrote; Apple's \(app.environment.rawValue) host would refuse them. Put your team's and key's "
-                    + "ids in pushcamp.yaml"
+                return CredentialsProblem(
+                    location: nil,
+                    message: "app \(app.name): \(placeholders.joined(separator: " and ")) "
+                        + "\(placeholders.count == 1 ? "is the placeholder" : "are the placeholders") `pushcamp init` "
+                        + "wrote; Apple's \(app.environment.rawValue) host would refuse them. Put your team's and key's "
+                        + "ids in pushcamp.yaml"
+                )
             }
         }
         return nil
@@ -79,8 +95,38 @@ extension SendRun {
         owners: ProviderTokenOwners,
         tokenCache: String?
     ) throws(APNsClientError) -> (APNsClientConfiguration, endpoint: String) {
+        var blame: SourceLocation?
+        return try clientConfiguration(
+            for: app,
+            paths: paths,
+            environment: environment,
+            clock: clock,
+            owners: owners,
+            tokenCache: tokenCache,
+            blame: &blame
+        )
+    }
+
+    /// `clientConfiguration`, leaving in `blame` where the setting being read when it failed is
+    /// written (key_file, certificate, ca_file).
+    static func clientConfiguration(
+        for app: AppConfig,
+        paths: ProjectPaths,
+        environment: [String: String],
+        clock: any WallClock,
+        owners: ProviderTokenOwners,
+        tokenCache: String?,
+        blame: inout SourceLocation?
+    ) throws(APNsClientError) -> (APNsClientConfiguration, endpoint: String) {
         func resolve(_ value: ConfigString, _ what: String) throws(APNsClientError) -> String {
             switch value.resolve(environment) {
+            case .success(let text): return text
+            case .failure(let error): throw APNsClientError(.credentials, "app \(app.name): \(what): \(error.message)")
+            }
+        }
+        // A file's path: `~` is the home folder.
+        func resolvePath(_ value: ConfigString, _ what: String) throws(APNsClientError) -> String {
+            switch value.resolvePath(environment) {
             case .success(let text): return text
             case .failure(let error): throw APNsClientError(.credentials, "app \(app.name): \(what): \(error.message)")
             }
@@ -92,7 +138,8 @@ extension SendRun {
         let authentication: APNsClientConfiguration.Authentication
         switch app.credentials {
         case .token(let teamID, let keyID, let keyFile):
-            let path = paths.url(try resolve(keyFile, "key_file")).path
+            blame = keyFile.location
+            let path = paths.url(try resolvePath(keyFile, "key_file")).path
             // Kept beside the journal, so a send started again soon after reuses the token.
             do {
                 authentication = .providerToken(
@@ -108,7 +155,8 @@ extension SendRun {
                 throw APNsClientError(error.code, "app \(app.name): \(error.message)")
             }
         case .certificate(let file, let password):
-            let path = paths.url(try resolve(file, "certificate")).path
+            blame = file.location
+            let path = paths.url(try resolvePath(file, "certificate")).path
             if let problem = InputFile.check(path) {
                 throw APNsClientError(.credentials, "app \(app.name): certificate \(path) \(problem)")
             }
@@ -118,7 +166,8 @@ extension SendRun {
             )
         }
         let caFile = try app.caFile.map { value throws(APNsClientError) in
-            let path = paths.url(try resolve(value, "ca_file")).path
+            blame = value.location
+            let path = paths.url(try resolvePath(value, "ca_file")).path
             if let problem = InputFile.check(path) {
                 throw APNsClientError(.connect, "app \(app.name): ca_file \(path) \(problem)")
             }

@@ -24,7 +24,7 @@ extension SchedulerService {
                     environment: configuration.environment
                 )
             else { continue }
-            problems.append("\(problem) (campaigns: \(entry.campaigns.sorted().joined(separator: ", ")))")
+            problems.append("\(problem.description) (campaigns: \(entry.campaigns.sorted().joined(separator: ", ")))")
         }
         let known = status.snapshot.credentials
         for problem in problems where !known.contains(problem) {
