@@ -121,7 +121,7 @@ struct Diff: AsyncParsableCommand {
             now: PlanDiff.side(summary),
             changedFiles: changedFiles
         )
-        print(diff.text(), terminator: "")
+        printDocument(diff.text())
         if exitCode && diff.hasDifferences { throw ExitCode(1) }
     }
 }

@@ -25,7 +25,7 @@ struct Doctor: AsyncParsableCommand {
 
             Examples:
               pushcamp doctor
-              pushcamp doctor --send-test 3f1d6f0c…1e0d --app shop-ios
+              pushcamp doctor --send-test "$MY_DEVICE_TOKEN" --app shop-ios
             """
     )
 

@@ -19,7 +19,8 @@ struct Init: ParsableCommand {
             and nothing is written.
 
             Examples:
-              pushcamp init my-pushes && cd my-pushes && pushcamp rehearse campaigns/welcome.yaml
+              pushcamp init my-pushes && cd my-pushes
+              pushcamp rehearse campaigns/welcome.yaml
               pushcamp init --bundle-id com.example.shop
             """
     )

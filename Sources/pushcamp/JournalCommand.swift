@@ -19,8 +19,8 @@ struct JournalCommand: AsyncParsableCommand {
 
             Examples:
               pushcamp journal check
-              pushcamp journal check --journal postgres://pushcamp@db.internal:5432/pushcamp
-              PGPASSWORD=… pushcamp journal migrate --journal postgres://pushcamp@db.internal/pushcamp
+              pushcamp journal check --journal postgres://pushcamp@db:5432/pushcamp
+              PGPASSWORD=… pushcamp journal migrate --journal postgres://db/pushcamp
             """,
         subcommands: [Check.self, Migrate.self]
     )

@@ -1,9 +1,28 @@
 import Foundation
 import PushcampModel
 
-/// Writes a line to standard error.
+/// Writes a line to standard error; on a terminal, its `error:` and `warning:` in colour.
 func printError(_ line: String) {
-    FileHandle.standardError.write(Array((line + "\n").utf8).withUnsafeBufferPointer { Data(buffer: $0) })
+    let styled = Styling.standardError ? TerminalStyle.diagnostics(line) : line
+    FileHandle.standardError.write(Array((styled + "\n").utf8).withUnsafeBufferPointer { Data(buffer: $0) })
+}
+
+/// Prints a document for people (a plan, a report, a status) to standard output; on a terminal,
+/// its headings in bold and its diagnostics' severities in colour.
+func printDocument(_ text: String) {
+    print(Styling.standardOutput ? TerminalStyle.diagnostics(TerminalStyle.headings(text)) : text, terminator: "")
+}
+
+/// Whether each stream is styled (TerminalStyle.enabled), decided once.
+enum Styling {
+    static let standardError = TerminalStyle.enabled(
+        isTerminal: isatty(STDERR_FILENO) == 1,
+        environment: ProcessInfo.processInfo.environment
+    )
+    static let standardOutput = TerminalStyle.enabled(
+        isTerminal: isatty(STDOUT_FILENO) == 1,
+        environment: ProcessInfo.processInfo.environment
+    )
 }
 
 /// Rows as aligned columns, two spaces apart: cells left-aligned, except columns from

@@ -41,7 +41,8 @@ struct Plan: AsyncParsableCommand {
             Examples:
               pushcamp plan campaigns/spring-sale.yaml
               pushcamp plan --format markdown campaigns/spring-sale.yaml > plan.md
-              pushcamp plan --at 2027-03-20T09:00:00Z --samples 5 campaigns/spring-sale.yaml
+              pushcamp plan --at 2027-03-20T09:00:00Z campaigns/spring-sale.yaml
+              pushcamp plan --samples 5 campaigns/spring-sale.yaml
               pushcamp plan --out plans/spring-sale.json campaigns/spring-sale.yaml
             """
     )
@@ -119,7 +120,7 @@ struct Plan: AsyncParsableCommand {
             throw ExitCode(1)
         }
         switch format {
-        case .text: print(summary.text(), terminator: "")
+        case .text: printDocument(summary.text())
         case .json: print(summary.json(), terminator: "")
         case .markdown: print(summary.markdown(), terminator: "")
         }

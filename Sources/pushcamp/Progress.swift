@@ -14,8 +14,8 @@ struct ProgressPrinter: Sendable {
         let lastLog = LastLog()
         // The rate of the last 5 seconds: 0 as soon as nothing is answered, not an average decaying.
         let window = Mutex(RateWindow(seconds: 5))
-        // Colour on a terminal, unless NO_COLOR is set (https://no-color.org).
-        let color = terminal && ProcessInfo.processInfo.environment["NO_COLOR"].map(\.isEmpty) ?? true
+        // Colour on a terminal, unless NO_COLOR is set (https://no-color.org): TerminalStyle's rule.
+        let color = Styling.standardError
         return { progress in
             var progress = progress
             progress.recentRate = window.withLock {

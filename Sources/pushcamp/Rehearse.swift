@@ -31,7 +31,8 @@ struct Rehearse: AsyncParsableCommand {
 
             Examples:
               pushcamp rehearse campaigns/spring-sale.yaml
-              pushcamp rehearse --tokens rehearsal/tokens.txt --goaway-after 200 campaigns/spring-sale.yaml
+              pushcamp rehearse --tokens rehearsal/tokens.txt campaigns/spring-sale.yaml
+              pushcamp rehearse --goaway-after 200 campaigns/spring-sale.yaml
               pushcamp rehearse --scenario rehearsal/outage.yaml campaigns/spring-sale.yaml
             """
     )

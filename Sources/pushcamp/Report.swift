@@ -95,7 +95,7 @@ struct Report: AsyncParsableCommand {
         case .html: text = report.html()
         }
         guard let output else {
-            print(text, terminator: "")
+            if format == .text { printDocument(text) } else { print(text, terminator: "") }
             return
         }
         if let refusal = ReportOutput.refusal(for: output, journalPath: path, force: force) {

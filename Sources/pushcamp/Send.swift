@@ -71,8 +71,8 @@ struct Send: AsyncParsableCommand {
             Examples:
               pushcamp send campaigns/spring-sale.yaml
               pushcamp send --quiet campaigns/order-tracking.yaml 2> send.log
-              pushcamp plan --out plans/spring-sale.json campaigns/spring-sale.yaml   # review, then:
-              pushcamp send --plan plans/spring-sale.json campaigns/spring-sale.yaml
+              pushcamp plan --out plans/sale.json campaigns/spring-sale.yaml  # review it
+              pushcamp send --plan plans/sale.json campaigns/spring-sale.yaml
             """
     )
 

@@ -52,8 +52,8 @@ struct Serve: AsyncParsableCommand {
               pushcamp serve
               pushcamp serve --project deploy/pushcamp --listen 0.0.0.0:9090
               pushcamp serve --log-format json --log-level notice
-              PUSHCAMP_PGPASSWORD=… pushcamp serve --journal postgres://pushcamp@db.internal/pushcamp \
-                --password-env PUSHCAMP_PGPASSWORD
+              PGPASSWORD=… pushcamp serve --journal postgres://pushcamp@db/pushcamp
+
             See docs/serve.md (with a systemd unit), docs/scale-out.md and docs/metrics.md.
             """
     )

@@ -41,7 +41,8 @@ struct Sim: AsyncParsableCommand {
             Ctrl-C stops it and prints what it received, by status and reason.
 
             Examples:
-              pushcamp sim --team-id ABCDE12345 --key-id KEY1234567 --topic com.example.shop
+              pushcamp sim --team-id ABCDE12345 --key-id KEY1234567
+              pushcamp sim --topic com.example.shop --port 8443
               pushcamp sim --port 9443 --scenario rehearsal/outage.yaml
               pushcamp sim --host 10.0.0.1 --record received.csv
             """

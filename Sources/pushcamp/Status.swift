@@ -44,6 +44,6 @@ struct Status: AsyncParsableCommand {
             printError("error: \(error.message)")
             throw ExitCode(1)
         }
-        print(format == .json ? status.json() : status.text(), terminator: "")
+        if format == .json { print(status.json(), terminator: "") } else { printDocument(status.text()) }
     }
 }

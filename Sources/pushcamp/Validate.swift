@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PushcampModel
 import PushcampPlanner
 
 struct Validate: ParsableCommand {
@@ -50,7 +51,12 @@ struct Validate: ParsableCommand {
                 return validation.checkProjectFile(url.standardizedFileURL).1
             }
         }
-        print(format.render(results), terminator: "")
+        let rendered = format.render(results)
+        if format == .text {
+            print(Styling.standardOutput ? TerminalStyle.diagnostics(rendered) : rendered, terminator: "")
+        } else {
+            print(rendered, terminator: "")
+        }
         if results.contains(where: { !$0.isValid }) { throw ExitCode(1) }
     }
 }

@@ -74,7 +74,8 @@ struct CLI {
     static func runOnTerminal(
         _ arguments: [String],
         in directory: URL,
-        typing input: String
+        typing input: String,
+        environment: [String: String] = [:]
     ) throws -> (status: Int32, output: String) {
         var primary: Int32 = -1
         var secondary: Int32 = -1
@@ -88,6 +89,9 @@ struct CLI {
         process.standardInput = terminal
         process.standardOutput = terminal
         process.standardError = terminal
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         try process.run()
         close(secondary)
         _ = input.utf8CString.withUnsafeBufferPointer { write(primary, $0.baseAddress, $0.count - 1) }

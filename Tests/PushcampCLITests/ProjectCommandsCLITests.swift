@@ -56,6 +56,73 @@ struct ProjectCommandsCLITests {
         #expect(broken.stdout.hasSuffix("\n1 of 1 files invalid: 2 errors\n"), "\(broken.stdout)")
     }
 
+    @Test func aTerminalGetsColouredSeveritiesAndBoldHeadingsUnlessNoColor() throws {
+        let examples = try CLI.examples()
+        defer { examples.remove() }
+        try examples.write("campaigns/broken.yaml", "campaign: broken\napp: shop-ios\n")
+        let validate = try CLI.runOnTerminal(
+            ["validate"],
+            in: examples.root,
+            typing: "",
+            environment: ["TERM": "xterm", "NO_COLOR": ""]
+        )
+        #expect(
+            validate.output.contains("campaigns/broken.yaml:1:1: \u{1B}[1;31merror:\u{1B}[0m "),
+            "\(validate.output)"
+        )
+        let plan = try CLI.runOnTerminal(
+            ["plan", "campaigns/spring-sale.yaml"],
+            in: examples.root,
+            typing: "",
+            environment: ["TERM": "xterm", "NO_COLOR": ""]
+        )
+        #expect(plan.output.contains("\u{1B}[1m→ APNs production (api.push.apple.com)\u{1B}[0m"), "\(plan.output)")
+        #expect(plan.output.contains("\u{1B}[1mVariants\u{1B}[0m"), "\(plan.output)")
+        // NO_COLOR, and anything not a terminal, get the plain text.
+        let plain = try CLI.runOnTerminal(
+            ["validate"],
+            in: examples.root,
+            typing: "",
+            environment: ["TERM": "xterm", "NO_COLOR": "1"]
+        )
+        #expect(!plain.output.contains("\u{1B}["), "\(plain.output)")
+        #expect(!(try CLI.run(["validate"], in: examples.root)).stdout.contains("\u{1B}["))
+    }
+
+    /// Every command's examples, as `--help` prints them in 80 columns: one command per line,
+    /// none wrapped into a second line that would not run if pasted.
+    @Test func helpExamplesFitEightyColumns() throws {
+        func subcommands(_ path: [String]) throws -> [String] {
+            let help = try CLI.run(path + ["--help"], in: CLI.repository, environment: ["COLUMNS": "80"]).stdout
+            guard let start = help.range(of: "SUBCOMMANDS:\n") else { return [] }
+            return help[start.upperBound...].split(separator: "\n").compactMap { line in
+                line.hasPrefix("  ") && !line.hasPrefix("   ") && !line.hasPrefix("  See ")
+                    ? line.split(separator: " ").first.map(String.init) : nil
+            }
+        }
+        var commands: [[String]] = [[]]
+        for command in try subcommands([]) {
+            commands.append([command])
+            for sub in try subcommands([command]) where sub != "help" { commands.append([command, sub]) }
+        }
+        #expect(commands.count > 25)
+        var checked = 0
+        for command in commands {
+            let help = try CLI.run(command + ["--help"], in: CLI.repository, environment: ["COLUMNS": "80"]).stdout
+            guard let start = help.range(of: "Examples:\n") else { continue }
+            for line in help[start.upperBound...].split(separator: "\n", omittingEmptySubsequences: false) {
+                if line.isEmpty { break }
+                checked += 1
+                #expect(line.count <= 80, "pushcamp \(command.joined(separator: " ")): \(line)")
+                #expect(
+                    line.wholeMatch(of: /\ \ ([A-Z_]+=\S+ )*pushcamp .*/) != nil,
+                    "pushcamp \(command.joined(separator: " ")): an example wrapped: \(line)"
+                )
+            }
+        }
+        #expect(checked > 40)
+    }
+
     @Test func plansNameWhereTheySendFirstInEveryFormat() throws {
         let examples = try CLI.examples()
         defer { examples.remove() }
