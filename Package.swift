@@ -3,9 +3,12 @@ import PackageDescription
 
 // Module rules (see DESIGN.md): the model, templates, audiences and planner never import NIO;
 // the `pushcamp` executable only parses arguments, builds the pipeline and prints.
+// Our own targets build with warnings as errors: a warning in our sources fails the build (never
+// the dependencies', which keep their own settings).
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
+    .unsafeFlags(["-warnings-as-errors"]),
 ]
 
 let package = Package(

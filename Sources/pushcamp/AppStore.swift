@@ -95,11 +95,11 @@ struct AppStoreNotifications: AsyncParsableCommand {
     static func json(_ records: [AppStoreNotificationRecord]) -> String {
         let objects: [[String: Any]] = records.map { record in
             var object: [String: Any] = [
-                "uuid": record.uuid, "type": record.type, "received_at": Timestamps.text(record.receivedAt),
+                "uuid": record.uuid, "type": record.type, "received_at": Timestamps.iso(record.receivedAt),
                 "kept": record.disposition.rawValue,
             ]
             object["subtype"] = record.subtype
-            object["signed_date"] = record.signedDate.map(Timestamps.text)
+            object["signed_date"] = record.signedDate.map(Timestamps.iso)
             object["environment"] = record.environment
             object["bundle_id"] = record.bundleID
             object["app"] = record.app
@@ -216,14 +216,14 @@ struct AppStoreSubscriptions: AsyncParsableCommand {
             let objects: [[String: Any]] = states.map { state in
                 var object: [String: Any] = [
                     "original_transaction_id": state.originalTransactionID, "last_type": state.lastType,
-                    "signed_date": Timestamps.text(state.signedDate), "notification": state.notification,
+                    "signed_date": Timestamps.iso(state.signedDate), "notification": state.notification,
                 ]
                 object["status"] = state.status
                 object["app"] = state.app
                 object["product_id"] = state.productID
                 object["auto_renew"] = state.autoRenew
-                object["expires_at"] = state.expiresAt.map(Timestamps.text)
-                object["grace_period_expires_at"] = state.gracePeriodExpiresAt.map(Timestamps.text)
+                object["expires_at"] = state.expiresAt.map(Timestamps.iso)
+                object["grace_period_expires_at"] = state.gracePeriodExpiresAt.map(Timestamps.iso)
                 object["app_account_token"] = state.appAccountToken
                 object["last_subtype"] = state.lastSubtype
                 return object
@@ -294,8 +294,8 @@ struct AppStoreTriggers: AsyncParsableCommand {
             let objects: [[String: Any]] = firings.map { firing in
                 var object: [String: Any] = [
                     "campaign": firing.campaign, "notification": firing.notification,
-                    "status": firing.status.rawValue, "due_at": Timestamps.text(firing.dueAt),
-                    "recorded_at": Timestamps.text(firing.recordedAt),
+                    "status": firing.status.rawValue, "due_at": Timestamps.iso(firing.dueAt),
+                    "recorded_at": Timestamps.iso(firing.recordedAt),
                 ]
                 object["subscription_key"] = firing.subscriptionKey
                 object["run"] = firing.run?.rawValue

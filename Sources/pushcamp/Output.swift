@@ -53,9 +53,8 @@ extension JSONValue {
         case let number as Int: return .integer(number)
         case let number as Int64: return .integer(Int(number))
         case let number as Double: return .number(number)
-        case let optional as Any?:
-            guard let unwrapped = optional else { return .null }
-            return .string("\(unwrapped)")
+        default:
+            return value.map { .string("\($0)") } ?? .null
         }
     }
 }

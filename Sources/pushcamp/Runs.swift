@@ -224,8 +224,8 @@ struct Runs: AsyncParsableCommand {
             let (run, counts) = (row.run, row.counts)
             var object: [String: Any] = [
                 "run": run.id.rawValue, "campaign": run.campaign, "revision": run.revision,
-                "status": run.status.rawValue, "started_at": Timestamps.text(run.startedAt),
-                "updated_at": Timestamps.text(run.updatedAt), "sent": counts.total - counts.planned,
+                "status": run.status.rawValue, "started_at": Timestamps.iso(run.startedAt),
+                "updated_at": Timestamps.iso(run.updatedAt), "sent": counts.total - counts.planned,
                 "delivered": counts.delivered, "failed": counts.failed, "waiting": counts.waiting,
                 "in_flight": counts.inFlight + counts.unknown, "possible_duplicates": run.possibleDuplicates,
             ]
@@ -239,7 +239,7 @@ struct Runs: AsyncParsableCommand {
                         },
                     ]
                 } ?? NSNull()
-            object["slot"] = run.slot.map { Timestamps.text(Double($0)) }
+            object["slot"] = run.slot.map { Timestamps.iso(Double($0)) }
             if let replay = run.replay {
                 object["replay_of"] = replay.run.rawValue
                 object["replay_reasons"] = replay.reasons

@@ -96,18 +96,18 @@ struct Schedules: AsyncParsableCommand {
                 return object
             }
             object["schedule"] = entry.schedule.map { "\($0)" }
-            object["next_slots"] = entry.nextSlots.map { Timestamps.text(Double($0)) }
+            object["next_slots"] = entry.nextSlots.map { Timestamps.iso(Double($0)) }
             if let fired = entry.lastFired {
-                var last: [String: Any] = ["slot": Timestamps.text(Double(fired.slot))]
+                var last: [String: Any] = ["slot": Timestamps.iso(Double(fired.slot))]
                 last["run"] = fired.run?.rawValue
                 last["status"] = entry.lastRun?.status.rawValue
                 object["last_fired"] = last
             }
             object["skipped"] = entry.skipped.map { skip in
                 var item: [String: Any] = [
-                    "slot": Timestamps.text(Double(skip.slot)), "count": skip.count, "reason": skip.reason ?? "",
+                    "slot": Timestamps.iso(Double(skip.slot)), "count": skip.count, "reason": skip.reason ?? "",
                 ]
-                if skip.count > 1 { item["through"] = Timestamps.text(Double(skip.last)) }
+                if skip.count > 1 { item["through"] = Timestamps.iso(Double(skip.last)) }
                 item["detail"] = skip.detail
                 return item
             }

@@ -223,6 +223,23 @@ struct ProjectCommandsCLITests {
             afterRehearsal.stderr
                 == "note: nothing has been sent from this project yet; rehearsals are kept apart: add --rehearsal\n"
         )
+        // Every JSON time in one form: ISO 8601 in UTC.
+        let iso = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z/
+        let rehearsals = try CLI.run(["runs", "--rehearsal", "--format", "json"], in: project)
+        let run = try #require(
+            (try JSONSerialization.jsonObject(with: Data(rehearsals.stdout.utf8)) as? [[String: Any]])?.first
+        )
+        for key in ["started_at", "updated_at"] {
+            #expect((run[key] as? String)?.wholeMatch(of: iso) != nil, "\(key): \(run[key] ?? "nil")")
+        }
+        let rehearsalReport = try CLI.run(["report", "--rehearsal", "--format", "json"], in: project)
+        let reportObject = try #require(
+            try JSONSerialization.jsonObject(with: Data(rehearsalReport.stdout.utf8)) as? [String: Any]
+        )
+        #expect(
+            (reportObject["started_at"] as? String)?.wholeMatch(of: iso) != nil,
+            "\(rehearsalReport.stdout.prefix(300))"
+        )
     }
 
     @Test func doctorChecksKeysAndTheEndpointAndSendsOneTestPush() throws {

@@ -281,7 +281,9 @@ struct SendCLITests {
         let examples = try CLI.examples()
         defer { examples.remove() }
         let help = try CLI.run(["rehearse", "--help"], in: examples.root).stdout
-        #expect(help.contains("pushcamp rehearse --tokens rehearsal/tokens.txt --goaway-after 200"))
+        #expect(help.contains("pushcamp rehearse --tokens rehearsal/tokens.txt campaigns/spring-sale.yaml\n"))
+        #expect(help.contains("pushcamp rehearse --goaway-after 200 campaigns/spring-sale.yaml\n"))
+        // Both at once: the token behaviours hold across the GOAWAYs.
         let output = try CLI.run(
             ["rehearse", "--tokens", "rehearsal/tokens.txt", "--goaway-after", "200", "campaigns/spring-sale.yaml"],
             in: examples.root

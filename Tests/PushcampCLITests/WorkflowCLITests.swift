@@ -121,7 +121,7 @@ struct WorkflowRun {
         """.write(to: gh, atomically: true, encoding: .utf8)
         try manager.setAttributes([.posixPermissions: 0o755], ofItemAtPath: gh.path)
         for file in ["github-path", "step-summary", "github-output"] {
-            manager.createFile(atPath: scratch.appendingPathComponent(file).path, contents: nil)
+            _ = manager.createFile(atPath: scratch.appendingPathComponent(file).path, contents: nil)
         }
 
         let text = try String(

@@ -175,7 +175,7 @@ public enum TestPostgres {
         environment: [String: String] = [:]
     ) throws -> (Int32, String) {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("pushcamp-psql-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: output) }
         let handle = try FileHandle(forWritingTo: output)
         defer { try? handle.close() }
