@@ -8,6 +8,7 @@ import PushcampJournal
 import PushcampModel
 import PushcampPlanner
 import PushcampPostgres
+import PushcampReport
 import PushcampServe
 
 struct AppStore: ParsableCommand {
@@ -64,51 +65,16 @@ struct AppStoreNotifications: AsyncParsableCommand {
             printError("error: \(error.message)")
             throw ExitCode(1)
         }
+        let listing = NotificationListing(records: records)
         switch format {
         case .text:
             if records.isEmpty && quarantined {
                 print("no quarantined App Store notifications")
             } else {
-                print(Self.table(records), terminator: "")
+                print(listing.text(), terminator: "")
             }
-        case .json: print(Self.json(records))
+        case .json: print(listing.json())
         }
-    }
-
-    static func table(_ records: [AppStoreNotificationRecord]) -> String {
-        guard !records.isEmpty else { return "no App Store notifications received\n" }
-        var lines = [["RECEIVED", "TYPE", "UUID", "SIGNED", "APP", "KEPT"]]
-        for record in records {
-            lines.append([
-                Timestamps.text(record.receivedAt),
-                (record.type + (record.subtype.map { "/\($0)" } ?? "")).escapingControlCharacters,
-                record.uuid.escapingControlCharacters,
-                record.signedDate.map(Timestamps.text) ?? "-",
-                (record.app ?? record.bundleID ?? "-").escapingControlCharacters,
-                record.disposition == .stored
-                    ? "stored" : "quarantined: \((record.reason ?? "").escapingControlCharacters)",
-            ])
-        }
-        return columns(lines)
-    }
-
-    static func json(_ records: [AppStoreNotificationRecord]) -> String {
-        let objects: [[String: Any]] = records.map { record in
-            var object: [String: Any] = [
-                "uuid": record.uuid, "type": record.type, "received_at": Timestamps.iso(record.receivedAt),
-                "kept": record.disposition.rawValue,
-            ]
-            object["subtype"] = record.subtype
-            object["signed_date"] = record.signedDate.map(Timestamps.iso)
-            object["environment"] = record.environment
-            object["bundle_id"] = record.bundleID
-            object["app"] = record.app
-            object["reason"] = record.reason
-            object["original_transaction_id"] = record.originalTransactionID
-            object["product_id"] = record.productID
-            return object
-        }
-        return JSONValue.from(objects).text
     }
 }
 
@@ -196,40 +162,8 @@ struct AppStoreSubscriptions: AsyncParsableCommand {
             printError("error: \(error.message)")
             throw ExitCode(1)
         }
-        switch format {
-        case .text:
-            guard !states.isEmpty else {
-                print("no subscriptions\(status.map { " in status \($0)" } ?? "") known from App Store notifications")
-                return
-            }
-            for state in states {
-                var line = "\(state.originalTransactionID)  \(state.status ?? "-")  \(state.productID ?? "-")"
-                if let renew = state.autoRenew { line += "  auto-renew \(renew ? "on" : "off")" }
-                if let expires = state.expiresAt { line += "  expires \(Timestamps.text(expires))" }
-                if let grace = state.gracePeriodExpiresAt { line += "  grace until \(Timestamps.text(grace))" }
-                if let token = state.appAccountToken { line += "  account \(token)" }
-                line +=
-                    "  (\(state.lastType)\(state.lastSubtype.map { "/\($0)" } ?? ""), \(Timestamps.text(state.signedDate)))"
-                print(line.escapingControlCharacters)
-            }
-        case .json:
-            let objects: [[String: Any]] = states.map { state in
-                var object: [String: Any] = [
-                    "original_transaction_id": state.originalTransactionID, "last_type": state.lastType,
-                    "signed_date": Timestamps.iso(state.signedDate), "notification": state.notification,
-                ]
-                object["status"] = state.status
-                object["app"] = state.app
-                object["product_id"] = state.productID
-                object["auto_renew"] = state.autoRenew
-                object["expires_at"] = state.expiresAt.map(Timestamps.iso)
-                object["grace_period_expires_at"] = state.gracePeriodExpiresAt.map(Timestamps.iso)
-                object["app_account_token"] = state.appAccountToken
-                object["last_subtype"] = state.lastSubtype
-                return object
-            }
-            print(JSONValue.from(objects).text)
-        }
+        let listing = SubscriptionListing(states: states, status: status)
+        print(format == .json ? listing.json() : listing.text(), terminator: format == .json ? "\n" : "")
     }
 }
 
@@ -271,39 +205,8 @@ struct AppStoreTriggers: AsyncParsableCommand {
             printError("error: \(error.message)")
             throw ExitCode(1)
         }
-        switch format {
-        case .text:
-            guard !firings.isEmpty else {
-                print("no trigger firings\(campaign.map { " of \($0)" } ?? "") yet")
-                return
-            }
-            var lines = [["RECORDED", "CAMPAIGN", "NOTIFICATION", "DUE", "STATUS"]]
-            for firing in firings {
-                var status = firing.status.rawValue
-                if let run = firing.run { status += " (run \(run))" }
-                if let detail = firing.detail { status += ": \(detail)" }
-                lines.append(
-                    [
-                        Timestamps.text(firing.recordedAt), firing.campaign, firing.notification,
-                        Timestamps.text(firing.dueAt), status,
-                    ].map(\.escapingControlCharacters)
-                )
-            }
-            print(columns(lines), terminator: "")
-        case .json:
-            let objects: [[String: Any]] = firings.map { firing in
-                var object: [String: Any] = [
-                    "campaign": firing.campaign, "notification": firing.notification,
-                    "status": firing.status.rawValue, "due_at": Timestamps.iso(firing.dueAt),
-                    "recorded_at": Timestamps.iso(firing.recordedAt),
-                ]
-                object["subscription_key"] = firing.subscriptionKey
-                object["run"] = firing.run?.rawValue
-                object["detail"] = firing.detail
-                return object
-            }
-            print(JSONValue.from(objects).text)
-        }
+        let listing = FiringListing(firings: firings, campaign: campaign)
+        print(format == .json ? listing.json() : listing.text(), terminator: format == .json ? "\n" : "")
     }
 }
 
@@ -437,47 +340,26 @@ struct AppStoreHistory: AsyncParsableCommand {
             end: now,
             onlyFailures: onlyFailures
         )
-        var counts: [String: Int] = [:]
-        var refusals: [String] = []
-        let fetched: NotificationHistory.Fetched
-        do {
-            fetched = try await NotificationHistory.fetch(query, api: server, transport: AppStoreAPIClient()) {
-                payloads in
-                for payload in payloads {
-                    switch await receiver.ingest(signedPayload: payload, checkAge: false) {
-                    case .kept(let record, let new):
-                        counts[new ? record.disposition.rawValue : "duplicate", default: 0] += 1
-                    case .refused(let refusal):
-                        counts["refused", default: 0] += 1
-                        if refusals.count < 5 { refusals.append(refusal.description) }
-                    case .storeFailed(let error):
-                        throw error
-                    }
-                }
-            }
-        } catch let failure as NotificationHistory.Failure {
-            summarize(counts)
-            printError("error: \(failure.description.escapingControlCharacters)")
-            throw ExitCode(failure.description.contains("(401") ? 2 : 1)
-        } catch let error as JournalError {
-            summarize(counts)
-            printError("error: the journal cannot keep notifications: \(error.message); run the command again")
+        let backfill = await HistoryBackfill.run(query, api: server, receiver: receiver)
+        switch backfill.failure {
+        case .api(let message, let unauthorized)?:
+            print(backfill.summary)
+            printError("error: \(message.escapingControlCharacters)")
+            throw ExitCode(unauthorized ? 2 : 1)
+        case .journal(let message)?:
+            print(backfill.summary)
+            printError("error: the journal cannot keep notifications: \(message); run the command again")
             throw ExitCode(1)
+        case nil:
+            break
         }
-        for refusal in refusals { printError("refused: \(refusal.escapingControlCharacters)") }
-        let waits =
-            fetched.waits > 0 ? ", \(fetched.waits) wait\(fetched.waits == 1 ? "" : "s") for Apple's rate limit" : ""
+        for refusal in backfill.refusals { printError("refused: \(refusal.escapingControlCharacters)") }
+        let pages = backfill.fetched?.pages ?? 0
+        let waits = backfill.fetched?.waits ?? 0
+        let waitText = waits > 0 ? ", \(waits) wait\(waits == 1 ? "" : "s") for Apple's rate limit" : ""
         print(
-            "\(name) (\(environment.rawValue)), \(onlyFailures ? "failed notifications" : "notifications") since \(Timestamps.text(query.start.timeIntervalSince1970)): \(fetched.pages) page\(fetched.pages == 1 ? "" : "s")\(waits)"
+            "\(name) (\(environment.rawValue)), \(onlyFailures ? "failed notifications" : "notifications") since \(Timestamps.text(query.start.timeIntervalSince1970)): \(pages) page\(pages == 1 ? "" : "s")\(waitText)"
         )
-        summarize(counts)
-    }
-
-    private func summarize(_ counts: [String: Int]) {
-        let total = counts.values.reduce(0, +)
-        let new = (counts["stored"] ?? 0) + (counts["quarantined"] ?? 0)
-        print(
-            "\(total) notification\(total == 1 ? "" : "s"): \(new) new (\(counts["stored"] ?? 0) stored, \(counts["quarantined"] ?? 0) quarantined), \(counts["duplicate"] ?? 0) already kept, \(counts["refused"] ?? 0) refused"
-        )
+        print(backfill.summary)
     }
 }

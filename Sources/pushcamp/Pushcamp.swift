@@ -16,7 +16,8 @@ struct Pushcamp: AsyncParsableCommand {
             `serve`, the long-running side, at each slot, each slot once; `schedules` lists them. \
             `serve` also receives App Store Server Notifications (`appstore` lists them and \
             back-fills missed ones) and sends `trigger:` campaigns when they arrive. A new \
-            project starts with `init`.
+            project starts with `init`; `status` shows what it is doing, `diff` what changed in a \
+            campaign since its last run, and `doctor` whether this machine can send.
 
             Exit codes: 0 success; 1 invalid campaign, template or audience; 2 credentials refused \
             or no connection; 3 the plan has pushes that pre-flight checks refuse; 4 some pushes \

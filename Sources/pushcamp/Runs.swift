@@ -157,96 +157,15 @@ struct Runs: AsyncParsableCommand {
 
     func run() async throws {
         let (opened, path) = try await journalOption.open()
-        let journal = opened.journal
-        var rows: [Row] = []
-        for run in try await journal.runs(limit: limit) {
-            let checked = await run.livenessChecked(journal)
-            rows.append(
-                Row(
-                    run: checked,
-                    counts: try await journal.counts(of: run.id),
-                    // Each worker's rate, for runs being sent: that reads every slice's statistics.
-                    slices: try await RunReport.slices(of: run.id, in: journal, workers: checked.status == .running)
-                )
-            )
-        }
+        let listing = try await RunListing.read(from: opened.journal, limit: limit)
         switch format {
         case .text:
             if journalOption.rehearsal {
                 print("Rehearsals (against the local simulator; nothing reached APNs), from \(path)")
             }
-            print(Self.table(rows), terminator: "")
-        case .json: print(Self.json(rows))
+            print(listing.text(), terminator: "")
+        case .json: print(listing.json())
         }
-    }
-
-    /// A run, its recipients' counts, and its slices when it is cut into slices.
-    struct Row {
-        var run: RunRecord
-        var counts: RecipientCounts
-        var slices: RunReport.Slices?
-    }
-
-    static func table(_ rows: [Row]) -> String {
-        guard !rows.isEmpty else { return "no runs yet\n" }
-        var lines = [
-            ["RUN", "CAMPAIGN", "STATUS", "STARTED", "SENT", "DELIVERED", "FAILED", "PENDING", "PLANNED", "SLICES"]
-        ]
-        for row in rows {
-            let (run, counts) = (row.run, row.counts)
-            lines.append([
-                "\(run.id)",
-                run.campaign + (run.replay.map { " (replay of \($0.run))" } ?? "")
-                    + (run.slot.map { " (slot \(Timestamps.text(Double($0))))" } ?? ""),
-                run.status.rawValue,
-                Timestamps.text(run.startedAt),
-                "\(counts.total - counts.planned)", "\(counts.delivered)", "\(counts.failed)",
-                "\(counts.waiting + counts.unknown + counts.inFlight)", run.planned.map { "\($0)" } ?? "-",
-                row.slices.map { "\($0.done)/\($0.total)" + ($0.leased > 0 ? " (\($0.leased) held)" : "") } ?? "-",
-            ])
-        }
-        // Names left-aligned, numbers right-aligned.
-        var table = columns(lines, rightAlignedFrom: 4)
-        // Who sends the runs cut into slices, and how fast.
-        for row in rows where !(row.slices?.workers.isEmpty ?? true) {
-            table +=
-                "run \(row.run.id): "
-                + (row.slices?.workers ?? []).map { worker in
-                    "\(worker.owner) \(worker.slices) slice\(worker.slices == 1 ? "" : "s") "
-                        + String(format: "%.0f/s", worker.perSecond)
-                }.joined(separator: " · ") + "\n"
-        }
-        return table
-    }
-
-    static func json(_ rows: [Row]) -> String {
-        let objects: [[String: Any]] = rows.map { row in
-            let (run, counts) = (row.run, row.counts)
-            var object: [String: Any] = [
-                "run": run.id.rawValue, "campaign": run.campaign, "revision": run.revision,
-                "status": run.status.rawValue, "started_at": Timestamps.iso(run.startedAt),
-                "updated_at": Timestamps.iso(run.updatedAt), "sent": counts.total - counts.planned,
-                "delivered": counts.delivered, "failed": counts.failed, "waiting": counts.waiting,
-                "in_flight": counts.inFlight + counts.unknown, "possible_duplicates": run.possibleDuplicates,
-            ]
-            object["planned"] = run.planned
-            object["slices"] =
-                row.slices.map { slices -> [String: Any] in
-                    [
-                        "total": slices.total, "done": slices.done, "held": slices.leased, "free": slices.free,
-                        "workers": slices.workers.map {
-                            ["owner": $0.owner, "slices": $0.slices, "per_second": RunReport.rounded($0.perSecond)]
-                        },
-                    ]
-                } ?? NSNull()
-            object["slot"] = run.slot.map { Timestamps.iso(Double($0)) }
-            if let replay = run.replay {
-                object["replay_of"] = replay.run.rawValue
-                object["replay_reasons"] = replay.reasons
-            }
-            return object
-        }
-        return JSONValue.from(objects).text
     }
 }
 

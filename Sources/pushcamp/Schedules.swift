@@ -51,69 +51,9 @@ struct Schedules: AsyncParsableCommand {
             throw ExitCode(1)
         }
         switch format {
-        case .text: print(Self.text(listing), terminator: "")
-        case .json: print(Self.json(listing))
+        case .text: print(listing.text(), terminator: "")
+        case .json: print(listing.json())
         }
-    }
-
-    static func text(_ listing: ScheduleListing) -> String {
-        guard !listing.entries.isEmpty else {
-            return
-                "no scheduled campaigns (a campaign is scheduled by a `schedule:` key; see docs/campaign-format.md)\n"
-        }
-        var text = ""
-        for entry in listing.entries {
-            guard let schedule = entry.schedule, let campaign = entry.campaign else {
-                text += "\(entry.file): invalid, skipped by serve\n  \(entry.error ?? "")\n"
-                continue
-            }
-            text += "\(campaign)  \(schedule)  (\(entry.file))\n"
-            let next = entry.nextSlots.map { Timestamps.text(Double($0)) }
-            text += "  next:    \(next.isEmpty ? "none (the schedule has ended)" : next.joined(separator: ", "))\n"
-            if let fired = entry.lastFired {
-                let run = entry.lastRun.map { "run \($0.id) \($0.status.rawValue)" } ?? "no run"
-                text += "  last:    \(Timestamps.text(Double(fired.slot))), \(run)\n"
-            } else {
-                text += "  last:    never fired\n"
-            }
-            for skip in entry.skipped {
-                let slots =
-                    skip.count == 1
-                    ? Timestamps.text(Double(skip.slot))
-                    : "\(skip.count) slots \(Timestamps.text(Double(skip.slot)))…\(Timestamps.text(Double(skip.last)))"
-                text += "  skipped: \(slots): \(skip.reason ?? "-")" + (skip.detail.map { " (\($0))" } ?? "") + "\n"
-            }
-        }
-        return text
-    }
-
-    static func json(_ listing: ScheduleListing) -> String {
-        let objects: [[String: Any]] = listing.entries.map { entry in
-            var object: [String: Any] = ["file": entry.file]
-            object["campaign"] = entry.campaign
-            if let error = entry.error {
-                object["error"] = error
-                return object
-            }
-            object["schedule"] = entry.schedule.map { "\($0)" }
-            object["next_slots"] = entry.nextSlots.map { Timestamps.iso(Double($0)) }
-            if let fired = entry.lastFired {
-                var last: [String: Any] = ["slot": Timestamps.iso(Double(fired.slot))]
-                last["run"] = fired.run?.rawValue
-                last["status"] = entry.lastRun?.status.rawValue
-                object["last_fired"] = last
-            }
-            object["skipped"] = entry.skipped.map { skip in
-                var item: [String: Any] = [
-                    "slot": Timestamps.iso(Double(skip.slot)), "count": skip.count, "reason": skip.reason ?? "",
-                ]
-                if skip.count > 1 { item["through"] = Timestamps.iso(Double(skip.last)) }
-                item["detail"] = skip.detail
-                return item
-            }
-            return object
-        }
-        return JSONValue.from(objects).text
     }
 }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Crypto
 import Foundation
 import Logging
+import PushcampModel
 import PushcampSimulator
 import ServiceLifecycle
 import UnixSignals

@@ -3,6 +3,7 @@ import Foundation
 import PushcampJournal
 import PushcampModel
 import PushcampPostgres
+import PushcampReport
 
 struct Tokens: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -63,34 +64,9 @@ struct Tokens: ParsableCommand {
             let since = try since.map { Double(try Timestamp.parse($0).get().secondsSince1970) }
             let tokens = try await journal.invalidTokens(topic: topic, since: since)
             switch format {
-            case .csv: print(Self.csv(tokens), terminator: "")
-            case .json: print(Self.json(tokens))
+            case .csv: print(InvalidTokenListing(tokens: tokens).csv(), terminator: "")
+            case .json: print(InvalidTokenListing(tokens: tokens).json())
             }
-        }
-
-        static func csv(_ tokens: [InvalidToken]) -> String {
-            var out = "topic,token,reason,apns_timestamp,apns_time,seen_at\n"
-            for token in tokens {
-                let fields = [
-                    token.topic, token.token, token.reason, token.apnsTimestamp.map(String.init) ?? "",
-                    token.apnsTimestamp.map { Timestamps.iso(Double($0) / 1000) } ?? "", Timestamps.iso(token.seenAt),
-                ]
-                out += fields.map(csvField).joined(separator: ",") + "\n"
-            }
-            return out
-        }
-
-        static func json(_ tokens: [InvalidToken]) -> String {
-            let objects: [[String: Any]] = tokens.map { token in
-                var object: [String: Any] = [
-                    "topic": token.topic, "token": token.token, "reason": token.reason,
-                    "seen_at": Timestamps.iso(token.seenAt),
-                ]
-                object["apns_timestamp"] = token.apnsTimestamp ?? NSNull()
-                object["apns_time"] = token.apnsTimestamp.map { Timestamps.iso(Double($0) / 1000) } ?? NSNull()
-                return object
-            }
-            return JSONValue.from(objects).text
         }
     }
 }

@@ -1,0 +1,278 @@
+import Foundation
+import PushcampJournal
+import PushcampModel
+
+/// `pushcamp runs`: the journal's runs, newest first, with their recipients' counts and, for runs
+/// cut into slices, their slices and (while running) each worker's rate. Text and JSON.
+public struct RunListing: Sendable {
+    public struct Row: Sendable {
+        public var run: RunRecord
+        public var counts: RecipientCounts
+        public var slices: RunReport.Slices?
+    }
+
+    public var rows: [Row]
+
+    public init(rows: [Row]) {
+        self.rows = rows
+    }
+
+    /// The newest `limit` runs of `journal`, a running run's liveness checked.
+    public static func read(from journal: any Journal, limit: Int) async throws -> RunListing {
+        var rows: [Row] = []
+        for run in try await journal.runs(limit: limit) {
+            let checked = await run.livenessChecked(journal)
+            rows.append(
+                Row(
+                    run: checked,
+                    counts: try await journal.counts(of: run.id),
+                    // Each worker's rate, for runs being sent: that reads every slice's statistics.
+                    slices: try await RunReport.slices(of: run.id, in: journal, workers: checked.status == .running)
+                )
+            )
+        }
+        return RunListing(rows: rows)
+    }
+
+    public func text() -> String {
+        guard !rows.isEmpty else { return "no runs yet\n" }
+        var lines = [
+            ["RUN", "CAMPAIGN", "STATUS", "STARTED", "SENT", "DELIVERED", "FAILED", "PENDING", "PLANNED", "SLICES"]
+        ]
+        for row in rows {
+            let (run, counts) = (row.run, row.counts)
+            lines.append([
+                "\(run.id)",
+                run.campaign + (run.replay.map { " (replay of \($0.run))" } ?? "")
+                    + (run.slot.map { " (slot \(Timestamps.text(Double($0))))" } ?? ""),
+                run.status.rawValue,
+                Timestamps.text(run.startedAt),
+                "\(counts.total - counts.planned)", "\(counts.delivered)", "\(counts.failed)",
+                "\(counts.waiting + counts.unknown + counts.inFlight)", run.planned.map { "\($0)" } ?? "-",
+                row.slices.map { "\($0.done)/\($0.total)" + ($0.leased > 0 ? " (\($0.leased) held)" : "") } ?? "-",
+            ])
+        }
+        // Names left-aligned, numbers right-aligned.
+        var table = TextColumns.render(lines, rightAlignedFrom: 4)
+        // Who sends the runs cut into slices, and how fast.
+        for row in rows where !(row.slices?.workers.isEmpty ?? true) {
+            table +=
+                "run \(row.run.id): "
+                + (row.slices?.workers ?? []).map { worker in
+                    "\(worker.owner) \(worker.slices) slice\(worker.slices == 1 ? "" : "s") "
+                        + String(format: "%.0f/s", worker.perSecond)
+                }.joined(separator: " · ") + "\n"
+        }
+        return table
+    }
+
+    public func json() -> String {
+        JSONValue.array(
+            rows.map { row in
+                let (run, counts) = (row.run, row.counts)
+                return .members([
+                    ("run", .integer(Int(run.id.rawValue))), ("campaign", .string(run.campaign)),
+                    ("revision", .string(run.revision)), ("status", .string(run.status.rawValue)),
+                    ("started_at", .string(Timestamps.iso(run.startedAt))),
+                    ("updated_at", .string(Timestamps.iso(run.updatedAt))),
+                    ("sent", .integer(counts.total - counts.planned)), ("delivered", .integer(counts.delivered)),
+                    ("failed", .integer(counts.failed)), ("waiting", .integer(counts.waiting)),
+                    ("in_flight", .integer(counts.inFlight + counts.unknown)),
+                    ("possible_duplicates", .integer(run.possibleDuplicates)),
+                    ("planned", run.planned.map { .integer($0) }),
+                    (
+                        "slices",
+                        row.slices.map { slices in
+                            .members([
+                                ("total", .integer(slices.total)), ("done", .integer(slices.done)),
+                                ("held", .integer(slices.leased)), ("free", .integer(slices.free)),
+                                (
+                                    "workers",
+                                    .array(
+                                        slices.workers.map {
+                                            .members([
+                                                ("owner", .string($0.owner)), ("slices", .integer($0.slices)),
+                                                ("per_second", .number(RunReport.rounded($0.perSecond))),
+                                            ])
+                                        }
+                                    )
+                                ),
+                            ])
+                        } ?? .null
+                    ),
+                    ("slot", run.slot.map { .string(Timestamps.iso(Double($0))) }),
+                    ("replay_of", run.replay.map { .integer(Int($0.run.rawValue)) }),
+                    ("replay_reasons", run.replay.map { .array($0.reasons.map { .string($0) }) }),
+                ])
+            }
+        ).text
+    }
+}
+
+/// `pushcamp appstore notifications`: what `serve` received, newest first.
+public struct NotificationListing: Sendable {
+    public var records: [AppStoreNotificationRecord]
+
+    public init(records: [AppStoreNotificationRecord]) {
+        self.records = records
+    }
+
+    public func text() -> String {
+        guard !records.isEmpty else { return "no App Store notifications received\n" }
+        var lines = [["RECEIVED", "TYPE", "UUID", "SIGNED", "APP", "KEPT"]]
+        for record in records {
+            lines.append([
+                Timestamps.text(record.receivedAt),
+                (record.type + (record.subtype.map { "/\($0)" } ?? "")).escapingControlCharacters,
+                record.uuid.escapingControlCharacters,
+                record.signedDate.map(Timestamps.text) ?? "-",
+                (record.app ?? record.bundleID ?? "-").escapingControlCharacters,
+                record.disposition == .stored
+                    ? "stored" : "quarantined: \((record.reason ?? "").escapingControlCharacters)",
+            ])
+        }
+        return TextColumns.render(lines)
+    }
+
+    public func json() -> String {
+        JSONValue.array(
+            records.map { record in
+                .members([
+                    ("uuid", .string(record.uuid)), ("type", .string(record.type)),
+                    ("received_at", .string(Timestamps.iso(record.receivedAt))),
+                    ("kept", .string(record.disposition.rawValue)), ("subtype", record.subtype.map { .string($0) }),
+                    ("signed_date", record.signedDate.map { .string(Timestamps.iso($0)) }),
+                    ("environment", record.environment.map { .string($0) }),
+                    ("bundle_id", record.bundleID.map { .string($0) }), ("app", record.app.map { .string($0) }),
+                    ("reason", record.reason.map { .string($0) }),
+                    ("original_transaction_id", record.originalTransactionID.map { .string($0) }),
+                    ("product_id", record.productID.map { .string($0) }),
+                ])
+            }
+        ).text
+    }
+}
+
+/// `pushcamp appstore subscriptions`: subscription state as App Store notifications set it.
+public struct SubscriptionListing: Sendable {
+    public var states: [SubscriptionState]
+    /// The status asked for, if any (for the empty list's sentence).
+    public var status: String?
+
+    public init(states: [SubscriptionState], status: String?) {
+        self.states = states
+        self.status = status
+    }
+
+    public func text() -> String {
+        guard !states.isEmpty else {
+            return "no subscriptions\(status.map { " in status \($0)" } ?? "") known from App Store notifications\n"
+        }
+        return states.map { state in
+            var line = "\(state.originalTransactionID)  \(state.status ?? "-")  \(state.productID ?? "-")"
+            if let renew = state.autoRenew { line += "  auto-renew \(renew ? "on" : "off")" }
+            if let expires = state.expiresAt { line += "  expires \(Timestamps.text(expires))" }
+            if let grace = state.gracePeriodExpiresAt { line += "  grace until \(Timestamps.text(grace))" }
+            if let token = state.appAccountToken { line += "  account \(token)" }
+            line +=
+                "  (\(state.lastType)\(state.lastSubtype.map { "/\($0)" } ?? ""), \(Timestamps.text(state.signedDate)))"
+            return line.escapingControlCharacters + "\n"
+        }.joined()
+    }
+
+    public func json() -> String {
+        JSONValue.array(
+            states.map { state in
+                .members([
+                    ("original_transaction_id", .string(state.originalTransactionID)),
+                    ("last_type", .string(state.lastType)), ("signed_date", .string(Timestamps.iso(state.signedDate))),
+                    ("notification", .string(state.notification)), ("status", state.status.map { .string($0) }),
+                    ("app", state.app.map { .string($0) }), ("product_id", state.productID.map { .string($0) }),
+                    ("auto_renew", state.autoRenew.map { .bool($0) }),
+                    ("expires_at", state.expiresAt.map { .string(Timestamps.iso($0)) }),
+                    ("grace_period_expires_at", state.gracePeriodExpiresAt.map { .string(Timestamps.iso($0)) }),
+                    ("app_account_token", state.appAccountToken.map { .string($0) }),
+                    ("last_subtype", state.lastSubtype.map { .string($0) }),
+                ])
+            }
+        ).text
+    }
+}
+
+/// `pushcamp appstore triggers`: which notification fired which campaign, newest first.
+public struct FiringListing: Sendable {
+    public var firings: [TriggerFiring]
+    /// The campaign asked for, if any (for the empty list's sentence).
+    public var campaign: String?
+
+    public init(firings: [TriggerFiring], campaign: String?) {
+        self.firings = firings
+        self.campaign = campaign
+    }
+
+    public func text() -> String {
+        guard !firings.isEmpty else { return "no trigger firings\(campaign.map { " of \($0)" } ?? "") yet\n" }
+        var lines = [["RECORDED", "CAMPAIGN", "NOTIFICATION", "DUE", "STATUS"]]
+        for firing in firings {
+            var status = firing.status.rawValue
+            if let run = firing.run { status += " (run \(run))" }
+            if let detail = firing.detail { status += ": \(detail)" }
+            lines.append(
+                [
+                    Timestamps.text(firing.recordedAt), firing.campaign, firing.notification,
+                    Timestamps.text(firing.dueAt), status,
+                ].map(\.escapingControlCharacters)
+            )
+        }
+        return TextColumns.render(lines)
+    }
+
+    public func json() -> String {
+        JSONValue.array(
+            firings.map { firing in
+                .members([
+                    ("campaign", .string(firing.campaign)), ("notification", .string(firing.notification)),
+                    ("status", .string(firing.status.rawValue)), ("due_at", .string(Timestamps.iso(firing.dueAt))),
+                    ("recorded_at", .string(Timestamps.iso(firing.recordedAt))),
+                    ("subscription_key", firing.subscriptionKey.map { .string($0) }),
+                    ("run", firing.run.map { .integer(Int($0.rawValue)) }),
+                    ("detail", firing.detail.map { .string($0) }),
+                ])
+            }
+        ).text
+    }
+}
+
+/// `pushcamp tokens invalid`: the dead tokens remembered, oldest first, as CSV or JSON.
+public struct InvalidTokenListing: Sendable {
+    public var tokens: [InvalidToken]
+
+    public init(tokens: [InvalidToken]) {
+        self.tokens = tokens
+    }
+
+    public func csv() -> String {
+        var out = "topic,token,reason,apns_timestamp,apns_time,seen_at\n"
+        for token in tokens {
+            let fields = [
+                token.topic, token.token, token.reason, token.apnsTimestamp.map(String.init) ?? "",
+                token.apnsTimestamp.map { Timestamps.iso(Double($0) / 1000) } ?? "", Timestamps.iso(token.seenAt),
+            ]
+            out += fields.map(csvField).joined(separator: ",") + "\n"
+        }
+        return out
+    }
+
+    public func json() -> String {
+        JSONValue.array(
+            tokens.map { token in
+                .members([
+                    ("topic", .string(token.topic)), ("token", .string(token.token)), ("reason", .string(token.reason)),
+                    ("seen_at", .string(Timestamps.iso(token.seenAt))),
+                    ("apns_timestamp", token.apnsTimestamp.map { .integer(Int($0)) } ?? .null),
+                    ("apns_time", token.apnsTimestamp.map { .string(Timestamps.iso(Double($0) / 1000)) } ?? .null),
+                ])
+            }
+        ).text
+    }
+}
