@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's first command: installs what this machine lacks, builds pushcamp once (release:
-# about 8 minutes the first time on two cores, as SwiftNIO, BoringSSL and the other dependencies
+# 8 to 10 minutes the first time on two cores, as SwiftNIO, BoringSSL and the other dependencies
 # are compiled; seconds after that), then rehearses the example campaign against the built-in
 # APNs simulator and writes its report to reports/spring-sale.html. Nothing leaves the machine.
 #
@@ -12,7 +12,7 @@ source scripts/lib/setup.sh
 
 install_missing
 started=$SECONDS
-echo "building pushcamp (release; the first build compiles every dependency: about 8 minutes on 2 cores)…"
+echo "building pushcamp (release; the first build compiles every dependency: 8 to 10 minutes on 2 cores)…"
 swift build "${BUILD_FLAGS[@]}" --product pushcamp
 bin=$(bin_path)
 echo "built in $((SECONDS - started)) s: $bin/pushcamp"
