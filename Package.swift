@@ -308,6 +308,7 @@ let package = Package(
             name: "PushcampServeTests",
             dependencies: [
                 "PushcampServe", "PushcampModel", "PushcampJournal", "PushcampTestSupport", "PushcampAppStore",
+                "PushcampPlanner",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

@@ -96,7 +96,7 @@ public struct ProjectStatus: Sendable {
                         at: checked.updatedAt,
                         subject: "run \(checked.id) (\(checked.campaign))",
                         message:
-                            "\(counts.failed) of \(counts.total) failed; `pushcamp report --run \(checked.id)` says why"
+                            "\(counts.failed) of \(counts.total) failed; `pushcamp report \(checked.id)` says why"
                     )
                 )
             }
@@ -143,7 +143,7 @@ public struct ProjectStatus: Sendable {
                 if record.slot != nil {
                     out += "    serve resumes it while its slot is open\n"
                 } else if let file = run.file {
-                    out += "    `pushcamp send \(file)` resumes it; `pushcamp cancel --run \(record.id)` gives it up\n"
+                    out += "    `pushcamp send \(file)` resumes it; `pushcamp cancel \(record.id)` gives it up\n"
                 }
             }
         }
