@@ -99,22 +99,12 @@ struct Diff: AsyncParsableCommand {
                 throw ExitCode(1)
             }
         }
-        let summary: PlanSummary
-        do {
-            summary = try await PlanSummary.planned(
-                campaign,
-                journal: journal,
-                sendTime: nil,
-                sendTimeSource: "--at",
-                samples: max(3, before.samples?.count ?? 0)
-            )
-        } catch let error as AudienceError {
-            printError(error.diagnostic.description)
-            throw ExitCode(1)
-        } catch {
-            printError("\(campaign.path): error: \(error)")
-            throw ExitCode(1)
-        }
+        let summary = try await planOrExit(
+            campaign,
+            journal: journal,
+            sendTime: nil,
+            samples: max(3, before.samples?.count ?? 0)
+        )
         let diff = PlanDiff(
             campaign: campaign.id,
             before: before,

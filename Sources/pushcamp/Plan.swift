@@ -103,22 +103,7 @@ struct Plan: AsyncParsableCommand {
             printError("\(campaign.path): error: \(error.message)")
             throw ExitCode(1)
         }
-        let summary: PlanSummary
-        do {
-            summary = try await PlanSummary.planned(
-                campaign,
-                journal: journal?.journal,
-                sendTime: sendTime,
-                sendTimeSource: "--at",
-                samples: samples
-            )
-        } catch let error as AudienceError {
-            printError(error.diagnostic.description)
-            throw ExitCode(1)
-        } catch {
-            printError("\(campaign.path): error: \(error)")
-            throw ExitCode(1)
-        }
+        let summary = try await planOrExit(campaign, journal: journal?.journal, sendTime: sendTime, samples: samples)
         switch format {
         case .text: printDocument(summary.text())
         case .json: print(summary.json(), terminator: "")
@@ -159,6 +144,31 @@ struct Plan: AsyncParsableCommand {
             )
         }
         if summary.failed > 0 { throw ExitCode(3) }
+    }
+}
+
+/// The campaign planned as `plan` and `diff` show it (`--at` as the send time's source); a problem
+/// with the audience is printed where it is, and exits 1.
+func planOrExit(
+    _ campaign: LoadedCampaign,
+    journal: (any Journal)?,
+    sendTime: Timestamp?,
+    samples: Int
+) async throws -> PlanSummary {
+    do {
+        return try await PlanSummary.planned(
+            campaign,
+            journal: journal,
+            sendTime: sendTime,
+            sendTimeSource: "--at",
+            samples: samples
+        )
+    } catch let error as AudienceError {
+        printError(error.diagnostic.description)
+        throw ExitCode(1)
+    } catch {
+        printError("\(campaign.path): error: \(error)")
+        throw ExitCode(1)
     }
 }
 

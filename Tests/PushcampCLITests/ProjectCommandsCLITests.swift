@@ -245,10 +245,7 @@ struct ProjectCommandsCLITests {
     @Test func doctorChecksKeysAndTheEndpointAndSendsOneTestPush() throws {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }
-        let sim = try SimulatorProcess(
-            ["--state-dir", "sim", "--team-id", "ABCDE12345", "--key-id", "KEY1234567", "--topic", "com.example.shop"],
-            in: project.root
-        )
+        let sim = try JournalCLITests.start(project)
         defer { _ = sim.stop() }
         // The simulator's private key is its owner's alone; its CA certificate is public.
         let mode = { (file: String) in
@@ -257,7 +254,6 @@ struct ProjectCommandsCLITests {
         }
         #expect(try mode("sim/key.p8") == 0o600)
         #expect(try mode("sim/ca.pem") == 0o644)
-        try SendCLITests.writeProject(project, port: sim.port, credentials: SendCLITests.simulatorKey)
         let doctor = try CLI.run(["doctor"], in: project.root)
         #expect(doctor.status == 0, "\(doctor.stdout)\(doctor.stderr)")
         let journal = project.path(".pushcamp/journal.sqlite")
@@ -339,12 +335,8 @@ struct ProjectCommandsCLITests {
     @Test func diffComparesThePlanOfNowWithTheLastRunAndWithAPlanFile() throws {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }
-        let sim = try SimulatorProcess(
-            ["--state-dir", "sim", "--team-id", "ABCDE12345", "--key-id", "KEY1234567", "--topic", "com.example.shop"],
-            in: project.root
-        )
+        let sim = try JournalCLITests.start(project)
         defer { _ = sim.stop() }
-        try SendCLITests.writeProject(project, port: sim.port, credentials: SendCLITests.simulatorKey)
         try SendCLITests.writeAudience(project, count: 5)
         try SendCLITests.writeCampaign(project)
 
