@@ -12,6 +12,9 @@ public enum APNsReason: Hashable, Sendable, CustomStringConvertible {
     case payloadTooLarge
     case tooManyProviderTokenUpdates, tooManyRequests
     case internalServerError, serviceUnavailable, shutdown
+    // Broadcast sends and channel management (Apple's error table for broadcast requests).
+    case missingChannelID, badChannelID, channelNotRegistered, missingPushType, cannotCreateChannelConfig
+    case featureNotEnabled, topicMismatch, badRequestParams, badRequestPayload
     case unknown(String)
 
     static let known: [(String, APNsReason)] = [
@@ -29,6 +32,11 @@ public enum APNsReason: Hashable, Sendable, CustomStringConvertible {
         ("PayloadTooLarge", .payloadTooLarge), ("TooManyProviderTokenUpdates", .tooManyProviderTokenUpdates),
         ("TooManyRequests", .tooManyRequests), ("InternalServerError", .internalServerError),
         ("ServiceUnavailable", .serviceUnavailable), ("Shutdown", .shutdown),
+        ("MissingChannelId", .missingChannelID), ("BadChannelId", .badChannelID),
+        ("ChannelNotRegistered", .channelNotRegistered), ("MissingPushType", .missingPushType),
+        ("CannotCreateChannelConfig", .cannotCreateChannelConfig), ("FeatureNotEnabled", .featureNotEnabled),
+        ("TopicMismatch", .topicMismatch), ("BadRequestParams", .badRequestParams),
+        ("BadRequestPayload", .badRequestPayload),
     ]
     private static let byName: [String: APNsReason] = Dictionary(uniqueKeysWithValues: known)
 
@@ -46,7 +54,7 @@ public enum APNsReason: Hashable, Sendable, CustomStringConvertible {
     public var status: Int {
         switch self {
         case .badCertificate, .badCertificateEnvironment, .expiredProviderToken, .forbidden, .invalidProviderToken,
-            .missingProviderToken, .unrelatedKeyIDInToken, .badEnvironmentKeyInToken:
+            .missingProviderToken, .unrelatedKeyIDInToken, .badEnvironmentKeyInToken, .topicMismatch:
             return 403
         case .badPath: return 404
         case .methodNotAllowed: return 405
@@ -63,7 +71,8 @@ public enum APNsReason: Hashable, Sendable, CustomStringConvertible {
     /// What a sender does about it (the digest's table and Apple's retry advice).
     public var disposition: Disposition {
         switch self {
-        case .badDeviceToken, .deviceTokenNotForTopic, .forbidden, .expiredToken, .unregistered, .payloadTooLarge:
+        case .badDeviceToken, .deviceTokenNotForTopic, .forbidden, .expiredToken, .unregistered, .payloadTooLarge,
+            .channelNotRegistered, .featureNotEnabled, .topicMismatch:
             return .neverRetry
         case .invalidProviderToken, .missingProviderToken, .badCertificate, .badCertificateEnvironment,
             .unrelatedKeyIDInToken, .badEnvironmentKeyInToken:

@@ -28,6 +28,7 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
         var snapshots: [RunID: [Int: SnapshotPush]] = [:]
         var slices: [RunID: [MemorySlice]] = [:]
         var duplicates: [RunID: [Int: PossibleDuplicate]] = [:]
+        var channels: [ChannelRecord] = []
 
         /// Appends a new run, as `createRun` does.
         mutating func startRun(

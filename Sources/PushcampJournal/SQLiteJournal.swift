@@ -358,6 +358,9 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
         migrator.registerMigration("v11: run snapshots, slices and possible duplicates") { db in
             try db.execute(sql: SQLiteJournal.slicesSchema)
         }
+        migrator.registerMigration("v12: broadcast channels") { db in
+            try db.execute(sql: SQLiteJournal.channelsSchema)
+        }
         return migrator
     }
 

@@ -221,6 +221,27 @@ extension PostgresJournal {
                 """,
             ]
         ),
+        // Broadcast channels Apple created for the project, by declared name; a deleted one keeps
+        // its row with deleted_at set, and its name may be created again.
+        Migration(
+            version: 5,
+            name: "broadcast channels",
+            statements: [
+                """
+                CREATE TABLE broadcast_channel (
+                    id BIGSERIAL PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    channel_id TEXT NOT NULL,
+                    storage_policy INTEGER NOT NULL,
+                    created_at DOUBLE PRECISION NOT NULL,
+                    deleted_at DOUBLE PRECISION
+                )
+                """,
+                "CREATE UNIQUE INDEX broadcast_channel_live ON broadcast_channel (name) WHERE deleted_at IS NULL",
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

@@ -91,7 +91,7 @@ public struct Rehearsal: Sendable {
             )
         }
         adjust(&configuration)
-        let simulator = APNsSimulator(configuration: configuration)
+        let simulator = try APNsSimulator(configuration: configuration)
         let port = try await simulator.start()
         let endpoint = "https://127.0.0.1:\(port) (rehearsal simulator)"
         let pool = try APNsConnectionPool(

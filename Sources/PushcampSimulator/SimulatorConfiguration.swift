@@ -28,6 +28,11 @@ public struct SimulatorConfiguration: Sendable {
     public var latency: TimeAmount = .zero
     /// Share of well-formed requests answered 500 InternalServerError.
     public var errorRate: Double = 0
+    /// The broadcast API (channel management and broadcast sends, on the same port).
+    public var broadcast = BroadcastRules(bundleID: nil)
+    /// Where channels are kept between runs (`channels.json` in `pushcamp sim`'s state folder);
+    /// nil keeps them in memory.
+    public var channelsFile: String?
 
     public init(credentials: SimulatorCredentials, verifier: ProviderTokenVerifier?, rules: RequestRules) {
         self.credentials = credentials
@@ -45,5 +50,6 @@ public struct SimulatorConfiguration: Sendable {
             clock: SystemWallClock()
         )
         self.init(credentials: credentials, verifier: verifier, rules: RequestRules(bundleID: bundleID))
+        broadcast = BroadcastRules(bundleID: bundleID)
     }
 }

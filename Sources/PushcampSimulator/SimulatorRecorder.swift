@@ -19,6 +19,17 @@ public final class SimulatorRecorder: Sendable {
         /// (seconds since 1970).
         public var peer: String
         public var time: Double
+        /// `POST`, or the management API's `GET` and `DELETE`.
+        public var method: String = "POST"
+        /// `/3/device/` for device pushes (the token is `token`), the whole path otherwise.
+        public var path: String = "/3/device/"
+        /// The `apns-channel-id` sent, or the one a create answered with.
+        public var channelID: String? = nil
+        /// The body of a broadcast-API request (device payloads are not kept).
+        public var payload: [UInt8] = []
+
+        /// A broadcast send (`POST /4/broadcasts/apps/…`).
+        public var isBroadcast: Bool { path.hasPrefix("/4/broadcasts/") }
     }
 
     private struct State {
@@ -54,7 +65,9 @@ public final class SimulatorRecorder: Sendable {
     public func deliveries() -> [String: Int] {
         state.withLock { state in
             var counts: [String: Int] = [:]
-            for record in state.records where record.status == 200 { counts[record.token, default: 0] += 1 }
+            for record in state.records where record.status == 200 && !record.token.isEmpty {
+                counts[record.token, default: 0] += 1
+            }
             return counts
         }
     }

@@ -46,6 +46,10 @@ struct Sim: AsyncParsableCommand {
               pushcamp sim --topic com.example.shop --port 8443
               pushcamp sim --port 9443 --scenario rehearsal/outage.yaml
               pushcamp sim --host 10.0.0.1 --record received.csv
+
+            The broadcast API answers on the same port: channel management (`/1/apps/BUNDLE/…`; \
+            channels are kept in --state-dir/channels.json, at most 10,000 per app) and broadcast \
+            sends (`/4/broadcasts/apps/BUNDLE`), checked in APNs' order. See docs/live-activities.md.
             """
     )
 
@@ -91,6 +95,22 @@ struct Sim: AsyncParsableCommand {
     )
     var record: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "On exit, write every request to the broadcast API (channel management and broadcast sends) to this file, one JSON object a line: method, path, channel id, push type, priority, expiration, status, reason, payload.",
+            valueName: "file"
+        )
+    )
+    var recordBroadcast: String?
+
+    @Flag(
+        help: """
+            Stand in for an App ID without the Broadcast capability: every channel-management \
+            and broadcast request is answered 400 FeatureNotEnabled.
+            """
+    )
+    var noBroadcast = false
+
     @OptionGroup var faults: SimulatorFaults
 
     func run() async throws {
@@ -118,6 +138,9 @@ struct Sim: AsyncParsableCommand {
         )
         configuration.port = port
         configuration.host = host
+        // Channels outlive the simulator, as Apple's do.
+        configuration.channelsFile = (stateDir as NSString).appendingPathComponent("channels.json")
+        configuration.broadcast.enabled = !noBroadcast
         try faults.resolve().apply(to: &configuration)
         var clientFile: String?
         if clientCertificates {
@@ -130,7 +153,7 @@ struct Sim: AsyncParsableCommand {
             )
             clientFile = file
         }
-        let simulator = APNsSimulator(configuration: configuration)
+        let simulator = try APNsSimulator(configuration: configuration)
         var logger = Logger(label: "pushcamp-sim")
         logger.logLevel = .critical
         // Listening first, then the group (and its signal handlers) runs before the first line is
@@ -181,6 +204,23 @@ struct Sim: AsyncParsableCommand {
                 csv += String(format: "%.3f", entry.time) + "\n"
             }
             try csv.write(toFile: record, atomically: true, encoding: .utf8)
+        }
+        if let recordBroadcast {
+            var lines = ""
+            for entry in recorder.records where entry.path != "/3/device/" {
+                lines +=
+                    JSONValue.members([
+                        ("method", .string(entry.method)), ("path", .string(entry.path)),
+                        ("channel_id", entry.channelID.map(JSONValue.string)),
+                        ("push_type", entry.pushType.map(JSONValue.string)),
+                        ("priority", entry.priority.map(JSONValue.string)),
+                        ("expiration", entry.expiration.map(JSONValue.string)),
+                        ("status", .integer(entry.status)),
+                        ("reason", entry.reason.map { .string("\($0)") }),
+                        ("payload", .string(String(decoding: entry.payload, as: UTF8.self))),
+                    ]).text + "\n"
+            }
+            try lines.write(toFile: recordBroadcast, atomically: true, encoding: .utf8)
         }
     }
 }

@@ -293,7 +293,7 @@ extension LoopbackTests {
             bundleID: "com.example.shop"
         )
         configuration.acceptsClientCertificates = true
-        let simulator = APNsSimulator(configuration: configuration)
+        let simulator = try APNsSimulator(configuration: configuration)
         return (simulator, try await simulator.start(), credentials)
     }
 

@@ -9,11 +9,15 @@ import Synchronization
 public final class APNsSimulator: Sendable {
     public let configuration: SimulatorConfiguration
     public let recorder = SimulatorRecorder()
+    /// The channels of the broadcast API.
+    public let channels: SimulatorChannels
     private let channel = Mutex<(any Channel)?>(nil)
     private let nextConnection = Atomic<Int>(0)
 
-    public init(configuration: SimulatorConfiguration) {
+    /// Throws when the saved channels (`configuration.channelsFile`) cannot be read.
+    public init(configuration: SimulatorConfiguration) throws {
         self.configuration = configuration
+        channels = try SimulatorChannels(rules: configuration.broadcast, file: configuration.channelsFile)
     }
 
     /// Starts listening; returns the port.
@@ -44,6 +48,7 @@ public final class APNsSimulator: Sendable {
         let context = try NIOSSLContext(configuration: tls)
         let configuration = self.configuration
         let recorder = self.recorder
+        let channels = self.channels
         let simulator = self
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
@@ -71,6 +76,7 @@ public final class APNsSimulator: Sendable {
                                         id: id,
                                         configuration: configuration,
                                         recorder: recorder,
+                                        channels: channels,
                                         certificateAuthenticated: tls.peerCertificate != nil
                                     )
                                 )

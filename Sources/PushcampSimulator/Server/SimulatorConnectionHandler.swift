@@ -21,6 +21,7 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     private var peer = ""
     private let configuration: SimulatorConfiguration
     private let recorder: SimulatorRecorder
+    private let channels: SimulatorChannels
     private var streams: [HTTP2StreamID: Pending] = [:]
     private var open = 0
     private var requests = 0
@@ -40,10 +41,17 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     /// so requests need no provider token.
     private let certificateAuthenticated: Bool
 
-    init(id: Int, configuration: SimulatorConfiguration, recorder: SimulatorRecorder, certificateAuthenticated: Bool) {
+    init(
+        id: Int,
+        configuration: SimulatorConfiguration,
+        recorder: SimulatorRecorder,
+        channels: SimulatorChannels,
+        certificateAuthenticated: Bool
+    ) {
         self.id = id
         self.configuration = configuration
         self.recorder = recorder
+        self.channels = channels
         self.certificateAuthenticated = certificateAuthenticated
     }
 
@@ -148,8 +156,18 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     private func complete(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
         guard let pending = streams[streamID] else { return }
         let request = RequestRules.Request(headers: pending.headers, body: pending.body)
-        let (status, reason, timestamp) = decide(request)
-        if status != 403, !raised, reason != .tooManyProviderTokenUpdates {
+        let route = BroadcastRules.Route(path: request.value(":path") ?? "")
+        var answer: BroadcastRules.Answer
+        var timestamp: Int64? = nil
+        if route.isBroadcastAPI {
+            answer = channels.answer(request, route: route, authentication: authenticationProblem(request))
+        } else {
+            let (status, reason, time) = decide(request)
+            answer = BroadcastRules.Answer(status: status, reason: reason)
+            answer.headers["apns-id"] = request.value("apns-id") ?? "00000000-0000-4000-8000-000000000000"
+            timestamp = time
+        }
+        if answer.status != 403, !raised, answer.reason != .tooManyProviderTokenUpdates {
             raised = true
             announce(configuration.maxConcurrentStreams, context: context)
         }
@@ -164,40 +182,39 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
                 expiration: request.value("apns-expiration"),
                 collapseID: request.value("apns-collapse-id"),
                 payloadSize: pending.body.count,
-                status: status,
-                reason: reason,
+                status: answer.status,
+                reason: answer.reason,
                 connection: id,
                 peer: peer,
-                time: SystemWallClock().now()
+                time: SystemWallClock().now(),
+                method: request.value(":method") ?? "",
+                path: route == .device ? "/3/device/" : request.value(":path") ?? "",
+                channelID: request.value("apns-channel-id") ?? answer.headers["apns-channel-id"],
+                payload: route.isBroadcastAPI ? pending.body : []
             )
         )
-        let apnsID = request.value("apns-id") ?? "00000000-0000-4000-8000-000000000000"
         if configuration.latency > .zero {
+            let (answer, timestamp) = (answer, timestamp)
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             context.eventLoop.scheduleTask(in: configuration.latency) {
                 let (handler, context) = bound.value
-                handler.respond(
-                    streamID,
-                    status: status,
-                    reason: reason,
-                    timestamp: timestamp,
-                    apnsID: apnsID,
-                    context: context
-                )
+                handler.respond(streamID, answer: answer, timestamp: timestamp, context: context)
                 context.flush()
             }
         } else {
-            respond(streamID, status: status, reason: reason, timestamp: timestamp, apnsID: apnsID, context: context)
+            respond(streamID, answer: answer, timestamp: timestamp, context: context)
         }
+    }
+
+    /// Why the request's credentials are refused, if they are.
+    private func authenticationProblem(_ request: RequestRules.Request) -> APNsReason? {
+        guard !certificateAuthenticated, let verifier = configuration.verifier else { return nil }
+        return verifier.check(request.value("authorization"))
     }
 
     private func decide(_ request: RequestRules.Request) -> (Int, APNsReason?, Int64?) {
         if let reason = configuration.rules.check(request) { return (reason.status, reason, nil) }
-        if !certificateAuthenticated, let verifier = configuration.verifier,
-            let reason = verifier.check(request.value("authorization"))
-        {
-            return (reason.status, reason, nil)
-        }
+        if let reason = authenticationProblem(request) { return (reason.status, reason, nil) }
         let token = request.deviceToken!.lowercased()
         switch configuration.tokens[token] ?? .ok {
         case .ok: break
@@ -219,19 +236,22 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
 
     private func respond(
         _ streamID: HTTP2StreamID,
-        status: Int,
-        reason: APNsReason?,
+        answer: BroadcastRules.Answer,
         timestamp: Int64?,
-        apnsID: String,
         context: ChannelHandlerContext
     ) {
         guard streams.removeValue(forKey: streamID) != nil else { return }
         open -= 1
-        var headers = HPACKHeaders([(":status", String(status)), ("apns-id", apnsID)])
-        if let reason {
+        var headers = HPACKHeaders([(":status", String(answer.status))])
+        for (name, value) in answer.headers.sorted(by: { $0.key < $1.key }) { headers.add(name: name, value: value) }
+        var text = answer.body
+        if let reason = answer.reason {
             headers.add(name: "content-type", value: "application/json")
-            var body = context.channel.allocator.buffer(capacity: 64)
-            body.writeString(#"{"reason":"\#(reason)""# + (timestamp.map { #","timestamp":\#($0)"# } ?? "") + "}")
+            text = #"{"reason":"\#(reason)""# + (timestamp.map { #","timestamp":\#($0)"# } ?? "") + "}"
+        }
+        if let text {
+            var body = context.channel.allocator.buffer(capacity: text.utf8.count)
+            body.writeString(text)
             context.write(
                 wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers)))),
                 promise: nil

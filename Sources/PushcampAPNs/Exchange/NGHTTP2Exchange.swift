@@ -1,0 +1,195 @@
+import CNghttp2
+import NIOCore
+
+/// libnghttp2 as the codec of a general HTTP/2 client: any method, path and header fields, every
+/// response header kept. For APNs' broadcast API, a request at a time; the push path's codec
+/// (`NGHTTP2Session`) stays fixed on `POST /3/device/…` and records `:status` only.
+///
+/// Like `NGHTTP2Session`, it never sees the socket: `receive` feeds it bytes, `drainOutput`
+/// collects what it wants written, and callbacks only record. Confined to one event loop.
+final class NGHTTP2Exchange {
+    final class Stream {
+        let body: [UInt8]
+        var sent = 0
+        var response = APNsExchange.Response(status: 0, headers: [], body: [])
+        let done: (Result<APNsExchange.Response, APNsClientError>) -> Void
+
+        init(body: [UInt8], done: @escaping (Result<APNsExchange.Response, APNsClientError>) -> Void) {
+            self.body = body
+            self.done = done
+        }
+    }
+
+    private var session: OpaquePointer?
+    private var streams: [Int32: Stream] = [:]
+
+    init() throws(APNsClientError) {
+        var callbacks: OpaquePointer?
+        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else {
+            throw APNsClientError(.protocolError, "nghttp2: out of memory")
+        }
+        defer { nghttp2_session_callbacks_del(callbacks) }
+        nghttp2_session_callbacks_set_on_header_callback(callbacks, exchangeOnHeader)
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, exchangeOnData)
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, exchangeOnClose)
+        var created: OpaquePointer?
+        guard nghttp2_session_client_new(&created, callbacks, Unmanaged.passUnretained(self).toOpaque()) == 0 else {
+            throw APNsClientError(.protocolError, "nghttp2: cannot create a session")
+        }
+        session = created
+        var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0)]
+        nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
+    }
+
+    deinit {
+        nghttp2_session_del(session)
+    }
+
+    var isIdle: Bool { streams.isEmpty }
+
+    func receive(_ buffer: ByteBuffer) throws(APNsClientError) {
+        let result = buffer.withUnsafeReadableBytes { bytes in
+            nghttp2_session_mem_recv(session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+        }
+        if result < 0 {
+            throw APNsClientError(.protocolError, "HTTP/2: " + String(cString: nghttp2_strerror(Int32(result))))
+        }
+    }
+
+    func drainOutput(allocator: ByteBufferAllocator) throws(APNsClientError) -> ByteBuffer? {
+        var output: ByteBuffer?
+        while true {
+            var data: UnsafePointer<UInt8>?
+            let count = nghttp2_session_mem_send(session, &data)
+            if count < 0 {
+                throw APNsClientError(.protocolError, "HTTP/2: " + String(cString: nghttp2_strerror(Int32(count))))
+            }
+            guard count > 0, let data else { return output }
+            if output == nil { output = allocator.buffer(capacity: Int(count)) }
+            output!.writeBytes(UnsafeRawBufferPointer(start: data, count: Int(count)))
+        }
+    }
+
+    /// Queues a request; `done` is called once, with its response or why there is none.
+    func submit(
+        _ fields: [(name: String, value: String)],
+        body: [UInt8],
+        done: @escaping (Result<APNsExchange.Response, APNsClientError>) -> Void
+    ) throws(APNsClientError) -> Int32 {
+        // Names and values laid out in one buffer; nghttp2 copies them during the call.
+        var bytes: [UInt8] = []
+        var ranges: [(name: Range<Int>, value: Range<Int>)] = []
+        for field in fields {
+            let name = bytes.count..<bytes.count + field.name.utf8.count
+            bytes += field.name.utf8
+            let value = bytes.count..<bytes.count + field.value.utf8.count
+            bytes += field.value.utf8
+            ranges.append((name, value))
+        }
+        bytes.append(0)
+        let stream = Stream(body: body, done: done)
+        var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: exchangeReadBody)
+        let id = bytes.withUnsafeMutableBufferPointer { buffer in
+            var list = ranges.map { range in
+                nghttp2_nv(
+                    name: buffer.baseAddress! + range.name.lowerBound,
+                    value: buffer.baseAddress! + range.value.lowerBound,
+                    namelen: range.name.count,
+                    valuelen: range.value.count,
+                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
+                )
+            }
+            if body.isEmpty { return nghttp2_submit_request(session, nil, &list, list.count, nil, nil) }
+            return nghttp2_submit_request(session, nil, &list, list.count, &provider, nil)
+        }
+        guard id > 0 else {
+            throw APNsClientError(.protocolError, "HTTP/2: " + String(cString: nghttp2_strerror(id)))
+        }
+        streams[id] = stream
+        return id
+    }
+
+    /// Resets a stream whose answer is late, failing it.
+    func cancel(_ id: Int32, _ error: APNsClientError) {
+        guard let stream = streams.removeValue(forKey: id) else { return }
+        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_CANCEL.rawValue)
+        stream.done(.failure(error))
+    }
+
+    /// The connection is gone: every stream fails.
+    func failAll(_ error: APNsClientError) {
+        let open = streams
+        streams.removeAll()
+        for stream in open.values { stream.done(.failure(error)) }
+    }
+
+    fileprivate func header(_ id: Int32, name: String, value: String) {
+        guard let stream = streams[id] else { return }
+        if name == ":status" {
+            stream.response.status = Int(value) ?? 0
+        } else {
+            stream.response.headers.append((name, value))
+        }
+    }
+
+    fileprivate func data(_ id: Int32, _ bytes: UnsafeBufferPointer<UInt8>) {
+        // Answers of the broadcast API are small JSON objects; 1 MiB is more than any.
+        guard let stream = streams[id], stream.response.body.count + bytes.count <= 1 << 20 else { return }
+        stream.response.body += bytes
+    }
+
+    fileprivate func closed(_ id: Int32, errorCode: UInt32) {
+        guard let stream = streams.removeValue(forKey: id) else { return }
+        if stream.response.status == 0 {
+            stream.done(
+                .failure(
+                    APNsClientError(
+                        .protocolError,
+                        "the server reset the request (HTTP/2 error \(errorCode)) without an answer"
+                    )
+                )
+            )
+        } else {
+            stream.done(.success(stream.response))
+        }
+    }
+
+    fileprivate func readBody(_ id: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int) -> (Int, Bool) {
+        guard let stream = streams[id] else { return (0, true) }
+        let count = min(length, stream.body.count - stream.sent)
+        stream.body.withUnsafeBufferPointer { body in
+            buffer.update(from: body.baseAddress! + stream.sent, count: count)
+        }
+        stream.sent += count
+        return (count, stream.sent == stream.body.count)
+    }
+}
+
+private func exchange(_ userData: UnsafeMutableRawPointer?) -> NGHTTP2Exchange {
+    Unmanaged<NGHTTP2Exchange>.fromOpaque(userData!).takeUnretainedValue()
+}
+
+private let exchangeOnHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, user in
+    exchange(user).header(
+        frame!.pointee.hd.stream_id,
+        name: String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self),
+        value: String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
+    )
+    return 0
+}
+
+private let exchangeOnData: nghttp2_on_data_chunk_recv_callback = { _, _, id, data, length, user in
+    exchange(user).data(id, UnsafeBufferPointer(start: data, count: length))
+    return 0
+}
+
+private let exchangeOnClose: nghttp2_on_stream_close_callback = { _, id, errorCode, user in
+    exchange(user).closed(id, errorCode: errorCode)
+    return 0
+}
+
+private let exchangeReadBody: nghttp2_data_source_read_callback = { _, id, buffer, length, flags, _, user in
+    let (count, done) = exchange(user).readBody(id, into: buffer!, length: length)
+    if done { flags!.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
+    return count
+}
