@@ -45,6 +45,12 @@ public struct TemporaryProject: Sendable {
         return url.path
     }
 
+    /// Adds `text` at the end of a file written before.
+    public func append(_ path: String, _ text: String) throws {
+        let old = try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
+        try write(path, old + text)
+    }
+
     public func path(_ relative: String) -> String { root.appendingPathComponent(relative).path }
 
     public func remove() {

@@ -23,6 +23,8 @@ public struct Project {
     public var allowedFolders: [String] = []
     /// `pushcamp serve`'s settings.
     public var serve = ServeSpec()
+    /// Live Activity broadcast channels (`channels:`), in file order.
+    public var channels: [ChannelSpec] = []
 
     public struct Defaults: Hashable, Sendable {
         public var throttle: ThrottleSpec
@@ -96,6 +98,11 @@ public struct AppConfig: Hashable, Sendable {
     public var caFile: ConfigString?
     /// How App Store Server Notifications name this app (`app_store:`), for `serve`'s receiver.
     public var appStore: AppStoreConfig? = nil
+    /// `broadcast_endpoint`: where broadcast sends go instead of the default (see
+    /// `broadcastEndpoint(_:)`).
+    public var broadcastEndpointOverride: String? = nil
+    /// `channels_endpoint`: where channel-management requests go instead of the default.
+    public var channelsEndpointOverride: String? = nil
 
     /// Where this app's pushes go.
     public var destination: Destination { Destination(environment: environment, customEndpoint: endpoint) }

@@ -2,10 +2,10 @@ import Yams
 
 /// Reads `pushcamp.yaml`, reporting every problem of the file at once.
 public enum ProjectReader {
-    static let topKeys = ["apps", "journal", "defaults", "files", "serve"]
+    static let topKeys = ["apps", "journal", "defaults", "files", "serve", "channels"]
     static let appKeys = [
         "topic", "team_id", "key_id", "key_file", "certificate", "certificate_password", "environment", "endpoint",
-        "ca_file", "app_store",
+        "ca_file", "app_store", "broadcast_endpoint", "channels_endpoint",
     ]
 
     public static func read(_ document: YAMLDocument) -> (Project?, [Diagnostic]) {
@@ -116,6 +116,7 @@ public enum ProjectReader {
             }
         }
         let serve = top["serve"].map { readServe($0, reader) } ?? ServeSpec()
+        let channels = top["channels"].map { readChannels($0, apps: apps, appNames: appNames, reader) } ?? []
         guard !reader.diagnostics.hasErrors else { return (nil, reader.diagnostics) }
         var project =
             Project(
@@ -127,6 +128,7 @@ public enum ProjectReader {
                 allowedFolders: allowedFolders
             )
         project.serve = serve
+        project.channels = channels
         project.journalURL = journalURL
         project.journalPasswordVariable = journalPasswordVariable
         project.journalLease = journalLease
@@ -296,17 +298,20 @@ public enum ProjectReader {
                 )
             }
         }
-        var endpoint: String?
-        if let endpointNode = map["endpoint"], let text = reader.string(endpointNode, "\(context).endpoint") {
-            if text.hasPrefix("https://") {
-                endpoint = text
-            } else {
+        func endpoint(_ key: String) -> String? {
+            guard let node = map[key], let text = reader.string(node, "\(context).\(key)") else { return nil }
+            guard text.hasPrefix("https://") else {
                 reader.error(
-                    "endpoint must be an https:// URL (APNs speaks HTTP/2 over TLS only), found '\(text.excerpt())'",
-                    at: endpointNode
+                    "\(key) must be an https:// URL (APNs speaks HTTP/2 over TLS only), found '\(text.excerpt())'",
+                    at: node
                 )
+                return nil
             }
+            return text
         }
+        let (apnsEndpoint, broadcastEndpoint, channelsEndpoint) = (
+            endpoint("endpoint"), endpoint("broadcast_endpoint"), endpoint("channels_endpoint")
+        )
         let appStore = map["app_store"].flatMap { readAppStore($0, context: "\(context).app_store", reader) }
         guard let topic, let credentials else { return nil }
         var app = AppConfig(
@@ -314,10 +319,12 @@ public enum ProjectReader {
             topic: topic,
             credentials: credentials,
             environment: environment,
-            endpoint: endpoint,
+            endpoint: apnsEndpoint,
             caFile: config("ca_file")
         )
         app.appStore = appStore
+        app.broadcastEndpointOverride = broadcastEndpoint
+        app.channelsEndpointOverride = channelsEndpoint
         return app
     }
 }

@@ -1,0 +1,186 @@
+import Foundation
+import PushcampAPNs
+import PushcampAPNsCore
+import PushcampModel
+import PushcampPlanner
+
+/// APNs' channel-management API for one app in one environment: create, read, delete and list
+/// channels (`/1/apps/{bundle}/channels`, `/1/apps/{bundle}/all-channels`), the channel id in the
+/// `apns-channel-id` header both ways.
+public struct ChannelClient: Sendable {
+    public let bundleID: String
+    public let environment: APNsEnvironment
+    /// The management endpoint, as messages name it.
+    public let endpoint: String
+    private let exchange: APNsExchange
+
+    /// Why a management request failed: APNs' answer (status and reason) or the connection.
+    public struct Failure: Error, Sendable, CustomStringConvertible {
+        public var status: Int?
+        public var reason: APNsReason?
+        public var message: String
+
+        public var description: String { message }
+    }
+
+    /// A client with `app`'s credentials, to its channel-management endpoint for `environment`.
+    public static func make(
+        app: AppConfig,
+        environment: APNsEnvironment,
+        paths: ProjectPaths,
+        variables: [String: String],
+        tokenCache: String?
+    ) throws(APNsClientError) -> ChannelClient {
+        let endpoint = app.channelsEndpoint(environment)
+        let exchange = try SendRun.exchange(
+            app: app,
+            endpoint: endpoint,
+            paths: paths,
+            variables: variables,
+            tokenCache: tokenCache
+        )
+        return ChannelClient(bundleID: app.topic, environment: environment, endpoint: endpoint, exchange: exchange)
+    }
+
+    private var channelsPath: String { "/1/apps/\(bundleID)/channels" }
+
+    private func send(
+        _ request: APNsExchange.Request,
+        expecting status: Int,
+        _ what: String
+    ) async throws(Failure)
+        -> APNsExchange.Response
+    {
+        let response: APNsExchange.Response
+        do {
+            response = try await exchange.send(request)
+        } catch {
+            throw Failure(status: nil, reason: nil, message: "\(what): \(endpoint): \(error.message)")
+        }
+        guard response.status == status else {
+            let reason = response.reason
+            throw Failure(
+                status: response.status,
+                reason: reason,
+                message: "\(what): APNs answered \(response.status)\(reason.map { " \($0)" } ?? "")"
+                    + (reason.map(Self.advice) ?? "")
+            )
+        }
+        return response
+    }
+
+    /// What to do about a refusal, when there is something to say.
+    static func advice(_ reason: APNsReason) -> String {
+        switch reason {
+        case .featureNotEnabled:
+            return " (the App ID lacks the Broadcast capability: enable it in Certificates, Identifiers & Profiles)"
+        case .cannotCreateChannelConfig:
+            return " (the app holds 10,000 channels in this environment, Apple's cap: delete ended ones first)"
+        case .topicMismatch:
+            return " (the key or certificate is not for this bundle id)"
+        default:
+            return reason.disposition == .credentials ? " (check the app's key_file, team_id and key_id)" : ""
+        }
+    }
+
+    /// Creates a channel; returns Apple's id for it.
+    public func create(storage: ChannelStorage) async throws(Failure) -> String {
+        let body = #"{"message-storage-policy": \#(storage.policy), "push-type": "LiveActivity"}"#
+        let response = try await send(
+            APNsExchange.Request(
+                method: "POST",
+                path: channelsPath,
+                headers: [("content-type", "application/json")],
+                body: Array(body.utf8)
+            ),
+            expecting: 201,
+            "creating a channel of \(bundleID)"
+        )
+        guard let id = response.value("apns-channel-id"), !id.isEmpty else {
+            throw Failure(
+                status: response.status,
+                reason: nil,
+                message: "creating a channel of \(bundleID): APNs answered 201 without an apns-channel-id"
+            )
+        }
+        return id
+    }
+
+    /// The storage of channel `id`; nil when APNs has no such channel.
+    public func read(_ id: String) async throws(Failure) -> ChannelStorage? {
+        do {
+            let response = try await send(
+                APNsExchange.Request(method: "GET", path: channelsPath, headers: [("apns-channel-id", id)]),
+                expecting: 200,
+                "reading channel \(id)"
+            )
+            let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+            return (object?["message-storage-policy"] as? Int).flatMap(ChannelStorage.init(policy:))
+        } catch  where error.reason == .channelNotRegistered {
+            return nil
+        }
+    }
+
+    /// Deletes channel `id`; false when APNs had no such channel (deleted already).
+    public func delete(_ id: String) async throws(Failure) -> Bool {
+        do {
+            _ = try await send(
+                APNsExchange.Request(method: "DELETE", path: channelsPath, headers: [("apns-channel-id", id)]),
+                expecting: 204,
+                "deleting channel \(id)"
+            )
+            return true
+        } catch  where error.reason == .channelNotRegistered {
+            return false
+        }
+    }
+
+    /// Every channel id APNs holds for the app in this environment.
+    public func list() async throws(Failure) -> [String] {
+        let response = try await send(
+            APNsExchange.Request(method: "GET", path: "/1/apps/\(bundleID)/all-channels"),
+            expecting: 200,
+            "listing the channels of \(bundleID)"
+        )
+        guard let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any],
+            let ids = object["channels"] as? [String]
+        else {
+            throw Failure(
+                status: 200,
+                reason: nil,
+                message: "listing the channels of \(bundleID): the answer is not {\"channels\": [...]}"
+            )
+        }
+        return ids
+    }
+
+    public func close() async {
+        await exchange.close()
+    }
+}
+
+extension SendRun {
+    /// A one-request-at-a-time client to `endpoint` with `app`'s credentials (the broadcast API).
+    static func exchange(
+        app: AppConfig,
+        endpoint: String,
+        paths: ProjectPaths,
+        variables: [String: String],
+        tokenCache: String?
+    ) throws(APNsClientError) -> APNsExchange {
+        var (configuration, _) = try clientConfiguration(
+            for: app,
+            paths: paths,
+            environment: variables,
+            clock: SystemWallClock(),
+            owners: ProviderTokenOwners(),
+            tokenCache: tokenCache
+        )
+        guard let (host, port) = APNsClientConfiguration.parseEndpoint(endpoint) else {
+            throw APNsClientError(.connect, "app \(app.name): endpoint '\(endpoint)' is not https://host[:port]")
+        }
+        configuration.host = host
+        configuration.port = port
+        return try APNsExchange(configuration: configuration)
+    }
+}
