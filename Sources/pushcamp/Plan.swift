@@ -103,6 +103,10 @@ struct Plan: AsyncParsableCommand {
             printError("\(campaign.path): error: \(error.message)")
             throw ExitCode(1)
         }
+        if campaign.broadcast != nil {
+            try await planBroadcast(campaign, journal: journal?.journal, sendTime: sendTime)
+            return
+        }
         let summary = try await planOrExit(campaign, journal: journal?.journal, sendTime: sendTime, samples: samples)
         switch format {
         case .text: printDocument(summary.text())
@@ -149,6 +153,32 @@ struct Plan: AsyncParsableCommand {
 
 /// The campaign planned as `plan` and `diff` show it (`--at` as the send time's source); a problem
 /// with the audience is printed where it is, and exits 1.
+extension Plan {
+    /// A broadcast campaign's plan: its one request, checked offline.
+    func planBroadcast(_ campaign: LoadedCampaign, journal: (any Journal)?, sendTime: Timestamp?) async throws {
+        let now = sendTime.map { Double($0.secondsSince1970) } ?? Date().timeIntervalSince1970
+        let (message, diagnostics): (BroadcastMessage?, [Diagnostic])
+        do {
+            (message, diagnostics) = try await BroadcastRun.message(
+                campaign,
+                journal: journal ?? MemoryJournal(),
+                now: now
+            )
+        } catch {
+            printError("\(campaign.path): error: the journal: \(error.message)")
+            throw ExitCode(1)
+        }
+        for diagnostic in diagnostics { printError(diagnostic.description) }
+        guard let message else { throw ExitCode(1) }
+        switch format {
+        case .text: printDocument(message.text())
+        case .json: print(message.json(), terminator: "")
+        case .markdown: print(message.markdown(), terminator: "")
+        }
+        if diagnostics.hasErrors { throw ExitCode(1) }
+    }
+}
+
 func planOrExit(
     _ campaign: LoadedCampaign,
     journal: (any Journal)?,

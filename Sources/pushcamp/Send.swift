@@ -154,6 +154,10 @@ struct Send: AsyncParsableCommand {
                 throw ExitCode(1)
             }
         }
+        if campaign.broadcast != nil {
+            try await sendBroadcast(campaign, paths: paths, access: access)
+            return
+        }
         // Everything that can refuse without the journal is asked first: a send refused or not
         // confirmed leaves no journal behind where there was none.
         try await confirmDeliberate(
@@ -191,6 +195,65 @@ struct Send: AsyncParsableCommand {
             format: format,
             announce: { $0.note }
         )
+    }
+}
+
+extension Send {
+    /// A broadcast campaign: its one request, once, journaled; the run's report after it.
+    func sendBroadcast(_ campaign: LoadedCampaign, paths: ProjectPaths, access: JournalAccess) async throws {
+        try await confirmDeliberate(
+            campaign,
+            paths: paths,
+            kind: .send,
+            ignoreSchedule: now,
+            planFile: false,
+            confirm: confirm,
+            preview: {
+                let journal = try await JournalLocationOption.open(access, readOnly: true)
+                let (message, _) = try await BroadcastRun.message(
+                    campaign,
+                    journal: journal?.journal ?? MemoryJournal(),
+                    now: Date().timeIntervalSince1970
+                )
+                return message?.text() ?? ""
+            }
+        )
+        guard let opened = try await JournalLocationOption.open(access, readOnly: false, refusing: campaign) else {
+            throw ExitCode(1)
+        }
+        var options = SendRun.Options(access, opened: opened, setting: journalLocation.setting(campaign.journal))
+        options.newRun = newRun
+        options.ignoreSchedule = now
+        let outcome: BroadcastRun.Outcome
+        do {
+            outcome = try await BroadcastRun.send(
+                campaign,
+                options: options,
+                paths: paths,
+                variables: ProcessInfo.processInfo.environment
+            )
+        } catch {
+            printError(
+                error.message.hasPrefix(campaign.path) ? error.message : "\(campaign.path): error: \(error.message)"
+            )
+            throw ExitCode(error.exitCode)
+        }
+        if let note = outcome.note { printError("note: \(note)") }
+        switch format.format {
+        case .json:
+            guard let report = try await RunReport.load(outcome.run, from: opened.journal) else { throw ExitCode(1) }
+            print(report.json(), terminator: "")
+        case .text:
+            let answer =
+                outcome.delivered
+                ? "200: APNs took it for every device on the channel"
+                : "\(outcome.status.map(String.init) ?? "no answer")\(outcome.reason.map { " \($0)" } ?? "")"
+            print(
+                "run \(outcome.run) of \(campaign.id): broadcast to channel \(outcome.message.channel.name) "
+                    + "(\(outcome.message.channelID ?? "")): \(answer)"
+            )
+        }
+        if !outcome.delivered { throw ExitCode(4) }
     }
 }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Crypto
 import Foundation
 import Logging
+import PushcampAPNsCore
 import PushcampModel
 import PushcampSimulator
 import ServiceLifecycle
@@ -111,6 +112,14 @@ struct Sim: AsyncParsableCommand {
     )
     var noBroadcast = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Answer every well-formed broadcast send with this APNs reason (ChannelNotRegistered, PayloadTooLarge, …) instead of 200.",
+            valueName: "reason"
+        )
+    )
+    var broadcastReason: String?
+
     @OptionGroup var faults: SimulatorFaults
 
     func run() async throws {
@@ -141,6 +150,7 @@ struct Sim: AsyncParsableCommand {
         // Channels outlive the simulator, as Apple's do.
         configuration.channelsFile = (stateDir as NSString).appendingPathComponent("channels.json")
         configuration.broadcast.enabled = !noBroadcast
+        configuration.broadcast.forcedReason = broadcastReason.map(APNsReason.init)
         try faults.resolve().apply(to: &configuration)
         var clientFile: String?
         if clientCertificates {

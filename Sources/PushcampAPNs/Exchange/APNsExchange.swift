@@ -96,6 +96,11 @@ public final class APNsExchange: Sendable {
         }
     }
 
+    /// Opens the connection now (TLS and HTTP/2), rather than with the first request.
+    public func connect() async throws(APNsClientError) {
+        _ = try await connected()
+    }
+
     /// Closes the connection, if open.
     public func close() async {
         let channel = connection.withLock { channel in

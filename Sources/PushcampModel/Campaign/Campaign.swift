@@ -23,6 +23,9 @@ public struct Campaign {
     public var path: String
     /// Where the `app:` key is, for problems with the app it names.
     public var appLocation: SourceLocation
+    /// `channel:` — a broadcast campaign: one request to this channel of pushcamp.yaml instead of
+    /// one per device of an audience.
+    public var channel: (name: String, location: SourceLocation)? = nil
 }
 
 /// Where recipients come from.
@@ -68,6 +71,14 @@ public struct AudienceSpec {
     public var registeredAt: String?
     /// `subscriptions:` — only recipients whose App Store subscription is in the given state.
     public var subscriptions: SubscriptionAudienceSpec?
+
+    /// No devices: the audience of a broadcast campaign, which sends to a channel.
+    public static func none(at location: SourceLocation) -> AudienceSpec {
+        AudienceSpec(
+            source: SourceSpec(kind: .inline([]), tokenColumn: "token", location: location),
+            exclude: []
+        )
+    }
 }
 
 /// `trigger: { app_store: DID_FAIL_TO_RENEW, subtype: GRACE_PERIOD, delay: 10m }`: when `pushcamp

@@ -5,7 +5,7 @@ import Yams
 public enum CampaignReader {
     static let topKeys = [
         "campaign", "description", "app", "variables", "audience", "message", "schedule", "quiet_hours", "throttle",
-        "retry", "frequency_cap", "trigger",
+        "retry", "frequency_cap", "trigger", "channel",
     ]
     static let audienceKeys = ["source", "where", "exclude", "registered_at", "subscriptions"]
     static let messageKeys = [
@@ -29,16 +29,38 @@ public enum CampaignReader {
                 root,
                 in: "campaign file",
                 allowed: topKeys,
-                required: ["campaign", "app", "audience", "message"]
+                required: ["campaign", "app", "message"]
             )
         else {
             return (nil, reader.diagnostics)
+        }
+        // A broadcast campaign names a channel instead of an audience: one request reaches every
+        // device subscribed to it.
+        let channel = top["channel"].flatMap { node -> (name: String, location: SourceLocation)? in
+            reader.string(node, "channel").map { ($0, reader.location(node)) }
+        }
+        switch (top.keyNode("channel"), top["audience"]) {
+        case (.some(let channelNode), .some):
+            reader.error(
+                "a campaign sends to an 'audience' (each device) or to a 'channel' (one broadcast), not both",
+                at: channelNode
+            )
+        case (nil, nil):
+            reader.error(
+                "campaign file is missing required key 'audience' (the devices to send to), or 'channel' (a broadcast channel of pushcamp.yaml)",
+                at: root
+            )
+        default:
+            break
         }
         let id = top["campaign"].flatMap { readID($0, reader) }
         let description = top["description"].flatMap { reader.scalar($0, "description") }
         let app = top["app"].flatMap { reader.string($0, "app") }
         let variables = top["variables"].map { readVariables($0, "variables", reader) } ?? []
-        let audience = top["audience"].flatMap { readAudience($0, reader) }
+        let audience =
+            channel != nil
+            ? AudienceSpec.none(at: reader.location(top["channel"]))
+            : top["audience"].flatMap { readAudience($0, reader) }
         let message = top["message"].flatMap { readMessage($0, reader) }
         let schedule = top["schedule"].flatMap { readSchedule($0, reader) }
         let trigger = top["trigger"].flatMap { readTrigger($0, reader) }
@@ -70,7 +92,8 @@ public enum CampaignReader {
             retry: retry,
             frequencyCap: frequencyCap,
             path: document.path,
-            appLocation: reader.location(top["app"])
+            appLocation: reader.location(top["app"]),
+            channel: channel
         )
         return (campaign, reader.diagnostics)
     }

@@ -26,19 +26,25 @@ struct CampaignAssembler {
 
     mutating func assemble() -> LoadedCampaign? {
         let app = resolveApp()
+        let broadcast = resolveBroadcast()
         let message = campaign.message
-        let pushType = message.pushType
+        let pushType = campaign.channel != nil ? PushType.liveactivity : message.pushType
         let priority = message.priority ?? pushType.defaultPriority
         let source = makeSource(campaign.audience.source)
         let exclusions = campaign.audience.exclude.compactMap { makeSource($0) }
         let variants = compileVariants()
         let collapseID = compileCollapseID()
 
-        let columns = source.flatMap { knownColumns($0) }
+        // A broadcast has no recipient: its templates know the campaign's variables and `now`.
+        let columns = campaign.channel != nil ? ["now"] : source.flatMap { knownColumns($0) }
         for exclusion in exclusions { _ = knownColumns(exclusion) }
         if let columns { checkNames(columns: columns, variants: variants) }
 
         guard let app, let source, let variants, !diagnostics.hasErrors else { return nil }
+        var expiration = message.expiration ?? project.defaults.expiration
+        if let broadcast, expiration == nil {
+            expiration = broadcast.channel.storage == .none ? .immediately : .after(Self.broadcastStorage)
+        }
         let throttle = campaign.throttle
         let rate = throttle.rate ?? project.defaults.throttle.rate
         let (revision, inputs) = revision()
@@ -49,10 +55,10 @@ struct CampaignAssembler {
             app: app,
             pushType: pushType,
             priority: priority,
-            expiration: message.expiration ?? project.defaults.expiration,
+            expiration: expiration,
             collapseID: collapseID,
             collapseIDLocation: message.collapseIDLocation,
-            topic: message.topic ?? pushType.topic(forBundleTopic: app.topic),
+            topic: broadcast != nil ? app.topic : message.topic ?? pushType.topic(forBundleTopic: app.topic),
             topicLocation: message.topicLocation,
             variants: variants,
             hasVariants: !message.variants.isEmpty,
@@ -73,7 +79,8 @@ struct CampaignAssembler {
             registeredAtAttribute: campaign.audience.registeredAt ?? "registered_at",
             frequencyCap: frequencyCap(),
             subscriptions: campaign.audience.subscriptions,
-            trigger: campaign.trigger
+            trigger: campaign.trigger,
+            broadcast: broadcast
         )
         return loaded
     }
@@ -153,7 +160,8 @@ struct CampaignAssembler {
                 location: spec.location
             )
         case .inline(let rows):
-            if rows.isEmpty {
+            // A broadcast campaign's audience is empty on purpose: its channel is the audience.
+            if rows.isEmpty && campaign.channel == nil {
                 diagnostics.append(.error("the inline audience lists no recipient", at: spec.location))
                 return nil
             }
@@ -253,7 +261,8 @@ struct CampaignAssembler {
     }
 
     mutating func compilePayload(_ source: TemplateSource) -> PayloadTemplate? {
-        guard let (node, path) = loadNode(source, what: "payload") else { return nil }
+        guard let (written, path) = loadNode(source, what: "payload") else { return nil }
+        let node = campaign.channel != nil ? Self.stampingNow(written) : written
         let (payload, problems) = PayloadTemplate.compile(node, path: path)
         diagnostics += problems
         return payload

@@ -62,6 +62,8 @@ public struct LoadedCampaign: Sendable {
     public var subscriptions: SubscriptionAudienceSpec? = nil
     /// `trigger:`: sent by `pushcamp serve` when an App Store notification arrives.
     public var trigger: TriggerSpec? = nil
+    /// `channel:`: a broadcast campaign, sent as one request to this channel (its audience is empty).
+    public var broadcast: BroadcastTarget? = nil
 
     /// How the audience is joined to App Store subscriptions: `audience.subscriptions`, else (for
     /// a trigger) the app account token in the `app_account_token` attribute.

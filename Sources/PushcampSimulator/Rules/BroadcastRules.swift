@@ -19,6 +19,9 @@ public struct BroadcastRules: Sendable {
     public var bundleID: String?
     /// The App ID has the Broadcast capability; without it every request is `FeatureNotEnabled`.
     public var enabled = true
+    /// Answers every well-formed broadcast send with this reason instead of 200 (for tests of how
+    /// a sender reports each reason).
+    public var forcedReason: APNsReason?
 
     public init(bundleID: String?, enabled: Bool = true) {
         self.bundleID = bundleID
@@ -181,6 +184,7 @@ public struct BroadcastRules: Sendable {
         if policy == 0, let expiration, expiration != 0 { return .refused(.badExpirationDate) }
         if request.body.isEmpty { return .refused(.payloadEmpty) }
         if request.body.count > Self.maxPayload { return .refused(.payloadTooLarge) }
+        if let forcedReason { return .refused(forcedReason) }
         return Answer(status: 200)
     }
 }

@@ -1,0 +1,152 @@
+import Foundation
+import PushcampTestSupport
+import Testing
+
+/// Broadcast campaigns (`channel:`) against `pushcamp sim`: one request to APNs' broadcast API.
+@Suite("broadcast campaigns from the command line")
+struct BroadcastCLITests {
+    /// A project with channels `final` (storage latest) and `semi` (storage none), applied.
+    static func applied(_ project: TemporaryProject, simulator: [String] = []) throws -> SimulatorProcess {
+        let sim = try ChannelsCLITests.start(project, channels: ChannelsCLITests.twoChannels, simulator: simulator)
+        let apply = try CLI.run(["channels", "apply"], in: project.root)
+        #expect(apply.status == 0, "\(apply.stderr)")
+        return sim
+    }
+
+    /// `campaigns/score.yaml`: an update of the score to `channel`, with `message` lines added
+    /// under `message:` and `aps` lines under `aps:`.
+    static func writeCampaign(
+        _ project: TemporaryProject,
+        channel: String = "final",
+        message: String = "",
+        aps: String = "      content-state: { home: 1, away: 0 }\n"
+    ) throws {
+        try project.write(
+            "campaigns/score.yaml",
+            "campaign: score\napp: shop\nchannel: \(channel)\nmessage:\n\(message)  payload:\n    aps:\n      event: update\n"
+                + aps
+        )
+    }
+
+    @Test func aBroadcastIsOneRequestSentOnce() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let sim = try Self.applied(project)
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        try Self.writeCampaign(project, message: "  priority: 5\n")
+        let list = try CLI.run(["channels", "list", "--format", "json", "--offline"], in: project.root)
+        let id = try #require(
+            list.stdout.firstMatch(of: /"channel_id":"([^"]+)","environment":"sandbox","name":"final"/)
+        )
+        .1
+
+        let plan = try CLI.run(["plan", "campaigns/score.yaml", "--format", "json"], in: project.root)
+        #expect(plan.status == 0, "\(plan.stderr)")
+        #expect(plan.stdout.contains(#""path":"/4/broadcasts/apps/com.example.shop""#), "\(plan.stdout)")
+        #expect(plan.stdout.contains(#""apns-channel-id":"\#(id)""#))
+
+        let before = Int(Date().timeIntervalSince1970)
+        let sent = try CLI.run(["send", "campaigns/score.yaml"], in: project.root)
+        #expect(sent.status == 0, "\(sent.stdout)\(sent.stderr)")
+        #expect(sent.stdout.contains("run 1 of score: broadcast to channel final"), "\(sent.stdout)")
+        // Sent once: the second send is refused, as for any finished campaign.
+        let again = try CLI.run(["send", "campaigns/score.yaml"], in: project.root)
+        #expect(again.status == 1 && again.stderr.contains("was already sent"), "\(again.stderr)")
+        let report = try CLI.run(["report", "--format", "json"], in: project.root)
+        #expect(report.stdout.contains(#""delivered":1"#) && report.stdout.contains(#""failed":0"#), "\(report.stdout)")
+
+        _ = sim.stop()
+        let broadcasts = try ChannelsCLITests.received(project).filter { $0.path.hasPrefix("/4/") }
+        try #require(broadcasts.count == 1)
+        let request = broadcasts[0]
+        #expect(request.method == "POST" && request.path == "/4/broadcasts/apps/com.example.shop")
+        #expect(request.channelID == String(id) && request.pushType == "liveactivity" && request.priority == "5")
+        #expect(request.status == 200)
+        // Storage latest: kept up to 8 hours; the timestamp is the send time, in seconds.
+        let expiration = try #require(request.expiration.flatMap(Int.init))
+        #expect(expiration >= before + 8 * 3600 - 5 && expiration <= before + 8 * 3600 + 60)
+        let payload = try #require(
+            try JSONSerialization.jsonObject(with: Data(request.payload.utf8)) as? [String: Any]
+        )
+        let aps = try #require(payload["aps"] as? [String: Any])
+        let timestamp = try #require(aps["timestamp"] as? Int)
+        #expect(timestamp >= before && timestamp <= before + 60)
+        #expect(aps["event"] as? String == "update")
+    }
+
+    @Test(
+        arguments: [
+            (
+                "final", "", "      content-state: { home: 1 }\n      attributes-type: Score\n",
+                "campaigns/score.yaml:5:3: error: aps.attributes-type starts a Live Activity"
+            ),
+            ("final", "", "", "campaigns/score.yaml:5:3: error: an update carries aps.content-state"),
+            (
+                "final", "", "      content-state: {}\n      timestamp: 99999999999\n",
+                "campaigns/score.yaml:5:3: error: aps.timestamp is more than 8 hours ahead"
+            ),
+            (
+                "final", "", "      content-state: {}\n      dismissal-date: 1\n",
+                "campaigns/score.yaml:5:3: error: aps.dismissal-date goes with event end only"
+            ),
+            (
+                "final", "", "      content-state: { text: \"\(String(repeating: "x", count: 5200))\" }\n",
+                "campaigns/score.yaml:5:3: error: the payload is 52"
+            ),
+            (
+                "semi", "  expiration: 1h\n", "      content-state: {}\n",
+                "campaigns/score.yaml:5:3: error: channel 'semi' stores nothing (storage: none)"
+            ),
+            (
+                "finale", "", "      content-state: {}\n",
+                "campaigns/score.yaml:3:10: error: no channel 'finale' in pushcamp.yaml; did you mean 'final'"
+            ),
+            (
+                "final", "  collapse_id: score\n", "      content-state: {}\n",
+                "campaigns/score.yaml:5:3: error: a broadcast is one request to a channel: it carries no collapse id"
+            ),
+        ]
+    )
+    func eachOfflineCheckRefusesWithALocatedError(
+        channel: String,
+        message: String,
+        aps: String,
+        expected: String
+    ) throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        try SendCLITests.writeProject(project, port: 9, credentials: SendCLITests.simulatorKey)
+        try project.append(
+            "pushcamp.yaml",
+            "\nchannels:\n" + ChannelsCLITests.twoChannels
+        )
+        try Self.writeCampaign(project, channel: channel, message: message, aps: aps)
+        let plan = try CLI.run(["plan", "campaigns/score.yaml"], in: project.root)
+        #expect(plan.status == 1)
+        #expect(plan.stderr.contains(expected), "\(plan.stderr)")
+        // Nothing is sent either.
+        let send = try CLI.run(["send", "campaigns/score.yaml"], in: project.root)
+        #expect(send.status != 0)
+    }
+
+    /// Every reason APNs may answer a broadcast with is in the run's report, by name.
+    @Test(
+        arguments: [
+            "MissingChannelId", "BadChannelId", "ChannelNotRegistered", "MissingPushType", "InvalidPushType",
+            "BadExpirationDate", "BadPriority", "PayloadEmpty", "PayloadTooLarge", "CannotCreateChannelConfig",
+            "FeatureNotEnabled", "TooManyRequests", "InvalidProviderToken",
+        ]
+    )
+    func everyReasonReachesTheReport(reason: String) throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let sim = try Self.applied(project, simulator: ["--broadcast-reason", reason])
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        try Self.writeCampaign(project)
+        let sent = try CLI.run(["send", "campaigns/score.yaml"], in: project.root)
+        #expect(sent.status == 4, "\(sent.stdout)\(sent.stderr)")
+        #expect(sent.stdout.contains(reason), "\(sent.stdout)")
+        let report = try CLI.run(["report", "--format", "json"], in: project.root)
+        #expect(report.stdout.contains(#""reason":"\#(reason)""#), "\(report.stdout)")
+    }
+}
