@@ -149,4 +149,73 @@ struct BroadcastCLITests {
         let report = try CLI.run(["report", "--format", "json"], in: project.root)
         #expect(report.stdout.contains(#""reason":"\#(reason)""#), "\(report.stdout)")
     }
+
+    /// An update and an end on schedules under `serve`, the serve killed (`kill -9`) with the
+    /// update in flight: the next serve does not send it again (APNs may have it), and the end goes
+    /// once. The simulator, restarted on its state folder, still has the channel.
+    @Test func aScheduledSequenceSendsEachStepOnceAcrossKill9() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        var sim = try Self.applied(project)
+        _ = sim.stop()
+        // Every answer takes 4 s: the update is in flight long enough to be killed with it.
+        sim = try ChannelsCLITests.start(
+            project,
+            channels: ChannelsCLITests.twoChannels,
+            simulator: ["--latency", "4000"]
+        )
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        try project.append("pushcamp.yaml", "journal:\n  lease: 2s\n")
+        let formatter = ISO8601DateFormatter()
+        func at(_ seconds: Double) -> String {
+            formatter.string(from: Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + seconds).rounded(.up)))
+        }
+        try project.write(
+            "campaigns/1-update.yaml",
+            """
+            campaign: match-update
+            app: shop
+            channel: final
+            schedule: { at: \(at(3)) }
+            message:
+              payload:
+                aps: { event: update, content-state: { home: 1, away: 0 } }
+
+            """
+        )
+        try project.write(
+            "campaigns/2-end.yaml",
+            """
+            campaign: match-end
+            app: shop
+            channel: final
+            schedule: { at: \(at(9)) }
+            message:
+              payload:
+                aps: { event: end, content-state: { home: 1, away: 0 }, dismissal-date: 1 }
+
+            """
+        )
+        let first = try ServeProcess(in: project.root)
+        #expect(first.waitFor("of match-update: run 1 broadcasting", timeout: 30), "\(first.output)")
+        Thread.sleep(forTimeInterval: 0.5)
+        kill(first.process.processIdentifier, SIGKILL)
+        first.process.waitUntilExit()
+
+        let second = try ServeProcess(in: project.root)
+        #expect(second.waitFor("of match-update: run 1 broadcast to channel final", timeout: 30), "\(second.output)")
+        #expect(second.output.contains("unknown-not-resent"), "\(second.output)")
+        #expect(second.waitFor("of match-end: run 2 broadcast to channel final: 200", timeout: 40), "\(second.output)")
+        #expect(second.stop() == 0)
+
+        let runs = try ServeCLITests.runs(project)
+        #expect(runs.count == 2 && runs.allSatisfy { $0["status"] as? String == "finished" }, "\(runs)")
+        _ = sim.stop()
+        let broadcasts = try ChannelsCLITests.received(project).filter { $0.path.hasPrefix("/4/") }
+        let events = broadcasts.compactMap { request in
+            ((try? JSONSerialization.jsonObject(with: Data(request.payload.utf8))) as? [String: Any])
+                .flatMap { $0["aps"] as? [String: Any] }?["event"] as? String
+        }
+        #expect(events == ["update", "end"], "\(broadcasts)")
+    }
 }

@@ -314,7 +314,9 @@ struct ServeCLITests {
         #expect(lastStatus == "finished" || lastStatus == "running", "\(String(describing: lastStatus))")
         #expect((tick?["next_slots"] as? [String])?.count == 3)
         #expect(
-            listed?.contains { ($0["error"] as? String)?.contains("missing required key 'audience'") == true } == true
+            listed?.contains {
+                ($0["error"] as? String)?.contains("missing required key 'message'") == true
+            } == true
         )
 
         // A file that stops validating keeps its schedule: its slots are recorded as skipped, invalid.

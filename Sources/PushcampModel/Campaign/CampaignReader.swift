@@ -47,7 +47,7 @@ public enum CampaignReader {
             )
         case (nil, nil):
             reader.error(
-                "campaign file is missing required key 'audience' (the devices to send to), or 'channel' (a broadcast channel of pushcamp.yaml)",
+                "'campaign file' is missing required key 'audience' (the devices to send to) or 'channel' (a broadcast channel of pushcamp.yaml)",
                 at: root
             )
         default:

@@ -126,7 +126,7 @@ public struct BroadcastMessage: Sendable {
         default:
             problems.append("aps.event is update or end for a broadcast")
         }
-        if let timestamp = aps["timestamp"] as? NSNumber, !(aps["timestamp"] is Bool) {
+        if isNumber(aps["timestamp"]), let timestamp = aps["timestamp"] as? NSNumber {
             let seconds = timestamp.doubleValue
             if seconds > now + timestampWindow {
                 problems.append(
@@ -152,8 +152,15 @@ public struct BroadcastMessage: Sendable {
             problems.append("aps.\(key) starts a Live Activity; a broadcast only updates or ends one")
         }
         for key in ["stale-date", "dismissal-date", "relevance-score"] where aps[key] != nil {
-            if !(aps[key] is NSNumber) || aps[key] is Bool { problems.append("aps.\(key) is a number") }
+            if !isNumber(aps[key]) { problems.append("aps.\(key) is a number") }
         }
         return problems.map { .error($0, at: location) }
+    }
+
+    /// A JSON number as Foundation parsed it (its booleans are NSNumbers too, of their own class,
+    /// and a number 0 or 1 casts to Bool).
+    static func isNumber(_ value: Any?) -> Bool {
+        guard let number = value as? NSNumber else { return false }
+        return !String(describing: type(of: number)).contains("Boolean")
     }
 }

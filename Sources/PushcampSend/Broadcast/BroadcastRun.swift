@@ -40,14 +40,49 @@ public enum BroadcastRun {
         return BroadcastMessage.make(campaign, channelID: recorded?.channelID, now: now, requestID: requestID)
     }
 
+    private static func recordedID(
+        of target: BroadcastTarget,
+        in journal: any Journal
+    ) async throws(RunRefusal)
+        -> String?
+    {
+        do {
+            return try await journal.channels().first { $0.name == target.channel.name }?.channelID
+        } catch {
+            throw RunRefusal(.journal, "the journal: \(error.message); nothing was sent")
+        }
+    }
+
     /// Sends `campaign` (a broadcast campaign) once, recording into `options.journal`.
     public static func send(
         _ campaign: LoadedCampaign,
         options: SendRun.Options,
         paths: ProjectPaths,
-        variables: [String: String]
+        variables: [String: String],
+        willSend: @Sendable (RunID, BroadcastMessage) -> Void = { _, _ in }
     ) async throws(RunRefusal) -> Outcome {
         let now = Date().timeIntervalSince1970
+        // Checked before anything is claimed or recorded: a broadcast that cannot go is refused
+        // with nothing in the journal (a slot is then recorded as skipped, not taken over).
+        let diagnostics: [Diagnostic]
+        do {
+            diagnostics = try await message(campaign, journal: options.journal, now: now).1
+        } catch {
+            throw RunRefusal(.journal, "the journal: \(error.message); nothing was sent")
+        }
+        if diagnostics.hasErrors {
+            throw RunRefusal(
+                .refused,
+                diagnostics.filter { $0.severity == .error }.map(\.description).joined(separator: "\n")
+                    + "\nnothing was sent"
+            )
+        }
+        if let target = campaign.broadcast, try await recordedID(of: target, in: options.journal) == nil {
+            throw RunRefusal(
+                .refused,
+                "\(target.location): error: channel '\(target.channel.name)' is not created yet: run `pushcamp channels apply` first; nothing was sent"
+            )
+        }
         let opened = try await OpenedRun.open(campaign, options: options, now: now)
         let store = options.journal
         let run = opened.journal.run
@@ -62,7 +97,8 @@ public enum BroadcastRun {
                 note: opened.note,
                 paths: paths,
                 variables: variables,
-                tokenCache: options.tokenCache
+                tokenCache: options.tokenCache,
+                willSend: willSend
             )
         } catch let refusal as RunRefusal {
             throw refusal
@@ -81,7 +117,8 @@ public enum BroadcastRun {
         note: String?,
         paths: ProjectPaths,
         variables: [String: String],
-        tokenCache: String?
+        tokenCache: String?,
+        willSend: @Sendable (RunID, BroadcastMessage) -> Void
     ) async throws -> Outcome {
         let now = Date().timeIntervalSince1970
         let (built, diagnostics) = try await message(campaign, journal: store, now: now, run: run.id)
@@ -157,6 +194,7 @@ public enum BroadcastRun {
             run: run.id,
             now: Date().timeIntervalSince1970
         )
+        willSend(run.id, message)
         let started = ContinuousClock.now
         let state: RecipientState
         var status: Int?

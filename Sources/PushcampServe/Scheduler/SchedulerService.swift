@@ -465,6 +465,9 @@ public final class SchedulerService: Service, Sendable {
         var options = sendOptions()
         options.kind = .slot(slot)
         options.stallTimeout = configuration.stallTimeout
+        if loaded.broadcast != nil {
+            return await fireBroadcast(loaded, slot: slot, options: options, journal: journal)
+        }
         let progress = ProgressCount(campaign, metrics: metrics)
         let send: SendRun
         do {
@@ -476,34 +479,7 @@ public final class SchedulerService: Service, Sendable {
                 progress: progress.update
             )
         } catch {
-            switch error.code {
-            case .recorded:
-                logger.debug("slot \(slotText) of \(campaign): \(error.message)")
-            case .givenUp:
-                report(error.message, Logger.fields("run-given-up", campaign: campaign, slot: slot))
-            case .busy:
-                // Another process sends the campaign (usual with several nodes). The slot belongs
-                // to whoever fires it: recording it as skipped here could leave it unsent. It is
-                // tried again at the next tick, until some process claimed it.
-                logger.debug(
-                    "slot \(slotText) of \(campaign): \(error.message); tried again at the next tick",
-                    metadata: Logger.fields("slot-left", campaign: campaign, slot: slot)
-                )
-                return .busy
-            default:
-                metrics.runRefused(campaign)
-                await skip(
-                    campaign,
-                    first: slot,
-                    through: slot,
-                    count: 1,
-                    reason: "refused",
-                    detail: error.message,
-                    journal: journal
-                )
-                report("slot \(slotText) of \(campaign) was refused: \(error.message)")
-            }
-            return .done
+            return await refused(campaign, slot: slot, error, journal: journal)
         }
         metrics.slotFired(campaign)
         let note = send.note.map { "; \($0)" } ?? ""
@@ -519,6 +495,77 @@ public final class SchedulerService: Service, Sendable {
         guard let report = send.report else { return .done }
         metrics.ended(campaign, report: report, lastProgress: progress.latest)
         logEnd("slot \(slotText) of \(campaign)", send: send, report: report, slot: slot, counts: "")
+        return .done
+    }
+
+    /// A slot's run that does not start: recorded already, given up, another process's, or refused
+    /// (recorded as skipped, with why).
+    private func refused(_ campaign: String, slot: Int64, _ error: RunRefusal, journal: any Journal) async -> Firing {
+        let slotText = Timestamps.text(Double(slot))
+        switch error.code {
+        case .recorded:
+            logger.debug("slot \(slotText) of \(campaign): \(error.message)")
+        case .givenUp:
+            report(error.message, Logger.fields("run-given-up", campaign: campaign, slot: slot))
+        case .busy:
+            // Another process sends the campaign (usual with several nodes). The slot belongs
+            // to whoever fires it: recording it as skipped here could leave it unsent. It is
+            // tried again at the next tick, until some process claimed it.
+            logger.debug(
+                "slot \(slotText) of \(campaign): \(error.message); tried again at the next tick",
+                metadata: Logger.fields("slot-left", campaign: campaign, slot: slot)
+            )
+            return .busy
+        default:
+            metrics.runRefused(campaign)
+            await skip(
+                campaign,
+                first: slot,
+                through: slot,
+                count: 1,
+                reason: "refused",
+                detail: error.message,
+                journal: journal
+            )
+            report("slot \(slotText) of \(campaign) was refused: \(error.message)")
+        }
+        return .done
+    }
+
+    /// Fires a slot of a broadcast campaign: its one request, claimed with the slot and sent once
+    /// (a run resumed with the request in flight is not sent again).
+    private func fireBroadcast(
+        _ loaded: LoadedCampaign,
+        slot: Int64,
+        options: SendRun.Options,
+        journal: any Journal
+    ) async -> Firing {
+        let campaign = loaded.id
+        let outcome: BroadcastRun.Outcome
+        do {
+            outcome = try await BroadcastRun.send(
+                loaded,
+                options: options,
+                paths: configuration.paths,
+                variables: configuration.environment,
+                willSend: { [logger] run, message in
+                    logger.info(
+                        "slot \(Timestamps.text(Double(slot))) of \(campaign): run \(run) broadcasting to channel \(message.channel.name)",
+                        metadata: Logger.fields("run-started", campaign: campaign, run: run, slot: slot)
+                    )
+                }
+            )
+        } catch {
+            return await refused(campaign, slot: slot, error, journal: journal)
+        }
+        metrics.slotFired(campaign)
+        let answer =
+            outcome.delivered ? "200" : "\(outcome.status.map(String.init) ?? "no answer") \(outcome.reason ?? "")"
+        let note = outcome.note.map { "; \($0)" } ?? ""
+        logger.info(
+            "slot \(Timestamps.text(Double(slot))) of \(campaign): run \(outcome.run) broadcast to channel \(outcome.message.channel.name): \(answer)\(note)",
+            metadata: Logger.fields("run-finished", campaign: campaign, run: outcome.run, slot: slot)
+        )
         return .done
     }
 
