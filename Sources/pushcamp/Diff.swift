@@ -53,6 +53,12 @@ struct Diff: AsyncParsableCommand {
         let loaded = CampaignLoader().load(file)
         for diagnostic in loaded.diagnostics { printError(diagnostic.description) }
         guard let campaign = loaded.campaign else { throw ExitCode(1) }
+        if campaign.broadcast != nil {
+            printError(
+                "\(campaign.path): error: diff compares audiences and their pushes; a broadcast campaign is one request: `pushcamp plan \(file)` shows it, and `pushcamp report` what the last run sent"
+            )
+            throw ExitCode(1)
+        }
         let access = try JournalLocationOption.access(campaign.journal)
         let journal: (any Journal)?
         do {

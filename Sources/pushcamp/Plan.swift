@@ -35,6 +35,10 @@ struct Plan: AsyncParsableCommand {
             `pushcamp send --plan FILE` sends only while every one of those files still matches, \
             and otherwise refuses, naming what changed.
 
+            A broadcast campaign (channel: NAME) plans its one request instead: the channel's id \
+            from the journal, the headers and the payload rendered now, checked offline (event, \
+            timestamp, content-state, size, expiration, priority); see docs/live-activities.md.
+
             Exit status: 0 when every push passes; 1 when the campaign, a template or the audience \
             is invalid or nobody would be sent anything; 3 when some pushes would be refused.
 

@@ -4,6 +4,7 @@ import PushcampJournal
 import PushcampPlanner
 import PushcampPostgres
 import PushcampRehearsal
+import PushcampReport
 import PushcampSend
 import PushcampSimulator
 
@@ -26,6 +27,10 @@ struct Rehearse: AsyncParsableCommand {
             --rehearsal` show and stop it, and a rehearsal killed part-way resumes when rehearsed \
             again. Rehearsals read the project's journal (dead tokens and frequency caps apply as \
             in a real send) but never write to it: they suppress no token and count toward no cap.
+
+            A broadcast campaign (channel: NAME) is rehearsed on a channel created on the \
+            simulator for the rehearsal (recorded in the rehearsal journal; nothing is created at \
+            APNs).
 
             Exit status as for `pushcamp send`.
 
@@ -53,7 +58,7 @@ struct Rehearse: AsyncParsableCommand {
 
     func run() async throws {
         try projectOption.enter()
-        let (campaign, _) = try loadCampaign(file)
+        let (campaign, paths) = try loadCampaign(file)
         var rehearsal = Rehearsal(campaign: campaign)
         let scenario = try faults.resolve()
         rehearsal.tokens = scenario.tokens
@@ -63,6 +68,10 @@ struct Rehearse: AsyncParsableCommand {
             throw ExitCode(1)
         }
         rehearsal.journal = opened.journal
+        if campaign.broadcast != nil {
+            try await rehearseBroadcast(rehearsal, paths: paths)
+            return
+        }
         // A project that never sent has no journal: nothing is suppressed or capped.
         let project = try JournalLocationOption.access(campaign.journal)
         rehearsal.projectJournal =
@@ -92,5 +101,41 @@ struct Rehearse: AsyncParsableCommand {
                 """
         )
         if report.exitCode != 0 { throw ExitCode(report.exitCode) }
+    }
+}
+
+extension Rehearse {
+    /// A broadcast campaign's one request, against the rehearsal simulator.
+    func rehearseBroadcast(_ rehearsal: Rehearsal, paths: ProjectPaths) async throws {
+        let campaign = rehearsal.campaign
+        let result: Rehearsal.BroadcastResult
+        do {
+            result = try await rehearsal.broadcast(paths: paths)
+        } catch let refusal as RunRefusal {
+            printError(
+                refusal.message.hasPrefix(campaign.path)
+                    ? refusal.message : "\(campaign.path): error: \(refusal.message)"
+            )
+            throw ExitCode(refusal.exitCode)
+        } catch {
+            printError("\(campaign.path): error: \(error)")
+            throw ExitCode(2)
+        }
+        let outcome = result.outcome
+        switch format.format {
+        case .json:
+            guard var report = try await RunReport.load(outcome.run, from: rehearsal.journal) else { throw ExitCode(1) }
+            report.rehearsal = true
+            print(report.json(), terminator: "")
+        case .text:
+            print(outcome.message.text(), terminator: "")
+            let answer =
+                outcome.delivered ? "200" : "\(outcome.status.map(String.init) ?? "no answer") \(outcome.reason ?? "")"
+            print("rehearsal simulator answered \(answer)")
+            print(
+                "recorded as rehearsal run \(outcome.run): `pushcamp runs --rehearsal`, `pushcamp report --rehearsal`"
+            )
+        }
+        if !outcome.delivered { throw ExitCode(4) }
     }
 }

@@ -32,6 +32,11 @@ struct Send: AsyncParsableCommand {
             is refused unless --new-run is given. `pushcamp runs` lists runs, `pushcamp cancel RUN` \
             stops one from another terminal.
 
+            A broadcast campaign (channel: NAME) sends one request to the channel's devices, \
+            recorded in flight before it goes: a run stopped with it in flight is not sent again \
+            when resumed (APNs may have it); it ends unknown-not-resent. Exit status 0 when APNs \
+            took it, 4 when it refused it (see docs/live-activities.md).
+
             Sends are deliberate: a campaign whose last run finished or was cancelled is not sent \
             again (whatever its revision: an edited campaign would reach the same people again); \
             the refusal names the run and what it delivered. --new-run sends it again on purpose. \

@@ -124,9 +124,32 @@ struct BroadcastCLITests {
         let plan = try CLI.run(["plan", "campaigns/score.yaml"], in: project.root)
         #expect(plan.status == 1)
         #expect(plan.stderr.contains(expected), "\(plan.stderr)")
+        // `validate` (a pull request's check) finds the same.
+        let validate = try CLI.run(["validate", "campaigns/score.yaml"], in: project.root)
+        #expect(validate.status == 1 && (validate.stdout + validate.stderr).contains(expected), "\(validate.stdout)")
         // Nothing is sent either.
         let send = try CLI.run(["send", "campaigns/score.yaml"], in: project.root)
         #expect(send.status != 0)
+    }
+
+    @Test func aBroadcastIsRehearsedOnAChannelOfTheRehearsalSimulator() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        // No simulator of ours and no channel created: the rehearsal makes both.
+        try SendCLITests.writeProject(project, port: 9, credentials: SendCLITests.simulatorKey)
+        try project.append("pushcamp.yaml", "\nchannels:\n" + ChannelsCLITests.twoChannels)
+        try Self.writeCampaign(project)
+        for run in 1...2 {
+            let rehearsed = try CLI.run(["rehearse", "campaigns/score.yaml"], in: project.root)
+            #expect(rehearsed.status == 0, "\(rehearsed.stdout)\(rehearsed.stderr)")
+            #expect(rehearsed.stdout.contains("POST /4/broadcasts/apps/com.example.shop"), "\(rehearsed.stdout)")
+            #expect(rehearsed.stdout.contains("recorded as rehearsal run \(run)"), "\(rehearsed.stdout)")
+        }
+        let report = try CLI.run(["report", "--rehearsal", "--format", "json"], in: project.root)
+        #expect(report.stdout.contains(#""delivered":1"#), "\(report.stdout)")
+        // The real journal knows no channel: nothing was created at APNs.
+        let list = try CLI.run(["channels", "list", "--offline"], in: project.root)
+        #expect(list.stdout.contains("declared, not created"), "\(list.stdout)")
     }
 
     /// Every reason APNs may answer a broadcast with is in the run's report, by name.

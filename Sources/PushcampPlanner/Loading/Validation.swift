@@ -76,7 +76,18 @@ public struct Validation: Sendable {
     private func checked(_ path: String) -> (result: FileResult, id: String?) {
         let result = loader.load(path)
         var diagnostics = result.diagnostics
-        if let campaign = result.campaign {
+        if let campaign = result.campaign, campaign.broadcast != nil {
+            // Its one request, as `plan` checks it (without the journal: whether the channel was
+            // created is `plan`'s and `send`'s to say).
+            let (_, problems) = BroadcastMessage.make(
+                campaign,
+                channelID: nil,
+                now: Date().timeIntervalSince1970,
+                requestID: "",
+                checkCreated: false
+            )
+            diagnostics += problems
+        } else if let campaign = result.campaign {
             var seen: Set<String> = []
             for variant in campaign.variants {
                 for issue in StaticRules.check(campaign, variant: variant) where seen.insert(issue.message).inserted {

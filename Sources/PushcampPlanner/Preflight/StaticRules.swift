@@ -116,7 +116,8 @@ public enum StaticRules {
         if let problem = constantCollapseIDProblem(campaign) {
             issues.append(problem)
         }
-        if let problem = topicProblem(campaign.topic, type: type) {
+        // A broadcast names no topic: its channel belongs to the app's bundle id.
+        if campaign.broadcast == nil, let problem = topicProblem(campaign.topic, type: type) {
             issues.append(
                 Issue(
                     reason: .topicMismatch,

@@ -173,7 +173,9 @@ extension SendRun {
             paths: paths,
             environment: variables,
             clock: SystemWallClock(),
-            owners: ProviderTokenOwners(),
+            // One token per key in the process, shared with its other requests and sends: APNs
+            // refuses a new token within 20 minutes of the last (TooManyProviderTokenUpdates).
+            owners: .shared,
             tokenCache: tokenCache
         )
         guard let (host, port) = APNsClientConfiguration.parseEndpoint(endpoint) else {

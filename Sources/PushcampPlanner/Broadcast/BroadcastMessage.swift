@@ -1,7 +1,5 @@
 import Foundation
-import PushcampJournal
 import PushcampModel
-import PushcampPlanner
 import PushcampTemplates
 
 /// A broadcast campaign's one request, exactly as it goes to APNs: `POST /4/broadcasts/apps/{bundle}`
@@ -45,7 +43,8 @@ public struct BroadcastMessage: Sendable {
         _ campaign: LoadedCampaign,
         channelID: String?,
         now: Double,
-        requestID: String
+        requestID: String,
+        checkCreated: Bool = true
     ) -> (BroadcastMessage?, [Diagnostic]) {
         guard let target = campaign.broadcast, let variant = campaign.variants.first else { return (nil, []) }
         let at = campaign.messageLocation
@@ -80,7 +79,7 @@ public struct BroadcastMessage: Sendable {
             diagnostics.append(.error("a broadcast's priority is 10, 5 or 1, not \(campaign.priority)", at: at))
         }
         diagnostics += checkPayload(payload, now: now, at: at)
-        if channelID == nil {
+        if channelID == nil && checkCreated {
             diagnostics.append(
                 .warning(
                     "channel '\(target.channel.name)' is not created yet: `pushcamp channels apply` creates it",

@@ -1,0 +1,73 @@
+import Foundation
+import PushcampJournal
+import PushcampModel
+import PushcampPlanner
+import PushcampSend
+import PushcampSimulator
+
+extension Rehearsal {
+    /// A broadcast campaign rehearsed: its one request sent to an in-process simulator, on a
+    /// channel created there for the rehearsal, recorded in the rehearsal journal.
+    public struct BroadcastResult: Sendable {
+        public var outcome: BroadcastRun.Outcome
+        public var recorder: SimulatorRecorder
+    }
+
+    /// Rehearses a broadcast campaign: a throwaway simulator and credentials, the campaign's
+    /// channel created on it (its id recorded in the rehearsal journal, replacing an earlier
+    /// rehearsal's), then the broadcast sent as `send` sends it. Throws `RunRefusal`, or the
+    /// channel's creation failure.
+    public func broadcast(paths: ProjectPaths) async throws -> BroadcastResult {
+        guard let target = campaign.broadcast else { throw RunRefusal(.refused, "not a broadcast campaign") }
+        let credentials = try SimulatorCredentials.generate()
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("pushcamp-rehearsal-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (caFile, keyFile) = try credentials.write(to: directory)
+        let (teamID, keyID) = ("REHEARSAL1", "REHEARSAL1")
+        var configuration = SimulatorConfiguration(
+            credentials: credentials,
+            teamID: teamID,
+            keyID: keyID,
+            bundleID: campaign.app.topic
+        )
+        adjust(&configuration)
+        let simulator = try APNsSimulator(configuration: configuration)
+        let port = try await simulator.start()
+        defer { Task { await simulator.stop() } }
+
+        // The campaign as it would go, pointed at the simulator with its credentials.
+        var rehearsed = campaign
+        rehearsed.app.endpoint = "https://127.0.0.1:\(port)"
+        rehearsed.app.broadcastEndpointOverride = nil
+        rehearsed.app.channelsEndpointOverride = nil
+        rehearsed.app.caFile = try ConfigString.parse(caFile).get()
+        rehearsed.app.credentials = .token(teamID: teamID, keyID: keyID, keyFile: try ConfigString.parse(keyFile).get())
+
+        let client = try ChannelClient.make(
+            app: rehearsed.app,
+            environment: target.channel.environment,
+            paths: paths,
+            variables: [:],
+            tokenCache: nil
+        )
+        let id = try await client.create(storage: target.channel.storage)
+        await client.close()
+        let now = Date().timeIntervalSince1970
+        _ = try await journal.retireChannel(named: target.channel.name, now: now)
+        _ = try await journal.recordChannel(
+            ChannelRecord(
+                name: target.channel.name,
+                bundleID: campaign.app.topic,
+                environment: target.channel.environment.rawValue,
+                channelID: id,
+                storagePolicy: target.channel.storage.policy,
+                createdAt: now
+            )
+        )
+        var options = SendRun.Options(journal: journal)
+        options.kind = .rehearsal
+        let outcome = try await BroadcastRun.send(rehearsed, options: options, paths: paths, variables: [:])
+        return BroadcastResult(outcome: outcome, recorder: simulator.recorder)
+    }
+}
