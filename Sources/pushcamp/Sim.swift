@@ -90,7 +90,7 @@ struct Sim: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "On exit, write every request received to this CSV file (token, status, reason, apns-id, collapse id, connection, client address, time in seconds since 1970), for checking a send against what arrived.",
+            "On exit, write every device push received to this CSV file (token, status, reason, apns-id, collapse id, connection, client address, time in seconds since 1970), for checking a send against what arrived.",
             valueName: "file"
         )
     )
@@ -206,7 +206,7 @@ struct Sim: AsyncParsableCommand {
         }
         if let record {
             var csv = "token,status,reason,apns_id,collapse_id,connection,peer,time\n"
-            for entry in recorder.records {
+            for entry in recorder.records where entry.path == "/3/device/" {
                 // The client chose the token, apns-id and collapse id: quoted as CSV wants.
                 csv += "\(csvField(entry.token)),\(entry.status),\(entry.reason.map { "\($0)" } ?? ""),"
                 csv +=

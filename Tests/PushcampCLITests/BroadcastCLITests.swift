@@ -152,6 +152,55 @@ struct BroadcastCLITests {
         #expect(list.stdout.contains("declared, not created"), "\(list.stdout)")
     }
 
+    /// Per-device Live Activity campaigns get the rules of their event, offline.
+    @Test(
+        arguments: [
+            (
+                "event: start, timestamp: 1, content-state: {}",
+                "a push-to-start (aps.event: start) needs aps.attributes-type"
+            ),
+            (
+                "event: update, timestamp: 1, content-state: {}, attributes-type: M",
+                "aps.attributes-type goes with aps.event: start only"
+            ),
+            ("event: update, timestamp: 1", "an update carries aps.content-state"),
+            (
+                "event: update, timestamp: 1795768081000, content-state: {}",
+                "aps.timestamp is in seconds since 1970, not milliseconds"
+            ),
+            ("event: finish, timestamp: 1", "aps.event is start, update or end, not 'finish'"),
+            (
+                "event: update, timestamp: 1, content-state: {}, dismissal-date: 1",
+                "aps.dismissal-date goes with aps.event: end only"
+            ),
+        ]
+    )
+    func aPerDeviceLiveActivityFollowsItsEventsRules(aps: String, expected: String) throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        try SendCLITests.writeProject(project, port: 9, credentials: SendCLITests.simulatorKey)
+        try project.write(
+            "campaigns/la.yaml",
+            """
+            campaign: la
+            app: shop
+            audience: { source: { inline: [\(TemporaryProject.token(1))] } }
+            message:
+              push_type: liveactivity
+              payload: { aps: { \(aps) } }
+
+            """
+        )
+        let validate = try CLI.run(["validate", "campaigns/la.yaml"], in: project.root)
+        #expect(validate.status == 1, "\(validate.stdout)")
+        #expect(
+            (validate.stdout + validate.stderr).contains(
+                "campaigns/la.yaml:5:3: error: variant 'default': \(expected)"
+            ),
+            "\(validate.stdout)"
+        )
+    }
+
     /// Every reason APNs may answer a broadcast with is in the run's report, by name.
     @Test(
         arguments: [
@@ -173,19 +222,21 @@ struct BroadcastCLITests {
         #expect(report.stdout.contains(#""reason":"\#(reason)""#), "\(report.stdout)")
     }
 
-    /// An update and an end on schedules under `serve`, the serve killed (`kill -9`) with the
-    /// update in flight: the next serve does not send it again (APNs may have it), and the end goes
-    /// once. The simulator, restarted on its state folder, still has the channel.
+    /// A match's Live Activity under `serve`: a push-to-start to two devices (subscribing them to
+    /// the channel by name), a broadcast update and a broadcast end, each on a schedule; the serve
+    /// killed (`kill -9`) with the start and the update in flight. The next serve sends neither
+    /// again (APNs may have them) and the end goes once. The simulator, restarted on its state
+    /// folder, still has the channel.
     @Test func aScheduledSequenceSendsEachStepOnceAcrossKill9() throws {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }
         var sim = try Self.applied(project)
         _ = sim.stop()
-        // Every answer takes 4 s: the update is in flight long enough to be killed with it.
+        // Every answer takes 4 s: the requests are in flight long enough to be killed with them.
         sim = try ChannelsCLITests.start(
             project,
             channels: ChannelsCLITests.twoChannels,
-            simulator: ["--latency", "4000"]
+            simulator: ["--latency", "4000", "--record", "received.csv"]
         )
         defer { if sim.process.isRunning { _ = sim.stop() } }
         try project.append("pushcamp.yaml", "journal:\n  lease: 2s\n")
@@ -193,6 +244,30 @@ struct BroadcastCLITests {
         func at(_ seconds: Double) -> String {
             formatter.string(from: Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + seconds).rounded(.up)))
         }
+        let tokens = [TemporaryProject.token(1), TemporaryProject.token(2)]
+        try project.write(
+            "campaigns/0-start.yaml",
+            """
+            campaign: match-start
+            app: shop
+            audience:
+              source: { inline: [\(tokens.joined(separator: ", "))] }
+            schedule: { at: \(at(1)) }
+            retry: { resend_unknown: false }   # a start sent twice starts two activities
+            message:
+              push_type: liveactivity
+              payload:
+                aps:
+                  event: start
+                  timestamp: "{{now}}"
+                  attributes-type: MatchAttributes
+                  attributes: { home: Lyon, away: Porto }
+                  content-state: { home: 0, away: 0 }
+                  alert: { title: "Kick-off", body: "Lyon – Porto" }
+                  input-push-channel: "{{channels.final}}"
+
+            """
+        )
         try project.write(
             "campaigns/1-update.yaml",
             """
@@ -219,21 +294,35 @@ struct BroadcastCLITests {
 
             """
         )
+        // The start names the channel by name; its payload carries the channel's id.
+        let list = try CLI.run(["channels", "list", "--format", "json", "--offline"], in: project.root)
+        let id = try #require(
+            list.stdout.firstMatch(of: /"channel_id":"([^"]+)","environment":"sandbox","name":"final"/)
+        )
+        .1
+        let plan = try CLI.run(["plan", "campaigns/0-start.yaml", "--format", "json"], in: project.root)
+        #expect(plan.stdout.contains(#""input-push-channel":"\#(id)""#), "\(plan.stdout)\(plan.stderr)")
+
         let first = try ServeProcess(in: project.root)
-        #expect(first.waitFor("of match-update: run 1 broadcasting", timeout: 30), "\(first.output)")
+        #expect(first.waitFor("of match-update: run 2 broadcasting", timeout: 30), "\(first.output)")
         Thread.sleep(forTimeInterval: 0.5)
         kill(first.process.processIdentifier, SIGKILL)
         first.process.waitUntilExit()
 
         let second = try ServeProcess(in: project.root)
-        #expect(second.waitFor("of match-update: run 1 broadcast to channel final", timeout: 30), "\(second.output)")
+        #expect(second.waitFor("of match-update: run 2 broadcast to channel final", timeout: 30), "\(second.output)")
         #expect(second.output.contains("unknown-not-resent"), "\(second.output)")
-        #expect(second.waitFor("of match-end: run 2 broadcast to channel final: 200", timeout: 40), "\(second.output)")
+        #expect(second.waitFor("of match-end: run 3 broadcast to channel final: 200", timeout: 40), "\(second.output)")
+        #expect(second.waitFor("run 1 finished", timeout: 20), "\(second.output)")
         #expect(second.stop() == 0)
 
         let runs = try ServeCLITests.runs(project)
-        #expect(runs.count == 2 && runs.allSatisfy { $0["status"] as? String == "finished" }, "\(runs)")
+        #expect(runs.count == 3 && runs.allSatisfy { $0["status"] as? String == "finished" }, "\(runs)")
         _ = sim.stop()
+        // No device got the start twice. (Both were recorded in flight before the kill, one on
+        // the wire: with resend_unknown false, neither is sent again, so one device got none.)
+        let starts = try JournalCLITests.received(project).map(\.token)
+        #expect(!starts.isEmpty && Set(starts).count == starts.count && Set(starts).isSubset(of: tokens), "\(starts)")
         let broadcasts = try ChannelsCLITests.received(project).filter { $0.path.hasPrefix("/4/") }
         let events = broadcasts.compactMap { request in
             ((try? JSONSerialization.jsonObject(with: Data(request.payload.utf8))) as? [String: Any])

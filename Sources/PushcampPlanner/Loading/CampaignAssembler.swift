@@ -312,7 +312,10 @@ struct CampaignAssembler {
         guard let variants else { return }
         var reported: Set<String> = []
         for variant in variants {
-            let known = Set(columns).union(variant.variables.schema.names)
+            var known = Set(columns).union(variant.variables.schema.names)
+            // `{{channels.NAME}}`: a declared channel's id, from the journal at plan and send time.
+            if !project.channels.isEmpty { known.insert(LoadedCampaign.channelsVariable) }
+            known.insert(LoadedCampaign.nowVariable)
             var templates: [(MustacheTemplate, (Int) -> SourceLocation)] = variant.payload.leaves.map { leaf in
                 (leaf.template, { leaf.location(offset: $0) })
             }

@@ -65,6 +65,12 @@ public struct LoadedCampaign: Sendable {
     /// `channel:`: a broadcast campaign, sent as one request to this channel (its audience is empty).
     public var broadcast: BroadcastTarget? = nil
 
+    /// The variable templates name channels' ids by: `{{channels.final-2026}}`, for a push-to-start
+    /// payload's `input-push-channel`, so ids are never copied by hand into campaign files.
+    public static let channelsVariable = "channels"
+    /// The send time in seconds since 1970 (`{{now}}`), for a Live Activity's `aps.timestamp`.
+    public static let nowVariable = "now"
+
     /// How the audience is joined to App Store subscriptions: `audience.subscriptions`, else (for
     /// a trigger) the app account token in the `app_account_token` attribute.
     public var subscriptionJoin: SubscriptionAudienceSpec {

@@ -9,6 +9,7 @@ public enum PreflightReason: String, Sendable, Hashable, CaseIterable, Comparabl
     case backgroundWithAlert = "background-with-alert"
     case alertNeedsAlertSoundOrBadge = "alert-needs-alert-sound-or-badge"
     case liveActivityFields = "liveactivity-needs-event-and-timestamp"
+    case liveActivityEvent = "liveactivity-event-rules"
     case topicMismatch = "topic-mismatch"
     case missingVariable = "missing-variable"
     case missingString = "missing-string"
@@ -32,6 +33,8 @@ public enum PreflightReason: String, Sendable, Hashable, CaseIterable, Comparabl
             return "background push with alert, sound or badge (send it as push_type alert instead)"
         case .alertNeedsAlertSoundOrBadge: return "alert pushes need aps.alert, aps.sound or aps.badge"
         case .liveActivityFields: return "Live Activity pushes need aps.event and aps.timestamp"
+        case .liveActivityEvent:
+            return "a Live Activity payload breaks its event's rules (start, update or end; the keys each takes)"
         case .topicMismatch: return "apns-topic does not fit the push type"
         case .missingVariable: return "a template names a variable the recipient does not have"
         case .missingString: return "no localized string for the recipient's locale or the default"

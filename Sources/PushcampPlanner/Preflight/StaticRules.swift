@@ -90,6 +90,17 @@ public enum StaticRules {
                     )
                 )
             }
+            // A payload written in the campaign is blamed on its variant's line.
+            let where_ = variant.payload.path == campaign.path ? variant.location : at
+            for problem in liveActivityProblems(shape) {
+                issues.append(
+                    Issue(
+                        reason: .liveActivityEvent,
+                        message: "variant '\(variant.name)': \(problem)",
+                        location: where_
+                    )
+                )
+            }
         default:
             break
         }
@@ -167,6 +178,38 @@ public enum StaticRules {
             return "expiration \(at) is before the send (\(reference)); APNs would not deliver the pushes"
         }
         return nil
+    }
+
+    /// Apple's rules for a per-device Live Activity payload that its shape shows: what its event
+    /// (when written as a constant) takes, and a timestamp written in milliseconds. A broadcast is
+    /// checked on its rendered request instead (`BroadcastMessage`).
+    static func liveActivityProblems(_ shape: PayloadShape) -> [String] {
+        var problems: [String] = []
+        if case .constant(.integer(let seconds)?)? = shape.value("aps.timestamp"), seconds > 100_000_000_000 {
+            problems.append("aps.timestamp is in seconds since 1970, not milliseconds; devices drop it")
+        }
+        guard case .constant(.string(let event)?)? = shape.value("aps.event") else { return problems }
+        switch event {
+        case "start":
+            // Push-to-start (iOS 17.2+): the activity's type, its attributes and an alert.
+            for key in ["attributes-type", "attributes", "content-state", "alert"] where !shape.has("aps.\(key)") {
+                problems.append("a push-to-start (aps.event: start) needs aps.\(key)")
+            }
+        case "update", "end":
+            for key in ["attributes-type", "attributes", "input-push-token", "input-push-channel"]
+            where shape.has("aps.\(key)") {
+                problems.append("aps.\(key) goes with aps.event: start only")
+            }
+            if event == "update" && !shape.has("aps.content-state") {
+                problems.append("an update carries aps.content-state, matching the app's ContentState")
+            }
+        default:
+            problems.append("aps.event is start, update or end, not '\(event.excerpt())'")
+        }
+        if event != "end" && shape.has("aps.dismissal-date") {
+            problems.append("aps.dismissal-date goes with aps.event: end only")
+        }
+        return problems
     }
 
     /// The topic rule: push types with a suffix need it; the others must not carry another type's.

@@ -91,6 +91,10 @@ extension PlanSummary {
         sendTimeSource: String,
         samples: Int
     ) async throws -> PlanSummary {
+        let campaign = try await campaign.resolvingBuiltins(
+            in: journal,
+            now: sendTime.map { Double($0.secondsSince1970) } ?? Date().timeIntervalSince1970
+        )
         var planner = Planner(
             campaign: campaign,
             sendTime: sendTime,

@@ -155,13 +155,20 @@ public final class SendRun: Service, Sendable {
     /// Checks everything, opens (or resumes) the run and builds its executor. Throws `RunRefusal`
     /// with a message and an exit code; nothing is recorded when it does.
     public static func prepare(
-        _ campaign: LoadedCampaign,
+        _ written: LoadedCampaign,
         options: Options,
         transport: Transport,
         clock: any WallClock = SystemWallClock(),
         progress: @escaping @Sendable (SendProgress) -> Void = { _ in }
     ) async throws(RunRefusal) -> SendRun {
         let now = clock.now()
+        let campaign: LoadedCampaign
+        do {
+            // A rehearsal names the project's channels (its own journal records none).
+            campaign = try await written.resolvingBuiltins(in: options.history ?? options.journal, now: now)
+        } catch {
+            throw RunRefusal(.journal, "the journal cannot be read: \(error.message); nothing was sent")
+        }
         if case .replay(let selection) = options.kind {
             let original = selection.original
             guard campaign.id == original.campaign, campaign.revision == original.revision else {
