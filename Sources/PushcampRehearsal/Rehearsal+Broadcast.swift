@@ -44,12 +44,13 @@ extension Rehearsal {
         rehearsed.app.caFile = try ConfigString.parse(caFile).get()
         rehearsed.app.credentials = .token(teamID: teamID, keyID: keyID, keyFile: try ConfigString.parse(keyFile).get())
 
-        let client = try ChannelClient.make(
+        let client = try await ChannelClient.make(
             app: rehearsed.app,
             environment: target.channel.environment,
             paths: paths,
             variables: [:],
-            tokenCache: nil
+            tokenCache: nil,
+            journal: journal
         )
         let id = try await client.create(storage: target.channel.storage)
         await client.close()

@@ -107,7 +107,7 @@ struct Channels: AsyncParsableCommand {
 
         /// The client for `place`, with the credentials of the first app of that bundle id;
         /// prints why there is none and exits 2.
-        func client(_ place: ChannelPlan.Place) throws -> ChannelClient {
+        func client(_ place: ChannelPlan.Place) async throws -> ChannelClient {
             if let client = clients[place] { return client }
             guard
                 let app = project.appNames.compactMap({ project.apps[$0] }).first(where: { $0.topic == place.bundleID })
@@ -124,12 +124,13 @@ struct Channels: AsyncParsableCommand {
                 throw ExitCode(2)
             }
             do {
-                let client = try ChannelClient.make(
+                let client = try await ChannelClient.make(
                     app: app,
                     environment: place.environment,
                     paths: paths,
                     variables: environment,
-                    tokenCache: tokenCache
+                    tokenCache: tokenCache,
+                    journal: journal.journal
                 )
                 clients[place] = client
                 return client
@@ -143,7 +144,7 @@ struct Channels: AsyncParsableCommand {
         func appleChannels(recorded: [ChannelRecord]) async throws -> [ChannelPlan.Place: [String]] {
             var lists: [ChannelPlan.Place: [String]] = [:]
             for place in places(recorded: recorded) {
-                let client = try self.client(place)
+                let client = try await self.client(place)
                 lists[place] = try await Self.orExit { () async throws(ChannelClient.Failure) in
                     try await client.list()
                 }
@@ -321,7 +322,7 @@ struct Channels: AsyncParsableCommand {
             var created = 0
             var deleted = 0
             for entry in plan.entries where entry.action != .keep {
-                let client = try opened.client(entry.place)
+                let client = try await opened.client(entry.place)
                 let now = Date().timeIntervalSince1970
                 if entry.action == .delete || entry.action == .recreate, let record = entry.recorded {
                     if entry.action == .delete {
@@ -483,7 +484,7 @@ struct Channels: AsyncParsableCommand {
                     throw ExitCode(64)
                 }
                 let place = ChannelPlan.Place(bundleID: config.topic, environment: environment ?? config.environment)
-                let client = try opened.client(place)
+                let client = try await opened.client(place)
                 let found = try await Opened.orExit { () async throws(ChannelClient.Failure) in
                     try await client.delete(id)
                 }
@@ -505,7 +506,7 @@ struct Channels: AsyncParsableCommand {
                 await opened.close()
                 throw ExitCode(1)
             }
-            let client = try opened.client(ChannelPlan.place(of: record))
+            let client = try await opened.client(ChannelPlan.place(of: record))
             let found = try await Opened.orExit { () async throws(ChannelClient.Failure) in
                 try await client.delete(record.channelID)
             }

@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 import PushcampAPNs
 import PushcampJournal
 import PushcampSend
@@ -8,6 +9,29 @@ import Testing
 /// One provider token for every node on a journal: a cluster mints no more often than one node.
 @Suite("Provider tokens shared through the journal")
 struct SharedProviderTokenTests {
+    /// A process on a journal that holds no token yet (a new file, another journal, a read-only
+    /// command's empty one) takes the token this machine cached instead of minting a second one
+    /// within 20 minutes, and shares it through its journal.
+    @Test func aCachedTokenIsAdoptedAndSharedWhenTheJournalHasNone() async throws {
+        let cache = NSTemporaryDirectory() + "pushcamp-token-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let clock = ManualClock(1_800_000_000)
+        let key = P256.Signing.PrivateKey()
+        func process() -> ProviderTokens {
+            ProviderTokens(teamID: "ABCDE12345", keyID: "KEY1234567", key: key, clock: clock, cacheDirectory: cache)
+        }
+        let first = process()
+        await first.synchronize(through: MemoryJournal())
+        #expect(first.mintedCount == 1)
+        clock.advance(60)
+        let journal = MemoryJournal()
+        let second = process()
+        await second.synchronize(through: journal)
+        #expect(second.mintedCount == 0)
+        #expect(second.current().bearer == first.current().bearer)
+        #expect(try await journal.providerToken(for: second.sharedName) == String(first.current().bearer.dropFirst(7)))
+    }
+
     @Test func nodesOnOneJournalShareOneTokenAndOneOfThemRefreshesIt() async throws {
         let journal = MemoryJournal()
         let clock = ManualClock(1_800_000_000)

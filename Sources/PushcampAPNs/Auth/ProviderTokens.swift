@@ -152,15 +152,25 @@ public final class ProviderTokens: Sendable {
     ) async throws {
         let stored = try await read()
         let now = clock.now()
-        let candidate: String? = state.withLock { state in
+        let (candidate, share): (String?, String?) = state.withLock { state in
             if let stored, let issuedAt = usableIssuedAt(stored, now: now),
                 issuedAt > state.schedule.issuedAt ?? -.infinity
             {
                 adopt("bearer " + stored, issuedAt: issuedAt, into: &state)
             }
-            if let holdUntil = state.schedule.holdUntil, now < holdUntil { return nil }
-            guard state.schedule.needsToken(now: now + lookahead) else { return nil }
-            return ProviderTokenJWT.make(teamID: teamID, keyID: keyID, issuedAt: Int64(now), key: key)
+            // A token this machine's processes cached is as good as the store's: a process on
+            // another journal (or none) may have minted it within the last 20 minutes.
+            adoptCached(&state, now: now)
+            if let holdUntil = state.schedule.holdUntil, now < holdUntil { return (nil, nil) }
+            guard state.schedule.needsToken(now: now + lookahead) else {
+                // Ours is good: shared when the store has none yet.
+                return (nil, stored == nil && !state.bearer.isEmpty ? Self.jwt(of: state.bearer) : nil)
+            }
+            return (ProviderTokenJWT.make(teamID: teamID, keyID: keyID, issuedAt: Int64(now), key: key), nil)
+        }
+        if let share {
+            _ = try await replace(nil, share)
+            return
         }
         guard let candidate else { return }
         if try await replace(stored, candidate) {
@@ -168,12 +178,29 @@ public final class ProviderTokens: Sendable {
                 adopt("bearer " + candidate, issuedAt: Double(Int64(now)), into: &state)
                 state.minted += 1
             }
+            if let cacheFile {
+                CacheLock.withExclusiveLock(on: cacheFile) {
+                    Self.write(CachedToken(token: candidate, holdUntil: nil), to: cacheFile)
+                }
+            }
         } else if let winner = try await read() {
             state.withLock { state in
                 if let issuedAt = usableIssuedAt(winner, now: now), issuedAt > state.schedule.issuedAt ?? -.infinity {
                     adopt("bearer " + winner, issuedAt: issuedAt, into: &state)
                 }
             }
+        }
+    }
+
+    /// Adopts the cache file's token when it is usable and newer than ours (with its hold).
+    private func adoptCached(_ state: inout State, now: Double) {
+        guard let cacheFile else { return }
+        CacheLock.withExclusiveLock(on: cacheFile) {
+            guard let cached = Self.read(cacheFile), let issuedAt = usableIssuedAt(cached.token, now: now),
+                issuedAt > state.schedule.issuedAt ?? -.infinity
+            else { return }
+            adopt("bearer " + cached.token, issuedAt: issuedAt, into: &state)
+            if let holdUntil = cached.holdUntil { state.schedule.hold(until: holdUntil) }
         }
     }
 

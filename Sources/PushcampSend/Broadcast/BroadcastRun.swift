@@ -170,12 +170,13 @@ public enum BroadcastRun {
         }
         let exchange: APNsExchange
         do {
-            exchange = try SendRun.exchange(
+            exchange = try await SendRun.exchange(
                 app: campaign.app,
                 endpoint: message.endpoint,
                 paths: paths,
                 variables: variables,
-                tokenCache: tokenCache
+                tokenCache: tokenCache,
+                journal: store
             )
             // Connected before anything is recorded: a send that cannot connect is not in flight.
             try await exchange.connect()

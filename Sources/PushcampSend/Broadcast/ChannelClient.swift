@@ -1,6 +1,7 @@
 import Foundation
 import PushcampAPNs
 import PushcampAPNsCore
+import PushcampJournal
 import PushcampModel
 import PushcampPlanner
 
@@ -23,21 +24,24 @@ public struct ChannelClient: Sendable {
         public var description: String { message }
     }
 
-    /// A client with `app`'s credentials, to its channel-management endpoint for `environment`.
+    /// A client with `app`'s credentials, to its channel-management endpoint for `environment`;
+    /// its provider token is the one the nodes on `journal` share (see `SendRun.exchange`).
     public static func make(
         app: AppConfig,
         environment: APNsEnvironment,
         paths: ProjectPaths,
         variables: [String: String],
-        tokenCache: String?
-    ) throws(APNsClientError) -> ChannelClient {
+        tokenCache: String?,
+        journal: (any Journal)?
+    ) async throws(APNsClientError) -> ChannelClient {
         let endpoint = app.channelsEndpoint(environment)
-        let exchange = try SendRun.exchange(
+        let exchange = try await SendRun.exchange(
             app: app,
             endpoint: endpoint,
             paths: paths,
             variables: variables,
-            tokenCache: tokenCache
+            tokenCache: tokenCache,
+            journal: journal
         )
         return ChannelClient(bundleID: app.topic, environment: environment, endpoint: endpoint, exchange: exchange)
     }
@@ -161,13 +165,17 @@ public struct ChannelClient: Sendable {
 
 extension SendRun {
     /// A one-request-at-a-time client to `endpoint` with `app`'s credentials (the broadcast API).
+    /// Its provider token is first adopted from `journal` (or minted and stored there), as a
+    /// send's is: every process on the journal uses one token per key, and a second token within
+    /// 20 minutes would be refused (TooManyProviderTokenUpdates).
     static func exchange(
         app: AppConfig,
         endpoint: String,
         paths: ProjectPaths,
         variables: [String: String],
-        tokenCache: String?
-    ) throws(APNsClientError) -> APNsExchange {
+        tokenCache: String?,
+        journal: (any Journal)?
+    ) async throws(APNsClientError) -> APNsExchange {
         var (configuration, _) = try clientConfiguration(
             for: app,
             paths: paths,
@@ -183,6 +191,9 @@ extension SendRun {
         }
         configuration.host = host
         configuration.port = port
+        if let journal, case .providerToken(let tokens) = configuration.authentication {
+            await tokens.synchronize(through: journal)
+        }
         return try APNsExchange(configuration: configuration)
     }
 }

@@ -90,6 +90,8 @@ public struct ServeMetrics: Sendable {
         "pushcamp_appstore_store_failing":
             "1 while the last App Store notification could not be stored (serve is not ready), else 0.",
         "pushcamp_trigger_firings_total": "Trigger firings settled, by outcome.",
+        "pushcamp_broadcasts_total":
+            "Broadcast requests serve settled, by channel and outcome (delivered, or APNs' reason).",
         "pushcamp_journal_reachable": "1 while the journal answered the scheduler's last look (every second), else 0.",
         "pushcamp_journal_probe_duration_seconds": "How long the journal took to answer the scheduler's look.",
         "pushcamp_journal_errors_total": "Looks at the journal that failed (unreachable, or an error).",
@@ -260,6 +262,12 @@ public struct ServeMetrics: Sendable {
     /// A trigger firing settled: `sent` (its run reached a recipient), `no_recipient`, `skipped`.
     func triggerFired(_ campaign: String, outcome: String) {
         counter("pushcamp_trigger_firings_total", [("campaign", campaign), ("outcome", outcome)]).increment()
+    }
+
+    /// A broadcast campaign's request settled: `delivered`, APNs' reason, or `unknown-not-resent`.
+    func broadcastSettled(_ campaign: String, channel: String, outcome: String) {
+        counter("pushcamp_broadcasts_total", [("campaign", campaign), ("channel", channel), ("outcome", outcome)])
+            .increment()
     }
 
     func runRefused(_ campaign: String) {

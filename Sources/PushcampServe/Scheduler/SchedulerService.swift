@@ -559,6 +559,11 @@ public final class SchedulerService: Service, Sendable {
             return await refused(campaign, slot: slot, error, journal: journal)
         }
         metrics.slotFired(campaign)
+        metrics.broadcastSettled(
+            campaign,
+            channel: outcome.message.channel.name,
+            outcome: outcome.delivered ? "delivered" : outcome.reason ?? "HTTP \(outcome.status ?? 0)"
+        )
         let answer =
             outcome.delivered ? "200" : "\(outcome.status.map(String.init) ?? "no answer") \(outcome.reason ?? "")"
         let note = outcome.note.map { "; \($0)" } ?? ""
