@@ -152,6 +152,14 @@ struct Channels: AsyncParsableCommand {
             return lists
         }
 
+        /// The plan: the declarations against the journal and, when `askingAPNs`, what APNs lists
+        /// (nil when it was not asked).
+        func plan(askingAPNs: Bool) async throws -> (ChannelPlan, apple: [ChannelPlan.Place: [String]]?) {
+            let recorded = try await Self.orExit { try await journal.journal.channels() }
+            let apple = askingAPNs ? try await appleChannels(recorded: recorded) : nil
+            return (ChannelPlan.make(declared: declared, recorded: recorded, apple: apple), apple)
+        }
+
         /// Runs a management request; prints its failure and exits 2.
         static func orExit<T>(_ body: () async throws -> T) async throws -> T {
             do {
@@ -287,10 +295,9 @@ struct Channels: AsyncParsableCommand {
 
         func run() async throws {
             let opened = try await context.open(forWriting: false)
-            let recorded = try await Opened.orExit { try await opened.journal.journal.channels() }
-            let apple = offline ? nil : try await opened.appleChannels(recorded: recorded)
-            let plan = ChannelPlan.make(declared: opened.declared, recorded: recorded, apple: apple)
-            printDocument(Channels.render(plan, asked: apple != nil, format: format))
+            let (plan, apple) = try await opened.plan(askingAPNs: !offline)
+            let document = Channels.render(plan, asked: apple != nil, format: format)
+            if format == .json { print(document, terminator: "") } else { printDocument(document) }
             await opened.close()
         }
     }
@@ -315,9 +322,7 @@ struct Channels: AsyncParsableCommand {
         func run() async throws {
             let opened = try await context.open(forWriting: true)
             let journal = opened.journal.journal
-            let recorded = try await Opened.orExit { try await journal.channels() }
-            let apple = try await opened.appleChannels(recorded: recorded)
-            let plan = ChannelPlan.make(declared: opened.declared, recorded: recorded, apple: apple)
+            let (plan, _) = try await opened.plan(askingAPNs: true)
             printDocument(Channels.render(plan, asked: true, format: .text))
             var created = 0
             var deleted = 0
@@ -398,9 +403,7 @@ struct Channels: AsyncParsableCommand {
 
         func run() async throws {
             let opened = try await context.open(forWriting: false)
-            let recorded = try await Opened.orExit { try await opened.journal.journal.channels() }
-            let apple = offline ? nil : try await opened.appleChannels(recorded: recorded)
-            let plan = ChannelPlan.make(declared: opened.declared, recorded: recorded, apple: apple)
+            let (plan, apple) = try await opened.plan(askingAPNs: !offline)
             switch format {
             case .json: print(Channels.render(plan, asked: apple != nil, format: .json), terminator: "")
             case .text:

@@ -104,27 +104,12 @@ package final class NGHTTP2Session {
 
     /// Feeds bytes read from the connection; throws on a protocol error (the connection must close).
     func receive(_ buffer: ByteBuffer) throws(APNsClientError) {
-        let result = buffer.withUnsafeReadableBytes { bytes in
-            nghttp2_session_mem_recv(session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
-        }
-        if result < 0 {
-            throw APNsClientError(.protocolError, "HTTP/2: " + String(cString: nghttp2_strerror(Int32(result))))
-        }
+        try NGHTTP2Bytes.receive(buffer, into: session)
     }
 
     /// Everything nghttp2 wants to send now, in one buffer (nil when it has nothing).
     package func drainOutput(allocator: ByteBufferAllocator) throws(APNsClientError) -> ByteBuffer? {
-        var output: ByteBuffer?
-        while true {
-            var data: UnsafePointer<UInt8>?
-            let count = nghttp2_session_mem_send(session, &data)
-            if count < 0 {
-                throw APNsClientError(.protocolError, "HTTP/2: " + String(cString: nghttp2_strerror(Int32(count))))
-            }
-            guard count > 0, let data else { return output }
-            if output == nil { output = allocator.buffer(capacity: max(Int(count), 16_384)) }
-            output!.writeBytes(UnsafeRawBufferPointer(start: data, count: Int(count)))
-        }
+        try NGHTTP2Bytes.drain(session, allocator: allocator, capacity: 16_384)
     }
 
     /// Queues a request's HEADERS and DATA; returns its stream id.
@@ -178,7 +163,7 @@ package final class NGHTTP2Session {
         }
         guard streamID > 0 else {
             throw Refused(
-                error: APNsClientError(.protocolError, "HTTP/2: " + String(cString: nghttp2_strerror(streamID))),
+                error: NGHTTP2Bytes.failure(streamID),
                 request: request
             )
         }

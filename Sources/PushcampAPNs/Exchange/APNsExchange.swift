@@ -112,23 +112,11 @@ public final class APNsExchange: Sendable {
 
     private func connected() async throws(APNsClientError) -> any Channel {
         if let channel = connection.withLock({ $0 }), channel.isActive { return channel }
-        let host = configuration.host
-        let isAddress = (try? SocketAddress(ipAddress: host, port: 0)) != nil
-        let tlsContext = self.tlsContext
         let ready = eventLoop.makePromise(of: Void.self)
-        let bootstrap = ClientBootstrap(group: eventLoop)
-            .connectTimeout(configuration.connectTimeout)
-            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let tls = try NIOSSLClientHandler(context: tlsContext, serverHostname: isAddress ? nil : host)
-                    try channel.pipeline.syncOperations.addHandler(tls)
-                    try channel.pipeline.syncOperations.addHandler(ExchangeHandler(ready: ready))
-                }
-            }
+        let bootstrap = configuration.bootstrap(on: eventLoop, tlsContext: tlsContext) { ExchangeHandler(ready: ready) }
         let channel: any Channel
         do {
-            channel = try await bootstrap.connect(host: host, port: configuration.port).get()
+            channel = try await bootstrap.connect(host: configuration.host, port: configuration.port).get()
             try await ready.futureResult.get()
         } catch let error as APNsClientError {
             ready.fail(error)

@@ -48,26 +48,11 @@ final class NGHTTP2Exchange {
     var isIdle: Bool { streams.isEmpty }
 
     func receive(_ buffer: ByteBuffer) throws(APNsClientError) {
-        let result = buffer.withUnsafeReadableBytes { bytes in
-            nghttp2_session_mem_recv(session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
-        }
-        if result < 0 {
-            throw APNsClientError(.protocolError, "HTTP/2: " + String(cString: nghttp2_strerror(Int32(result))))
-        }
+        try NGHTTP2Bytes.receive(buffer, into: session)
     }
 
     func drainOutput(allocator: ByteBufferAllocator) throws(APNsClientError) -> ByteBuffer? {
-        var output: ByteBuffer?
-        while true {
-            var data: UnsafePointer<UInt8>?
-            let count = nghttp2_session_mem_send(session, &data)
-            if count < 0 {
-                throw APNsClientError(.protocolError, "HTTP/2: " + String(cString: nghttp2_strerror(Int32(count))))
-            }
-            guard count > 0, let data else { return output }
-            if output == nil { output = allocator.buffer(capacity: Int(count)) }
-            output!.writeBytes(UnsafeRawBufferPointer(start: data, count: Int(count)))
-        }
+        try NGHTTP2Bytes.drain(session, allocator: allocator, capacity: 0)
     }
 
     /// Queues a request; `done` is called once, with its response or why there is none.
@@ -102,9 +87,7 @@ final class NGHTTP2Exchange {
             if body.isEmpty { return nghttp2_submit_request(session, nil, &list, list.count, nil, nil) }
             return nghttp2_submit_request(session, nil, &list, list.count, &provider, nil)
         }
-        guard id > 0 else {
-            throw APNsClientError(.protocolError, "HTTP/2: " + String(cString: nghttp2_strerror(id)))
-        }
+        guard id > 0 else { throw NGHTTP2Bytes.failure(id) }
         streams[id] = stream
         return id
     }

@@ -1,4 +1,5 @@
 import NIOCore
+import NIOPosix
 import NIOSSL
 import PushcampAPNsCore
 
@@ -53,6 +54,30 @@ public struct APNsClientConfiguration: Sendable {
         if parts.count == 1 { return (String(parts[0]), 443) }
         guard let port = Int(parts[1]), (1...65535).contains(port) else { return nil }
         return (String(parts[0]), port)
+    }
+
+    /// TCP to `host`, TLS on it (ALPN h2; the server's name checked unless `host` is an address),
+    /// then the handler `makeHandler` makes: how the pool's connections and the broadcast API's
+    /// exchange connect.
+    func bootstrap(
+        on eventLoop: any EventLoop,
+        tlsContext: NIOSSLContext,
+        makeHandler: @escaping @Sendable () -> any ChannelHandler
+    ) -> ClientBootstrap {
+        let host = self.host
+        let isAddress = (try? SocketAddress(ipAddress: host, port: 0)) != nil
+        return ClientBootstrap(group: eventLoop)
+            .connectTimeout(connectTimeout)
+            // A TCP option: `.socketOption(.tcp_nodelay)` would set SOL_SOCKET option 1, SO_DEBUG, which
+            // only root may set (every connection of a user without CAP_NET_ADMIN was refused).
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let tls = try NIOSSLClientHandler(context: tlsContext, serverHostname: isAddress ? nil : host)
+                    try channel.pipeline.syncOperations.addHandler(tls)
+                    try channel.pipeline.syncOperations.addHandler(makeHandler())
+                }
+            }
     }
 
     /// Loads what a connection needs before it connects (the client certificate and its key, the

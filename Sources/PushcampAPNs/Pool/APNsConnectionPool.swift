@@ -96,7 +96,6 @@ public final class APNsConnectionPool: PushTransport {
 
     private func connect(slot: Int, events: @escaping TransportEventSink) async throws -> any Channel {
         let host = configuration.host
-        let isAddress = (try? SocketAddress(ipAddress: host, port: 0)) != nil
         let authority = configuration.port == 443 ? host : "\(host):\(configuration.port)"
         let tokens: ProviderTokens?
         if case .providerToken(let provider) = configuration.authentication { tokens = provider } else { tokens = nil }
@@ -112,23 +111,10 @@ public final class APNsConnectionPool: PushTransport {
             settingsTimeout: configuration.settingsTimeout,
             streams: streams
         )
-        let tlsContext = self.tlsContext
-        let eventLoop = self.eventLoop
         let ready = eventLoop.makePromise(of: Void.self)
-        let bootstrap = ClientBootstrap(group: eventLoop)
-            .connectTimeout(configuration.connectTimeout)
-            // A TCP option: `.socketOption(.tcp_nodelay)` would set SOL_SOCKET option 1, SO_DEBUG, which
-            // only root may set (every connection of a user without CAP_NET_ADMIN was refused).
-            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let tls = try NIOSSLClientHandler(context: tlsContext, serverHostname: isAddress ? nil : host)
-                    try channel.pipeline.syncOperations.addHandler(tls)
-                    try channel.pipeline.syncOperations.addHandler(
-                        APNsConnectionHandler(configuration: handlerConfiguration, ready: ready)
-                    )
-                }
-            }
+        let bootstrap = configuration.bootstrap(on: eventLoop, tlsContext: tlsContext) {
+            APNsConnectionHandler(configuration: handlerConfiguration, ready: ready)
+        }
         let channel: any Channel
         do {
             channel = try await bootstrap.connect(host: host, port: configuration.port).get()

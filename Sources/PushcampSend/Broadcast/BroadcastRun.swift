@@ -40,19 +40,6 @@ public enum BroadcastRun {
         return BroadcastMessage.make(campaign, channelID: recorded?.channelID, now: now, requestID: requestID)
     }
 
-    private static func recordedID(
-        of target: BroadcastTarget,
-        in journal: any Journal
-    ) async throws(RunRefusal)
-        -> String?
-    {
-        do {
-            return try await journal.channels().first { $0.name == target.channel.name }?.channelID
-        } catch {
-            throw RunRefusal(.journal, "the journal: \(error.message); nothing was sent")
-        }
-    }
-
     /// Sends `campaign` (a broadcast campaign) once, recording into `options.journal`.
     public static func send(
         _ campaign: LoadedCampaign,
@@ -64,9 +51,9 @@ public enum BroadcastRun {
         let now = Date().timeIntervalSince1970
         // Checked before anything is claimed or recorded: a broadcast that cannot go is refused
         // with nothing in the journal (a slot is then recorded as skipped, not taken over).
-        let diagnostics: [Diagnostic]
+        let (checked, diagnostics): (BroadcastMessage?, [Diagnostic])
         do {
-            diagnostics = try await message(campaign, journal: options.journal, now: now).1
+            (checked, diagnostics) = try await message(campaign, journal: options.journal, now: now)
         } catch {
             throw RunRefusal(.journal, "the journal: \(error.message); nothing was sent")
         }
@@ -77,7 +64,7 @@ public enum BroadcastRun {
                     + "\nnothing was sent"
             )
         }
-        if let target = campaign.broadcast, try await recordedID(of: target, in: options.journal) == nil {
+        if let target = campaign.broadcast, checked?.channelID == nil {
             throw RunRefusal(
                 .refused,
                 "\(target.location): error: channel '\(target.channel.name)' is not created yet: run `pushcamp channels apply` first; nothing was sent"
