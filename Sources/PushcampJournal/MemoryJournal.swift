@@ -29,6 +29,7 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
         var slices: [RunID: [MemorySlice]] = [:]
         var duplicates: [RunID: [Int: PossibleDuplicate]] = [:]
         var channels: [ChannelRecord] = []
+        var engagement: [EngagementKey: EngagementEvent] = [:]
 
         /// Appends a new run, as `createRun` does.
         mutating func startRun(

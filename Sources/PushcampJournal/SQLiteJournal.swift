@@ -361,6 +361,9 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
         migrator.registerMigration("v12: broadcast channels") { db in
             try db.execute(sql: SQLiteJournal.channelsSchema)
         }
+        migrator.registerMigration("v13: engagement") { db in
+            try db.execute(sql: SQLiteJournal.engagementSchema)
+        }
         return migrator
     }
 

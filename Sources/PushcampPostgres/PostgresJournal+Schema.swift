@@ -242,6 +242,26 @@ extension PostgresJournal {
                 "CREATE UNIQUE INDEX broadcast_channel_live ON broadcast_channel (name) WHERE deleted_at IS NULL",
             ]
         ),
+        // Engagement with a run, one row per (recipient, event): the recipient by its place in the
+        // plan, with the variant (NULL: held out) and locale the plan gave it.
+        Migration(
+            version: 6,
+            name: "engagement",
+            statements: [
+                """
+                CREATE TABLE engagement (
+                    run BIGINT NOT NULL,
+                    seq BIGINT NOT NULL,
+                    event TEXT NOT NULL,
+                    variant TEXT,
+                    locale TEXT,
+                    at DOUBLE PRECISION NOT NULL,
+                    recorded_at DOUBLE PRECISION NOT NULL,
+                    PRIMARY KEY (run, seq, event)
+                )
+                """
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

@@ -100,6 +100,18 @@ extension RunReport {
             body += "</section>\n"
         }
 
+        if let readout {
+            body += "<section class=\"readout\" id=\"engagement\"><h2>Engagement</h2>"
+            for event in readout.events {
+                for localized in [false, true] {
+                    let (header, rows) = readout.table(for: event, locales: localized)
+                    guard !rows.isEmpty else { continue }
+                    body += table(localized ? "\(event) by locale" : event, header, rows, numeric: [1, 2, 3, 4])
+                }
+            }
+            body += "<p class=\"note\">\(escape(EngagementReadout.method))</p></section>\n"
+        }
+
         let series = series(width: 600)
         body += "<section><h2>Answers per second</h2>\n"
         if series.points.isEmpty {

@@ -86,6 +86,7 @@ extension RunReport {
             ("planned", run.planned.map { .integer($0) } ?? .null), ("recipients", .integer(recipients)),
             ("delivered", .integer(delivered)), ("failed", .integer(failed)), ("outcomes", .array(outcomesJSON)),
             ("variants", readout(variantRows, latency: true)), ("locales", readout(localeRows, latency: false)),
+            ("readout", self.readout?.json ?? .null),
             (
                 "retries",
                 .object([

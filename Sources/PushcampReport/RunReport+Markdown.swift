@@ -64,6 +64,20 @@ extension RunReport {
             out += "\n"
         }
 
+        if let readout {
+            out += "#### Engagement\n\n"
+            for event in readout.events {
+                for localized in [false, true] {
+                    let (header, rows) = readout.table(for: event, locales: localized)
+                    guard !rows.isEmpty else { continue }
+                    out += "| " + header.map(Markdown.text).joined(separator: " | ") + " |\n|"
+                    out += header.indices.map { (1...3).contains($0) ? "---:|" : "---|" }.joined() + "\n"
+                    for row in rows { out += "| " + row.map(Markdown.text).joined(separator: " | ") + " |\n" }
+                    out += "\n"
+                }
+            }
+            out += Markdown.text(EngagementReadout.method) + "\n\n"
+        }
         if !stats.retries.isEmpty {
             out += "#### Retries\n\n| cause | sends |\n|---|---:|\n"
             for retry in sortedRetries { out += "| \(Markdown.text(retry.cause)) | \(retry.count) |\n" }

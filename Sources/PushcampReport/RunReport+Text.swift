@@ -54,6 +54,9 @@ extension RunReport {
             }
             out += "\n"
         }
+        if let readout {
+            out += readout.text + "\n"
+        }
 
         out += "Retries \(stats.totalRetries)"
         if !stats.retries.isEmpty {

@@ -24,6 +24,13 @@ public struct RunReport: Sendable {
         public var reason: String?
         public var count: Int
 
+        public init(kind: Kind, status: Int?, reason: String?, count: Int) {
+            self.kind = kind
+            self.status = status
+            self.reason = reason
+            self.count = count
+        }
+
         /// How people call it: `delivered`, `410 Unregistered`, `waiting to retry`…
         public var label: String {
             switch kind {
@@ -82,6 +89,11 @@ public struct RunReport: Sendable {
     public var duplicates: [PossibleDuplicate] = []
     /// Nil for a run sent whole.
     public var slices: Slices?
+    /// Engagement recorded against the run (`pushcamp engagement import`), per event, variant and locale.
+    public var engagement: [EngagementCount] = []
+
+    /// The engagement readout; nil when nothing was recorded.
+    public var readout: EngagementReadout? { EngagementReadout(report: self, counts: engagement) }
 
     public init(run: RunRecord, outcomes: [Outcome], stats: RunStats, perSecond: [AnswersInSecond]) {
         self.run = run
@@ -91,7 +103,10 @@ public struct RunReport: Sendable {
     }
 
     /// Reads run `id` from `journal`; nil when there is no such run.
-    public static func load(_ id: RunID, from journal: any JournalStore & SliceStore) async throws -> RunReport? {
+    public static func load(
+        _ id: RunID,
+        from journal: any JournalStore & SliceStore & EngagementStore
+    ) async throws -> RunReport? {
         guard let run = try await journal.run(id) else { return nil }
         // Failures by status and reason from their rows; everything else from the journal's counts.
         var failures: [String: Outcome] = [:]
@@ -118,6 +133,7 @@ public struct RunReport: Sendable {
         )
         report.duplicates = try await journal.possibleDuplicates(of: id)
         report.slices = try await slices(of: id, in: journal)
+        report.engagement = try await journal.engagementCounts(of: id)
         return report
     }
 

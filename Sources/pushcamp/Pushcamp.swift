@@ -33,7 +33,7 @@ struct Pushcamp: AsyncParsableCommand {
             Init.self, Validate.self, Plan.self, Diff.self, Rehearse.self, Send.self, Status.self, Runs.self,
             Report.self,
             Cancel.self, Replay.self, Tokens.self, Serve.self, Schedules.self, AppStore.self, JournalCommand.self,
-            Channels.self, Doctor.self, Sim.self,
+            Channels.self, Engagement.self, Doctor.self, Sim.self,
         ]
     )
 }

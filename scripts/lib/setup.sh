@@ -35,14 +35,16 @@ install_missing() {
 
 # What the tests need beyond the build: PostgreSQL's server (Debian's `postgresql`), for the
 # throwaway cluster the journal's contract suite and the many-node tests run against
-# (scripts/postgres.sh), and `ip` (iproute2) for the partition test's network namespace. Not
-# installed by setup.sh: sending with SQLite needs no server.
+# (scripts/postgres.sh), `ip` (iproute2) for the partition test's network namespace, and
+# Debian's Chromium, which the console's browser tests drive headless. Not installed by setup.sh:
+# sending with SQLite needs none of them.
 install_test_missing() {
     [[ "$(uname -s)" == Darwin ]] && return
     local missing=()
     compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
     # ip netns and veth pairs, for the partition test.
     [[ -x /usr/sbin/ip ]] || missing+=(iproute2)
+    command -v chromium >/dev/null || missing+=(chromium)
     ((${#missing[@]})) || return 0
     local sudo=()
     [[ $(id -u) -eq 0 ]] || sudo=(sudo)

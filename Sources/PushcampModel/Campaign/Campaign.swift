@@ -71,6 +71,9 @@ public struct AudienceSpec {
     public var registeredAt: String?
     /// `subscriptions:` — only recipients whose App Store subscription is in the given state.
     public var subscriptions: SubscriptionAudienceSpec?
+    /// The attribute that names a user (`user_key: user_id`): engagement events may name recipients
+    /// by it instead of by `apns-id` (`pushcamp engagement import`).
+    public var userKey: String? = nil
 
     /// No devices: the audience of a broadcast campaign, which sends to a channel.
     public static func none(at location: SourceLocation) -> AudienceSpec {

@@ -7,7 +7,7 @@ public enum CampaignReader {
         "campaign", "description", "app", "variables", "audience", "message", "schedule", "quiet_hours", "throttle",
         "retry", "frequency_cap", "trigger", "channel",
     ]
-    static let audienceKeys = ["source", "where", "exclude", "registered_at", "subscriptions"]
+    static let audienceKeys = ["source", "where", "exclude", "registered_at", "subscriptions", "user_key"]
     static let messageKeys = [
         "push_type", "priority", "expiration", "collapse_id", "topic", "payload", "strings", "locale", "variants",
         "holdout",
@@ -149,6 +149,7 @@ public enum CampaignReader {
         }
         let registeredAt = map["registered_at"].flatMap { reader.string($0, "registered_at") }
         let subscriptions = map["subscriptions"].flatMap { readSubscriptions($0, reader) }
+        let userKey = map["user_key"].flatMap { reader.string($0, "audience.user_key") }
         guard let source else { return nil }
         return AudienceSpec(
             source: source,
@@ -157,7 +158,8 @@ public enum CampaignReader {
             filterLocation: filterLocation,
             exclude: exclude,
             registeredAt: registeredAt,
-            subscriptions: subscriptions
+            subscriptions: subscriptions,
+            userKey: userKey
         )
     }
 

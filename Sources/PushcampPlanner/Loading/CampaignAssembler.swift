@@ -79,6 +79,7 @@ struct CampaignAssembler {
             registeredAtAttribute: campaign.audience.registeredAt ?? "registered_at",
             frequencyCap: frequencyCap(),
             subscriptions: campaign.audience.subscriptions,
+            userKey: campaign.audience.userKey,
             trigger: campaign.trigger,
             broadcast: broadcast
         )

@@ -60,6 +60,8 @@ public struct LoadedCampaign: Sendable {
     public var frequencyCap: FrequencyCapSpec?
     /// `audience.subscriptions`: only recipients whose App Store subscription is in these states.
     public var subscriptions: SubscriptionAudienceSpec? = nil
+    /// `audience.user_key`: the attribute engagement events may name a recipient by.
+    public var userKey: String? = nil
     /// `trigger:`: sent by `pushcamp serve` when an App Store notification arrives.
     public var trigger: TriggerSpec? = nil
     /// `channel:`: a broadcast campaign, sent as one request to this channel (its audience is empty).

@@ -190,7 +190,7 @@ struct PlanState {
 
     mutating func plan(_ recipient: Recipient, seq: Int) -> PlannedPush? {
         let hash = StableHash.hash(recipient.token, prefixedBy: campaign.id)
-        if (hash & 0xFFFF_FFFF) % 10_000 < UInt64(campaign.holdout.basisPoints) {
+        if isHeldOut(hash) {
             heldOut += 1
             return nil
         }
@@ -217,18 +217,7 @@ struct PlanState {
         let variantIndex = chooseVariant(hash >> 32)
         let chosen = variants[variantIndex]
 
-        var localeName: String?
-        var strings: [String: MustacheTemplate] = [:]
-        if let table = chosen.variant.strings {
-            let raw = localeAttribute.flatMap { recipient.attributes[$0]?.text }
-            if let cached = localeCache[variantIndex][raw] {
-                (localeName, strings) = cached
-            } else {
-                let resolved = table.resolve(raw)
-                if localeCache[variantIndex].count < 4096 { localeCache[variantIndex][raw] = resolved }
-                (localeName, strings) = resolved
-            }
-        }
+        let (localeName, strings) = locale(of: recipient, variant: variantIndex)
 
         context.reset(attributes: recipient.attributes, variables: chosen.variant.variables, strings: strings)
         writer.bytes.removeAll(keepingCapacity: true)
@@ -331,6 +320,34 @@ struct PlanState {
                 failures[reason]!.examples.append(.init(location: location, token: recipient.token, detail: detail))
             }
         }
+    }
+
+    /// The holdout keeps a recipient back when the low 32 bits of its hash fall under the share.
+    func isHeldOut(_ hash: UInt64) -> Bool {
+        (hash & 0xFFFF_FFFF) % 10_000 < UInt64(campaign.holdout.basisPoints)
+    }
+
+    /// The locale a recipient of variant `index` gets (after fallback) and its strings; nil and none
+    /// when the variant is not localized.
+    mutating func locale(
+        of recipient: Recipient,
+        variant index: Int
+    ) -> (locale: String?, strings: [String: MustacheTemplate]) {
+        guard let table = variants[index].variant.strings else { return (nil, [:]) }
+        let raw = localeAttribute.flatMap { recipient.attributes[$0]?.text }
+        if let cached = localeCache[index][raw] { return cached }
+        let resolved = table.resolve(raw)
+        if localeCache[index].count < 4096 { localeCache[index][raw] = resolved }
+        return resolved
+    }
+
+    /// Where the plan puts `recipient`, rendering nothing: held out (variant nil, with the locale the
+    /// first variant would give it), or its variant and locale.
+    mutating func assignment(of recipient: Recipient) -> (variant: Int?, locale: String?) {
+        let hash = StableHash.hash(recipient.token, prefixedBy: campaign.id)
+        let index = chooseVariant(hash >> 32)
+        let locale = locale(of: recipient, variant: isHeldOut(hash) ? 0 : index).locale
+        return (isHeldOut(hash) ? nil : index, locale)
     }
 
     func chooseVariant(_ value: UInt64) -> Int {

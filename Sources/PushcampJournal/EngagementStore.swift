@@ -1,0 +1,149 @@
+import GRDB
+import Synchronization
+
+/// Something a recipient of a run did after it: `opened`, `converted`… (imported by
+/// `pushcamp engagement import` or posted to `serve`'s `/api/engagement`), already matched to the
+/// recipient's place in the run's plan and to the variant, holdout and locale the plan gave it.
+public struct EngagementEvent: Sendable, Hashable {
+    /// The recipient's place in the run's plan (`PlannedPush.seq`).
+    public var seq: Int
+    public var event: String
+    /// The variant it was sent; nil for a recipient the holdout kept back.
+    public var variant: String?
+    public var locale: String?
+    /// When it happened, seconds since 1970.
+    public var at: Double
+
+    public init(seq: Int, event: String, variant: String?, locale: String?, at: Double) {
+        self.seq = seq
+        self.event = event
+        self.variant = variant
+        self.locale = locale
+        self.at = at
+    }
+}
+
+/// How many recipients did `event`, per variant (nil: the holdout) and locale.
+public struct EngagementCount: Sendable, Hashable {
+    public var event: String
+    public var variant: String?
+    public var locale: String?
+    public var count: Int
+
+    public init(event: String, variant: String?, locale: String?, count: Int) {
+        self.event = event
+        self.variant = variant
+        self.locale = locale
+        self.count = count
+    }
+}
+
+/// Engagement with runs: at most one of each event per recipient of a run, however often it is
+/// imported or posted.
+public protocol EngagementStore: Sendable {
+    /// Records `events` of `run` in one transaction; an event a recipient already has is left as it
+    /// is (the first time stands). Returns how many were new.
+    func recordEngagement(_ events: [EngagementEvent], run: RunID, now: Double) async throws(JournalError) -> Int
+    /// Recipients per (event, variant, locale) of `run`, counted where they are kept.
+    func engagementCounts(of run: RunID) async throws(JournalError) -> [EngagementCount]
+}
+
+extension MemoryJournal: EngagementStore {
+    struct EngagementKey: Hashable {
+        var run: RunID
+        var seq: Int
+        var event: String
+    }
+
+    public func recordEngagement(
+        _ events: [EngagementEvent],
+        run: RunID,
+        now: Double
+    ) async throws(JournalError)
+        -> Int
+    {
+        state.withLock { state in
+            var added = 0
+            for event in events {
+                let key = EngagementKey(run: run, seq: event.seq, event: event.event)
+                if state.engagement[key] == nil {
+                    state.engagement[key] = event
+                    added += 1
+                }
+            }
+            return added
+        }
+    }
+
+    public func engagementCounts(of run: RunID) async throws(JournalError) -> [EngagementCount] {
+        state.withLock { state in
+            var counts: [EngagementCount: Int] = [:]
+            for (key, event) in state.engagement where key.run == run {
+                counts[
+                    EngagementCount(event: event.event, variant: event.variant, locale: event.locale, count: 0),
+                    default: 0
+                ] += 1
+            }
+            return counts.map {
+                EngagementCount(event: $0.key.event, variant: $0.key.variant, locale: $0.key.locale, count: $0.value)
+            }
+        }
+    }
+}
+
+extension SQLiteJournal: EngagementStore {
+    static let engagementSchema = """
+        -- Engagement with a run, one row per (recipient, event): the recipient by its place in the
+        -- plan, with the variant (NULL: held out) and locale the plan gave it.
+        CREATE TABLE engagement (
+            run INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            event TEXT NOT NULL,
+            variant TEXT,
+            locale TEXT,
+            at REAL NOT NULL,
+            recorded_at REAL NOT NULL,
+            PRIMARY KEY (run, seq, event)
+        ) WITHOUT ROWID;
+        """
+
+    public func recordEngagement(
+        _ events: [EngagementEvent],
+        run: RunID,
+        now: Double
+    ) async throws(JournalError)
+        -> Int
+    {
+        try await write { db in
+            let statement = try db.cachedStatement(
+                sql: """
+                    INSERT INTO engagement (run, seq, event, variant, locale, at, recorded_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                    """
+            )
+            var added = 0
+            for event in events {
+                try statement.execute(arguments: [
+                    run.rawValue, event.seq, event.event, event.variant, event.locale, event.at, now,
+                ])
+                added += db.changesCount
+            }
+            return added
+        }
+    }
+
+    public func engagementCounts(of run: RunID) async throws(JournalError) -> [EngagementCount] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT event, variant, locale, count(*) AS n FROM engagement WHERE run = ?
+                    GROUP BY event, variant, locale
+                    """,
+                arguments: [run.rawValue]
+            ).map { row in
+                EngagementCount(event: row["event"], variant: row["variant"], locale: row["locale"], count: row["n"])
+            }
+        }
+    }
+}

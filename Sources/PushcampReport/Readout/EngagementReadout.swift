@@ -1,0 +1,115 @@
+import PushcampJournal
+
+/// What recipients did after a run, per variant, for the holdout and per locale: each event's
+/// count and rate with its 95% Wilson interval, and each variant's lift against the holdout with
+/// Newcombe's 95% interval for a difference of two rates and a two-proportion z-test
+/// (`Proportion`). A value built from the journal's counts; the renderers print it.
+///
+/// Rates are per recipient the plan assigned (intention to treat): a variant's planned recipients,
+/// the holdout's held-out ones, so a failed send counts against its variant as it would in life.
+public struct EngagementReadout: Sendable, Hashable {
+    /// The shape's version in the report JSON (`readout.version`), raised when a key changes meaning.
+    public static let version = 1
+
+    /// One event's figures in one group.
+    public struct Figure: Sendable, Hashable {
+        public var event: String
+        public var count: Int
+        public var rate: Double?
+        public var interval: ClosedRange<Double>?
+        /// Against the holdout (variants only, when the campaign has one).
+        public var lift: Proportion.Difference?
+    }
+
+    /// A variant, the holdout or a locale.
+    public struct Group: Sendable, Hashable {
+        public var name: String
+        public var isHoldout: Bool
+        /// Assigned by the plan: planned (a variant, a locale) or held out.
+        public var recipients: Int
+        /// Nil for the holdout, which is sent nothing.
+        public var delivered: Int?
+        /// One per event of the readout, in its order.
+        public var figures: [Figure]
+    }
+
+    /// The events recorded for the run, by name.
+    public var events: [String]
+    /// Variants in name order, then the holdout when the plan had one.
+    public var groups: [Group]
+    /// Sent recipients per locale (no lift: the holdout is not split by locale), most planned first.
+    public var locales: [Group]
+
+    public var holdout: Group? { groups.first { $0.isHoldout } }
+
+    /// The readout of `report`'s run with `counts` from the journal; nil when nothing was recorded,
+    /// or when the run kept no plan (without it, how many each variant was assigned is unknown).
+    public init?(report: RunReport, counts: [EngagementCount]) {
+        guard !counts.isEmpty, let plan = report.stats.plan else { return nil }
+        events = Set(counts.map(\.event)).sorted()
+        var perVariant: [String?: [String: Int]] = [:]
+        var perLocale: [String: [String: Int]] = [:]
+        for count in counts {
+            perVariant[count.variant, default: [:]][count.event, default: 0] += count.count
+            if count.variant != nil, let locale = count.locale {
+                perLocale[locale, default: [:]][count.event, default: 0] += count.count
+            }
+        }
+        let holdoutCounts = perVariant[nil] ?? [:]
+        let hasHoldout = plan.holdoutBasisPoints > 0 || !holdoutCounts.isEmpty
+        let events = events
+        func figures(_ found: [String: Int], recipients: Int, baseline: (Int, [String: Int])?) -> [Figure] {
+            events.map { event in
+                let proportion = Proportion(found[event] ?? 0, of: recipients)
+                return Figure(
+                    event: event,
+                    count: found[event] ?? 0,
+                    rate: proportion.rate,
+                    interval: proportion.wilson,
+                    lift: baseline.flatMap { proportion.difference(from: Proportion($0.1[event] ?? 0, of: $0.0)) }
+                )
+            }
+        }
+        let baseline = hasHoldout ? (plan.heldOut, holdoutCounts) : nil
+        let variantNames = Set(plan.variants.keys).union(perVariant.keys.compactMap { $0 }).sorted()
+        groups = variantNames.map { name in
+            Group(
+                name: name,
+                isHoldout: false,
+                recipients: plan.variants[name] ?? 0,
+                delivered: report.stats.variants[name]?.delivered ?? 0,
+                figures: figures(perVariant[name] ?? [:], recipients: plan.variants[name] ?? 0, baseline: baseline)
+            )
+        }
+        if hasHoldout {
+            groups.append(
+                Group(
+                    name: "holdout",
+                    isHoldout: true,
+                    recipients: plan.heldOut,
+                    delivered: nil,
+                    figures: figures(holdoutCounts, recipients: plan.heldOut, baseline: nil)
+                )
+            )
+        }
+        let localeNames = Set(plan.locales.keys).union(perLocale.keys)
+        locales = localeNames.map { name in
+            Group(
+                name: name,
+                isHoldout: false,
+                recipients: plan.locales[name] ?? 0,
+                delivered: report.stats.locales[name]?.delivered ?? 0,
+                figures: figures(perLocale[name] ?? [:], recipients: plan.locales[name] ?? 0, baseline: nil)
+            )
+        }
+        .sorted { $0.recipients != $1.recipients ? $0.recipients > $1.recipients : $0.name < $1.name }
+    }
+
+    /// How the figures are made, as the reports state it.
+    public static let method =
+        "Rates are per recipient assigned (planned for a variant, held out for the holdout), with 95% Wilson "
+        + "score intervals. Lift is the variant's rate minus the holdout's, with Newcombe's 95% interval "
+        + "for a difference of proportions and a pooled two-proportion z-test; it is called better or worse "
+        + "only when that interval leaves out 0, and too small to tell when either side expects fewer than "
+        + "5 events or 5 non-events at the pooled rate."
+}

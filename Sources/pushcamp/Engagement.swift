@@ -1,0 +1,149 @@
+import ArgumentParser
+import Foundation
+import PushcampJournal
+import PushcampModel
+import PushcampPlanner
+import PushcampPostgres
+import PushcampSend
+
+struct Engagement: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Record what recipients did after a run (opened, converted…), for the A/B readout.",
+        subcommands: [Import.self]
+    )
+
+    struct Import: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "import",
+            abstract: "Record engagement events from a CSV or JSON Lines file against a run.",
+            discussion: """
+                Each row names a recipient, by the push's apns-id (what the app sees as the \
+                notification's identifier) or by the audience's user key (the attribute \
+                audience.user_key names), an event and a time:
+
+                  apns_id,event,time
+                  1b4e28ba-2fa1-5d2b-a8c6-3c7a1d2e4f50,opened,2027-03-20T09:02:11Z
+                  8c0d4a7e-0c3e-5f7a-9b1d-2e4f6a8b0c1d,converted,1774000000
+
+                or, in a .jsonl file, {"user": "u-1042", "event": "converted", "time": "2027-03-20T10:00:00Z"}.
+
+                Rows are matched by planning the run's campaign again from the same files (the \
+                run's revision), which gives every recipient the same apns-id, variant, holdout \
+                and locale as when it was sent: import with the campaign files the run was \
+                planned from. A recipient is recorded once per event, however often it is \
+                imported; held-out recipients are recorded too (the readout's baseline); rows \
+                naming no recipient of the run, or one it never sent, are counted and left out.
+
+                A file with any bad row is refused whole, each problem at its line, and nothing \
+                is recorded. `pushcamp report` then shows each event's rate per variant, per \
+                locale and for the holdout, with the lift against the holdout.
+
+                Exit status: 0 recorded; 1 a bad file, campaign or journal.
+
+                Examples:
+                  pushcamp engagement import opens.csv --campaign campaigns/spring-sale.yaml
+                  pushcamp engagement import conversions.jsonl --campaign campaigns/spring-sale.yaml --run 12
+                """
+        )
+
+        @Argument(help: "The events: CSV with a header (apns_id or user, event, time), or JSON Lines (.jsonl).")
+        var file: String
+
+        @Option(help: ArgumentHelp("The campaign file of the run.", valueName: "campaign.yaml"))
+        var campaign: String
+
+        @Option(help: "The run (default: the campaign's latest run).")
+        var run: Int64?
+
+        @OptionGroup var journalLocation: JournalLocationOption
+
+        func run() async throws {
+            let events = EngagementFile(path: file, display: file)
+            // Every row is checked before anything is recorded: a bad file changes nothing.
+            var problems = 0
+            var rows = 0
+            do {
+                try events.forEachRow { _ in
+                    rows += 1
+                } bad: { diagnostic in
+                    problems += 1
+                    if problems <= 20 { printError(diagnostic.description) }
+                }
+            } catch {
+                printError("\(error)")
+                throw ExitCode(1)
+            }
+            if problems > 0 {
+                if problems > 20 { printError("… and \(problems - 20) more") }
+                printError("error: \(problems) bad row\(problems == 1 ? "" : "s") in \(file); nothing was recorded")
+                throw ExitCode(1)
+            }
+            let (loaded, _) = try loadCampaign(campaign)
+            let access = try journalLocation.access(loaded.journal)
+            guard let opened = try await JournalLocationOption.open(access, readOnly: false) else { throw ExitCode(1) }
+            let journal = opened.journal
+            let record: RunRecord?
+            if let run {
+                record = try await journal.run(RunID(run))
+            } else {
+                record = try await journal.latestRun(campaign: loaded.id)
+            }
+            guard let record else {
+                printError(
+                    run.map { "error: there is no run \($0) in the journal" }
+                        ?? "error: '\(loaded.id)' has no run in the journal yet: send it first"
+                )
+                throw ExitCode(1)
+            }
+            let matcher: EngagementImport
+            do {
+                matcher = try EngagementImport(campaign: loaded, run: record)
+            } catch {
+                printError("error: \(error)")
+                throw ExitCode(1)
+            }
+            var outcome = EngagementImport.Outcome()
+            var failure: String?
+            do {
+                // A chunk of rows at a time, each matched in one pass over the audience: memory
+                // stays bounded whatever the file's size.
+                var first = 0
+                while first < rows {
+                    let chunk = try events.rows(from: first, count: EngagementImport.chunkSize)
+                    outcome =
+                        outcome + (try await matcher.record(chunk, in: journal, now: Date().timeIntervalSince1970))
+                    first += EngagementImport.chunkSize
+                }
+            } catch let refusal as EngagementImport.Refusal {
+                failure = "error: \(refusal)"
+            } catch let error as JournalError {
+                failure = "error: \(error.message)"
+            }
+            await opened.close()
+            if let failure {
+                printError(failure)
+                printError(
+                    outcome.recorded > 0
+                        ? "note: \(outcome.recorded) events were recorded before this; importing the file again records the rest"
+                        : "note: nothing was recorded"
+                )
+                throw ExitCode(1)
+            }
+            print(Self.summary(outcome, rows: rows, run: record.id))
+        }
+
+        static func summary(_ outcome: EngagementImport.Outcome, rows: Int, run: RunID) -> String {
+            var lines = [
+                "run \(run): \(outcome.recorded) event\(outcome.recorded == 1 ? "" : "s") recorded from \(rows) row\(rows == 1 ? "" : "s")"
+            ]
+            if outcome.alreadyRecorded > 0 { lines.append("  \(outcome.alreadyRecorded) already recorded") }
+            if outcome.notSent > 0 {
+                lines.append("  \(outcome.notSent) named a recipient the run did not send to (left out)")
+            }
+            if outcome.unmatched > 0 {
+                lines.append("  \(outcome.unmatched) named no recipient of the run (left out)")
+            }
+            return lines.joined(separator: "\n")
+        }
+    }
+}

@@ -1,0 +1,197 @@
+import Foundation
+import PushcampTestSupport
+import Testing
+
+/// `pushcamp engagement import` and the readout it feeds, against a run sent to `pushcamp sim`.
+@Suite("engagement import and the A/B readout from the command line")
+struct EngagementCLITests {
+    /// `campaigns/e.yaml`: two variants and a 20% holdout over 300 recipients named by `user_id`.
+    static func write(_ project: TemporaryProject) throws {
+        try project.write(
+            "audiences/a.csv",
+            TemporaryProject.csv(count: 300, columns: ["user_id"]) { ["u\($0)"] }
+        )
+        try project.write(
+            "campaigns/e.yaml",
+            """
+            campaign: e
+            app: shop
+            audience:
+              source: { csv: audiences/a.csv }
+              user_key: user_id
+            message:
+              payload: { aps: { alert: hi } }
+              variants:
+                - { name: control, weight: 50 }
+                - { name: urgency, weight: 50 }
+              holdout: 20%
+
+            """
+        )
+    }
+
+    static func json(_ text: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    }
+
+    @Test func importedEventsReachTheReadoutOncePerRecipientAndEvent() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let sim = try JournalCLITests.start(project, ["--record", "received.csv"])
+        try Self.write(project)
+
+        // Every planned push with its variant and apns-id, from `plan` (the planner's own path).
+        let plan = try CLI.run(["plan", "--samples", "1000", "--format", "json", "campaigns/e.yaml"], in: project.root)
+        #expect(plan.status == 0, "\(plan.stderr)")
+        let samples = try #require(try Self.json(plan.stdout)["samples"] as? [[String: Any]])
+        var variantOf: [String: String] = [:]
+        var apnsIDOf: [String: String] = [:]
+        for sample in samples {
+            let token = try #require(sample["token"] as? String)
+            variantOf[token] = sample["variant"] as? String
+            apnsIDOf[token] = (sample["headers"] as? [String: String])?["apns-id"]
+        }
+        let heldOut = (0..<300).filter { variantOf[TemporaryProject.token($0)] == nil }
+        #expect(variantOf.count + heldOut.count == 300 && heldOut.count > 30 && heldOut.count < 90)
+
+        let send = try CLI.run(["send", "--quiet", "campaigns/e.yaml"], in: project.root)
+        #expect(send.status == 0, "\(send.stdout)\(send.stderr)")
+        _ = sim.stop()
+        // The apns-ids the simulator received are the ones the plan printed.
+        let received = try String(contentsOf: project.root.appendingPathComponent("received.csv"), encoding: .utf8)
+            .split(separator: "\n").dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false) }
+        #expect(Set(received.map { String($0[3]) }) == Set(apnsIDOf.values))
+
+        // opened: every even recipient sent (by apns-id, in upper case for some); converted: every
+        // third control recipient and every even held-out one (by user); two rows naming nobody.
+        var rows = ["apns_id,user,event,time"]
+        var expected: [String: [String: Int]] = [:]
+        for index in 0..<300 {
+            let token = TemporaryProject.token(index)
+            if let variant = variantOf[token] {
+                if index % 2 == 0, let id = apnsIDOf[token] {
+                    rows.append("\(index % 4 == 0 ? id.uppercased() : id),,opened,2027-03-20T09:0\(index % 10):00Z")
+                    expected[variant, default: [:]]["opened", default: 0] += 1
+                }
+                if variant == "control", index % 3 == 0 {
+                    rows.append(",u\(index),converted,1774000000")
+                    expected[variant, default: [:]]["converted", default: 0] += 1
+                }
+            } else if index % 2 == 0 {
+                rows.append(",u\(index),converted,1774000000")
+                expected["holdout", default: [:]]["converted", default: 0] += 1
+            }
+        }
+        rows.append("00000000-0000-5000-8000-000000000000,,opened,1774000000")
+        rows.append(",u-nobody,converted,1774000000")
+        try project.write("events.csv", rows.joined(separator: "\n") + "\n")
+        let recordedCount = rows.count - 3
+
+        let imported = try CLI.run(
+            ["engagement", "import", "events.csv", "--campaign", "campaigns/e.yaml"],
+            in: project.root
+        )
+        #expect(imported.status == 0, "\(imported.stdout)\(imported.stderr)")
+        #expect(
+            imported.stdout
+                == "run 1: \(recordedCount) events recorded from \(rows.count - 1) rows\n  2 named no recipient of the run (left out)\n"
+        )
+        // Imported again: nothing new.
+        let again = try CLI.run(
+            ["engagement", "import", "events.csv", "--campaign", "campaigns/e.yaml", "--run", "1"],
+            in: project.root
+        )
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(
+            again.stdout.hasPrefix(
+                "run 1: 0 events recorded from \(rows.count - 1) rows\n  \(recordedCount) already recorded\n"
+            ),
+            "\(again.stdout)"
+        )
+
+        let report = try CLI.run(["report", "--format", "json"], in: project.root)
+        #expect(report.status == 0, "\(report.stderr)")
+        let readout = try #require(try Self.json(report.stdout)["readout"] as? [String: Any])
+        #expect(readout["version"] as? Int == 1)
+        #expect(readout["events"] as? [String] == ["converted", "opened"])
+        let groups = try #require(readout["groups"] as? [[String: Any]])
+        #expect(groups.map { $0["name"] as? String } == ["control", "urgency", "holdout"])
+        for group in groups {
+            let name = try #require(group["name"] as? String)
+            let recipients = name == "holdout" ? heldOut.count : variantOf.values.count { $0 == name }
+            #expect(group["recipients"] as? Int == recipients, "\(name)")
+            let events = try #require(group["events"] as? [[String: Any]])
+            for event in events {
+                let eventName = try #require(event["event"] as? String)
+                #expect(event["count"] as? Int == expected[name]?[eventName] ?? 0, "\(name) \(eventName)")
+            }
+        }
+        // Urgency converted nobody, the holdout half: a clear loss against the holdout.
+        let urgencyConverted = try #require(
+            (groups[1]["events"] as? [[String: Any]])?.first { $0["event"] as? String == "converted" }
+        )
+        #expect((urgencyConverted["lift"] as? [String: Any])?["verdict"] as? String == "worse")
+        let text = try CLI.run(["report"], in: project.root)
+        #expect(text.stdout.contains("Engagement (rates per recipient assigned; 95% intervals)"), "\(text.stdout)")
+    }
+
+    @Test func aBadFileIsRefusedWholeWithEachProblemAtItsLine() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let sim = try JournalCLITests.start(project)
+        defer { _ = sim.stop() }
+        try Self.write(project)
+        #expect(try CLI.run(["send", "--quiet", "campaigns/e.yaml"], in: project.root).status == 0)
+
+        try project.write(
+            "bad.csv",
+            """
+            apns_id,user,event,time
+            ,u1,opened,2027-03-20T09:00:00Z
+            secret-looking-value,,opened,2027-03-20T09:00:00Z
+            ,u2,,2027-03-20T09:00:00Z
+            ,u3,Opened!,2027-03-20T09:00:00Z
+            ,u4,opened,1774000000000
+            ,,opened,1774000000
+
+            """
+        )
+        let bad = try CLI.run(["engagement", "import", "bad.csv", "--campaign", "campaigns/e.yaml"], in: project.root)
+        #expect(bad.status == 1)
+        for expected in [
+            "bad.csv:3: error: 'apns_id' is not a UUID (8-4-4-4-12 hex digits)",
+            "bad.csv:4: error: 'event' is missing: name what happened, like opened or converted",
+            "bad.csv:5: error: 'event' must be 1-64 lowercase letters, digits, '_' or '-', starting with a letter",
+            "bad.csv:6: error: 'time' is out of range: seconds since 1970 (not milliseconds), after 2001",
+            "bad.csv:7: error: the row names no recipient: give 'apns_id' or 'user'",
+            "error: 5 bad rows in bad.csv; nothing was recorded",
+        ] {
+            #expect(bad.stderr.contains(expected), "\(bad.stderr)")
+        }
+        #expect(!bad.stderr.contains("secret-looking-value"))
+        let report = try CLI.run(["report", "--format", "json"], in: project.root)
+        #expect(try Self.json(report.stdout)["readout"] is NSNull)
+
+        // An unknown column is refused at the header; so are users without audience.user_key, and
+        // files the run was not planned from.
+        try project.write("extra.csv", "apns_id,event,time,email\n")
+        let extra = try CLI.run(
+            ["engagement", "import", "extra.csv", "--campaign", "campaigns/e.yaml"],
+            in: project.root
+        )
+        #expect(
+            extra.status == 1 && extra.stderr.contains("extra.csv:1: error: unknown column 'email'"),
+            "\(extra.stderr)"
+        )
+        try project.write("users.csv", "user,event,time\nu1,opened,1774000000\n")
+        let campaign = try String(contentsOf: project.root.appendingPathComponent("campaigns/e.yaml"), encoding: .utf8)
+        try project.write("campaigns/e.yaml", campaign.replacingOccurrences(of: "  user_key: user_id\n", with: ""))
+        let changed = try CLI.run(
+            ["engagement", "import", "users.csv", "--campaign", "campaigns/e.yaml"],
+            in: project.root
+        )
+        #expect(changed.status == 1)
+        #expect(changed.stderr.contains("error: run 1 was planned from revision"), "\(changed.stderr)")
+        #expect(changed.stderr.contains("note: nothing was recorded") || changed.stderr.contains("check them out"))
+    }
+}

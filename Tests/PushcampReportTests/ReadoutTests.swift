@@ -1,0 +1,206 @@
+import Foundation
+import PushcampJournal
+import PushcampModel
+import PushcampReport
+import Testing
+
+@Suite("The engagement readout's statistics")
+struct ReadoutTests {
+    /// Within `tolerance` of the expected figure (published tables give 4 decimals).
+    static func near(_ value: Double?, _ expected: Double, _ tolerance: Double = 0.000_05) -> Bool {
+        guard let value else { return false }
+        return abs(value - expected) <= tolerance
+    }
+
+    /// Newcombe (1998), "Two-sided confidence intervals for the single proportion", table I: the
+    /// score interval (without continuity correction).
+    @Test(arguments: [
+        (81, 263, 0.2553, 0.3662), (15, 148, 0.0624, 0.1605), (0, 20, 0.0, 0.1611), (1, 29, 0.0061, 0.1718),
+    ])
+    func wilsonIntervalsMatchNewcombesTable(_ successes: Int, _ trials: Int, _ low: Double, _ high: Double) throws {
+        let interval = try #require(Proportion(successes, of: trials).wilson)
+        #expect(Self.near(interval.lowerBound, low), "\(interval)")
+        #expect(Self.near(interval.upperBound, high), "\(interval)")
+    }
+
+    /// Newcombe (1998), "Interval estimation for the difference between independent proportions",
+    /// table II, method 10 (the hybrid score interval).
+    @Test(arguments: [(56, 70, 48, 80, 0.0524, 0.3339), (9, 10, 3, 10, 0.1705, 0.8090)])
+    func differenceIntervalsMatchNewcombesMethod10(
+        _ x1: Int,
+        _ n1: Int,
+        _ x2: Int,
+        _ n2: Int,
+        _ low: Double,
+        _ high: Double
+    ) throws {
+        let difference = try #require(Proportion(x1, of: n1).difference(from: Proportion(x2, of: n2)))
+        #expect(Self.near(difference.interval.lowerBound, low), "\(difference.interval)")
+        #expect(Self.near(difference.interval.upperBound, high), "\(difference.interval)")
+    }
+
+    @Test func noTrialsHaveNoRate() {
+        #expect(Proportion(0, of: 0).rate == nil)
+        #expect(Proportion(0, of: 0).wilson == nil)
+        #expect(Proportion(3, of: 10).difference(from: Proportion(0, of: 0)) == nil)
+        // Counts beyond the trials are clamped, never a rate above 1.
+        #expect(Proportion(12, of: 10).rate == 1)
+    }
+
+    /// A run with two variants of 1,000 recipients each and a holdout of 500 (20%), in two locales,
+    /// and four events: every verdict, computed by hand (Wilson and Newcombe's formulas, the
+    /// pooled z-test) and written down here.
+    static func fixture() -> RunReport {
+        var stats = RunStats()
+        var plan = PlanFunnel()
+        plan.read = 2_500
+        plan.planned = 2_000
+        plan.heldOut = 500
+        plan.holdoutBasisPoints = 2_000
+        plan.variants = ["control": 1_000, "urgency": 1_000]
+        plan.locales = ["en": 1_200, "fr": 800]
+        stats.plan = plan
+        stats.variants = ["control": Readout(delivered: 990), "urgency": Readout(delivered: 985)]
+        stats.locales = ["en": Readout(delivered: 1_190), "fr": Readout(delivered: 785)]
+        var report = RunReport(
+            run: RunRecord(
+                id: RunID(7),
+                campaign: "spring",
+                revision: "abc",
+                status: .finished,
+                startedAt: 1_000,
+                updatedAt: 1_100,
+                cancelRequested: false,
+                planned: 2_000
+            ),
+            outcomes: [RunReport.Outcome(kind: .delivered, status: 200, reason: nil, count: 1_975)],
+            stats: stats,
+            perSecond: []
+        )
+        func count(_ event: String, _ variant: String?, _ locale: String?, _ count: Int) -> EngagementCount {
+            EngagementCount(event: event, variant: variant, locale: locale, count: count)
+        }
+        report.engagement = [
+            // converted: control 150/1000 (better), urgency 50/1000 (worse), holdout 50/500.
+            count("converted", "control", "en", 90), count("converted", "control", "fr", 60),
+            count("converted", "urgency", "en", 30), count("converted", "urgency", "fr", 20),
+            count("converted", nil, "en", 30), count("converted", nil, "fr", 20),
+            // renewed: control 105/1000 against 50/500: no clear difference.
+            count("renewed", "control", "en", 105), count("renewed", nil, nil, 50),
+            // annual: 3/1000 against 1/500: too small to tell.
+            count("annual", "control", "fr", 3), count("annual", nil, "fr", 1),
+        ]
+        return report
+    }
+
+    @Test func theFixturesReadoutIsTheHandComputedOne() throws {
+        let readout = try #require(Self.fixture().readout)
+        #expect(readout.events == ["annual", "converted", "renewed"])
+        #expect(readout.groups.map(\.name) == ["control", "urgency", "holdout"])
+        #expect(readout.groups.map(\.recipients) == [1_000, 1_000, 500])
+        #expect(readout.groups.map(\.delivered) == [990, 985, nil])
+        func figure(_ group: String, _ event: String) throws -> EngagementReadout.Figure {
+            try #require(readout.groups.first { $0.name == group }?.figures.first { $0.event == event })
+        }
+
+        // control converted: 150/1000 = 15.0% [12.9210%, 17.3469%]; lift +5.0 pts [+1.3974, +8.3086],
+        // p = 0.00724: better.
+        let control = try figure("control", "converted")
+        #expect(control.count == 150)
+        #expect(Self.near(control.rate, 0.15, 1e-12))
+        #expect(Self.near(control.interval?.lowerBound, 0.129210, 1e-6))
+        #expect(Self.near(control.interval?.upperBound, 0.173469, 1e-6))
+        let controlLift = try #require(control.lift)
+        #expect(Self.near(controlLift.difference, 0.05, 1e-12))
+        #expect(Self.near(controlLift.interval.lowerBound, 0.013974, 1e-6))
+        #expect(Self.near(controlLift.interval.upperBound, 0.083086, 1e-6))
+        #expect(Self.near(controlLift.pValue, 0.00724364, 1e-7))
+        #expect(Self.near(controlLift.relative, 0.5, 1e-12))
+        #expect(controlLift.verdict == .better)
+
+        // urgency converted: 50/1000 against 50/500: −5.0 pts [−8.1726, −2.2099], p = 0.000253: worse.
+        let urgency = try #require(try figure("urgency", "converted").lift)
+        #expect(Self.near(urgency.difference, -0.05, 1e-12))
+        #expect(Self.near(urgency.interval.lowerBound, -0.081726, 1e-6))
+        #expect(Self.near(urgency.interval.upperBound, -0.022099, 1e-6))
+        #expect(Self.near(urgency.pValue, 0.000252584, 1e-8))
+        #expect(urgency.verdict == .worse)
+
+        // renewed: 105/1000 against 50/500: +0.5 pts [−2.9239, +3.6075], p = 0.764: no clear difference.
+        let renewed = try #require(try figure("control", "renewed").lift)
+        #expect(Self.near(renewed.interval.lowerBound, -0.029239, 1e-6))
+        #expect(Self.near(renewed.interval.upperBound, 0.036075, 1e-6))
+        #expect(Self.near(renewed.pValue, 0.764255, 1e-6))
+        #expect(renewed.verdict == .noClearDifference)
+        // A variant with no event of a kind still has a figure: 0 of its recipients.
+        let urgencyRenewed = try figure("urgency", "renewed")
+        #expect(urgencyRenewed.count == 0 && urgencyRenewed.rate == 0)
+
+        // annual: 3/1000 against 1/500: at the pooled rate the holdout expects 1.3 events: too small.
+        let annual = try #require(try figure("control", "annual").lift)
+        #expect(Self.near(annual.interval.lowerBound, -0.008450, 1e-6))
+        #expect(Self.near(annual.interval.upperBound, 0.007013, 1e-6))
+        #expect(annual.verdict == .tooSmall)
+
+        // The holdout: 50/500 = 10.0% [7.6678%, 12.9422%], no lift of its own.
+        let holdout = try figure("holdout", "converted")
+        #expect(Self.near(holdout.interval?.lowerBound, 0.076678, 1e-6))
+        #expect(Self.near(holdout.interval?.upperBound, 0.129422, 1e-6))
+        #expect(holdout.lift == nil)
+
+        // Locales count sent recipients only: en converted 90 + 30 of 1,200; fr 60 + 20 of 800.
+        #expect(readout.locales.map(\.name) == ["en", "fr"])
+        let en = try #require(readout.locales[0].figures.first { $0.event == "converted" })
+        #expect(en.count == 120 && Self.near(en.rate, 0.1, 1e-12) && en.lift == nil)
+        let fr = try #require(readout.locales[1].figures.first { $0.event == "converted" })
+        #expect(fr.count == 80)
+    }
+
+    @Test func everyFormatStatesTheReadout() throws {
+        let report = Self.fixture()
+        let text = report.text()
+        #expect(text.contains("Engagement (rates per recipient assigned; 95% intervals)"), "\(text)")
+        #expect(
+            text.contains(
+                "control        1000        990        150  15.0%    12.9–17.3%  +5.0 pts (+1.4 to +8.3) better"
+            ),
+            "\(text)"
+        )
+        #expect(
+            text.contains(
+                "urgency        1000        985         50   5.0%      3.8–6.5%  -5.0 pts (-8.2 to -2.2) worse"
+            ),
+            "\(text)"
+        )
+        #expect(text.contains("+0.1 pts (-0.8 to +0.7) too small to tell"), "\(text)")
+        #expect(text.contains("holdout         500          –         50  10.0%     7.7–12.9%  baseline"), "\(text)")
+        let markdown = report.markdown()
+        #expect(markdown.contains("#### Engagement"), "\(markdown)")
+        #expect(
+            markdown.contains("| control | 1000 | 990 | 150 | 15.0% | 12.9–17.3% | +5.0 pts (+1.4 to +8.3) better |"),
+            "\(markdown)"
+        )
+        let html = report.html()
+        #expect(html.contains("<section class=\"readout\" id=\"engagement\"><h2>Engagement</h2>"))
+        #expect(html.contains("-5.0 pts (-8.2 to -2.2) worse"))
+
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(report.json().utf8)) as? [String: Any]
+        )
+        let readout = try #require(json["readout"] as? [String: Any])
+        #expect(readout["version"] as? Int == 1)
+        #expect(readout["events"] as? [String] == ["annual", "converted", "renewed"])
+        let groups = try #require(readout["groups"] as? [[String: Any]])
+        #expect(groups.map { $0["name"] as? String } == ["control", "urgency", "holdout"])
+        let urgencyEvents = try #require(groups[1]["events"] as? [[String: Any]])
+        let converted = try #require(urgencyEvents.first { $0["event"] as? String == "converted" })
+        let lift = try #require(converted["lift"] as? [String: Any])
+        #expect(lift["verdict"] as? String == "worse")
+        #expect(groups[2]["delivered"] is NSNull)
+        // A run with nothing recorded has no readout.
+        var empty = report
+        empty.engagement = []
+        #expect(empty.readout == nil)
+        #expect(empty.json().contains("\"readout\":null"))
+    }
+}
