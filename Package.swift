@@ -41,6 +41,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // The version and the git commit of the build (the commit written by BuildInfoPlugin).
@@ -192,8 +193,9 @@ let package = Package(
             name: "PushcampServe",
             dependencies: [
                 "PushcampSend", "PushcampPlanner", "PushcampModel", "PushcampJournal", "PushcampAPNsCore",
-                "PushcampAppStore", "PushcampBuildInfo",
+                "PushcampAppStore", "PushcampBuildInfo", "PushcampReport",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 // The App Store Server API's client (HTTP/1.1 over TLS).

@@ -177,7 +177,7 @@ extension RunReport {
             <!DOCTYPE html>
             <html lang="en"><head><meta charset="utf-8">
             <meta name="viewport" content="width=device-width, initial-scale=1">
-            <title>\(escape(title))</title>
+            <title>\(escape(title))</title><link rel="icon" href="data:,">
             <style>\(Self.style)</style></head>
             <body>
             \(body)<footer>pushcamp report · \(escape(run.campaign)) run \(run.id)</footer>
@@ -262,6 +262,15 @@ extension RunReport {
         th,td{padding:3px 6px}}
         footer{margin-top:32px;color:#9aa3b0;font-size:12px}
         """
+}
+
+/// What other pages share with the report's: escaping and the style sheet, so `serve`'s console
+/// looks like the reports it links to.
+public enum HTML {
+    /// `text` with `&`, `<`, `>` and `"` escaped.
+    public static func escape(_ text: String) -> String { PushcampReport.escape(text) }
+
+    public static var style: String { RunReport.style }
 }
 
 /// `text` with `&`, `<`, `>` and `"` escaped for HTML and SVG.

@@ -43,6 +43,13 @@ struct Serve: AsyncParsableCommand {
             and, for apps with an `app_store:` key, POST /app-store/notifications \
             (serve.app_store_path).
 
+            With `serve.console: true`, a read-only console at / (runs with live progress and their \
+            reports, schedules and next slots, App Store notifications, trigger firings, dead \
+            tokens, health), its JSON under /api/ and POST /api/engagement. With \
+            PUSHCAMP_CONSOLE_TOKEN set, every console page and call needs that token (a browser \
+            signs in once at /login); without it the console is open, read-only, and allowed only \
+            on a loopback address (docs/console.md).
+
             Ctrl-C or SIGTERM drains at once: no new slot fires, running sends stop as `send` does \
             (in-flight answers recorded; a send waiting for its recipients' local time or the end \
             of quiet hours stops without waiting), and the next serve resumes them. Logs go to \
@@ -165,7 +172,27 @@ struct Serve: AsyncParsableCommand {
             printError("error: App Store notifications cannot be received: \(error)")
             throw ExitCode(1)
         }
-        let receiving = appStore.map { "; App Store notifications at POST \($0.path)" } ?? ""
+        var console: Console?
+        if loaded.serve.console {
+            let environment = ProcessInfo.processInfo.environment
+            let token = environment[ConsoleAccess.tokenVariable].flatMap { $0.isEmpty ? nil : $0 }
+            if let problem = ConsoleAccess.problem(listen: address, token: token) {
+                printError("error: the console cannot start: \(problem)")
+                throw ExitCode(1)
+            }
+            console = Console(
+                access: ConsoleAccess(token: token),
+                journal: journal,
+                journalName: access.name,
+                paths: paths,
+                folders: loaded.serve.campaignFolders,
+                status: status
+            )
+        }
+        let receiving =
+            (appStore.map { "; App Store notifications at POST \($0.path)" } ?? "")
+            + (console.map { "; the console at / (\($0.access.token == nil ? "open on loopback" : "token required"))" }
+                ?? "")
         let descriptors = ServeHTTP.raiseDescriptorLimit()
         let http = ServeHTTP.application(
             listen: address,
@@ -173,6 +200,7 @@ struct Serve: AsyncParsableCommand {
             metrics: metrics,
             logger: httpLogger,
             appStore: appStore,
+            console: console,
             limits: ServeHTTP.Limits(descriptors: descriptors)
         ) { port in
             logger.notice(

@@ -149,6 +149,8 @@ public struct ServeSpec: Hashable, Sendable {
     public var campaignFolders: [String]
     /// Where App Store Server Notifications are POSTed.
     public var appStorePath = "/app-store/notifications"
+    /// `console: true`: the read-only console at `/` and its JSON under `/api/` (docs/console.md).
+    public var console = false
 
     public init(listen: ListenAddress = .defaultServe, campaignFolders: [String] = ["campaigns"]) {
         self.listen = listen

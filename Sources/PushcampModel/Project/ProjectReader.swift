@@ -215,7 +215,9 @@ public enum ProjectReader {
 
     static func readServe(_ node: Node, _ reader: YAMLReader) -> ServeSpec {
         var serve = ServeSpec()
-        guard let map = reader.mapping(node, in: "serve", allowed: ["listen", "campaigns", "app_store_path"]) else {
+        guard
+            let map = reader.mapping(node, in: "serve", allowed: ["listen", "campaigns", "app_store_path", "console"])
+        else {
             return serve
         }
         if let node = map["app_store_path"], let path = reader.string(node, "serve.app_store_path") {
@@ -227,6 +229,9 @@ public enum ProjectReader {
         }
         if let listen = map["listen"].flatMap({ reader.parsed($0, "serve.listen", ListenAddress.parse) }) {
             serve.listen = listen
+        }
+        if let console = map["console"].flatMap({ reader.bool($0, "serve.console") }) {
+            serve.console = console
         }
         if let campaigns = map["campaigns"] {
             if case .sequence(let items) = campaigns {

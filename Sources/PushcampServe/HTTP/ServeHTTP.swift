@@ -15,7 +15,7 @@ import Darwin
 /// `serve`'s HTTP server (hummingbird 2): `GET /healthz` (the process answers), `GET /readyz`
 /// (200 when the journal is open, the scheduler ticks, every campaign's credentials can be used and
 /// App Store notifications can be stored; 503 with the reasons otherwise) and `GET /metrics`
-/// (Prometheus' text format). Plain HTTP on the configured address, loopback by default: put a
+/// (Prometheus' text format), and with `serve.console` the console and its `/api/` (`Console`). Plain HTTP on the configured address, loopback by default: put a
 /// TLS-terminating proxy in front to expose it (docs/serve.md).
 ///
 /// Connections are bounded (`Limits`): a connection that sends nothing is closed after the idle
@@ -73,6 +73,7 @@ public enum ServeHTTP {
         logger: Logger,
         clock: any WallClock = SystemWallClock(),
         appStore: (path: String, receiver: AppStoreReceiver)? = nil,
+        console: Console? = nil,
         limits: Limits = Limits(),
         onListening: @escaping @Sendable (Int) -> Void = { _ in }
     ) -> App {
@@ -95,6 +96,7 @@ public enum ServeHTTP {
                 )
             }
         }
+        console?.register(on: router)
         router.get("healthz") { _, _ in
             "ok\n"
         }

@@ -1,0 +1,218 @@
+import PushcampJournal
+import PushcampModel
+import PushcampReport
+
+/// The console's pages as HTML: server-rendered, self-contained (no external assets: it works
+/// offline), readable on a phone, with a little JavaScript that refreshes the runs and the health
+/// from `/api/runs` and `/api/health` every two seconds, without reloading the page. Pure: the
+/// routes read the journal and hand the values here.
+public struct ConsolePage: Sendable {
+    public var status: ProjectStatus
+    public var runs: RunListing
+    public var schedules: ScheduleListing
+    public var notifications: NotificationListing
+    public var firings: FiringListing
+    public var ready: Bool
+    public var health: String
+
+    public init(
+        status: ProjectStatus,
+        runs: RunListing,
+        schedules: ScheduleListing,
+        notifications: NotificationListing,
+        firings: FiringListing,
+        ready: Bool,
+        health: String
+    ) {
+        self.status = status
+        self.runs = runs
+        self.schedules = schedules
+        self.notifications = notifications
+        self.firings = firings
+        self.ready = ready
+        self.health = health
+    }
+
+    static func escape(_ text: String) -> String { HTML.escape(text) }
+
+    /// A run's tone for its status badge.
+    static func tone(_ status: RunStatus) -> String {
+        switch status {
+        case .finished: return "good"
+        case .running: return "info"
+        case .interrupted: return "warn"
+        case .cancelled, .superseded: return "bad"
+        default: return "info"
+        }
+    }
+
+    static func page(title: String, body: String, script: String = "") -> String {
+        """
+        <!doctype html><html lang="en"><head><meta charset="utf-8">\
+        <meta name="viewport" content="width=device-width,initial-scale=1"><title>\(escape(title))</title><link rel="icon" href="data:,">\
+        <style>\(HTML.style)\(style)</style></head><body>\(body)\
+        \(script.isEmpty ? "" : "<script>\(script)</script>")</body></html>
+
+        """
+    }
+
+    static let style = """
+        progress{width:120px;height:10px;vertical-align:middle}header{margin-bottom:8px}
+        pre{white-space:pre-wrap;font-size:12px;background:#f6f7f9;padding:8px;border-radius:6px;margin:0}
+        a{color:#1f4f96}section{margin-top:24px}.pair{margin-top:0}
+        @media (max-width:640px){progress{width:56px}.wide{display:none}}
+        """
+
+    /// One row of the runs table, as the script builds it too (same cells, same order).
+    static func runRow(_ row: RunListing.Row) -> String {
+        let run = row.run
+        let counts = row.counts
+        let planned = run.planned ?? (counts.total - counts.planned)
+        let done = counts.delivered + counts.failed
+        let percent = planned > 0 ? done * 100 / planned : 0
+        return "<tr data-run=\"\(run.id)\"><td><a href=\"/runs/\(run.id)\">\(run.id)</a></td>"
+            + "<td>\(escape(run.campaign))</td>"
+            + "<td><span class=\"status \(tone(run.status))\">\(run.status.rawValue)</span></td>"
+            + "<td><progress max=\"\(max(planned, 1))\" value=\"\(done)\"></progress> \(percent)%</td>"
+            + "<td class=\"num\">\(counts.delivered)</td><td class=\"num\">\(counts.failed)</td>"
+            + "<td class=\"num wide\">\(planned)</td><td class=\"wide\">\(Timestamps.text(run.startedAt))</td></tr>"
+    }
+
+    /// The overview at `/`.
+    public func overview() -> String {
+        var body = "<header><h1>Pushcamp <span id=\"ready\" class=\"status \(ready ? "good" : "bad")\">"
+        body += ready ? "ready" : "not ready"
+        body += "</span></h1><p class=\"meta\">journal \(Self.escape(status.journal)) · updated "
+        body += "<span id=\"updated\">\(Timestamps.text(status.now))</span></p></header>\n"
+
+        body +=
+            "<section><h2>Runs</h2><div class=\"scroll\"><table id=\"runs\"><thead><tr><th>run</th><th>campaign</th>"
+        body += "<th>status</th><th>progress</th><th class=\"num\">delivered</th><th class=\"num\">failed</th>"
+        body += "<th class=\"num wide\">planned</th><th class=\"wide\">started</th></tr></thead><tbody>"
+        body += runs.rows.isEmpty ? "<tr><td colspan=\"8\">no runs yet</td></tr>" : runs.rows.map(Self.runRow).joined()
+        body += "</tbody></table></div><p class=\"note\">Each run links to its report.</p></section>\n"
+
+        body +=
+            "<section id=\"schedules\"><h2>Schedules</h2><div class=\"scroll\"><table><tr><th>campaign</th><th>schedule</th>"
+        body += "<th>next slots</th><th>last fired</th></tr>"
+        if schedules.entries.isEmpty { body += "<tr><td colspan=\"4\">no scheduled campaigns</td></tr>" }
+        for entry in schedules.entries {
+            let name = Self.escape(entry.campaign ?? entry.file)
+            if let error = entry.error {
+                body += "<tr><td>\(name)<br><span class=\"note\">\(Self.escape(entry.file))</span></td>"
+                body += "<td colspan=\"3\"><span class=\"status bad\">invalid</span> \(Self.escape(error))</td></tr>"
+                continue
+            }
+            let next = entry.nextSlots.map { Timestamps.text(Double($0)) }.joined(separator: "<br>")
+            var last = "–"
+            if let fired = entry.lastFired {
+                last = Timestamps.text(Double(fired.slot))
+                if let run = fired.run { last += " · <a href=\"/runs/\(run)\">run \(run)</a>" }
+                if let record = entry.lastRun { last += " \(record.status.rawValue)" }
+            }
+            body += "<tr><td>\(name)<br><span class=\"note\">\(Self.escape(entry.file))</span></td>"
+            body += "<td>\(Self.escape(entry.schedule.map { "\($0)" } ?? ""))</td><td>\(next.isEmpty ? "–" : next)</td>"
+            body += "<td>\(last)</td></tr>"
+        }
+        body += "</table></div></section>\n"
+
+        body += "<section class=\"pair\"><div class=\"scroll\"><h2>Health</h2><pre id=\"health\">"
+        body += Self.escape(health) + "</pre></div><div class=\"scroll\" id=\"problems\"><h2>Problems</h2>"
+        if status.problems.isEmpty {
+            body += "<p class=\"empty\">none in the last day</p>"
+        } else {
+            body += "<table>"
+            for problem in status.problems.prefix(20) {
+                body += "<tr><td>\(problem.at.map(Timestamps.text) ?? "–")</td><td>\(Self.escape(problem.subject))"
+                body += "<br><span class=\"note\">\(Self.escape(problem.message))</span></td></tr>"
+            }
+            body += "</table>"
+        }
+        body += "</div></section>\n"
+
+        body += "<section class=\"pair\" id=\"appstore\"><div class=\"scroll\"><h2>App Store notifications</h2><table>"
+        body += "<tr><th>received</th><th>type</th><th>app</th><th>kept</th></tr>"
+        if notifications.records.isEmpty { body += "<tr><td colspan=\"4\">none received</td></tr>" }
+        for record in notifications.records {
+            let type = record.type + (record.subtype.map { "/\($0)" } ?? "")
+            body += "<tr><td>\(Timestamps.text(record.receivedAt))</td><td>\(Self.escape(type))</td>"
+            body += "<td>\(Self.escape(record.app ?? record.bundleID ?? "–"))</td>"
+            body += "<td>\(record.disposition == .stored ? "stored" : "quarantined")</td></tr>"
+        }
+        body += "</table></div><div class=\"scroll\"><h2>Trigger firings</h2><table>"
+        body += "<tr><th>due</th><th>campaign</th><th>status</th></tr>"
+        if firings.firings.isEmpty { body += "<tr><td colspan=\"3\">none yet</td></tr>" }
+        for firing in firings.firings {
+            var state = Self.escape(firing.status.rawValue)
+            if let run = firing.run { state += " · <a href=\"/runs/\(run)\">run \(run)</a>" }
+            body += "<tr><td>\(Timestamps.text(firing.dueAt))</td><td>\(Self.escape(firing.campaign))</td>"
+            body += "<td>\(state)</td></tr>"
+        }
+        body += "</table></div></section>\n"
+
+        body += "<section id=\"dead\"><h2>Dead tokens</h2><div class=\"scroll\"><table><tr><th>topic</th>"
+        body += "<th class=\"num\">total</th><th class=\"num\">last day</th></tr>"
+        if status.deadTokens.isEmpty { body += "<tr><td colspan=\"3\">none remembered</td></tr>" }
+        for dead in status.deadTokens {
+            body += "<tr><td>\(Self.escape(dead.topic))</td><td class=\"num\">\(dead.total)</td>"
+            body += "<td class=\"num\">\(dead.lastDay)</td></tr>"
+        }
+        body += "</table></div></section>\n"
+        body += "<footer>Read-only. JSON: <a href=\"/api/runs\">/api/runs</a> · <a href=\"/api/schedules\">"
+        body += "/api/schedules</a> · <a href=\"/api/status\">/api/status</a> · <a href=\"/api/health\">/api/health</a>"
+        body += " · <a href=\"/api/notifications\">/api/notifications</a> · <a href=\"/api/firings\">/api/firings</a>"
+        body += "</footer>"
+        return Self.page(title: "Pushcamp console", body: body, script: Self.script)
+    }
+
+    /// Refreshes the runs table and the health every two seconds from the JSON, building rows with
+    /// DOM calls and `textContent` (never HTML from data), and the other sections every ten from
+    /// this page as the server renders it now.
+    static let script = """
+        (function(){
+        var tones={finished:'good',running:'info',interrupted:'warn',cancelled:'bad',superseded:'bad'};
+        function cell(tr,text,cls){var td=document.createElement('td');if(cls)td.className=cls;
+        td.textContent=text;tr.appendChild(td);return td;}
+        function when(iso){return iso.replace('T',' ').replace(/\\.\\d+Z$/,'Z').replace(/:\\d\\dZ$/,'Z');}
+        function row(r){var tr=document.createElement('tr');tr.setAttribute('data-run',r.run);
+        var a=document.createElement('a');a.href='/runs/'+r.run;a.textContent=r.run;
+        cell(tr,'').appendChild(a);cell(tr,r.campaign);
+        var badge=document.createElement('span');badge.className='status '+(tones[r.status]||'');
+        badge.textContent=r.status;cell(tr,'').appendChild(badge);
+        var planned=(r.planned==null)?r.sent:r.planned;var done=r.delivered+r.failed;
+        var p=document.createElement('progress');p.max=Math.max(planned,1);p.value=done;
+        var td=cell(tr,'');td.appendChild(p);
+        td.appendChild(document.createTextNode(' '+(planned>0?Math.floor(done*100/planned):0)+'%'));
+        cell(tr,String(r.delivered),'num');cell(tr,String(r.failed),'num');cell(tr,String(planned),'num wide');
+        cell(tr,when(r.started_at),'wide');return tr;}
+        function get(path){return fetch(path,{credentials:'same-origin',cache:'no-store'}).then(function(res){
+        if(res.status===401){location.href='/login';throw new Error('signed out');}return res.json();});}
+        function refresh(){
+        get('/api/runs').then(function(runs){var body=document.querySelector('#runs tbody');
+        if(!runs.length)return;var rows=document.createDocumentFragment();
+        runs.slice(0,20).forEach(function(r){rows.appendChild(row(r));});
+        body.replaceChildren(rows);
+        document.getElementById('updated').textContent=when(new Date().toISOString());}).catch(function(){});
+        get('/api/health').then(function(h){var b=document.getElementById('ready');
+        b.textContent=h.ready?'ready':'not ready';b.className='status '+(h.ready?'good':'bad');
+        document.getElementById('health').textContent=h.text;}).catch(function(){});}
+        function sections(){fetch('/',{credentials:'same-origin',cache:'no-store'}).then(function(res){
+        return (res.status===200&&!res.redirected)?res.text():null;}).then(function(html){if(!html)return;
+        var doc=new DOMParser().parseFromString(html,'text/html');
+        ['schedules','problems','appstore','dead'].forEach(function(id){var fresh=doc.getElementById(id),
+        old=document.getElementById(id);if(fresh&&old)old.replaceWith(document.importNode(fresh,true));});
+        }).catch(function(){});}
+        setInterval(refresh,2000);setInterval(sections,10000);
+        })();
+        """
+
+    /// `/login`: a form that keeps the token as a cookie; `failed` after a wrong one.
+    public static func login(failed: Bool) -> String {
+        var body = "<h1>Pushcamp console</h1><p class=\"meta\">This console needs its token "
+        body += "(<code>\(ConsoleAccess.tokenVariable)</code> on the serve host).</p>"
+        if failed { body += "<p class=\"status bad\" id=\"wrong\">That token is not the console's.</p>" }
+        body += "<form method=\"post\" action=\"/login\"><p><label>Token <input type=\"password\" name=\"token\" "
+        body += "autocomplete=\"current-password\" required></label> <button type=\"submit\">Open</button></p></form>"
+        return page(title: "Pushcamp console: sign in", body: body)
+    }
+}

@@ -1,0 +1,364 @@
+import Foundation
+import PushcampTestSupport
+import Synchronization
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Headless Chromium (Debian's package), driven over the DevTools protocol by
+/// `scripts/lib/browser.py`: one JSON command a line in, one answer a line out.
+final class Browser: Sendable {
+    let process: Process
+    private let input: FileHandle
+    private let output: FileHandle
+    private let pending = Mutex<[UInt8]>([])
+
+    init() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", CLI.repository.appendingPathComponent("scripts/lib/browser.py").path]
+        let stdin = Pipe()
+        let stdout = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        input = stdin.fileHandleForWriting
+        output = stdout.fileHandleForReading
+        let ready = try line()
+        guard ready["ok"] as? Bool == true else {
+            throw CLIError("chromium did not start: \(ready["error"] ?? "?")")
+        }
+    }
+
+    /// The next answer line, parsed.
+    private func line() throws -> [String: Any] {
+        while true {
+            if let text = pending.withLock({ bytes -> String? in
+                guard let end = bytes.firstIndex(of: 0x0A) else { return nil }
+                defer { bytes.removeSubrange(...end) }
+                return String(decoding: bytes[..<end], as: UTF8.self)
+            }) {
+                return try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+            }
+            let chunk = output.availableData
+            guard !chunk.isEmpty else { throw CLIError("the browser driver stopped") }
+            pending.withLock { $0 += chunk }
+        }
+    }
+
+    @discardableResult
+    func send(_ command: [String: Any]) throws -> [String: Any] {
+        input.write(try JSONSerialization.data(withJSONObject: command) + Data("\n".utf8))
+        let answer = try line()
+        guard answer["ok"] as? Bool == true else {
+            throw CLIError("browser: \(command["op"] ?? "?"): \(answer["error"] ?? "?")")
+        }
+        return answer
+    }
+
+    func navigate(_ url: String) throws { try send(["op": "navigate", "url": url]) }
+    /// Runs `expression`, which navigates, and waits for the next page to load.
+    func follow(_ expression: String) throws { try send(["op": "follow", "expression": expression]) }
+    func eval(_ expression: String) throws -> Any? { try send(["op": "eval", "expression": expression])["value"] }
+    func errors() throws -> [String] { try send(["op": "errors"])["errors"] as? [String] ?? [] }
+    func screenshot(width: Int, path: String) throws { try send(["op": "screenshot", "width": width, "path": path]) }
+
+    func quit() {
+        _ = try? send(["op": "quit"])
+        process.waitUntilExit()
+    }
+}
+
+/// The console of `serve`, in a real browser, against a real serve sending a scheduled campaign to
+/// `pushcamp sim` on loopback.
+@Suite("serve's console in headless Chromium", .serialized)
+struct ConsoleBrowserTests {
+    static let token = "0123456789abcdef0123456789abcdef"
+
+    /// GET `path` with the console's token (or none), as a script would.
+    static func get(
+        _ serve: ServeProcess,
+        _ path: String,
+        token: String? = Self.token
+    ) throws -> (
+        status: Int, body: String
+    ) {
+        try request(serve, path, token: token)
+    }
+
+    /// `path` with the console's token (or none), a POST when there is a body.
+    static func request(
+        _ serve: ServeProcess,
+        _ path: String,
+        token: String? = Self.token,
+        body: String? = nil
+    ) throws -> (status: Int, body: String) {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(serve.port)\(path)")!)
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let body {
+            request.httpMethod = "POST"
+            request.httpBody = Data(body.utf8)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        let result = Mutex<(Int, String)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        URLSession.shared.dataTask(with: request) { data, response, _ in
+            result.withLock {
+                $0 = ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data ?? Data(), as: UTF8.self))
+            }
+            done.signal()
+        }.resume()
+        guard done.wait(timeout: .now() + 30) == .success, let answer = result.withLock({ $0 }) else {
+            throw CLIError("no answer from serve on \(path)")
+        }
+        return answer
+    }
+
+    /// The runs `/api/runs` lists.
+    static func runs(_ serve: ServeProcess) throws -> [[String: Any]] {
+        let answer = try get(serve, "/api/runs")
+        #expect(answer.status == 200, "\(answer.body)")
+        return try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [[String: Any]] ?? []
+    }
+
+    /// Waits (at most `timeout` seconds) for `check` to hold.
+    static func eventually(_ timeout: Double = 60, _ check: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try check() { return true }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        return false
+    }
+
+    @Test func theConsoleShowsARunProgressingAndLinksItsReport() async throws {
+        try await onOwnThread {
+            let (project, sim) = try ServeCLITests.simulated()
+            defer {
+                _ = sim.stop()
+                project.remove()
+            }
+            try project.append("pushcamp.yaml", "\nserve:\n  console: true\n")
+            try SendCLITests.writeAudience(project, count: 400)
+            let at = ISO8601DateFormatter().string(from: Date().addingTimeInterval(3))
+            try project.write(
+                "campaigns/tick.yaml",
+                """
+                campaign: tick
+                description: A slow scheduled send, for watching its progress
+                app: shop
+                audience:
+                  source: { csv: audiences/a.csv }
+                message:
+                  payload: { aps: { alert: "hi {{name}}" } }
+                schedule: { at: "\(at)" }
+                throttle: { rate: 40/s, connections: 1 }
+
+                """
+            )
+            var environment = ProcessInfo.processInfo.environment
+            environment["PUSHCAMP_CONSOLE_TOKEN"] = Self.token
+            let serve = try ServeProcess(in: project.root, environment: environment)
+            defer { _ = serve.stop() }
+            #expect(serve.output.contains("the console at / (token required)"), "\(serve.output)")
+            let base = "http://127.0.0.1:\(serve.port)"
+
+            // Scripts need the token, as a bearer token; a wrong one is refused like none.
+            #expect(try Self.get(serve, "/api/runs", token: nil).status == 401)
+            #expect(try Self.get(serve, "/api/runs", token: "wrong-token-wrong-token").status == 401)
+            #expect(try Self.get(serve, "/api/schedules").status == 200)
+
+            let browser = try Browser()
+            defer { browser.quit() }
+            // A browser without the token is sent to sign in; a wrong token is refused there.
+            try browser.navigate(base + "/")
+            #expect(try browser.eval("location.pathname") as? String == "/login")
+            try browser.follow(
+                "document.querySelector('input[name=token]').value='not-the-token';document.querySelector('form').submit()"
+            )
+            #expect(try browser.eval("document.getElementById('wrong') !== null") as? Bool == true)
+            try browser.follow(
+                "document.querySelector('input[name=token]').value='\(Self.token)';document.querySelector('form').submit()"
+            )
+            #expect(try browser.eval("location.pathname") as? String == "/")
+            #expect(try browser.eval("document.querySelector('h1').textContent") as? String == "Pushcamp ready")
+
+            // The slot fires; while the run sends, its progress bar moves without a reload.
+            #expect(
+                try Self.eventually {
+                    try Self.runs(serve).first {
+                        $0["status"] as? String == "running" && ($0["delivered"] as? Int ?? 0) > 0
+                    } != nil
+                },
+                "\(serve.output)"
+            )
+            let moved =
+                try browser.eval(
+                    """
+                    window.notReloaded = true;
+                    new Promise(function(done){
+                      function value(){var p=document.querySelector('#runs tr[data-run="1"] progress');return p?p.value:-1;}
+                      var first=value();
+                      var timer=setInterval(function(){var now=value();
+                        if(first>=0&&now>first){clearInterval(timer);done([first,now]);}
+                        else if(first<0&&now>=0){first=now;}},100);
+                      setTimeout(function(){clearInterval(timer);done([first,value()]);},30000);
+                    })
+                    """
+                ) as? [Double]
+            let values = try #require(moved)
+            #expect(values.count == 2 && values[0] >= 0 && values[1] > values[0], "\(values)")
+            #expect(try browser.eval("window.notReloaded === true") as? Bool == true)
+
+            // Finished, the run's badge says so (still without a reload), and its link opens its report.
+            #expect(try Self.eventually { try Self.runs(serve).first?["status"] as? String == "finished" })
+            #expect(
+                try browser.eval(
+                    """
+                    new Promise(function(done){var timer=setInterval(function(){
+                      var b=document.querySelector('#runs tr[data-run="1"] .status');
+                      if(b&&b.textContent==='finished'){clearInterval(timer);done(true);}},100);
+                      setTimeout(function(){done(false);},15000);})
+                    """
+                ) as? Bool == true
+            )
+            // The schedule's section follows: its slot fired, with a link to the run.
+            #expect(
+                try browser.eval(
+                    """
+                    new Promise(function(done){var timer=setInterval(function(){
+                      if(document.querySelector('#schedules a[href="/runs/1"]')){clearInterval(timer);done(true);}},100);
+                      setTimeout(function(){done(false);},20000);})
+                    """
+                ) as? Bool == true
+            )
+            #expect(try browser.eval("window.notReloaded === true") as? Bool == true)
+            if let folder = ProcessInfo.processInfo.environment["PUSHCAMP_SCREENSHOTS"] {
+                try browser.screenshot(width: 1280, path: folder + "/console-1280.png")
+                try browser.screenshot(width: 390, path: folder + "/console-390.png")
+            }
+            try browser.follow("document.querySelector('#runs a[href=\"/runs/1\"]').click()")
+            #expect(try browser.eval("location.pathname") as? String == "/runs/1")
+            let title = try browser.eval("document.querySelector('h1').textContent") as? String
+            #expect(title?.hasPrefix("Run 1 of tick") == true, "\(title ?? "")")
+            let shown = try browser.eval("document.body.textContent") as? String ?? ""
+            #expect(shown.contains("400 (100.00%)"), "the report shows the 400 delivered: \(shown.prefix(600))")
+            // JSON behind the pages.
+            let report = try Self.get(serve, "/api/runs/1")
+            #expect(report.status == 200 && report.body.contains("\"delivered\":400"), "\(report.body.prefix(300))")
+            #expect(try Self.get(serve, "/api/runs/99").status == 404)
+            for path in ["/api/status", "/api/health", "/api/notifications", "/api/firings"] {
+                let answer = try Self.get(serve, path)
+                #expect(answer.status == 200, "\(path): \(answer.body)")
+                #expect((try? JSONSerialization.jsonObject(with: Data(answer.body.utf8))) != nil, "\(path)")
+            }
+            // No console error, no failed load: only the wrong token's deliberate 401.
+            let errors = try browser.errors()
+            #expect(
+                errors.count == 1 && errors.first?.contains("401 (Unauthorized) \(base)/login") == true,
+                "\(errors)"
+            )
+        }
+    }
+}
+
+/// The console's settings and `POST /api/engagement`, without a browser.
+@Suite("serve's console and engagement API", .serialized)
+struct ConsoleCLITests {
+    @Test func aConsoleBeyondLoopbackNeedsATokenAndAnOffConsoleIsNotThere() async throws {
+        try await onOwnThread {
+            let (project, sim) = try ServeCLITests.simulated()
+            defer {
+                _ = sim.stop()
+                project.remove()
+            }
+            var environment = ProcessInfo.processInfo.environment
+            environment["PUSHCAMP_CONSOLE_TOKEN"] = nil
+            // Off (the default): no console, no API.
+            let off = try ServeProcess(in: project.root, environment: environment)
+            #expect(try ConsoleBrowserTests.get(off, "/", token: nil).status == 404)
+            #expect(try ConsoleBrowserTests.get(off, "/api/runs", token: nil).status == 404)
+            _ = off.stop()
+
+            try project.append("pushcamp.yaml", "\nserve:\n  console: true\n")
+            let refused = try CLI.run(["serve", "--listen", "0.0.0.0:0"], in: project.root, environment: environment)
+            #expect(refused.status == 1)
+            #expect(
+                refused.stderr.contains(
+                    "error: the console cannot start: serve.console is on and serve listens on 0.0.0.0:0, beyond this machine: set PUSHCAMP_CONSOLE_TOKEN"
+                ),
+                "\(refused.stderr)"
+            )
+            // On loopback without a token: open to read, closed to writes.
+            let open = try ServeProcess(in: project.root, environment: environment)
+            defer { _ = open.stop() }
+            #expect(open.output.contains("the console at / (open on loopback)"), "\(open.output)")
+            #expect(try ConsoleBrowserTests.get(open, "/", token: nil).status == 200)
+            #expect(try ConsoleBrowserTests.get(open, "/api/runs", token: nil).body == "[]\n")
+            let write = try ConsoleBrowserTests.request(open, "/api/engagement", token: nil, body: "{}")
+            #expect(write.status == 403 && write.body.contains("set PUSHCAMP_CONSOLE_TOKEN"), "\(write)")
+        }
+    }
+
+    @Test func engagementPostedToServeReachesTheReadout() async throws {
+        try await onOwnThread {
+            let project = try TemporaryProject(projectFile: nil)
+            defer { project.remove() }
+            let sim = try JournalCLITests.start(project, ["--record", "received.csv"])
+            try EngagementCLITests.write(project)
+            let send = try CLI.run(["send", "--quiet", "campaigns/e.yaml"], in: project.root)
+            #expect(send.status == 0, "\(send.stderr)")
+            _ = sim.stop()
+            let ids = try String(contentsOf: project.root.appendingPathComponent("received.csv"), encoding: .utf8)
+                .split(separator: "\n").dropFirst().map {
+                    String($0.split(separator: ",", omittingEmptySubsequences: false)[3])
+                }
+            #expect(ids.count > 150)
+            try project.append("pushcamp.yaml", "\nserve:\n  console: true\n")
+            var environment = ProcessInfo.processInfo.environment
+            environment["PUSHCAMP_CONSOLE_TOKEN"] = ConsoleBrowserTests.token
+            let serve = try ServeProcess(in: project.root, environment: environment)
+            defer { _ = serve.stop() }
+
+            let events = ids.prefix(40).enumerated().map { index, id in
+                "{\"apns_id\":\"\(id)\",\"event\":\"opened\",\"time\":\(1_774_000_000 + index)}"
+            }
+            let body = "{\"campaign\":\"e\",\"events\":[\(events.joined(separator: ","))]}"
+            #expect(try ConsoleBrowserTests.request(serve, "/api/engagement", token: nil, body: body).status == 401)
+            let first = try ConsoleBrowserTests.request(serve, "/api/engagement", body: body)
+            #expect(first.status == 200, "\(first.body)")
+            #expect(first.body == "{\"run\":1,\"recorded\":40,\"already_recorded\":0,\"not_sent\":0,\"unmatched\":0}\n")
+            let again = try ConsoleBrowserTests.request(serve, "/api/engagement", body: body)
+            #expect(again.body == "{\"run\":1,\"recorded\":0,\"already_recorded\":40,\"not_sent\":0,\"unmatched\":0}\n")
+
+            // A bad event refuses the whole body, by index, echoing no value; nothing is recorded.
+            let bad =
+                "{\"campaign\":\"e\",\"events\":[{\"user\":\"u1\",\"event\":\"converted\",\"time\":1774000000},"
+                + "{\"apns_id\":\"private-looking\",\"event\":\"opened\",\"time\":1774000000}]}"
+            let refused = try ConsoleBrowserTests.request(serve, "/api/engagement", body: bad)
+            #expect(refused.status == 400)
+            #expect(refused.body == "{\"errors\":[\"events[1]: 'apns_id' is not a UUID (8-4-4-4-12 hex digits)\"]}\n")
+            let unknown = try ConsoleBrowserTests.request(
+                serve,
+                "/api/engagement",
+                body: "{\"campaign\":\"nope\",\"events\":[{\"user\":\"u1\",\"event\":\"opened\",\"time\":1774000000}]}"
+            )
+            #expect(unknown.status == 404 && unknown.body.contains("no valid campaign 'nope'"), "\(unknown.body)")
+            #expect(try ConsoleBrowserTests.request(serve, "/api/engagement", body: "not json").status == 400)
+
+            let report = try ConsoleBrowserTests.get(serve, "/api/runs/1")
+            let readout = try #require(
+                (try JSONSerialization.jsonObject(with: Data(report.body.utf8)) as? [String: Any])?["readout"]
+                    as? [String: Any]
+            )
+            #expect(readout["events"] as? [String] == ["opened"])
+            let groups = try #require(readout["groups"] as? [[String: Any]])
+            let opened = groups.compactMap { ($0["events"] as? [[String: Any]])?.first?["count"] as? Int }
+            #expect(opened.reduce(0, +) == 40, "\(opened)")
+        }
+    }
+}
