@@ -158,11 +158,17 @@ public struct PlanFunnel: Sendable, Equatable, Codable {
     /// The first pushes planned, as sent (headers and payload): what `pushcamp diff` compares a
     /// campaign's plan of now with. Nil in runs recorded before they were kept.
     public var samples: [PlanSample]?
+    /// The campaign's description, as planned.
+    public var description: String?
+    /// The first push of each variant and locale, without its token: the copy each was sent, for
+    /// the top of the report. Nil in runs recorded before it was kept.
+    public var copies: [PlanSample]?
 
     public init() {}
 
     enum CodingKeys: String, CodingKey {
         case read, invalid, duplicates, excluded, suppressed, capped, refused, planned, variants, locales, samples
+        case description, copies
         case filteredOut = "filtered_out"
         case noSubscription = "no_subscription"
         case heldOut = "held_out"
@@ -384,9 +390,23 @@ extension JSONWriter {
 }
 
 extension PlanFunnel {
+    /// Writes `samples` as a JSON array.
+    fileprivate static func samplesWriter(_ samples: [PlanSample]) -> (inout JSONWriter) -> Void {
+        { json in
+            json.raw("[")
+            for (index, sample) in samples.enumerated() {
+                if index > 0 { json.raw(",") }
+                sample.write(to: &json)
+            }
+            json.raw("]")
+        }
+    }
+
     fileprivate func write(to json: inout JSONWriter) {
         json.object([
             ("capped", { $0.integer(capped) }),
+            ("copies", copies.map(Self.samplesWriter)),
+            ("description", description.map { description in { $0.string(description) } }),
             ("duplicates", { $0.integer(duplicates) }),
             ("excluded", { $0.integer(excluded) }),
             ("filtered_out", { $0.integer(filteredOut) }),
@@ -398,19 +418,7 @@ extension PlanFunnel {
             ("planned", { $0.integer(planned) }),
             ("read", { $0.integer(read) }),
             ("refused", { $0.integer(refused) }),
-            (
-                "samples",
-                samples.map { samples in
-                    { json in
-                        json.raw("[")
-                        for (index, sample) in samples.enumerated() {
-                            if index > 0 { json.raw(",") }
-                            sample.write(to: &json)
-                        }
-                        json.raw("]")
-                    }
-                }
-            ),
+            ("samples", samples.map(Self.samplesWriter)),
             ("suppressed", { $0.integer(suppressed) }),
             ("variants", { $0.counts(variants) }),
         ])

@@ -21,6 +21,16 @@ extension RunReport {
         }
         body += "<br>started \(Timestamps.text(run.startedAt)) · last update \(Timestamps.text(run.updatedAt))</p>"
         body += "</header>\n"
+        if let description = campaignDescription { body += "<p class=\"description\">\(escape(description))</p>\n" }
+        if !copies.isEmpty {
+            body += "<section class=\"copy\"><h2>Copy</h2><div class=\"scroll\"><table><tr><th>variant</th>"
+            body += "<th>locale</th><th>payload (the first push of each)</th></tr>"
+            for copy in copies {
+                body += "<tr><td>\(escape(copy.variant))</td><td>\(escape(copy.locale ?? "–"))</td>"
+                body += "<td><code>\(escape(copy.payload))</code></td></tr>"
+            }
+            body += "</table></div></section>\n"
+        }
 
         var cards: [(String, String, String)] = [
             ("delivered", "\(delivered)", percent(delivered)),
@@ -177,7 +187,7 @@ extension RunReport {
             <!DOCTYPE html>
             <html lang="en"><head><meta charset="utf-8">
             <meta name="viewport" content="width=device-width, initial-scale=1">
-            <title>\(escape(title))</title><link rel="icon" href="data:,">
+            <title>\(escape(title))</title>
             <style>\(Self.style)</style></head>
             <body>
             \(body)<footer>pushcamp report · \(escape(run.campaign)) run \(run.id)</footer>
@@ -255,7 +265,8 @@ extension RunReport {
         .line.failed{stroke:#d9534f}.line.retried{stroke:#e3a33b}.gap{fill:#9aa3b0;fill-opacity:.18}.axis-label{font-size:12px;fill:#5b6575}
         table{border-collapse:collapse;font-size:13px}th,td{padding:4px 10px;border-bottom:1px solid #e8ebf0;text-align:left}
         table.numbers td,table.numbers th,td.num,th.num{text-align:right;white-space:nowrap}
-        .scroll,.chart{overflow-x:auto}.readout{margin-top:24px}
+        .scroll,.chart{overflow-x:auto}.readout{margin-top:24px}.description{margin:8px 0 0}
+        .copy code{white-space:pre-wrap;word-break:break-word}
         .pair{display:grid;grid-template-columns:1fr 1fr;gap:24px;margin-top:28px}
         @media (max-width:640px){body{padding:12px}.pair{grid-template-columns:1fr}h1{font-size:18px}
         .chart svg{min-width:640px}

@@ -70,7 +70,8 @@ extension RunReport {
             ("run", .integer(Int(run.id.rawValue))), ("rehearsal", .bool(rehearsal)),
             ("campaign", .string(run.campaign)),
             ("revision", .string(run.revision)), ("status", .string(run.status.rawValue)),
-            ("file", .optional(fileDisplay ?? run.file)), ("sent", sentJSON), ("plan", planJSON),
+            ("file", .optional(fileDisplay ?? run.file)), ("description", .optional(campaignDescription)),
+            ("copy", copyJSON), ("sent", sentJSON), ("plan", planJSON),
             (
                 "replay_of",
                 run.replay.map {

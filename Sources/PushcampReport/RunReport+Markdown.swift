@@ -29,6 +29,15 @@ extension RunReport {
             out += "\(slices.workers.count) worker\(slices.workers.count == 1 ? "" : "s") |\n"
         }
         out += "\n"
+        if let description = campaignDescription { out += Markdown.text(description) + "\n\n" }
+        if !copies.isEmpty {
+            out += "#### Copy\n\n| variant | locale | payload |\n|---|---|---|\n"
+            for copy in copies {
+                out += "| \(Markdown.code(copy.variant)) | \(copy.locale.map(Markdown.code) ?? "–") | "
+                out += Markdown.code(copy.payload) + " |\n"
+            }
+            out += "\n"
+        }
 
         out += "#### Outcomes\n\n| outcome | recipients | share |\n|---|---:|---:|\n"
         let total = max(1, recipients)

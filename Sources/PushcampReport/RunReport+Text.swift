@@ -14,7 +14,8 @@ extension RunReport {
             out += "  replay of run \(replay.run) (reasons: \(replay.reasons.joined(separator: ", ")))\n"
         }
         out += "  started \(Timestamps.text(run.startedAt)) · last update \(Timestamps.text(run.updatedAt))"
-        out += " · \(Durations.text(wallSeconds)) (\(Durations.text(stats.seconds)) sending)\n\n"
+        out += " · \(Durations.text(wallSeconds)) (\(Durations.text(stats.seconds)) sending)\n"
+        out += copyText + "\n"
 
         out += "Outcomes\n"
         let total = max(1, recipients)

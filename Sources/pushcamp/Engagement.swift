@@ -42,7 +42,7 @@ struct Engagement: AsyncParsableCommand {
 
                 Examples:
                   pushcamp engagement import opens.csv --campaign campaigns/spring-sale.yaml
-                  pushcamp engagement import conversions.jsonl --campaign campaigns/spring-sale.yaml --run 12
+                  pushcamp engagement import buys.jsonl --campaign campaigns/sale.yaml --run 12
                 """
         )
 

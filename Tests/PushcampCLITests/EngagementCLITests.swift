@@ -194,4 +194,85 @@ struct EngagementCLITests {
         #expect(changed.stderr.contains("error: run 1 was planned from revision"), "\(changed.stderr)")
         #expect(changed.stderr.contains("note: nothing was recorded") || changed.stderr.contains("check them out"))
     }
+
+    /// A send killed while it still plans, then resumed: the report keeps the whole plan's funnel
+    /// and each variant's planned count (the resumed pass counts what was settled before), so
+    /// the readout has its denominators.
+    @Test func aResumedRunKeepsItsFunnelAndVariants() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let sim = try JournalCLITests.start(project)
+        defer { _ = sim.stop() }
+        try project.write(
+            "audiences/a.csv",
+            TemporaryProject.csv(count: 20_000, columns: ["user_id"]) { ["u\($0)"] }
+        )
+        try project.write(
+            "campaigns/e.yaml",
+            """
+            campaign: e
+            description: Resumed, with its funnel
+            app: shop
+            audience:
+              source: { csv: audiences/a.csv }
+            message:
+              payload: { aps: { alert: "hi {{user_id}}" } }
+              variants:
+                - { name: control, weight: 50 }
+                - { name: urgency, weight: 50 }
+              holdout: 20%
+            throttle: { rate: 2000/s, connections: 1 }
+
+            """
+        )
+        let plan = try CLI.run(["plan", "--format", "json", "campaigns/e.yaml"], in: project.root)
+        let planned = try Self.json(plan.stdout)
+        let expectedHeldOut = try #require((planned["audience"] as? [String: Any])?["held_out"] as? Int)
+        let expectedVariants = try #require(planned["variants"] as? [[String: Any]])
+
+        let send = Process()
+        send.executableURL = CLI.binary
+        send.arguments = ["send", "--quiet", "campaigns/e.yaml"]
+        send.currentDirectoryURL = project.root
+        send.standardOutput = FileHandle.nullDevice
+        send.standardError = FileHandle.nullDevice
+        try send.run()
+        // Killed once a few hundred are delivered: the planner, held back by the sender, is not
+        // through the audience yet.
+        let deadline = Date().addingTimeInterval(30)
+        var delivered = 0
+        while delivered < 300, Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+            let runs = try CLI.run(["runs", "--format", "json"], in: project.root)
+            let list = try? JSONSerialization.jsonObject(with: Data(runs.stdout.utf8)) as? [[String: Any]]
+            delivered = list?.first?["delivered"] as? Int ?? 0
+        }
+        kill(send.processIdentifier, SIGKILL)
+        send.waitUntilExit()
+        let killed = try Self.json(try CLI.run(["report", "--format", "json"], in: project.root).stdout)
+        #expect(killed["plan"] is NSNull, "the first send had not planned everyone: \(killed["plan"] ?? "")")
+
+        let resumed = try CLI.run(["send", "--quiet", "campaigns/e.yaml"], in: project.root)
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        let report = try Self.json(try CLI.run(["report", "--format", "json"], in: project.root).stdout)
+        let funnel = try #require(report["plan"] as? [String: Any])
+        #expect(funnel["planned"] as? Int == planned["planned"] as? Int, "\(funnel)")
+        #expect(funnel["held_out"] as? Int == expectedHeldOut, "\(funnel)")
+        let variants = try #require(report["variants"] as? [[String: Any]])
+        for expected in expectedVariants {
+            let name = try #require(expected["name"] as? String)
+            #expect(
+                variants.first { $0["name"] as? String == name }?["planned"] as? Int == expected["planned"] as? Int,
+                "\(name): \(variants)"
+            )
+        }
+        // The campaign's description and each variant's copy are at the top of the report.
+        #expect(report["description"] as? String == "Resumed, with its funnel")
+        let copy = try #require(report["copy"] as? [[String: Any]])
+        #expect(copy.map { $0["variant"] as? String } == ["control", "urgency"], "\(copy)")
+        #expect((copy.first?["payload"] as? String)?.hasPrefix("{\"aps\":{\"alert\":\"hi u") == true, "\(copy)")
+        let text = try CLI.run(["report"], in: project.root).stdout
+        #expect(text.contains("  Resumed, with its funnel\n"), "\(text)")
+        #expect(text.contains("Copy (the first push of each variant and locale)\n  control  {\"aps\""), "\(text)")
+    }
 }

@@ -93,10 +93,10 @@ struct RunReportTests {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
         #expect(
             Array(object.keys).sorted() == [
-                "campaign", "connections", "delivered", "failed", "file", "latency", "locales", "outcomes", "plan",
-                "planned", "possible_duplicate_recipients", "possible_duplicates", "recipients", "rehearsal",
-                "replay_of", "retries", "revision", "run", "sending_seconds", "sent", "slices", "started_at", "status",
-                "throughput", "updated_at", "variants", "wall_seconds",
+                "campaign", "connections", "copy", "delivered", "description", "failed", "file", "latency", "locales",
+                "outcomes", "plan", "planned", "possible_duplicate_recipients", "possible_duplicates", "readout",
+                "recipients", "rehearsal", "replay_of", "retries", "revision", "run", "sending_seconds", "sent",
+                "slices", "started_at", "status", "throughput", "updated_at", "variants", "wall_seconds",
             ]
         )
         #expect(

@@ -23,6 +23,10 @@ public struct PlanSummary: Sendable {
     public var heldOut = 0
     /// Recipients passed over unrendered: a resumed run's settled ones.
     public var skipped = 0
+    /// The skipped ones by the variant and locale the plan gives them: they were sent, so a
+    /// resumed run's funnel counts them as planned there.
+    public var skippedVariants: [String: Int] = [:]
+    public var skippedLocales: [String: Int] = [:]
     /// Recipients passed over because APNs called their token dead for this topic.
     public var suppressed = 0
     /// Recipients held back by the frequency cap: delivered `max` notifications within its window.
@@ -50,6 +54,8 @@ public struct PlanSummary: Sendable {
     public var payloadSizes = SizeStatistics()
     public var failures: [PreflightReason: FailureStat] = [:]
     public var samples: [PlannedPush] = []
+    /// The first push of each variant and locale, in the campaign's variant order, then by locale.
+    public var copies: [PlannedPush] = []
     public var rate: Rate
     public var rateIsDefault: Bool
     public var connections: Int

@@ -68,6 +68,9 @@ public struct Planner: Sendable {
             }
             if skip(seq) {
                 state.skipped += 1
+                let (variant, locale) = state.assignment(of: recipient)
+                if let variant { state.skippedVariants[campaign.variants[variant].name, default: 0] += 1 }
+                if let locale { state.skippedLocales[locale, default: 0] += 1 }
                 return
             }
             if let history {
@@ -139,6 +142,8 @@ struct PlanState {
     var localeCounts: [String: Int] = [:]
     var heldOut = 0
     var skipped = 0
+    var skippedVariants: [String: Int] = [:]
+    var skippedLocales: [String: Int] = [:]
     var suppressed = 0
     var capped = 0
     var unsubscribed = 0
@@ -149,6 +154,15 @@ struct PlanState {
     var failures: [PreflightReason: PlanSummary.FailureStat] = [:]
     /// The first pushes of each variant, for samples.
     var sampleCandidates: [[PlannedPush]]
+    /// The first push of each variant and locale: the copy each was sent, for the report.
+    var copies: [CopyKey: PlannedPush] = [:]
+    var copiedUnlocalized: [Bool]
+    static let copyLimit = 200
+
+    struct CopyKey: Hashable {
+        var variant: Int
+        var locale: String?
+    }
     /// Each recipient's moment (recipient-local schedules, quiet hours); nil when everyone goes at once.
     var timing: DeliveryTiming?
     var timingSummary = PlanSummary.Timing()
@@ -185,6 +199,7 @@ struct PlanState {
         localeCache = Array(repeating: [:], count: campaign.variants.count)
         variantCounts = Array(repeating: 0, count: campaign.variants.count)
         sampleCandidates = Array(repeating: [], count: campaign.variants.count)
+        copiedUnlocalized = Array(repeating: false, count: campaign.variants.count)
         timing = DeliveryTiming(campaign: campaign, start: reference.secondsSince1970)
     }
 
@@ -295,6 +310,14 @@ struct PlanState {
         variantCounts[variantIndex] += 1
         if let localeName { localeCounts[localeName, default: 0] += 1 }
         if sampleCandidates[variantIndex].count < sampleLimit { sampleCandidates[variantIndex].append(push) }
+        // A flag per variant when it is not localized: no hashing per push on the send path.
+        if let localeName {
+            let key = CopyKey(variant: variantIndex, locale: localeName)
+            if copies.count < Self.copyLimit, copies[key] == nil { copies[key] = push }
+        } else if !copiedUnlocalized[variantIndex] {
+            copiedUnlocalized[variantIndex] = true
+            copies[CopyKey(variant: variantIndex, locale: nil)] = push
+        }
         return push
     }
 
@@ -393,6 +416,8 @@ struct PlanState {
         )
         summary.heldOut = heldOut
         summary.skipped = skipped
+        summary.skippedVariants = skippedVariants
+        summary.skippedLocales = skippedLocales
         summary.suppressed = suppressed
         summary.capped = capped
         summary.unsubscribed = unsubscribed
@@ -428,6 +453,11 @@ struct PlanState {
             round += 1
         }
         summary.samples = samples
+        summary.copies = copies.sorted {
+            $0.key.variant != $1.key.variant
+                ? $0.key.variant < $1.key.variant : ($0.key.locale ?? "") < ($1.key.locale ?? "")
+        }
+        .map(\.value)
         return summary
     }
 }

@@ -182,8 +182,9 @@ final class PlanProducer: Sendable {
             )
             counts.unsubscribed = summary.unsubscribed
             counts.joinedSubscriptions = summary.joinedSubscriptions
-            // A resumed run's pass skips what was settled before: its funnel would be partial.
-            if summary.skipped == 0 { counts.funnel = PlanFunnel(summary) }
+            // A resumed run's pass counts what was settled before as planned in its variant and
+            // locale, so its funnel is the whole plan's; a slice's pass sees only its slice.
+            if only == nil { counts.funnel = PlanFunnel(summary) }
             result.withLock { $0.summary = counts }
         } catch is CancellationError {
             // Stopped: the report says the plan was not finished.
@@ -242,11 +243,20 @@ extension PlanFunnel {
         capped = summary.capped
         heldOut = summary.heldOut
         refused = summary.failed
-        planned = summary.planned
+        // A resumed pass's settled recipients were planned (and sent) by the passes before.
+        planned = summary.planned + summary.skipped
         holdoutBasisPoints = summary.holdout.basisPoints
         variants = Dictionary(summary.variants.map { ($0.name, $0.planned) }, uniquingKeysWith: +)
+            .merging(summary.skippedVariants, uniquingKeysWith: +)
         locales = Dictionary(summary.locales.map { ($0.locale, $0.planned) }, uniquingKeysWith: +)
+            .merging(summary.skippedLocales, uniquingKeysWith: +)
         samples = summary.samples.map { summary.sample($0) }
+        description = summary.description
+        copies = summary.copies.map { push in
+            var copy = summary.sample(push)
+            copy.token = ""
+            return copy
+        }
     }
 }
 

@@ -144,6 +144,8 @@ public struct Console: Sendable {
         router.get("/") { request, _ in
             await reading(request, page: true) { Self.html(try await overview()) }
         }
+        // Browsers ask for an icon; the console has none, and says so without an error.
+        router.get("favicon.ico") { _, _ in Response(status: .noContent, headers: [.cacheControl: "max-age=86400"]) }
         router.get("login") { _, _ -> Response in
             access.token == nil
                 ? Response(status: .seeOther, headers: [.location: "/"]) : Self.html(ConsolePage.login(failed: false))

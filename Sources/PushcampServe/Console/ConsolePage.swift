@@ -49,7 +49,7 @@ public struct ConsolePage: Sendable {
     static func page(title: String, body: String, script: String = "") -> String {
         """
         <!doctype html><html lang="en"><head><meta charset="utf-8">\
-        <meta name="viewport" content="width=device-width,initial-scale=1"><title>\(escape(title))</title><link rel="icon" href="data:,">\
+        <meta name="viewport" content="width=device-width,initial-scale=1"><title>\(escape(title))</title>\
         <style>\(HTML.style)\(style)</style></head><body>\(body)\
         \(script.isEmpty ? "" : "<script>\(script)</script>")</body></html>
 
