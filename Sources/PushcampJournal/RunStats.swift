@@ -87,6 +87,8 @@ public struct RunStats: Sendable, Equatable {
     public var plan: PlanFunnel?
     /// What the run sent to: the app, its topic and host, the throttle.
     public var sent: SentFacts?
+    /// When each send of the run started or resumed, and how it ended: the report's timeline.
+    public var events: [RunEvent] = []
 
     public init() {}
 
@@ -104,8 +106,33 @@ public struct RunStats: Sendable, Equatable {
         sum.locales.merge(later.locales) { $0.adding($1) }
         sum.plan = plan ?? later.plan
         sum.sent = later.sent ?? sent
+        sum.events = events + later.events
         return sum
     }
+}
+
+/// One moment of a run's life, for the report's timeline: a send started or resumed it, or
+/// stopped, with why.
+public struct RunEvent: Sendable, Hashable, Decodable {
+    public enum Kind: String, Sendable, Hashable, Decodable {
+        case started, resumed, stopped, cancelled, finished
+    }
+
+    /// Seconds since 1970.
+    public var at: Double
+    public var kind: Kind
+    /// Why it stopped (`Ctrl-C or SIGTERM`, `APNs refused the credentials: …`), or what a resume
+    /// found (`after a crash or kill`).
+    public var detail: String?
+
+    public init(at: Double, kind: Kind, detail: String? = nil) {
+        self.at = at
+        self.kind = kind
+        self.detail = detail
+    }
+
+    /// A run keeps at most this many: a run resumed a thousand times keeps the first and the last.
+    public static let kept = 200
 }
 
 /// Final outcomes of one variant or locale.
@@ -229,7 +256,7 @@ extension RunStats: Decodable {
     private enum Keys: String, CodingKey {
         case latency, retries, seconds
         case connectionsOpened = "connections_opened"
-        case disconnects, variants, locales, plan, sent
+        case disconnects, variants, locales, plan, sent, events
     }
 
     /// A readout as stored: `{"delivered": n, "failed": {reason: n}, "latency": [[µs, n]…]}`.
@@ -281,6 +308,9 @@ extension RunStats: Decodable {
         }
         plan = try container.decodeIfPresent(PlanFunnel.self, forKey: .plan)
         sent = try container.decodeIfPresent(SentFacts.self, forKey: .sent)
+        // Absent from journals written before the timeline existed.
+        events = try container.decodeIfPresent([RunEvent].self, forKey: .events) ?? []
+        try check(events.count <= RunEvent.kept * 2 && events.allSatisfy { $0.at.isFinite }, .events)
     }
 
     /// As stored: JSON with sorted keys, written straight into one buffer. It is written about once
@@ -291,6 +321,27 @@ extension RunStats: Decodable {
         json.object([
             ("connections_opened", { $0.integer(connectionsOpened) }),
             ("disconnects", { $0.counts(disconnects) }),
+            (
+                "events",
+                events.isEmpty
+                    ? nil
+                    : { json in
+                        json.raw("[")
+                        // The first and the newest, when there are too many.
+                        let kept =
+                            events.count > RunEvent.kept
+                            ? Array(events.prefix(RunEvent.kept / 2) + events.suffix(RunEvent.kept / 2)) : events
+                        for (index, event) in kept.enumerated() {
+                            if index > 0 { json.raw(",") }
+                            json.object([
+                                ("at", { $0.number(event.at) }),
+                                ("detail", event.detail.map { detail in { $0.string(detail) } }),
+                                ("kind", { $0.string(event.kind.rawValue) }),
+                            ])
+                        }
+                        json.raw("]")
+                    }
+            ),
             ("latency", { $0.buckets(latency) }),
             ("locales", locales.isEmpty ? nil : { $0.readouts(locales) }),
             ("plan", plan.map { plan in { plan.write(to: &$0) } }),

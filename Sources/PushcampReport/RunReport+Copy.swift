@@ -45,3 +45,45 @@ extension RunReport {
         return out
     }
 }
+
+extension RunReport {
+    /// When each send of the run started or resumed and how it ended, oldest first.
+    public var timeline: [RunEvent] {
+        // A send killed before it first saved its statistics left no "started": the run's own
+        // start stands in for it.
+        guard let first = stats.events.first, first.kind != .started else { return stats.events }
+        return [RunEvent(at: run.startedAt, kind: .started)] + stats.events
+    }
+
+    /// Whether the timeline says more than "started, finished": the run was stopped or resumed.
+    public var timelineMatters: Bool { timeline.contains { $0.kind != .started && $0.kind != .finished } }
+
+    /// "stopped: Ctrl-C or SIGTERM", "resumed after Ctrl-C or SIGTERM".
+    static func words(_ event: RunEvent) -> String {
+        switch (event.kind, event.detail) {
+        case (.resumed, let detail?): return "resumed " + detail
+        case (let kind, let detail?): return kind.rawValue + ": " + detail
+        case (let kind, nil): return kind.rawValue
+        }
+    }
+
+    /// The report JSON's `timeline`.
+    var timelineJSON: JSONValue {
+        .array(
+            timeline.map { event in
+                .object([
+                    ("at", .string(Timestamps.iso(event.at))), ("event", .string(event.kind.rawValue)),
+                    ("detail", .optional(event.detail)),
+                ])
+            }
+        )
+    }
+
+    /// The timeline for a terminal, when the run was stopped or resumed.
+    var timelineText: String {
+        guard timelineMatters else { return "" }
+        return "Timeline\n"
+            + timeline.map { "  \(Timestamps.text($0.at))  \(Self.words($0).escapingControlCharacters)\n" }.joined()
+            + "\n"
+    }
+}

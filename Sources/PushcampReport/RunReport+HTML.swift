@@ -32,6 +32,12 @@ extension RunReport {
             body += "</table></div></section>\n"
         }
 
+        if timelineMatters {
+            body += "<section class=\"timeline\"><h2>Timeline</h2><ul>"
+            for event in timeline { body += "<li>\(Timestamps.text(event.at)) · \(escape(Self.words(event)))</li>" }
+            body += "</ul></section>\n"
+        }
+
         var cards: [(String, String, String)] = [
             ("delivered", "\(delivered)", percent(delivered)),
             ("failed", "\(failed)", percent(failed)),

@@ -71,7 +71,7 @@ extension RunReport {
             ("campaign", .string(run.campaign)),
             ("revision", .string(run.revision)), ("status", .string(run.status.rawValue)),
             ("file", .optional(fileDisplay ?? run.file)), ("description", .optional(campaignDescription)),
-            ("copy", copyJSON), ("sent", sentJSON), ("plan", planJSON),
+            ("copy", copyJSON), ("timeline", timelineJSON), ("sent", sentJSON), ("plan", planJSON),
             (
                 "replay_of",
                 run.replay.map {

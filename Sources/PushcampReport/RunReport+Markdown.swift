@@ -39,6 +39,11 @@ extension RunReport {
             out += "\n"
         }
 
+        if timelineMatters {
+            out += "#### Timeline\n\n| at | what |\n|---|---|\n"
+            for event in timeline { out += "| \(Timestamps.text(event.at)) | \(Markdown.text(Self.words(event))) |\n" }
+            out += "\n"
+        }
         out += "#### Outcomes\n\n| outcome | recipients | share |\n|---|---:|---:|\n"
         let total = max(1, recipients)
         for outcome in outcomes where outcome.count > 0 || outcome.kind == .delivered {

@@ -15,7 +15,7 @@ extension RunReport {
         }
         out += "  started \(Timestamps.text(run.startedAt)) · last update \(Timestamps.text(run.updatedAt))"
         out += " · \(Durations.text(wallSeconds)) (\(Durations.text(stats.seconds)) sending)\n"
-        out += copyText + "\n"
+        out += copyText + "\n" + timelineText
 
         out += "Outcomes\n"
         let total = max(1, recipients)

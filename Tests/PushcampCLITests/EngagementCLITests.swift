@@ -230,28 +230,35 @@ struct EngagementCLITests {
         let expectedHeldOut = try #require((planned["audience"] as? [String: Any])?["held_out"] as? Int)
         let expectedVariants = try #require(planned["variants"] as? [[String: Any]])
 
-        let send = Process()
-        send.executableURL = CLI.binary
-        send.arguments = ["send", "--quiet", "campaigns/e.yaml"]
-        send.currentDirectoryURL = project.root
-        send.standardOutput = FileHandle.nullDevice
-        send.standardError = FileHandle.nullDevice
-        try send.run()
+        // A send of the campaign in the background, stopped (with `signal`) once `count` are delivered.
+        func send(until count: Int, then signal: Int32) throws -> Process {
+            let send = Process()
+            send.executableURL = CLI.binary
+            send.arguments = ["send", "--quiet", "campaigns/e.yaml"]
+            send.currentDirectoryURL = project.root
+            send.standardOutput = FileHandle.nullDevice
+            send.standardError = FileHandle.nullDevice
+            try send.run()
+            let deadline = Date().addingTimeInterval(30)
+            var delivered = 0
+            while delivered < count, Date() < deadline {
+                Thread.sleep(forTimeInterval: 0.05)
+                let runs = try CLI.run(["runs", "--format", "json"], in: project.root)
+                let list = try? JSONSerialization.jsonObject(with: Data(runs.stdout.utf8)) as? [[String: Any]]
+                delivered = list?.first?["delivered"] as? Int ?? 0
+            }
+            kill(send.processIdentifier, signal)
+            send.waitUntilExit()
+            return send
+        }
         // Killed once a few hundred are delivered: the planner, held back by the sender, is not
         // through the audience yet.
-        let deadline = Date().addingTimeInterval(30)
-        var delivered = 0
-        while delivered < 300, Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.05)
-            let runs = try CLI.run(["runs", "--format", "json"], in: project.root)
-            let list = try? JSONSerialization.jsonObject(with: Data(runs.stdout.utf8)) as? [[String: Any]]
-            delivered = list?.first?["delivered"] as? Int ?? 0
-        }
-        kill(send.processIdentifier, SIGKILL)
-        send.waitUntilExit()
+        _ = try send(until: 300, then: SIGKILL)
         let killed = try Self.json(try CLI.run(["report", "--format", "json"], in: project.root).stdout)
         #expect(killed["plan"] is NSNull, "the first send had not planned everyone: \(killed["plan"] ?? "")")
-
+        // Resumed, then stopped with Ctrl-C once 2,000 more are delivered, then resumed to the end.
+        let second = try send(until: 2_300, then: SIGINT)
+        #expect(second.terminationStatus == 130)
         let resumed = try CLI.run(["send", "--quiet", "campaigns/e.yaml"], in: project.root)
         #expect(resumed.status == 0, "\(resumed.stderr)")
         let report = try Self.json(try CLI.run(["report", "--format", "json"], in: project.root).stdout)
@@ -271,8 +278,19 @@ struct EngagementCLITests {
         let copy = try #require(report["copy"] as? [[String: Any]])
         #expect(copy.map { $0["variant"] as? String } == ["control", "urgency"], "\(copy)")
         #expect((copy.first?["payload"] as? String)?.hasPrefix("{\"aps\":{\"alert\":\"hi u") == true, "\(copy)")
+        // The timeline says what stopped the run each time and when it resumed.
+        let timeline = try #require(report["timeline"] as? [[String: Any]])
+        #expect(
+            timeline.map { [$0["event"] as? String ?? "", $0["detail"] as? String ?? ""] } == [
+                ["started", ""],
+                ["resumed", "after the send before stopped without closing the run (killed, crashed or cut off)"],
+                ["stopped", "Ctrl-C or SIGTERM"], ["resumed", "after Ctrl-C or SIGTERM"], ["finished", ""],
+            ],
+            "\(timeline)"
+        )
         let text = try CLI.run(["report"], in: project.root).stdout
         #expect(text.contains("  Resumed, with its funnel\n"), "\(text)")
         #expect(text.contains("Copy (the first push of each variant and locale)\n  control  {\"aps\""), "\(text)")
+        #expect(text.contains("Z  resumed after Ctrl-C or SIGTERM\n"), "\(text)")
     }
 }

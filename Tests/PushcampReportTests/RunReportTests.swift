@@ -96,7 +96,7 @@ struct RunReportTests {
                 "campaign", "connections", "copy", "delivered", "description", "failed", "file", "latency", "locales",
                 "outcomes", "plan", "planned", "possible_duplicate_recipients", "possible_duplicates", "readout",
                 "recipients", "rehearsal", "replay_of", "retries", "revision", "run", "sending_seconds", "sent",
-                "slices", "started_at", "status", "throughput", "updated_at", "variants", "wall_seconds",
+                "slices", "started_at", "status", "throughput", "timeline", "updated_at", "variants", "wall_seconds",
             ]
         )
         #expect(

@@ -269,6 +269,7 @@ public final class Executor: Service, Sendable {
     /// Records the statistics and the run's final status.
     private func close(_ report: SendReport) async -> SendReport {
         var result = report
+        result.events.append(RunEvent(at: clock.now(), kind: result.endEvent, detail: result.stopDetail))
         journal.saveStats(result.stats)
         let status: RunStatus
         switch result.stop {

@@ -98,6 +98,8 @@ public struct SendReport: Sendable {
     public var funnel: PlanFunnel?
     /// What the send went to.
     public var sent: SentFacts?
+    /// How this send started (or resumed the run) and, once over, how it ended.
+    public var events: [RunEvent] = []
 
     public static let deadTokenLimit = 100_000
 
@@ -119,6 +121,7 @@ public struct SendReport: Sendable {
         stats.disconnects = disconnects
         stats.plan = funnel
         stats.sent = sent
+        stats.events = events
         if let names = groupNames {
             for (group, readout) in groups {
                 let (variant, locale) = names.names(of: group)
@@ -145,6 +148,30 @@ public struct SendReport: Sendable {
 
     /// The finished send's statistics.
     public var stats: RunStats { stats(seconds: seconds) }
+
+    /// How the send ended, for the run's timeline.
+    public var endEvent: RunEvent.Kind {
+        switch stop {
+        case nil: return unsent == 0 && planFinished ? .finished : .stopped
+        case .cancelled?: return .cancelled
+        default: return .stopped
+        }
+    }
+
+    /// Why it stopped, in a few words (never a secret: the messages name files and reasons).
+    public var stopDetail: String? {
+        switch stop {
+        case nil: return unsent == 0 && planFinished ? nil : "ended with pushes unsent"
+        case .interrupted?: return "Ctrl-C or SIGTERM"
+        case .cancelled?: return "pushcamp cancel"
+        case .credentials(let message)?: return "APNs refused the credentials: \(message)"
+        case .cannotConnect(let message)?: return "could not connect: \(message)"
+        case .planFailed(let message)?: return "the audience could not be read: \(message)"
+        case .journal(let message)?: return "the journal could not be written: \(message)"
+        case .stalled(let message)?: return "stalled: \(message)"
+        case .leaseLost(let message)?: return "lost the campaign's lease: \(message)"
+        }
+    }
     public var answered: Int { delivered + failed }
     public var throughput: Double { seconds > 0 ? Double(answered) / seconds : 0 }
     public var totalRetries: Int { retries.values.reduce(0, +) }

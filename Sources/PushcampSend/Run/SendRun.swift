@@ -352,7 +352,26 @@ extension ExecutorStateMachine {
         if resume.settled.count > 0 || !resume.pending.isEmpty {
             report.resumed = SendReport.Resumed(run: run.rawValue, delivered: resume.delivered, failed: resume.failed)
         }
+        report.events.append(Self.startEvent(after: resume.stats.events, resuming: report.resumed != nil, now: now))
         self.init(configuration: configuration, report: report, alreadySettled: resume.settled.count, now: now)
+    }
+}
+
+extension ExecutorStateMachine {
+    /// How this send begins the run's timeline, given what the sends before recorded: a resume
+    /// says what stopped the last one, or that it never said (killed, crashed, cut off).
+    static func startEvent(after earlier: [RunEvent], resuming: Bool, now: Double) -> RunEvent {
+        guard resuming || !earlier.isEmpty else { return RunEvent(at: now, kind: .started) }
+        // Nothing recorded, or a start with no end: the send before never closed the run (a send
+        // killed before its first save of statistics recorded nothing at all).
+        guard let last = earlier.last, last.kind != .started, last.kind != .resumed else {
+            return RunEvent(
+                at: now,
+                kind: .resumed,
+                detail: "after the send before stopped without closing the run (killed, crashed or cut off)"
+            )
+        }
+        return RunEvent(at: now, kind: .resumed, detail: last.detail.map { "after \($0)" })
     }
 }
 
