@@ -122,7 +122,17 @@ extension RunReport {
                 for localized in [false, true] {
                     let (header, rows) = readout.table(for: event, locales: localized)
                     guard !rows.isEmpty else { continue }
-                    body += table(localized ? "\(event) by locale" : event, header, rows, numeric: [1, 2, 3, 4])
+                    // What decides first (rate, interval, lift), the counts after: on a phone the
+                    // table scrolls sideways past what matters least.
+                    let order = [0, 4, 5] + (header.count > 6 ? [6] : []) + [3, 1, 2]
+                    body += table(
+                        localized ? "\(event) by locale" : event,
+                        order.map { header[$0] },
+                        rows.map { row in order.map { row[$0] } },
+                        numeric: Set([
+                            1, 2, header.count > 6 ? 4 : 3, header.count > 6 ? 5 : 4, header.count > 6 ? 6 : 5,
+                        ])
+                    )
                 }
             }
             body += "<p class=\"note\">\(escape(EngagementReadout.method))</p></section>\n"
@@ -272,6 +282,7 @@ extension RunReport {
         table{border-collapse:collapse;font-size:13px}th,td{padding:4px 10px;border-bottom:1px solid #e8ebf0;text-align:left}
         table.numbers td,table.numbers th,td.num,th.num{text-align:right;white-space:nowrap}
         .scroll,.chart{overflow-x:auto}.readout{margin-top:24px}.description{margin:8px 0 0}
+        #engagement .scroll{margin-top:14px}
         .copy code{white-space:pre-wrap;word-break:break-word}
         .pair{display:grid;grid-template-columns:1fr 1fr;gap:24px;margin-top:28px}
         @media (max-width:640px){body{padding:12px}.pair{grid-template-columns:1fr}h1{font-size:18px}

@@ -89,13 +89,15 @@ struct ReadoutTests {
             count("renewed", "control", "en", 105), count("renewed", nil, nil, 50),
             // annual: 3/1000 against 1/500: too small to tell.
             count("annual", "control", "fr", 3), count("annual", nil, "fr", 1),
+            // opened: the holdout was sent nothing to open: no lift.
+            count("opened", "control", "en", 400), count("opened", "urgency", "en", 420),
         ]
         return report
     }
 
     @Test func theFixturesReadoutIsTheHandComputedOne() throws {
         let readout = try #require(Self.fixture().readout)
-        #expect(readout.events == ["annual", "converted", "renewed"])
+        #expect(readout.events == ["annual", "converted", "opened", "renewed"])
         #expect(readout.groups.map(\.name) == ["control", "urgency", "holdout"])
         #expect(readout.groups.map(\.recipients) == [1_000, 1_000, 500])
         #expect(readout.groups.map(\.delivered) == [990, 985, nil])
@@ -142,6 +144,10 @@ struct ReadoutTests {
         #expect(Self.near(annual.interval.upperBound, 0.007013, 1e-6))
         #expect(annual.verdict == .tooSmall)
 
+        // opened: 400/1000 with no holdout opens at all: a rate, an interval, and no lift.
+        let opened = try figure("control", "opened")
+        #expect(opened.count == 400 && Self.near(opened.rate, 0.4, 1e-12) && opened.lift == nil)
+
         // The holdout: 50/500 = 10.0% [7.6678%, 12.9422%], no lift of its own.
         let holdout = try figure("holdout", "converted")
         #expect(Self.near(holdout.interval?.lowerBound, 0.076678, 1e-6))
@@ -183,13 +189,14 @@ struct ReadoutTests {
         let html = report.html()
         #expect(html.contains("<section class=\"readout\" id=\"engagement\"><h2>Engagement</h2>"))
         #expect(html.contains("-5.0 pts (-8.2 to -2.2) worse"))
+        #expect(text.contains("400  40.0%    37.0–43.1%  – (the holdout has none)"), "\(text)")
 
         let json = try #require(
             try JSONSerialization.jsonObject(with: Data(report.json().utf8)) as? [String: Any]
         )
         let readout = try #require(json["readout"] as? [String: Any])
         #expect(readout["version"] as? Int == 1)
-        #expect(readout["events"] as? [String] == ["annual", "converted", "renewed"])
+        #expect(readout["events"] as? [String] == ["annual", "converted", "opened", "renewed"])
         let groups = try #require(readout["groups"] as? [[String: Any]])
         #expect(groups.map { $0["name"] as? String } == ["control", "urgency", "holdout"])
         let urgencyEvents = try #require(groups[1]["events"] as? [[String: Any]])

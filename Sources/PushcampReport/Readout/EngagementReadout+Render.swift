@@ -36,7 +36,12 @@ extension EngagementReadout {
                 group.name, "\(group.recipients)", group.delivered.map(String.init) ?? "–", "\(figure?.count ?? 0)",
                 Self.percent(figure?.rate), Self.interval(figure?.interval),
             ]
-            if withLift { row.append(group.isHoldout ? "baseline" : Self.lift(figure?.lift)) }
+            if withLift {
+                row.append(
+                    group.isHoldout
+                        ? "baseline" : figure?.lift == nil ? "– (the holdout has none)" : Self.lift(figure?.lift)
+                )
+            }
             return row
         }
         return (header, rows)

@@ -66,7 +66,11 @@ public struct EngagementReadout: Sendable, Hashable {
                     count: found[event] ?? 0,
                     rate: proportion.rate,
                     interval: proportion.wilson,
-                    lift: baseline.flatMap { proportion.difference(from: Proportion($0.1[event] ?? 0, of: $0.0)) }
+                    // An event the holdout never has (an open: it was sent nothing) is not compared with it.
+                    lift: baseline.flatMap { baseline in
+                        (baseline.1[event] ?? 0) > 0
+                            ? proportion.difference(from: Proportion(baseline.1[event] ?? 0, of: baseline.0)) : nil
+                    }
                 )
             }
         }
@@ -111,5 +115,6 @@ public struct EngagementReadout: Sendable, Hashable {
         + "score intervals. Lift is the variant's rate minus the holdout's, with Newcombe's 95% interval "
         + "for a difference of proportions and a pooled two-proportion z-test; it is called better or worse "
         + "only when that interval leaves out 0, and too small to tell when either side expects fewer than "
-        + "5 events or 5 non-events at the pooled rate."
+        + "5 events or 5 non-events at the pooled rate. An event the holdout has none of (an open: it was sent "
+        + "nothing) gets no lift; compare the variants' intervals instead."
 }
