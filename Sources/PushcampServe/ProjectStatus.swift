@@ -45,6 +45,8 @@ public struct ProjectStatus: Sendable {
     /// App Store notifications received in the last day: stored and quarantined; `more` when
     /// there were more than were counted.
     public var notifications: (stored: Int, quarantined: Int, more: Bool)
+    /// The schedules the status was read from (`pushcamp schedules`), for a caller that shows them too.
+    public var schedules: ScheduleListing
 
     static let day = 86_400.0
     static let notificationsCounted = 10_000
@@ -123,7 +125,8 @@ public struct ProjectStatus: Sendable {
             nextSlots: nextSlots,
             problems: problems,
             deadTokens: deadTokens,
-            notifications: notifications
+            notifications: notifications,
+            schedules: listing
         )
     }
 

@@ -62,8 +62,11 @@ struct Engagement: AsyncParsableCommand {
             // Every row is checked before anything is recorded: a bad file changes nothing.
             var problems = 0
             var rows = 0
+            // The first chunk is kept from this pass: a file of up to a chunk is read once.
+            var firstChunk: [EngagementRow] = []
             do {
-                try events.forEachRow { _ in
+                try events.forEachRow { row in
+                    if rows < EngagementImport.chunkSize { firstChunk.append(row) }
                     rows += 1
                 } bad: { diagnostic in
                     problems += 1
@@ -89,6 +92,7 @@ struct Engagement: AsyncParsableCommand {
                 record = try await journal.latestRun(campaign: loaded.id)
             }
             guard let record else {
+                await opened.close()
                 printError(
                     run.map { "error: there is no run \($0) in the journal" }
                         ?? "error: '\(loaded.id)' has no run in the journal yet: send it first"
@@ -99,6 +103,7 @@ struct Engagement: AsyncParsableCommand {
             do {
                 matcher = try EngagementImport(campaign: loaded, run: record)
             } catch {
+                await opened.close()
                 printError("error: \(error)")
                 throw ExitCode(1)
             }
@@ -109,7 +114,8 @@ struct Engagement: AsyncParsableCommand {
                 // stays bounded whatever the file's size.
                 var first = 0
                 while first < rows {
-                    let chunk = try events.rows(from: first, count: EngagementImport.chunkSize)
+                    let chunk =
+                        first == 0 ? firstChunk : try events.rows(from: first, count: EngagementImport.chunkSize)
                     outcome =
                         outcome + (try await matcher.record(chunk, in: journal, now: Date().timeIntervalSince1970))
                     first += EngagementImport.chunkSize

@@ -368,9 +368,8 @@ struct PlanState {
     /// first variant would give it), or its variant and locale.
     mutating func assignment(of recipient: Recipient) -> (variant: Int?, locale: String?) {
         let hash = StableHash.hash(recipient.token, prefixedBy: campaign.id)
-        let index = chooseVariant(hash >> 32)
-        let locale = locale(of: recipient, variant: isHeldOut(hash) ? 0 : index).locale
-        return (isHeldOut(hash) ? nil : index, locale)
+        let variant = isHeldOut(hash) ? nil : chooseVariant(hash >> 32)
+        return (variant, locale(of: recipient, variant: variant ?? 0).locale)
     }
 
     func chooseVariant(_ value: UInt64) -> Int {

@@ -58,52 +58,67 @@ public struct EngagementReadout: Sendable, Hashable {
         let holdoutCounts = perVariant[nil] ?? [:]
         let hasHoldout = plan.holdoutBasisPoints > 0 || !holdoutCounts.isEmpty
         let events = events
-        func figures(_ found: [String: Int], recipients: Int, baseline: (Int, [String: Int])?) -> [Figure] {
-            events.map { event in
+        let baseline = hasHoldout ? (recipients: plan.heldOut, counts: holdoutCounts) : nil
+        /// A group's figures: each event's rate and interval, and its lift against `baseline`.
+        func group(
+            _ name: String,
+            holdout: Bool = false,
+            recipients: Int,
+            delivered: Int?,
+            found: [String: Int],
+            against baseline: (recipients: Int, counts: [String: Int])?
+        ) -> Group {
+            let figures = events.map { event in
                 let proportion = Proportion(found[event] ?? 0, of: recipients)
+                // An event the holdout never has (an open: it was sent nothing) is not compared with it.
+                let held = baseline?.counts[event] ?? 0
                 return Figure(
                     event: event,
                     count: found[event] ?? 0,
                     rate: proportion.rate,
                     interval: proportion.wilson,
-                    // An event the holdout never has (an open: it was sent nothing) is not compared with it.
-                    lift: baseline.flatMap { baseline in
-                        (baseline.1[event] ?? 0) > 0
-                            ? proportion.difference(from: Proportion(baseline.1[event] ?? 0, of: baseline.0)) : nil
+                    lift: baseline.flatMap {
+                        held > 0 ? proportion.difference(from: Proportion(held, of: $0.recipients)) : nil
                     }
                 )
             }
+            return Group(
+                name: name,
+                isHoldout: holdout,
+                recipients: recipients,
+                delivered: delivered,
+                figures: figures
+            )
         }
-        let baseline = hasHoldout ? (plan.heldOut, holdoutCounts) : nil
         let variantNames = Set(plan.variants.keys).union(perVariant.keys.compactMap { $0 }).sorted()
         groups = variantNames.map { name in
-            Group(
-                name: name,
-                isHoldout: false,
+            group(
+                name,
                 recipients: plan.variants[name] ?? 0,
                 delivered: report.stats.variants[name]?.delivered ?? 0,
-                figures: figures(perVariant[name] ?? [:], recipients: plan.variants[name] ?? 0, baseline: baseline)
+                found: perVariant[name] ?? [:],
+                against: baseline
             )
         }
         if hasHoldout {
             groups.append(
-                Group(
-                    name: "holdout",
-                    isHoldout: true,
+                group(
+                    "holdout",
+                    holdout: true,
                     recipients: plan.heldOut,
                     delivered: nil,
-                    figures: figures(holdoutCounts, recipients: plan.heldOut, baseline: nil)
+                    found: holdoutCounts,
+                    against: nil
                 )
             )
         }
-        let localeNames = Set(plan.locales.keys).union(perLocale.keys)
-        locales = localeNames.map { name in
-            Group(
-                name: name,
-                isHoldout: false,
+        locales = Set(plan.locales.keys).union(perLocale.keys).map { name in
+            group(
+                name,
                 recipients: plan.locales[name] ?? 0,
                 delivered: report.stats.locales[name]?.delivered ?? 0,
-                figures: figures(perLocale[name] ?? [:], recipients: plan.locales[name] ?? 0, baseline: nil)
+                found: perLocale[name] ?? [:],
+                against: nil
             )
         }
         .sorted { $0.recipients != $1.recipients ? $0.recipients > $1.recipients : $0.name < $1.name }

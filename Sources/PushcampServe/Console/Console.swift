@@ -76,6 +76,13 @@ public struct Console: Sendable {
         json(JSONValue.object([("error", .string(message))]).text, status: status)
     }
 
+    /// 401 with `message`, asking for a bearer token.
+    static func unauthorized(_ message: String) -> Response {
+        var refused = problem(.unauthorized, message)
+        refused.headers[.wwwAuthenticate] = "Bearer realm=\"pushcamp\""
+        return refused
+    }
+
     /// Answers `request` with `body` when the request may read; else sends a page to `/login` and
     /// an API call a 401.
     func reading(
@@ -86,9 +93,7 @@ public struct Console: Sendable {
         let verdict = access.read(authorization: request.headers[.authorization], cookie: request.headers[.cookie])
         guard verdict == .allowed else {
             if page { return Response(status: .seeOther, headers: [.location: "/login", .cacheControl: "no-store"]) }
-            var refused = Self.problem(.unauthorized, "this console needs its token: Authorization: Bearer TOKEN")
-            refused.headers[.wwwAuthenticate] = "Bearer realm=\"pushcamp\""
-            return refused
+            return Self.unauthorized("this console needs its token: Authorization: Bearer TOKEN")
         }
         do {
             return try await body()
@@ -112,16 +117,18 @@ public struct Console: Sendable {
     func overview() async throws -> String {
         let now = clock.now()
         let (ready, health) = status.readiness(now: now)
+        // The status reads the schedules (every campaign file) once; the page shows that listing.
+        let projectStatus = try await ProjectStatus.read(
+            paths: paths,
+            folders: folders,
+            journal: journal,
+            journalName: journalName,
+            now: now
+        )
         return ConsolePage(
-            status: try await ProjectStatus.read(
-                paths: paths,
-                folders: folders,
-                journal: journal,
-                journalName: journalName,
-                now: now
-            ),
+            status: projectStatus,
             runs: try await RunListing.read(from: journal, limit: 20),
-            schedules: try await ScheduleListing.read(paths: paths, folders: folders, journal: journal, now: now),
+            schedules: projectStatus.schedules,
             notifications: NotificationListing(records: try await journal.notifications(limit: 10, quarantined: false)),
             firings: FiringListing(firings: try await journal.firings(campaign: nil, limit: 10), campaign: nil),
             ready: ready,
@@ -236,12 +243,7 @@ public struct Console: Sendable {
                     "posting engagement needs a console token: set \(ConsoleAccess.tokenVariable) on serve"
                 )
             case .unauthorized:
-                var refused = Self.problem(
-                    .unauthorized,
-                    "posting engagement needs the console's token: Authorization: Bearer TOKEN"
-                )
-                refused.headers[.wwwAuthenticate] = "Bearer realm=\"pushcamp\""
-                return refused
+                return Self.unauthorized("posting engagement needs the console's token: Authorization: Bearer TOKEN")
             }
             let bytes: [UInt8]
             do {
