@@ -9,8 +9,14 @@ public struct APNsClientError: Error, Sendable, CustomStringConvertible {
         public static let connect = Code("connect")
         /// The peer broke HTTP/2.
         public static let protocolError = Code("protocol")
-        /// The pool is shut down.
+        /// The pool is shut down, or the request's task was cancelled.
         public static let shutdown = Code("shutdown")
+        /// The request went out and no answer came (the connection ended, or the answer was late):
+        /// the server may have processed it.
+        public static let unanswered = Code("unanswered")
+        /// The server did not process the request (refused after its GOAWAY, or never sent): safe
+        /// to send again, on another connection.
+        public static let notProcessed = Code("not-processed")
         public var description: String { name }
     }
 

@@ -36,6 +36,19 @@ public final class ProviderTokenOwners: Sendable {
         }
     }
 
+    /// How many tokens this process minted per key (team and key id), adopted ones not counted:
+    /// first mints and renewals alike.
+    public func minted() -> [(teamID: String, keyID: String, count: Int)] {
+        owners.withLock { owners in
+            var counts: [String: (teamID: String, keyID: String, count: Int)] = [:]
+            for owner in owners.values {
+                counts["\(owner.teamID)/\(owner.keyID)", default: (owner.teamID, owner.keyID, 0)].count +=
+                    owner.mintedCount
+            }
+            return counts.keys.sorted().map { counts[$0]! }
+        }
+    }
+
     /// The owner of the tokens of the `.p8` key at `path` (read now, so a replaced key file is a
     /// new key).
     public func tokens(

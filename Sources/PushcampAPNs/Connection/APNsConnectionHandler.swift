@@ -204,13 +204,13 @@ package final class APNsConnectionHandler: ChannelInboundHandler, RemovableChann
         let now = NIODeadline.now()
         for event in events {
             switch event {
-            case .settings(let limit):
+            case .connection(.settings(let limit)):
                 apply(machine.settingsReceived(maxConcurrentStreams: limit))
-            case .goaway(let lastStreamID, let errorCode, let debugData):
+            case .connection(.goaway(let lastStreamID, let errorCode, let debugData)):
                 machine.drain()
                 configuration.queue.forget(connection: configuration.id)
                 closeReason = Self.describeGoaway(lastStreamID: lastStreamID, errorCode: errorCode, debug: debugData)
-            case .pingAcknowledged:
+            case .connection(.pingAcknowledged):
                 machine.pingAcknowledged(now: now)
             case .notSent(let stream):
                 apply(machine.streamClosed(status: nil, reason: nil, now: now))
@@ -227,7 +227,7 @@ package final class APNsConnectionHandler: ChannelInboundHandler, RemovableChann
         configuration.streams.add(-1)
         guard let status = stream.status else {
             apply(machine.streamClosed(status: nil, reason: nil, now: now))
-            if errorCode == NGHTTP2_REFUSED_STREAM.rawValue {
+            if errorCode == NGHTTP2Bytes.refusedStream {
                 // Above GOAWAY's last stream id, or refused outright: never processed, so send it again.
                 requeue.append(stream.request)
             } else {

@@ -13,10 +13,8 @@ import NIOCore
 /// that lives as long as the nghttp2 session, which `deinit` deletes first.
 package final class NGHTTP2Session {
     enum Event {
-        /// The server's SETTINGS arrived; its current `SETTINGS_MAX_CONCURRENT_STREAMS`.
-        case settings(maxConcurrentStreams: UInt32)
-        case goaway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8])
-        case pingAcknowledged
+        /// SETTINGS (the server's current `SETTINGS_MAX_CONCURRENT_STREAMS`), GOAWAY, or a PING's answer.
+        case connection(NGHTTP2Bytes.ConnectionFrame)
         /// A request's stream ended: with a response (`status` set), reset, or refused.
         case streamClosed(Stream, errorCode: UInt32)
         /// nghttp2 gave up on a request before its HEADERS went out (e.g. after GOAWAY).
@@ -212,22 +210,7 @@ package final class NGHTTP2Session {
     }
 
     fileprivate func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
-        let header = frame.pointee.hd
-        switch Int(header.type) {
-        case Int(NGHTTP2_SETTINGS.rawValue) where header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0:
-            let limit = nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
-            events.append(.settings(maxConcurrentStreams: limit))
-        case Int(NGHTTP2_GOAWAY.rawValue):
-            let goaway = frame.pointee.goaway
-            let debug = goaway.opaque_data.map { Array(UnsafeBufferPointer(start: $0, count: goaway.opaque_data_len)) }
-            events.append(
-                .goaway(lastStreamID: goaway.last_stream_id, errorCode: goaway.error_code, debugData: debug ?? [])
-            )
-        case Int(NGHTTP2_PING.rawValue) where header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0:
-            events.append(.pingAcknowledged)
-        default:
-            break
-        }
+        if let received = NGHTTP2Bytes.connectionFrame(frame, session: session) { events.append(.connection(received)) }
     }
 
     fileprivate func frameNotSent(_ frame: UnsafePointer<nghttp2_frame>) {
@@ -389,12 +372,7 @@ private let onStreamClose: nghttp2_on_stream_close_callback = { _, streamID, err
 /// Called for every frame received; only SETTINGS, GOAWAY and PING reach the session (not each
 /// response's HEADERS and DATA).
 private let onFrame: nghttp2_on_frame_recv_callback = { _, frame, userData in
-    switch Int(frame!.pointee.hd.type) {
-    case Int(NGHTTP2_SETTINGS.rawValue), Int(NGHTTP2_GOAWAY.rawValue), Int(NGHTTP2_PING.rawValue):
-        owner(userData).frameReceived(frame!)
-    default:
-        break
-    }
+    if NGHTTP2Bytes.isConnectionFrame(frame!.pointee.hd.type) { owner(userData).frameReceived(frame!) }
     return 0
 }
 

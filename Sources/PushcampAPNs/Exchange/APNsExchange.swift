@@ -2,17 +2,24 @@ import Foundation
 import NIOCore
 import NIOPosix
 import NIOSSL
-import NIOTLS
 import PushcampAPNsCore
 import Synchronization
 
-/// One HTTP/2 connection to an APNs host for requests one at a time: the broadcast API's channel
-/// management (`/1/apps/…`) and broadcast sends (`/4/broadcasts/apps/…`). A broadcast reaches every
-/// device on a channel with one request, so these are few; the pool and its state machine are for
-/// the millions of device pushes.
+/// HTTP/2 to an APNs host for requests of any method and path, a few at a time: the broadcast
+/// API's channel management (`/1/apps/…`) and broadcast sends (`/4/broadcasts/apps/…`). A broadcast
+/// reaches every device on a channel with one request, so these are few; the pool is for the
+/// millions of device pushes.
 ///
-/// The connection opens at the first request and is kept for the next; one that closed is opened
-/// again. Provider tokens come from the same `ProviderTokens` as the app's pushes.
+/// Its connections keep the same discipline as the pool's, through the same
+/// `ConnectionStateMachine` (see `ExchangeConnection`): one stream until the server's SETTINGS
+/// and the first accepted token, never more than its limit; a GOAWAY stops new streams on that
+/// connection, and a request it did not process (refused after the GOAWAY, or never written)
+/// goes again on a new connection, here, without the caller seeing it; PING on idle connections,
+/// and a connection that stops answering is closed. A request that went out and got no answer
+/// throws `.unanswered` (the server may have it); one that could not go throws `.connect`.
+///
+/// The connection opens at the first request and is kept for the next; one that closed or drains
+/// is replaced. Provider tokens come from the same `ProviderTokens` as the app's pushes.
 public final class APNsExchange: Sendable {
     public struct Request: Sendable {
         public var method: String
@@ -44,12 +51,27 @@ public final class APNsExchange: Sendable {
 
         /// The `reason` of an error answer.
         public var reason: APNsReason? { APNsConnectionHandler.parseError(body).0 }
+
+        /// `retry-after` in seconds from `now` (delta-seconds, or an HTTP date), when the server
+        /// sent one.
+        public func retryAfter(now: Double) -> Double? {
+            guard let text = value("retry-after")?.trimmingCharacters(in: .whitespaces) else { return nil }
+            if let seconds = Int(text), seconds >= 0 { return Double(seconds) }
+            let format = DateFormatter()
+            format.locale = Locale(identifier: "en_US_POSIX")
+            format.timeZone = TimeZone(identifier: "GMT")
+            format.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+            return format.date(from: text).map { max(0, $0.timeIntervalSince1970 - now) }
+        }
     }
+
+    /// How many connections in a row may refuse one request (GOAWAY each time) before it fails.
+    public static let refusalLimit = 5
 
     private let configuration: APNsClientConfiguration
     private let tlsContext: NIOSSLContext
     private let eventLoop: any EventLoop
-    private let connection = Mutex<(any Channel)?>(nil)
+    private let connection = Mutex<ExchangeConnection?>(nil)
 
     public init(
         configuration: APNsClientConfiguration,
@@ -65,9 +87,28 @@ public final class APNsExchange: Sendable {
         configuration.port == 443 ? configuration.host : "\(configuration.host):\(configuration.port)"
     }
 
-    /// Sends `request` and waits for its answer (at most the configuration's request timeout).
+    /// Sends `request` and waits for its answer (at most the configuration's request timeout on
+    /// the wire). A connection that refuses it unprocessed (GOAWAY) is left to drain and the
+    /// request goes on a new one, up to `refusalLimit` connections.
     public func send(_ request: Request) async throws(APNsClientError) -> Response {
-        let channel = try await connected()
+        var refusals = 0
+        while true {
+            let connection = try await connected()
+            do {
+                return try await connection.send(fields(of: request), body: request.body)
+            } catch  where error.code == .notProcessed {
+                refusals += 1
+                if refusals >= Self.refusalLimit {
+                    throw APNsClientError(
+                        .connect,
+                        "\(authority) did not process the request on \(refusals) connections in a row: \(error.message)"
+                    )
+                }
+            }
+        }
+    }
+
+    private func fields(of request: Request) -> [(name: String, value: String)] {
         var fields: [(name: String, value: String)] = [
             (":method", request.method), (":scheme", "https"), (":authority", authority), (":path", request.path),
         ]
@@ -76,24 +117,7 @@ public final class APNsExchange: Sendable {
         }
         fields += request.headers
         if !request.body.isEmpty { fields.append(("content-length", String(request.body.count))) }
-        let promise = eventLoop.makePromise(of: Response.self)
-        let timeout = configuration.requestTimeout
-        let body = request.body
-        let header = fields
-        channel.eventLoop.execute {
-            guard let handler = try? channel.pipeline.syncOperations.handler(type: ExchangeHandler.self) else {
-                promise.fail(APNsClientError(.connect, "the connection closed"))
-                return
-            }
-            handler.submit(header, body: body, timeout: timeout, promise: promise)
-        }
-        do {
-            return try await promise.futureResult.get()
-        } catch let error as APNsClientError {
-            throw error
-        } catch {
-            throw APNsClientError(.connect, "\(error)")
-        }
+        return fields
     }
 
     /// Opens the connection now (TLS and HTTP/2), rather than with the first request.
@@ -103,148 +127,29 @@ public final class APNsExchange: Sendable {
 
     /// Closes the connection, if open.
     public func close() async {
-        let channel = connection.withLock { channel in
-            defer { channel = nil }
-            return channel
-        }
-        try? await channel?.close()
-    }
-
-    private func connected() async throws(APNsClientError) -> any Channel {
-        if let channel = connection.withLock({ $0 }), channel.isActive { return channel }
-        let ready = eventLoop.makePromise(of: Void.self)
-        let bootstrap = configuration.bootstrap(on: eventLoop, tlsContext: tlsContext) { ExchangeHandler(ready: ready) }
-        let channel: any Channel
-        do {
-            channel = try await bootstrap.connect(host: configuration.host, port: configuration.port).get()
-            try await ready.futureResult.get()
-        } catch let error as APNsClientError {
-            ready.fail(error)
-            throw error
-        } catch {
-            ready.fail(error)
-            throw APNsClientError(.connect, ConnectFailure.explain(error, connectTimeout: configuration.connectTimeout))
-        }
-        let previous = connection.withLock { current in
-            defer { current = channel }
+        let current = connection.withLock { current in
+            defer { current = nil }
             return current
         }
-        previous?.close(promise: nil)
-        return channel
-    }
-}
-
-/// Drives an `NGHTTP2Exchange` behind NIOSSL.
-private final class ExchangeHandler: ChannelInboundHandler {
-    typealias InboundIn = ByteBuffer
-    typealias OutboundOut = ByteBuffer
-
-    private let ready: EventLoopPromise<Void>
-    private var codec: NGHTTP2Exchange?
-    private var context: ChannelHandlerContext?
-
-    init(ready: EventLoopPromise<Void>) {
-        self.ready = ready
+        try? await current?.channel.close()
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
-        self.context = context
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        guard case TLSUserEvent.handshakeCompleted(let negotiated) = event else {
-            context.fireUserInboundEventTriggered(event)
-            return
+    /// The kept connection while it takes requests; otherwise a new one.
+    private func connected() async throws(APNsClientError) -> ExchangeConnection {
+        if let current = connection.withLock({ $0 }), current.isUsable { return current }
+        let opened = try await ExchangeConnection.open(
+            configuration: configuration,
+            tlsContext: tlsContext,
+            eventLoop: eventLoop
+        )
+        // Two requests may have opened one each: the first kept wins, the other closes. A
+        // connection replaced while draining finishes its streams and closes by itself.
+        let kept = connection.withLock { current -> ExchangeConnection in
+            if let current, current.isUsable { return current }
+            current = opened
+            return opened
         }
-        guard negotiated == "h2" else {
-            fail(
-                APNsClientError(
-                    .connect,
-                    "the server did not agree to HTTP/2 (ALPN answered \(negotiated ?? "nothing"))"
-                )
-            )
-            return
-        }
-        do {
-            codec = try NGHTTP2Exchange()
-            flush()
-            ready.succeed()
-        } catch {
-            fail(error)
-        }
-    }
-
-    /// Called on the channel's event loop.
-    func submit(
-        _ fields: [(name: String, value: String)],
-        body: [UInt8],
-        timeout: TimeAmount,
-        promise: EventLoopPromise<Response>
-    ) {
-        guard let codec, let context else {
-            promise.fail(APNsClientError(.connect, "the connection closed"))
-            return
-        }
-        do {
-            let id = try codec.submit(fields, body: body) { promise.completeWith($0.mapError { $0 as any Error }) }
-            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-            let timer = context.eventLoop.scheduleTask(in: timeout) {
-                bound.value.codec?.cancel(
-                    id,
-                    APNsClientError(.connect, "no answer within \(timeout.nanoseconds / 1_000_000_000) s")
-                )
-                bound.value.flush()
-            }
-            promise.futureResult.whenComplete { _ in timer.cancel() }
-            flush()
-        } catch {
-            promise.fail(error)
-        }
-    }
-
-    typealias Response = APNsExchange.Response
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard let codec else { return }
-        do {
-            try codec.receive(unwrapInboundIn(data))
-        } catch {
-            fail(error)
-        }
-    }
-
-    func channelReadComplete(context: ChannelHandlerContext) {
-        flush()
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        let error = APNsClientError(.connect, "the connection closed before the answer")
-        ready.fail(error)
-        codec?.failAll(error)
-        codec = nil
-        context.fireChannelInactive()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        ready.fail(error)
-        fail(APNsClientError(.connect, ConnectFailure.reason(error)))
-    }
-
-    private func flush() {
-        guard let codec, let context else { return }
-        do {
-            if let output = try codec.drainOutput(allocator: context.channel.allocator) {
-                context.writeAndFlush(wrapOutboundOut(output), promise: nil)
-            }
-        } catch {
-            fail(error)
-        }
-    }
-
-    private func fail(_ error: APNsClientError) {
-        ready.fail(error)
-        codec?.failAll(error)
-        codec = nil
-        context?.close(promise: nil)
+        if kept !== opened { opened.channel.close(promise: nil) }
+        return kept
     }
 }

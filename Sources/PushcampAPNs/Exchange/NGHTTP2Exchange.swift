@@ -2,26 +2,38 @@ import CNghttp2
 import NIOCore
 
 /// libnghttp2 as the codec of a general HTTP/2 client: any method, path and header fields, every
-/// response header kept. For APNs' broadcast API, a request at a time; the push path's codec
-/// (`NGHTTP2Session`) stays fixed on `POST /3/device/…` and records `:status` only.
+/// response header kept. For APNs' broadcast API (channel management and broadcast sends); the push
+/// path's codec (`NGHTTP2Session`) stays fixed on `POST /3/device/…` and records `:status` only.
 ///
 /// Like `NGHTTP2Session`, it never sees the socket: `receive` feeds it bytes, `drainOutput`
-/// collects what it wants written, and callbacks only record. Confined to one event loop.
+/// collects what it wants written, and its callbacks only record `Event`s, which the caller takes
+/// with `takeEvents()` after each call, so no callback re-enters the caller while nghttp2 is on
+/// the stack. Connection frames are read by the same `NGHTTP2Bytes.connectionFrame` as the push
+/// path's. Confined to one event loop.
 final class NGHTTP2Exchange {
-    final class Stream {
+    enum Event {
+        /// SETTINGS (the server's current stream limit), GOAWAY, or a PING's answer.
+        case connection(NGHTTP2Bytes.ConnectionFrame)
+        /// A request's stream ended: with its response, or reset without one (`errorCode` says
+        /// how: `REFUSED_STREAM` when the server never processed it, as after its GOAWAY).
+        case closed(id: Int32, response: APNsExchange.Response?, errorCode: UInt32)
+        /// nghttp2 gave up on a request before its HEADERS went out: never processed.
+        case notSent(id: Int32)
+    }
+
+    private final class Stream {
         let body: [UInt8]
         var sent = 0
         var response = APNsExchange.Response(status: 0, headers: [], body: [])
-        let done: (Result<APNsExchange.Response, APNsClientError>) -> Void
 
-        init(body: [UInt8], done: @escaping (Result<APNsExchange.Response, APNsClientError>) -> Void) {
+        init(body: [UInt8]) {
             self.body = body
-            self.done = done
         }
     }
 
     private var session: OpaquePointer?
     private var streams: [Int32: Stream] = [:]
+    private var events: [Event] = []
 
     init() throws(APNsClientError) {
         var callbacks: OpaquePointer?
@@ -32,6 +44,8 @@ final class NGHTTP2Exchange {
         nghttp2_session_callbacks_set_on_header_callback(callbacks, exchangeOnHeader)
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, exchangeOnData)
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, exchangeOnClose)
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, exchangeOnFrame)
+        nghttp2_session_callbacks_set_on_frame_not_send_callback(callbacks, exchangeOnFrameNotSent)
         var created: OpaquePointer?
         guard nghttp2_session_client_new(&created, callbacks, Unmanaged.passUnretained(self).toOpaque()) == 0 else {
             throw APNsClientError(.protocolError, "nghttp2: cannot create a session")
@@ -45,7 +59,10 @@ final class NGHTTP2Exchange {
         nghttp2_session_del(session)
     }
 
-    var isIdle: Bool { streams.isEmpty }
+    func takeEvents() -> [Event] {
+        defer { events.removeAll(keepingCapacity: true) }
+        return events
+    }
 
     func receive(_ buffer: ByteBuffer) throws(APNsClientError) {
         try NGHTTP2Bytes.receive(buffer, into: session)
@@ -55,12 +72,8 @@ final class NGHTTP2Exchange {
         try NGHTTP2Bytes.drain(session, allocator: allocator, capacity: 0)
     }
 
-    /// Queues a request; `done` is called once, with its response or why there is none.
-    func submit(
-        _ fields: [(name: String, value: String)],
-        body: [UInt8],
-        done: @escaping (Result<APNsExchange.Response, APNsClientError>) -> Void
-    ) throws(APNsClientError) -> Int32 {
+    /// Queues a request; returns its stream id. Its end comes back as an `Event`.
+    func submit(_ fields: [(name: String, value: String)], body: [UInt8]) throws(APNsClientError) -> Int32 {
         // Names and values laid out in one buffer; nghttp2 copies them during the call.
         var bytes: [UInt8] = []
         var ranges: [(name: Range<Int>, value: Range<Int>)] = []
@@ -72,7 +85,6 @@ final class NGHTTP2Exchange {
             ranges.append((name, value))
         }
         bytes.append(0)
-        let stream = Stream(body: body, done: done)
         var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: exchangeReadBody)
         let id = bytes.withUnsafeMutableBufferPointer { buffer in
             var list = ranges.map { range in
@@ -88,22 +100,18 @@ final class NGHTTP2Exchange {
             return nghttp2_submit_request(session, nil, &list, list.count, &provider, nil)
         }
         guard id > 0 else { throw NGHTTP2Bytes.failure(id) }
-        streams[id] = stream
+        streams[id] = Stream(body: body)
         return id
     }
 
-    /// Resets a stream whose answer is late, failing it.
-    func cancel(_ id: Int32, _ error: APNsClientError) {
-        guard let stream = streams.removeValue(forKey: id) else { return }
+    /// Resets a stream whose answer is late; it ends as `.closed` with `CANCEL`.
+    func cancel(_ id: Int32) {
+        guard streams[id] != nil else { return }
         nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_CANCEL.rawValue)
-        stream.done(.failure(error))
     }
 
-    /// The connection is gone: every stream fails.
-    func failAll(_ error: APNsClientError) {
-        let open = streams
-        streams.removeAll()
-        for stream in open.values { stream.done(.failure(error)) }
+    func ping() {
+        nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
     }
 
     fileprivate func header(_ id: Int32, name: String, value: String) {
@@ -123,18 +131,19 @@ final class NGHTTP2Exchange {
 
     fileprivate func closed(_ id: Int32, errorCode: UInt32) {
         guard let stream = streams.removeValue(forKey: id) else { return }
-        if stream.response.status == 0 {
-            stream.done(
-                .failure(
-                    APNsClientError(
-                        .protocolError,
-                        "the server reset the request (HTTP/2 error \(errorCode)) without an answer"
-                    )
-                )
-            )
-        } else {
-            stream.done(.success(stream.response))
-        }
+        let answered = stream.response.status != 0 && errorCode == NGHTTP2_NO_ERROR.rawValue
+        events.append(.closed(id: id, response: answered ? stream.response : nil, errorCode: errorCode))
+    }
+
+    fileprivate func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
+        if let received = NGHTTP2Bytes.connectionFrame(frame, session: session) { events.append(.connection(received)) }
+    }
+
+    fileprivate func frameNotSent(_ frame: UnsafePointer<nghttp2_frame>) {
+        let id = frame.pointee.hd.stream_id
+        guard Int(frame.pointee.hd.type) == Int(NGHTTP2_HEADERS.rawValue), streams.removeValue(forKey: id) != nil
+        else { return }
+        events.append(.notSent(id: id))
     }
 
     fileprivate func readBody(_ id: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int) -> (Int, Bool) {
@@ -168,6 +177,16 @@ private let exchangeOnData: nghttp2_on_data_chunk_recv_callback = { _, _, id, da
 
 private let exchangeOnClose: nghttp2_on_stream_close_callback = { _, id, errorCode, user in
     exchange(user).closed(id, errorCode: errorCode)
+    return 0
+}
+
+private let exchangeOnFrame: nghttp2_on_frame_recv_callback = { _, frame, user in
+    if NGHTTP2Bytes.isConnectionFrame(frame!.pointee.hd.type) { exchange(user).frameReceived(frame!) }
+    return 0
+}
+
+private let exchangeOnFrameNotSent: nghttp2_on_frame_not_send_callback = { _, frame, _, user in
+    exchange(user).frameNotSent(frame!)
     return 0
 }
 
