@@ -30,6 +30,9 @@ public struct SimulatorConfiguration: Sendable {
     public var errorRate: Double = 0
     /// The broadcast API (channel management and broadcast sends, on the same port).
     public var broadcast = BroadcastRules(bundleID: nil)
+    /// What the broadcast API does wrong on purpose: a per-channel throttle, 5xx, a script of the
+    /// first broadcast sends' fates.
+    public var broadcastFaults = BroadcastFaults()
     /// Where channels are kept between runs (`channels.json` in `pushcamp sim`'s state folder);
     /// nil keeps them in memory.
     public var channelsFile: String?

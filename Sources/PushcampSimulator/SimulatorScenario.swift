@@ -17,6 +17,10 @@ import PushcampModel
 ///       "0f3a…": unregistered 1700000000000
 ///       "9bc1…": flaky 2
 ///     tokens_file: rehearsal-tokens.txt  # more of them, relative to this file
+///     channel_throttle: 5s               # a channel takes one broadcast per 5 s (429 sooner)
+///     broadcast_error_rate: 30%          # share of broadcast-API requests answered 500 or 503
+///     broadcast_faults: [429, 503, drop] # the first broadcast sends' fates, in order
+///     retry_after: 2                     # seconds, in `retry-after` of the broadcast API's 429/503
 public struct SimulatorScenario: Sendable {
     public var maxStreams: Int?
     public var lowerLimit: (after: Int, to: Int)?
@@ -25,12 +29,14 @@ public struct SimulatorScenario: Sendable {
     public var latencyMilliseconds: Int?
     public var errorRate: Double?
     public var tokens: [String: TokenBehaviour] = [:]
+    /// The broadcast API's faults.
+    public var broadcast = BroadcastFaults()
 
     public init() {}
 
     static let keys = [
         "max_streams", "lower_limit", "goaway_after", "drop_after", "latency_ms", "error_rate", "tokens",
-        "tokens_file",
+        "tokens_file", "channel_throttle", "broadcast_error_rate", "broadcast_faults", "retry_after",
     ]
 
     /// Reads `path`; every problem comes back as a located diagnostic.
@@ -55,6 +61,19 @@ public struct SimulatorScenario: Sendable {
         if let node = map["error_rate"], let share = reader.parsed(node, "error_rate", Share.parse) {
             errorRate = Double(share.basisPoints) / 10_000
         }
+        if let node = map["channel_throttle"], let span = reader.parsed(node, "channel_throttle", TimeSpan.parse) {
+            broadcast.channelThrottle = Double(span.seconds)
+        }
+        if let node = map["broadcast_error_rate"], let share = reader.parsed(node, "broadcast_error_rate", Share.parse)
+        {
+            broadcast.errorRate = Double(share.basisPoints) / 10_000
+        }
+        if let node = map["broadcast_faults"], let steps = reader.sequence(node, "broadcast_faults") {
+            broadcast.script = steps.compactMap { step in
+                reader.parsed(step, "broadcast_faults", BroadcastFaults.Step.parse)
+            }
+        }
+        if let node = map["retry_after"] { broadcast.retryAfter = reader.int(node, "retry_after", in: 0...3600) }
         if let node = map["lower_limit"],
             let limit = reader.mapping(node, in: "lower_limit", allowed: ["after", "to"], required: ["after", "to"]),
             let after = limit["after"].flatMap({ reader.int($0, "lower_limit.after", in: count) }),
@@ -100,5 +119,18 @@ extension SimulatorScenario {
         configuration.lowerLimit = lowerLimit.map { ($0.after, UInt32($0.to)) }
         configuration.latency = .milliseconds(Int64(latencyMilliseconds ?? 0))
         configuration.errorRate = errorRate ?? 0
+        configuration.broadcastFaults = broadcast
+    }
+}
+
+extension BroadcastFaults.Step {
+    /// `429`, `500`, `503` or `drop`.
+    public static func parse(_ text: String) -> Result<Self, ValueError> {
+        guard let step = Self(rawValue: text.trimmingCharacters(in: .whitespaces)) else {
+            return .failure(
+                ValueError("'\(text)' is not a broadcast fault; write 429, 500, 503 or drop")
+            )
+        }
+        return .success(step)
     }
 }

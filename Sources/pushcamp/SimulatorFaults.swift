@@ -44,7 +44,59 @@ struct SimulatorFaults: ParsableArguments {
     )
     var errorRate: Double?
 
+    @Option(
+        help: ArgumentHelp(
+            "A broadcast channel takes at most one broadcast per this many seconds; a sooner one is answered 429 TooManyRequests.",
+            valueName: "seconds"
+        )
+    )
+    var channelThrottle: Double?
+
+    @Option(
+        help: ArgumentHelp(
+            "Share of channel-management and broadcast requests answered 500 or 503, a percentage (30%).",
+            valueName: "percent"
+        ),
+        transform: { text in
+            switch Share.parse(text) {
+            case .success(let share): return Double(share.basisPoints) / 10_000
+            case .failure(let error): throw ValidationError("--broadcast-error-rate: \(error.message)")
+            }
+        }
+    )
+    var broadcastErrorRate: Double?
+
+    @Option(
+        help: ArgumentHelp(
+            "The fates of the first broadcast sends, in order, comma-separated: 429, 500, 503 or drop (the connection dropped, the request unanswered).",
+            valueName: "list"
+        ),
+        transform: { text in
+            try text.split(separator: ",").map { part in
+                switch BroadcastFaults.Step.parse(String(part)) {
+                case .success(let step): return step
+                case .failure(let error): throw ValidationError("--broadcast-faults: \(error.message)")
+                }
+            }
+        }
+    )
+    var broadcastFaults: [BroadcastFaults.Step]?
+
+    @Option(
+        help: ArgumentHelp(
+            "Send `retry-after: SECONDS` with every 429 and 503 of the broadcast API.",
+            valueName: "seconds"
+        )
+    )
+    var retryAfter: Int?
+
     func validate() throws {
+        if let channelThrottle, !(channelThrottle > 0) {
+            throw ValidationError("--channel-throttle must be more than 0 seconds")
+        }
+        if let retryAfter, !(0...3600).contains(retryAfter) {
+            throw ValidationError("--retry-after must be 0 to 3600 seconds")
+        }
         if let maxStreams, maxStreams < 1 { throw ValidationError("--max-streams must be 1 or more") }
         if let latency, latency < 0 { throw ValidationError("--latency must be 0 or more") }
         if let goawayAfter, goawayAfter < 1 { throw ValidationError("--goaway-after must be 1 or more") }
@@ -68,6 +120,10 @@ struct SimulatorFaults: ParsableArguments {
         resolved.dropAfter = dropAfter ?? resolved.dropAfter
         resolved.latencyMilliseconds = latency ?? resolved.latencyMilliseconds
         resolved.errorRate = errorRate ?? resolved.errorRate
+        resolved.broadcast.channelThrottle = channelThrottle ?? resolved.broadcast.channelThrottle
+        resolved.broadcast.errorRate = broadcastErrorRate ?? resolved.broadcast.errorRate
+        resolved.broadcast.script = broadcastFaults ?? resolved.broadcast.script
+        resolved.broadcast.retryAfter = retryAfter ?? resolved.broadcast.retryAfter
         return resolved
     }
 

@@ -76,6 +76,13 @@ public struct BroadcastRules: Sendable {
         public var headers: [String: String] = [:]
         public var body: String?
 
+        public init(status: Int, reason: APNsReason? = nil, headers: [String: String] = [:], body: String? = nil) {
+            self.status = status
+            self.reason = reason
+            self.headers = headers
+            self.body = body
+        }
+
         static func refused(_ reason: APNsReason) -> Answer { Answer(status: reason.status, reason: reason) }
     }
 

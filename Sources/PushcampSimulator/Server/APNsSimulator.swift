@@ -17,7 +17,11 @@ public final class APNsSimulator: Sendable {
     /// Throws when the saved channels (`configuration.channelsFile`) cannot be read.
     public init(configuration: SimulatorConfiguration) throws {
         self.configuration = configuration
-        channels = try SimulatorChannels(rules: configuration.broadcast, file: configuration.channelsFile)
+        channels = try SimulatorChannels(
+            rules: configuration.broadcast,
+            faults: configuration.broadcastFaults,
+            file: configuration.channelsFile
+        )
     }
 
     /// Starts listening; returns the port.

@@ -160,7 +160,20 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         var answer: BroadcastRules.Answer
         var timestamp: Int64? = nil
         if route.isBroadcastAPI {
-            answer = channels.answer(request, route: route, authentication: authenticationProblem(request))
+            guard
+                let answered = channels.answer(
+                    request,
+                    route: route,
+                    authentication: authenticationProblem(request),
+                    now: SystemWallClock().now()
+                )
+            else {
+                // A fault: the connection goes, the request unanswered (and not processed).
+                recorder.dropped()
+                context.close(promise: nil)
+                return
+            }
+            answer = answered
         } else {
             let (status, reason, time) = decide(request)
             answer = BroadcastRules.Answer(status: status, reason: reason)
