@@ -249,14 +249,14 @@ extension Send {
             guard let report = try await RunReport.load(outcome.run, from: opened.journal) else { throw ExitCode(1) }
             print(report.json(), terminator: "")
         case .text:
-            let answer =
-                outcome.delivered
-                ? "200: APNs took it for every device on the channel"
-                : "\(outcome.status.map(String.init) ?? "no answer")\(outcome.reason.map { " \($0)" } ?? "")"
             print(
                 "run \(outcome.run) of \(campaign.id): broadcast to channel \(outcome.message.channel.name) "
-                    + "(\(outcome.message.channelID ?? "")): \(answer)"
+                    + "(\(outcome.message.channelID ?? "")): \(outcome.answer)"
             )
+        }
+        if let stopped = outcome.stopped {
+            printError("\(campaign.path): error: \(stopped); `pushcamp send` resumes run \(outcome.run)")
+            throw ExitCode(1)
         }
         if !outcome.delivered { throw ExitCode(4) }
     }

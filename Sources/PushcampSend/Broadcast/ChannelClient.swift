@@ -14,6 +14,8 @@ public struct ChannelClient: Sendable {
     /// The management endpoint, as messages name it.
     public let endpoint: String
     private let exchange: APNsExchange
+    /// What back-offs wait on.
+    private let clock: any WallClock
 
     /// Why a management request failed: APNs' answer (status and reason) or the connection.
     public struct Failure: Error, Sendable, CustomStringConvertible {
@@ -32,7 +34,8 @@ public struct ChannelClient: Sendable {
         paths: ProjectPaths,
         variables: [String: String],
         tokenCache: String?,
-        journal: (any Journal)?
+        journal: (any Journal)?,
+        clock: any WallClock = SystemWallClock()
     ) async throws(APNsClientError) -> ChannelClient {
         let endpoint = app.channelsEndpoint(environment)
         let exchange = try await SendRun.exchange(
@@ -43,11 +46,19 @@ public struct ChannelClient: Sendable {
             tokenCache: tokenCache,
             journal: journal
         )
-        return ChannelClient(bundleID: app.topic, environment: environment, endpoint: endpoint, exchange: exchange)
+        return ChannelClient(
+            bundleID: app.topic,
+            environment: environment,
+            endpoint: endpoint,
+            exchange: exchange,
+            clock: clock
+        )
     }
 
     private var channelsPath: String { "/1/apps/\(bundleID)/channels" }
 
+    /// Sends `request` until APNs answers `status`, retrying 429, 5xx, lost answers and failed
+    /// connections as `ExchangeRetry.management` says; throws the last failure.
     private func send(
         _ request: APNsExchange.Request,
         expecting status: Int,
@@ -55,22 +66,44 @@ public struct ChannelClient: Sendable {
     ) async throws(Failure)
         -> APNsExchange.Response
     {
-        let response: APNsExchange.Response
-        do {
-            response = try await exchange.send(request)
-        } catch {
-            throw Failure(status: nil, reason: nil, message: "\(what): \(endpoint): \(error.message)")
+        var retry = ExchangeRetry.management
+        while true {
+            let attempt: ExchangeRetry.Attempt
+            let failure: Failure
+            do {
+                let response = try await exchange.send(request)
+                if response.status == status { return response }
+                let reason = response.reason
+                attempt = .answered(
+                    status: response.status,
+                    reason: reason,
+                    retryAfter: response.retryAfter(now: clock.now())
+                )
+                failure = Failure(
+                    status: response.status,
+                    reason: reason,
+                    message: "\(what): APNs answered \(response.status)\(reason.map { " \($0)" } ?? "")"
+                        + (reason.map(Self.advice) ?? "")
+                )
+            } catch {
+                failure = Failure(status: nil, reason: nil, message: "\(what): \(endpoint): \(error.message)")
+                if error.code == .shutdown { throw failure }
+                attempt = error.code == .unanswered ? .unanswered(timedOut: false) : .notSent
+            }
+            switch retry.decide(attempt, now: clock.now(), random: Double.random(in: 0..<1)) {
+            case .retry(let after, _, _):
+                do {
+                    try await clock.sleep(until: clock.now() + after)
+                } catch {
+                    throw failure
+                }
+            case .fail:
+                guard retry.attempts > 1 else { throw failure }
+                var last = failure
+                last.message += " (tried \(retry.attempts) times)"
+                throw last
+            }
         }
-        guard response.status == status else {
-            let reason = response.reason
-            throw Failure(
-                status: response.status,
-                reason: reason,
-                message: "\(what): APNs answered \(response.status)\(reason.map { " \($0)" } ?? "")"
-                    + (reason.map(Self.advice) ?? "")
-            )
-        }
-        return response
     }
 
     /// What to do about a refusal, when there is something to say.

@@ -21,6 +21,8 @@ public struct RetryPolicy: Sendable {
     public var delays: [String: RetrySpec.Delay]
     /// How often one push may be lost with its connection before it counts as failed (`connection-lost`).
     public var maxLosses = 10
+    /// The longest back-off between two attempts, in seconds.
+    public var ceiling = RetryPolicy.maximumDelay
 
     public static let defaultDelays: [String: Double] = [
         "TooManyRequests": 10, "InternalServerError": 10, "ServiceUnavailable": 10, "Shutdown": 1, "timeout": 5,
@@ -82,7 +84,7 @@ public struct RetryPolicy: Sendable {
         }
         guard attempt + 1 < maxAttempts else { return .failed(reason: reasonName) }
         let exponential = reasonName == "TooManyRequests" ? base : base * Double(1 << min(attempt, 16))
-        let ceiling = min(exponential, Self.maximumDelay)
+        let ceiling = min(exponential, self.ceiling)
         // Jitter spreads retries out; TooManyRequests waits at least its delay.
         // (`random` is only evaluated here: delivered pushes cost no random number.)
         let jitter = random()
