@@ -41,9 +41,10 @@ public protocol ChannelStore: Sendable {
     /// Records a channel Apple created. False, and nothing changed, when a live channel of that
     /// name is recorded already (another node's apply won).
     func recordChannel(_ channel: ChannelRecord) async throws(JournalError) -> Bool
-    /// Marks the live channel `name` deleted at `now` (its row stays, as history); false when there
-    /// is none.
-    func retireChannel(named name: String, now: Double) async throws(JournalError) -> Bool
+    /// Marks the live channel `name` deleted at `now` (its row stays, as history); with a
+    /// `channelID`, only while that is the live channel's id (another apply may have replaced it
+    /// meanwhile). False when there is no such live channel.
+    func retireChannel(named name: String, channelID: String?, now: Double) async throws(JournalError) -> Bool
 }
 
 extension MemoryJournal: ChannelStore {
@@ -59,9 +60,13 @@ extension MemoryJournal: ChannelStore {
         }
     }
 
-    public func retireChannel(named name: String, now: Double) async throws(JournalError) -> Bool {
+    public func retireChannel(named name: String, channelID: String?, now: Double) async throws(JournalError) -> Bool {
         state.withLock { state in
-            guard let index = state.channels.firstIndex(where: { $0.name == name }) else { return false }
+            guard
+                let index = state.channels.firstIndex(where: {
+                    $0.name == name && (channelID == nil || $0.channelID == channelID)
+                })
+            else { return false }
             state.channels.remove(at: index)
             return true
         }
@@ -121,11 +126,14 @@ extension SQLiteJournal: ChannelStore {
         }
     }
 
-    public func retireChannel(named name: String, now: Double) async throws(JournalError) -> Bool {
+    public func retireChannel(named name: String, channelID: String?, now: Double) async throws(JournalError) -> Bool {
         try await write { db in
             try db.execute(
-                sql: "UPDATE broadcast_channel SET deleted_at = ? WHERE name = ? AND deleted_at IS NULL",
-                arguments: [now, name]
+                sql: """
+                    UPDATE broadcast_channel SET deleted_at = ?
+                    WHERE name = ? AND deleted_at IS NULL AND (? IS NULL OR channel_id = ?)
+                    """,
+                arguments: [now, name, channelID, channelID]
             )
             return db.changesCount == 1
         }

@@ -40,10 +40,11 @@ extension PostgresJournal: ChannelStore {
         return !rows.isEmpty
     }
 
-    public func retireChannel(named name: String, now: Double) async throws(JournalError) -> Bool {
+    public func retireChannel(named name: String, channelID: String?, now: Double) async throws(JournalError) -> Bool {
         let rows = try await rows(
             """
-            UPDATE broadcast_channel SET deleted_at = \(now) WHERE name = \(name) AND deleted_at IS NULL
+            UPDATE broadcast_channel SET deleted_at = \(now)
+            WHERE name = \(name) AND deleted_at IS NULL AND (\(channelID)::text IS NULL OR channel_id = \(channelID))
             RETURNING id
             """
         )

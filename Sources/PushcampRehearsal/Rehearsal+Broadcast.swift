@@ -55,7 +55,7 @@ extension Rehearsal {
         let id = try await client.create(storage: target.channel.storage)
         await client.close()
         let now = Date().timeIntervalSince1970
-        _ = try await journal.retireChannel(named: target.channel.name, now: now)
+        _ = try await journal.retireChannel(named: target.channel.name, channelID: nil, now: now)
         _ = try await journal.recordChannel(
             ChannelRecord(
                 name: target.channel.name,

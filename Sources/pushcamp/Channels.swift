@@ -309,8 +309,11 @@ struct Channels: AsyncParsableCommand {
                 Prints the plan, then carries it out: each channel is created with APNs' \
                 channel-management API and its id recorded in the journal at once; a channel \
                 removed from pushcamp.yaml is deleted at APNs and retired. Running it again \
-                changes nothing. On a shared journal two nodes may apply at once: each name keeps \
-                the first channel recorded, and the other node deletes the one it made.
+                changes nothing. Each management request is retried on 429, 5xx and lost \
+                answers (1, 2, 4, then 8 s, eight attempts); an apply that still fails stops, and the next apply \
+                finishes what it left. On a shared journal two applies may run at once: each name \
+                keeps the first channel recorded, the other apply deletes the one it made, and a \
+                channel is retired only by its own id.
 
                 Examples:
                   pushcamp channels apply
@@ -324,55 +327,27 @@ struct Channels: AsyncParsableCommand {
             let journal = opened.journal.journal
             let (plan, _) = try await opened.plan(askingAPNs: true)
             printDocument(Channels.render(plan, asked: true, format: .text))
-            var created = 0
-            var deleted = 0
-            for entry in plan.entries where entry.action != .keep {
-                let client = try await opened.client(entry.place)
-                let now = Date().timeIntervalSince1970
-                if entry.action == .delete || entry.action == .recreate, let record = entry.recorded {
-                    if entry.action == .delete {
-                        _ = try await Opened.orExit { () async throws(ChannelClient.Failure) in
-                            try await client.delete(record.channelID)
-                        }
-                        deleted += 1
+            let summary = try await Opened.orExit {
+                try await ChannelApply.apply(
+                    plan,
+                    journal: journal,
+                    now: { Date().timeIntervalSince1970 },
+                    client: opened.client
+                ) { step in
+                    switch step {
+                    case .created(let name, let id):
+                        print("created \(name): \(id)")
+                    case .duplicateDeleted(let name, let id):
+                        print("\(name) was created by another apply meanwhile; deleted the duplicate \(id)")
+                    case .deleted(let name, let id, let found):
+                        print(found ? "deleted \(name): \(id)" : "\(name) (\(id)) was deleted already; retired it")
                     }
-                    _ = try await Opened.orExit { try await journal.retireChannel(named: record.name, now: now) }
-                }
-                guard entry.action == .create || entry.action == .recreate else { continue }
-                let id = try await Opened.orExit { () async throws(ChannelClient.Failure) in
-                    try await client.create(storage: entry.storage)
-                }
-                let record = ChannelRecord(
-                    name: entry.name,
-                    bundleID: entry.place.bundleID,
-                    environment: entry.place.environment.rawValue,
-                    channelID: id,
-                    storagePolicy: entry.storage.policy,
-                    createdAt: now
-                )
-                let kept: Bool
-                do {
-                    kept = try await journal.recordChannel(record)
-                } catch {
-                    // Not recorded, not kept: the channel is deleted again, so no id is lost.
-                    _ = try? await client.delete(id)
-                    printError("error: recording channel \(entry.name): \(error.message); it was deleted again")
-                    throw ExitCode(1)
-                }
-                if kept {
-                    created += 1
-                    print("created \(entry.name): \(id)")
-                } else {
-                    _ = try await Opened.orExit { () async throws(ChannelClient.Failure) in
-                        try await client.delete(id)
-                    }
-                    print("\(entry.name) was created by another node meanwhile; deleted the duplicate \(id)")
                 }
             }
             print(
                 plan.changes == 0
                     ? "Nothing to do: every declared channel exists."
-                    : "Applied: \(created) created, \(deleted) deleted."
+                    : "Applied: \(summary.created) created, \(summary.deleted) deleted."
             )
             await opened.close()
         }
@@ -514,7 +489,11 @@ struct Channels: AsyncParsableCommand {
                 try await client.delete(record.channelID)
             }
             _ = try await Opened.orExit {
-                try await opened.journal.journal.retireChannel(named: name, now: Date().timeIntervalSince1970)
+                try await opened.journal.journal.retireChannel(
+                    named: name,
+                    channelID: record.channelID,
+                    now: Date().timeIntervalSince1970
+                )
             }
             print(
                 found

@@ -29,12 +29,16 @@ struct ChannelStoreTests {
                 Self.channel("final", id: "YQ=="), Self.channel("semi", id: "Yg==", at: 1_700_000_001),
             ]
         )
+        // Retired by an id that is no longer the live one (another apply replaced it): nothing.
+        #expect(try await !journal.retireChannel(named: "final", channelID: "Yw==", now: 1_700_000_050))
+        #expect(try await journal.channels().map(\.channelID) == ["YQ==", "Yg=="])
         // Deleted, the name is free again; retiring twice finds nothing the second time.
-        #expect(try await journal.retireChannel(named: "final", now: 1_700_000_100))
-        #expect(try await !journal.retireChannel(named: "final", now: 1_700_000_101))
+        #expect(try await journal.retireChannel(named: "final", channelID: "YQ==", now: 1_700_000_100))
+        #expect(try await !journal.retireChannel(named: "final", channelID: nil, now: 1_700_000_101))
         #expect(try await journal.channels().map(\.name) == ["semi"])
         #expect(try await journal.recordChannel(Self.channel("final", id: "ZA==", at: 1_700_000_200)))
         #expect(try await journal.channels().map(\.channelID) == ["Yg==", "ZA=="])
-        #expect(try await !journal.retireChannel(named: "never", now: 1_700_000_300))
+        #expect(try await !journal.retireChannel(named: "never", channelID: nil, now: 1_700_000_300))
+        #expect(try await journal.retireChannel(named: "semi", channelID: nil, now: 1_700_000_400))
     }
 }
