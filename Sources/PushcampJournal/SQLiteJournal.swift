@@ -48,6 +48,9 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
             database = try Self.openReadOnly(path, lockWait: lockWait)
             return
         }
+        if !FileManager.default.fileExists(atPath: path) {
+            try Self.create(path, configuration: configuration)
+        }
         do {
             database = try DatabaseQueue(path: path, configuration: configuration)
             // A first look outside any transaction: a file that is not a database must fail here, not
@@ -61,11 +64,50 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
                     throw JournalError(.newerVersion, "\(path) was written by a newer Pushcamp; upgrade to use it")
                 }
             }
-            try Self.migrator.migrate(database)
+            try Self.migrate(database)
         } catch let error as JournalError {
             throw error
         } catch {
             throw Self.translate(error, path: path)
+        }
+    }
+
+    /// Makes a new journal at `path`, whole: built and migrated in a file of its own beside it,
+    /// then linked into place only if `path` is still free (`link(2)` never replaces a file). Of
+    /// two processes creating one journal at once, one links its file and the other opens it, so
+    /// nobody ever sees a journal half made (an empty file, tables missing).
+    static func create(_ path: String, configuration: Configuration) throws(JournalError) {
+        let directory = (path as NSString).deletingLastPathComponent
+        let name = (path as NSString).lastPathComponent
+        let draft = ((directory.isEmpty ? "." : directory) as NSString).appendingPathComponent(
+            ".\(name).new-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        )
+        defer {
+            for suffix in ["", "-wal", "-shm", "-journal"] { unlink(draft + suffix) }
+        }
+        do {
+            let database = try DatabaseQueue(path: draft, configuration: configuration)
+            try migrator.migrate(database)
+            // Closed before it is linked: its write-ahead log is folded into the file.
+            try database.close()
+        } catch {
+            throw translate(error, path: path)
+        }
+        if link(draft, path) != 0, errno != EEXIST {
+            throw JournalError(
+                .cannotOpen,
+                "cannot create the journal \(path): \(String(cString: strerror(errno)))"
+            )
+        }
+    }
+
+    /// Brings a journal to this build's schema. Two processes upgrading one journal at once may
+    /// both find a migration to apply; the one that loses finds it applied and goes on.
+    static func migrate(_ database: DatabaseQueue) throws {
+        do {
+            try migrator.migrate(database)
+        } catch {
+            guard try database.read({ try migrator.hasCompletedMigrations($0) }) else { throw error }
         }
     }
 
@@ -84,7 +126,8 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
             throw JournalError(
                 .corrupt,
                 "\(path) is empty (0 bytes), so the run history, dead tokens and frequency caps it held are not "
-                    + "there; restore it from a backup, or delete it to start a new journal"
+                    + "there (Pushcamp never leaves a journal empty: it creates one whole, then puts it in place); "
+                    + "restore it from a backup, or move it aside to start a new journal"
             )
         }
     }
