@@ -52,6 +52,23 @@ extension MemoryJournal: ScheduleSlotStore {
         }
     }
 
+    @discardableResult
+    public func recordSlotFailed(
+        campaign: String,
+        slot: Int64,
+        reason: String,
+        detail: String?
+    ) async throws(JournalError) -> Bool {
+        state.withLock { state in
+            guard var record = state.slots[campaign]?[slot], record.outcome == .fired else { return false }
+            record.outcome = .failed
+            record.reason = reason
+            record.detail = detail
+            state.slots[campaign]![slot] = record
+            return true
+        }
+    }
+
     public func slot(campaign: String, at slot: Int64) async throws(JournalError) -> SlotRecord? {
         state.withLock { state in state.slots[campaign]?[slot] }
     }
@@ -61,7 +78,7 @@ extension MemoryJournal: ScheduleSlotStore {
     }
 
     public func latestFiredSlot(campaign: String) async throws(JournalError) -> Int64? {
-        state.withLock { state in state.slots[campaign]?.values.filter { $0.outcome == .fired }.map(\.slot).max() }
+        state.withLock { state in state.slots[campaign]?.values.filter { $0.outcome != .skipped }.map(\.slot).max() }
     }
 
     public func slots(campaign: String?, limit: Int) async throws(JournalError) -> [SlotRecord] {

@@ -6,6 +6,9 @@ public struct SlotRecord: Sendable, Hashable {
     public enum Outcome: String, Sendable {
         case fired
         case skipped
+        /// Fired, and its run finally failed (a broadcast APNs refused, or that could not go
+        /// however often it was tried): `reason` and `detail` say why.
+        case failed
     }
 
     public var campaign: String
@@ -13,7 +16,8 @@ public struct SlotRecord: Sendable, Hashable {
     public var slot: Int64
     public var outcome: Outcome
     /// Why a slot was skipped (`missed`, `superseded`, `overlap`, `not-caught-up`, `invalid`,
-    /// `refused`, `sent`), and what happened in words.
+    /// `refused`, `sent`) or failed (APNs' reason, `connection-lost`, `cannot-connect`), and what
+    /// happened in words.
     public var reason: String?
     public var detail: String?
     public var run: RunID?
@@ -75,13 +79,24 @@ public protocol ScheduleSlotStore: Sendable {
         now: Double
     ) async throws(JournalError) -> Bool
 
+    /// Marks the fired `slot` as failed, for `reason`: its run ended without doing what the slot
+    /// was for (its broadcast refused, or never answered however often it went). False when the
+    /// slot is not recorded as fired.
+    @discardableResult
+    func recordSlotFailed(
+        campaign: String,
+        slot: Int64,
+        reason: String,
+        detail: String?
+    ) async throws(JournalError) -> Bool
+
     /// The record of `slot` of `campaign`, if any.
     func slot(campaign: String, at slot: Int64) async throws(JournalError) -> SlotRecord?
 
     /// The latest slot recorded for `campaign` (by the slot it accounts for up to), if any.
     func latestSlot(campaign: String) async throws(JournalError) -> SlotRecord?
 
-    /// The newest slot of `campaign` recorded as fired, if any.
+    /// The newest slot of `campaign` recorded as fired (or fired and failed), if any.
     func latestFiredSlot(campaign: String) async throws(JournalError) -> Int64?
 
     /// Recorded slots, newest first: of one campaign, or of all.
@@ -158,6 +173,25 @@ extension SQLiteJournal: ScheduleSlotStore {
         }
     }
 
+    @discardableResult
+    public func recordSlotFailed(
+        campaign: String,
+        slot: Int64,
+        reason: String,
+        detail: String?
+    ) async throws(JournalError) -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE schedule_slot SET outcome = 'failed', reason = ?, detail = ?
+                    WHERE campaign = ? AND slot = ? AND outcome = 'fired'
+                    """,
+                arguments: [reason, detail, campaign, slot]
+            )
+            return db.changesCount == 1
+        }
+    }
+
     public func slot(campaign: String, at slot: Int64) async throws(JournalError) -> SlotRecord? {
         try await read { db in
             try Row.fetchOne(
@@ -185,7 +219,7 @@ extension SQLiteJournal: ScheduleSlotStore {
         try await read { db in
             try Int64.fetchOne(
                 db,
-                sql: "SELECT max(slot) FROM schedule_slot WHERE campaign = ? AND outcome = 'fired'",
+                sql: "SELECT max(slot) FROM schedule_slot WHERE campaign = ? AND outcome IN ('fired', 'failed')",
                 arguments: [campaign]
             )
         }

@@ -74,6 +74,21 @@ extension PostgresJournal: ScheduleSlotStore {
             ).isEmpty)
     }
 
+    @discardableResult
+    public func recordSlotFailed(
+        campaign: String,
+        slot: Int64,
+        reason: String,
+        detail: String?
+    ) async throws(JournalError) -> Bool {
+        !(try await rows(
+            """
+            UPDATE schedule_slot SET outcome = 'failed', reason = \(reason), detail = \(detail)
+            WHERE campaign = \(campaign) AND slot = \(slot) AND outcome = 'fired' RETURNING slot
+            """
+        ).isEmpty)
+    }
+
     public func slot(campaign: String, at slot: Int64) async throws(JournalError) -> SlotRecord? {
         try await slots("SELECT * FROM schedule_slot WHERE campaign = \(campaign) AND slot = \(slot)").first
     }
@@ -86,7 +101,7 @@ extension PostgresJournal: ScheduleSlotStore {
 
     public func latestFiredSlot(campaign: String) async throws(JournalError) -> Int64? {
         let rows = try await rows(
-            "SELECT max(slot) AS slot FROM schedule_slot WHERE campaign = \(campaign) AND outcome = 'fired'"
+            "SELECT max(slot) AS slot FROM schedule_slot WHERE campaign = \(campaign) AND outcome IN ('fired', 'failed')"
         )
         return try decode(rows.first, "slot", Int64?.self)
     }

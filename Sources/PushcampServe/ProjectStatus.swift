@@ -80,6 +80,16 @@ public struct ProjectStatus: Sendable {
                     )
                 )
             }
+            for slot in entry.failed where slot.recordedAt >= dayAgo {
+                problems.append(
+                    Problem(
+                        at: slot.recordedAt,
+                        subject: "\(campaign) slot \(Timestamps.text(Double(slot.slot)))",
+                        message: "failed: \(slot.reason ?? "unknown")" + (slot.detail.map { " (\($0))" } ?? "")
+                            + (slot.run.map { "; `pushcamp report \($0)`" } ?? "")
+                    )
+                )
+            }
         }
         nextSlots.sort { ($0.at, $0.campaign) < ($1.at, $1.campaign) }
 

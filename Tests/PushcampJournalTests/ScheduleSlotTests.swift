@@ -34,6 +34,43 @@ struct ScheduleSlotTests {
         #expect(try await journal.latestFiredSlot(campaign: "other") == nil)
     }
 
+    /// Issue 43: a fired slot whose run finally failed is recorded as failed with its reason; it
+    /// still counts as fired (the newest fired slot), and a skipped or unknown slot cannot fail.
+    @Test(arguments: Store.allCases)
+    func aFiredSlotIsMarkedFailedWithItsReason(_ store: Store) async throws {
+        let (journal, project) = try await store.open()
+        defer { project.remove() }
+        let run = try #require(
+            try await journal.claimSlot(campaign: "end", slot: 1000, revision: "r1", file: nil, now: 5)
+        )
+        #expect(
+            try await journal.recordSlotFailed(
+                campaign: "end",
+                slot: 1000,
+                reason: "TooManyRequests",
+                detail: "429 TooManyRequests (5 attempts)"
+            )
+        )
+        let record = try #require(try await journal.slot(campaign: "end", at: 1000))
+        #expect(record.outcome == .failed && record.run == run.id)
+        #expect(record.reason == "TooManyRequests" && record.detail == "429 TooManyRequests (5 attempts)")
+        #expect(try await journal.latestFiredSlot(campaign: "end") == 1000)
+        // Once only, and never a slot that did not fire.
+        #expect(!(try await journal.recordSlotFailed(campaign: "end", slot: 1000, reason: "x", detail: nil)))
+        #expect(!(try await journal.recordSlotFailed(campaign: "end", slot: 2000, reason: "x", detail: nil)))
+        try await journal.recordSkipped(
+            campaign: "end",
+            first: 3000,
+            through: 3000,
+            count: 1,
+            reason: "overlap",
+            detail: nil,
+            now: 6
+        )
+        #expect(!(try await journal.recordSlotFailed(campaign: "end", slot: 3000, reason: "x", detail: nil)))
+        #expect(try await journal.slot(campaign: "end", at: 3000)?.outcome == .skipped)
+    }
+
     @Test(arguments: Store.allCases)
     func skippedSlotsAreRecordedOnceAndTheLatestCountsTheirRange(_ store: Store) async throws {
         let (journal, project) = try await store.open()

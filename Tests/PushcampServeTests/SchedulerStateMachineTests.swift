@@ -164,8 +164,9 @@ struct SchedulerStateMachineTests {
     }
 
     /// Issue #27, case 3: a daily digest killed while sending yesterday's slot, restarted today after
-    /// today's slot came due. Yesterday's run is closed (expired, or superseded by today's), never
-    /// resumed in front of today's, and today's slot fires.
+    /// today's slot came due. Yesterday's run is closed as expired when its slot is out of the
+    /// catch-up window, and today's slot fires; within the window it is finished first (issue 43:
+    /// its recipients are reached once), and today's slot, due while it sends, is an overlap.
     @Test func aStaleUnfinishedSlotRunIsClosedAndTheDueSlotFires() {
         let day: Int64 = 86_400
         let yesterday = (Self.t0 / day + 1) * day  // a daily slot (every 1d is anchored at midnight UTC)
@@ -180,15 +181,25 @@ struct SchedulerStateMachineTests {
         )
         #expect(machine.tick(now: today + 600) == [.fire(campaign: "digest", slot: today)])
 
-        // Within a two-day window, yesterday's is not expired, but today's is due: superseded.
+        // Within a two-day window, yesterday's is not expired: it is finished, and today's, due
+        // while it sends, is skipped as an overlap (or, with `overlap: queue`, fires after it).
         var wide = Machine(startedAt: today + 600)
         wide.schedule("digest", every(day, within: 2 * day), cursor: yesterday, recorded: true)
         #expect(
             wide.unfinished("digest", slot: yesterday, newestFired: yesterday, now: today + 600) == [
-                .close(campaign: "digest", slot: yesterday, reason: .superseded)
+                .resume(campaign: "digest", slot: yesterday)
             ]
         )
-        #expect(wide.tick(now: today + 600) == [.fire(campaign: "digest", slot: today)])
+        #expect(
+            wide.tick(now: today + 600) == [
+                .skip(campaign: "digest", first: today, through: today, count: 1, reason: .overlap)
+            ]
+        )
+        var queued = Machine(startedAt: today + 600)
+        queued.schedule("digest", every(day, within: 2 * day, overlap: .queue), cursor: yesterday, recorded: true)
+        _ = queued.unfinished("digest", slot: yesterday, newestFired: yesterday, now: today + 600)
+        #expect(queued.tick(now: today + 600).isEmpty)
+        #expect(queued.runEnded("digest", now: today + 900) == [.fire(campaign: "digest", slot: today)])
 
         // A newer slot that fired already supersedes it too, even before the next is due.
         var fired = Machine(startedAt: today + 600)
@@ -292,10 +303,10 @@ extension SchedulerStateMachineTests {
             recorded: true
         )
         #expect(machine.tick(now: t0 + 60) == [.fire(campaign: "news", slot: t0 + 60)])
-        machine.slotBusy("news", slot: t0 + 60)
+        #expect(machine.slotBusy("news", slot: t0 + 60).isEmpty)
         #expect(machine.runEnded("news", now: t0 + 60).isEmpty)
         #expect(machine.tick(now: t0 + 61) == [.fire(campaign: "news", slot: t0 + 60)])
-        machine.slotBusy("news", slot: t0 + 60)
+        #expect(machine.slotBusy("news", slot: t0 + 60).isEmpty)
         #expect(machine.runEnded("news", now: t0 + 61).isEmpty)
         return machine
     }
@@ -327,7 +338,7 @@ extension SchedulerStateMachineTests {
         #expect(machine.runEnded("news", now: Self.t0 + 125).isEmpty)
         #expect(machine.tick(now: Self.t0 + 126) == [.fire(campaign: "news", slot: Self.t0 + 60)])
         // Held until it fell out of catch_up.within: missed, never fired late.
-        machine.slotBusy("news", slot: Self.t0 + 60)
+        #expect(machine.slotBusy("news", slot: Self.t0 + 60).isEmpty)
         #expect(machine.runEnded("news", now: Self.t0 + 126).isEmpty)
         #expect(
             machine.tick(now: Self.t0 + 181) == [
@@ -340,5 +351,64 @@ extension SchedulerStateMachineTests {
                 .skip(campaign: "news", first: Self.t0 + 60, through: Self.t0 + 60, count: 1, reason: .missed)
             ]
         )
+    }
+
+    /// Issue 43: three nodes, the node sending `news`'s slot cut off mid-send. The node that takes
+    /// the campaign over finishes that slot's run before any newer slot, whichever it meets first:
+    /// the unfinished run (its look for runs nobody holds) or the newer slot (whose firing is
+    /// refused behind the unfinished run). The newer slot, due while the old one was sending, is an
+    /// overlap in both orders: skipped as `overlap`, or with `overlap: queue` fired after it.
+    @Test(arguments: [Overlap.skip, Overlap.queue])
+    func aTakenOverSlotRunIsFinishedBeforeANewerSlotWhateverIsSeenFirst(overlap: Overlap) {
+        let old = Self.t0 + 60
+        let new = Self.t0 + 120
+        func node() -> Machine {
+            var machine = Machine(startedAt: Self.t0)
+            machine.schedule("news", every(60, overlap: overlap), cursor: old, recorded: true)
+            // The newer slot came due while the cut-off node still held the campaign (sending `old`).
+            #expect(machine.tick(now: new) == [.fire(campaign: "news", slot: new)])
+            return machine
+        }
+        let overlapping = overlap == .skip
+        var runFirst = node()
+        // The holder sends an earlier slot: the newer one overlaps it.
+        let held = runFirst.slotBusy("news", slot: new, overlapping: true)
+        #expect(
+            held == (overlapping ? [.skip(campaign: "news", first: new, through: new, count: 1, reason: .overlap)] : [])
+        )
+        #expect(runFirst.runEnded("news", now: new).isEmpty)
+        // Its lease expired: the look for runs nobody holds finds `old`'s run first.
+        #expect(
+            runFirst.unfinished("news", slot: old, newestFired: old, now: new + 20) == [
+                .resume(campaign: "news", slot: old)
+            ]
+        )
+        #expect(runFirst.tick(now: new + 21).isEmpty)
+        #expect(runFirst.runEnded("news", now: new + 30) == (overlapping ? [] : [.fire(campaign: "news", slot: new)]))
+
+        var slotFirst = node()
+        // The newer slot is tried again once the lease expired, and refused behind `old`'s run.
+        #expect(slotFirst.slotBusy("news", slot: new).isEmpty)
+        #expect(slotFirst.runEnded("news", now: new).isEmpty)
+        #expect(slotFirst.tick(now: new + 20) == [.fire(campaign: "news", slot: new)])
+        let behind = slotFirst.behind("news", slot: new, unfinished: old, newestFired: old, now: new + 20)
+        #expect(
+            behind
+                == [.resume(campaign: "news", slot: old)]
+                + (overlapping ? [.skip(campaign: "news", first: new, through: new, count: 1, reason: .overlap)] : [])
+        )
+        #expect(slotFirst.tick(now: new + 21).isEmpty)
+        #expect(slotFirst.runEnded("news", now: new + 30) == (overlapping ? [] : [.fire(campaign: "news", slot: new)]))
+    }
+
+    /// A slot held by another process that is not sending an earlier slot (it is about to fire
+    /// this one itself) is not an overlap: it waits to be tried again.
+    @Test func aSlotHeldByAProcessFiringItIsTriedAgainNotSkipped() {
+        var machine = Machine(startedAt: Self.t0)
+        machine.schedule("news", every(60), cursor: Self.t0, recorded: true)
+        #expect(machine.tick(now: Self.t0 + 60) == [.fire(campaign: "news", slot: Self.t0 + 60)])
+        #expect(machine.slotBusy("news", slot: Self.t0 + 60, overlapping: false).isEmpty)
+        #expect(machine.runEnded("news", now: Self.t0 + 60).isEmpty)
+        #expect(machine.tick(now: Self.t0 + 61) == [.fire(campaign: "news", slot: Self.t0 + 60)])
     }
 }

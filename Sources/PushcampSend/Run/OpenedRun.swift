@@ -127,7 +127,9 @@ struct OpenedRun {
     }
 
     /// The run of schedule slot `slot`: its unfinished run resumed, or a new run claimed with the
-    /// slot in one transaction. A slot recorded already is refused (`.recorded`).
+    /// slot in one transaction. A slot recorded already is refused (`.recorded`); a new slot while
+    /// the run of an earlier slot is unfinished is refused too (`.behind`): under the campaign's
+    /// lease, so no node can start a newer slot in front of a run it should finish.
     private static func slotRun(
         _ slot: Int64,
         campaign: LoadedCampaign,
@@ -136,6 +138,14 @@ struct OpenedRun {
         now: Double
     ) async throws -> OpenedRun {
         let file = URL(fileURLWithPath: campaign.path).standardizedFileURL.path
+        if let unfinished = try await store.unfinishedRun(campaign: campaign.id), let earlier = unfinished.slot,
+            earlier < slot
+        {
+            throw RunRefusal(
+                .behind,
+                "run \(unfinished.id) of \(campaign.id), slot \(Timestamps.text(Double(earlier))), is unfinished: it is finished before slot \(Timestamps.text(Double(slot))) may fire"
+            )
+        }
         if let run = try await store.claimSlot(
             campaign: campaign.id,
             slot: slot,

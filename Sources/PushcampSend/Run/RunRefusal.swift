@@ -27,6 +27,9 @@ public struct RunRefusal: Error, Sendable, CustomStringConvertible {
         /// A schedule slot or trigger firing recorded already (fired or skipped, here or by another
         /// process): not an error for `serve`, which simply does not fire it again.
         public static let recorded = Code("recorded", exitCode: 1)
+        /// A slot of a campaign whose run of an earlier slot is unfinished (its sender stopped, or
+        /// lost the journal past its lease): that run is finished first (`serve` resumes it).
+        public static let behind = Code("behind", exitCode: 5)
         /// The unfinished run of a recorded slot or firing was given up (the campaign changed since it
         /// was planned): the slot or firing is over.
         public static let givenUp = Code("given-up", exitCode: 1)

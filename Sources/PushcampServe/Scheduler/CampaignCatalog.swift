@@ -16,6 +16,8 @@ struct CampaignCatalog {
         var trigger: TriggerRule?
         /// The app it sends with (its credentials are checked while it is scheduled or triggered).
         var app: AppConfig?
+        /// The channel a broadcast campaign sends to.
+        var channel: String?
         var loadError: String?
         /// Set when an earlier file (by path) defines the same campaign.
         var duplicateOf: String?
@@ -80,6 +82,18 @@ struct CampaignCatalog {
         return result
     }
 
+    /// The scheduled broadcast campaigns on each channel: the steps of its sequences, which go one
+    /// at a time.
+    var sequences: [String: Set<String>] {
+        var result: [String: Set<String>] = [:]
+        let scheduled = self.scheduled
+        for entry in entries.values where entry.duplicateOf == nil {
+            guard let id = entry.id, let channel = entry.channel, scheduled[id]?.path == entry.path else { continue }
+            result[channel, default: []].insert(id)
+        }
+        return result
+    }
+
     var invalid: [(file: String, error: String)] {
         entries.values.compactMap { entry in entry.error.map { (entry.path, $0) } }.sorted { $0.file < $1.file }
     }
@@ -98,6 +112,7 @@ struct CampaignCatalog {
                 entry.schedule = previous.schedule
                 entry.trigger = previous.trigger
                 entry.app = previous.app
+                entry.channel = previous.channel
             }
             entries[path] = entry
             changed = true
@@ -129,6 +144,7 @@ struct CampaignCatalog {
             schedule: campaign?.schedule,
             trigger: campaign.flatMap(TriggerRule.init),
             app: campaign?.app,
+            channel: campaign?.broadcast?.channel.name,
             loadError: error
         )
     }

@@ -30,6 +30,11 @@ extension ScheduleListing {
                     : "\(skip.count) slots \(Timestamps.text(Double(skip.slot)))…\(Timestamps.text(Double(skip.last)))"
                 text += "  skipped: \(slots): \(skip.reason ?? "-")" + (skip.detail.map { " (\($0))" } ?? "") + "\n"
             }
+            for failed in entry.failed {
+                text +=
+                    "  failed:  \(Timestamps.text(Double(failed.slot))): \(failed.reason ?? "-")"
+                    + (failed.detail.map { " (\($0))" } ?? "") + (failed.run.map { ", run \($0)" } ?? "") + "\n"
+            }
         }
         return text
     }
@@ -68,6 +73,19 @@ extension ScheduleListing {
                                     ("reason", .string(skip.reason ?? "")),
                                     ("through", skip.count > 1 ? .string(Timestamps.iso(Double(skip.last))) : nil),
                                     ("detail", skip.detail.map { .string($0) }),
+                                ])
+                            }
+                        )
+                    ),
+                    (
+                        "failed",
+                        .array(
+                            entry.failed.map { failed in
+                                .members([
+                                    ("slot", .string(Timestamps.iso(Double(failed.slot)))),
+                                    ("run", failed.run.map { .integer(Int($0.rawValue)) }),
+                                    ("reason", .string(failed.reason ?? "")),
+                                    ("detail", failed.detail.map { .string($0) }),
                                 ])
                             }
                         )

@@ -4,7 +4,8 @@ import PushcampModel
 import PushcampPlanner
 
 /// What `pushcamp schedules` shows: each campaign file in the watched folders with a schedule (or
-/// an error), its next slots, the last slot fired with its run, and the slots skipped and why.
+/// an error), its next slots, the last slot fired with its run, and the slots skipped or failed,
+/// and why.
 public struct ScheduleListing: Sendable {
     public struct Entry: Sendable {
         public var campaign: String?
@@ -15,6 +16,8 @@ public struct ScheduleListing: Sendable {
         public var lastFired: SlotRecord?
         public var lastRun: RunRecord?
         public var skipped: [SlotRecord]
+        /// Slots that fired and whose run finally failed (a broadcast refused, or never answered).
+        public var failed: [SlotRecord]
     }
 
     public var entries: [Entry]
@@ -43,7 +46,8 @@ public struct ScheduleListing: Sendable {
                         nextSlots: [],
                         lastFired: nil,
                         lastRun: nil,
-                        skipped: []
+                        skipped: [],
+                        failed: []
                     )
                 )
                 continue
@@ -55,7 +59,7 @@ public struct ScheduleListing: Sendable {
                 recorded = try await journal.slots(campaign: id, limit: 200)
                 latest = try await journal.latestSlot(campaign: id)
             }
-            let lastFired = recorded.first { $0.outcome == .fired }
+            let lastFired = recorded.first { $0.outcome != .skipped }
             var lastRun: RunRecord?
             if let run = lastFired?.run { lastRun = try await journal?.run(run) }
             var cursor = Int64(now)
@@ -73,7 +77,8 @@ public struct ScheduleListing: Sendable {
                     nextSlots: next,
                     lastFired: lastFired,
                     lastRun: lastRun,
-                    skipped: Array(recorded.filter { $0.outcome == .skipped }.prefix(skippedCount))
+                    skipped: Array(recorded.filter { $0.outcome == .skipped }.prefix(skippedCount)),
+                    failed: Array(recorded.filter { $0.outcome == .failed }.prefix(skippedCount))
                 )
             )
         }

@@ -53,9 +53,8 @@ public final class SchedulerService: Service, Sendable {
 
     enum Event: Sendable {
         case tick
-        /// A slot was not fired: another process holds the campaign.
-        case busy(String, slot: Int64)
-        case ended(String)
+        /// A slot's or trigger's send ended, or never started (`Firing` says why).
+        case ended(String, Firing)
         /// This node stopped working on the slices of a run it joined; `refused` when it may not
         /// (another revision, credentials), so it does not try that run again.
         case left(RunID, refused: Bool)
@@ -92,6 +91,9 @@ public final class SchedulerService: Service, Sendable {
         var machine = SchedulerStateMachine(startedAt: Int64(clock.now()))
         var catalog = CampaignCatalog(paths: configuration.paths, folders: configuration.campaignFolders)
         var paths: [String: String] = [:]
+        /// Per scheduled broadcast campaign, the other scheduled campaigns on its channel: the
+        /// steps of its sequence, which go one at a time.
+        var sequences: [String: Set<String>] = [:]
         var triggered: [String: String] = [:]
         let (events, continuation) = AsyncStream<Event>.makeStream()
         let clock = self.clock
@@ -117,23 +119,22 @@ public final class SchedulerService: Service, Sendable {
                     guard let path = paths[campaign] else { return }
                     running.insert(campaign)
                     status.update { $0.running = running.sorted() }
+                    let steps = sequences[campaign] ?? []
                     group.addTask {
-                        if await self.fire(campaign, slot: slot, path: path, journal: journal) == .busy {
-                            continuation.yield(.busy(campaign, slot: slot))
-                        }
-                        continuation.yield(.ended(campaign))
+                        let firing = await self.fire(campaign, slot: slot, path: path, steps: steps, journal: journal)
+                        continuation.yield(.ended(campaign, firing))
                     }
                 }
                 func startTrigger(_ campaign: String, notifications: [String]) {
                     guard let path = triggered[campaign] else {
-                        continuation.yield(.ended(campaign))
+                        continuation.yield(.ended(campaign, .done))
                         return
                     }
                     running.insert(campaign)
                     status.update { $0.running = running.sorted() }
                     group.addTask {
                         await self.fireTrigger(campaign, notifications: notifications, path: path, journal: journal)
-                        continuation.yield(.ended(campaign))
+                        continuation.yield(.ended(campaign, .done))
                     }
                 }
                 func perform(_ actions: [SchedulerStateMachine.Action]) async {
@@ -183,6 +184,10 @@ public final class SchedulerService: Service, Sendable {
                         if catalog.refresh() || !resumed {
                             paths = await self.sync(&machine, with: catalog, journal: journal, now: now)
                             triggered = catalog.triggers.mapValues(\.path)
+                            sequences = [:]
+                            for steps in catalog.sequences.values {
+                                for step in steps { sequences[step] = steps.subtracting([step]) }
+                            }
                             machine.setTriggers(Set(triggered.keys))
                             self.triggers.set(catalog.triggers.values.map(\.rule))
                             self.checkCredentials(catalog)
@@ -240,12 +245,30 @@ public final class SchedulerService: Service, Sendable {
                             self.metrics.nextSlot(campaign, at: machine.nextSlot(of: campaign))
                         }
                         status.update { $0.lastTick = now }
-                    case .busy(let campaign, let slot):
-                        machine.slotBusy(campaign, slot: slot)
-                    case .ended(let campaign):
+                    case .ended(let campaign, let firing):
                         running.remove(campaign)
                         status.update { $0.running = running.sorted() }
-                        if !stopping { await perform(machine.runEnded(campaign, now: Int64(now))) }
+                        guard !stopping else { break }
+                        switch firing {
+                        case .done:
+                            await perform(machine.runEnded(campaign, now: Int64(now)))
+                        case .busy(let slot, let overlapping):
+                            await perform(machine.slotBusy(campaign, slot: slot, overlapping: overlapping))
+                            await perform(machine.runEnded(campaign, now: Int64(now)))
+                        case .behind(let slot, let unfinished):
+                            // The campaign's earlier slot run is unfinished: it goes first.
+                            self.tookOver(campaign, "slot \(Timestamps.text(Double(unfinished)))")
+                            let newestFired = try? await journal.latestFiredSlot(campaign: campaign)
+                            await perform(
+                                machine.behind(
+                                    campaign,
+                                    slot: slot,
+                                    unfinished: unfinished,
+                                    newestFired: newestFired,
+                                    now: Int64(now)
+                                )
+                            )
+                        }
                     case .left(let run, let wasRefused):
                         joined.remove(run)
                         if wasRefused { refused.insert(run) }
@@ -426,16 +449,27 @@ public final class SchedulerService: Service, Sendable {
         )
     }
 
-    /// Fires one slot: the campaign as its file is now, claimed and sent (or resumed).
-    /// Whether a slot was fired (or found recorded), or left for now to another process.
+    /// Whether a slot was fired (or found recorded), left for now to another process, or held
+    /// back behind an earlier slot's unfinished run.
     enum Firing: Sendable, Equatable {
         case done
-        case busy
+        /// Another process holds the campaign (`overlapping`: sending an earlier slot of it), or
+        /// an earlier step of the campaign's broadcast sequence is unfinished: tried again.
+        case busy(slot: Int64, overlapping: Bool)
+        /// The campaign's run of the earlier slot `unfinished` is not finished, and nobody holds
+        /// it: that run is resumed first.
+        case behind(slot: Int64, unfinished: Int64)
     }
 
-    /// Fires one slot: the campaign as its file is now, claimed and sent (or resumed); `.busy`
-    /// when another process holds the campaign.
-    private func fire(_ campaign: String, slot: Int64, path: String, journal: any Journal) async -> Firing {
+    /// Fires one slot: the campaign as its file is now, claimed and sent (or resumed). `steps`
+    /// are the other campaigns of a broadcast campaign's sequence (on its channel).
+    private func fire(
+        _ campaign: String,
+        slot: Int64,
+        path: String,
+        steps: Set<String>,
+        journal: any Journal
+    ) async -> Firing {
         let slotText = Timestamps.text(Double(slot))
         let (loaded, error) = CampaignCatalog(paths: configuration.paths, folders: []).load(path)
         guard let loaded else {
@@ -466,7 +500,7 @@ public final class SchedulerService: Service, Sendable {
         options.kind = .slot(slot)
         options.stallTimeout = configuration.stallTimeout
         if loaded.broadcast != nil {
-            return await fireBroadcast(loaded, slot: slot, options: options, journal: journal)
+            return await fireBroadcast(loaded, slot: slot, options: options, steps: steps, journal: journal)
         }
         let progress = ProgressCount(campaign, metrics: metrics)
         let send: SendRun
@@ -510,12 +544,19 @@ public final class SchedulerService: Service, Sendable {
         case .busy:
             // Another process sends the campaign (usual with several nodes). The slot belongs
             // to whoever fires it: recording it as skipped here could leave it unsent. It is
-            // tried again at the next tick, until some process claimed it.
+            // tried again at the next tick, until some process claimed it, unless the holder
+            // sends an earlier slot: then this one came due while that one was sending.
             logger.debug(
                 "slot \(slotText) of \(campaign): \(error.message); tried again at the next tick",
                 metadata: Logger.fields("slot-left", campaign: campaign, slot: slot)
             )
-            return .busy
+            let earlier = await unfinishedSlot(of: campaign, journal: journal)
+            return .busy(slot: slot, overlapping: earlier.map { $0 < slot } ?? false)
+        case .behind:
+            guard let earlier = await unfinishedSlot(of: campaign, journal: journal) else {
+                return .busy(slot: slot, overlapping: false)
+            }
+            return .behind(slot: slot, unfinished: earlier)
         default:
             metrics.runRefused(campaign)
             await skip(
@@ -532,15 +573,41 @@ public final class SchedulerService: Service, Sendable {
         return .done
     }
 
-    /// Fires a slot of a broadcast campaign: its one request, claimed with the slot and sent once
-    /// (a run resumed with the request in flight is not sent again).
+    /// The slot of `campaign`'s unfinished slot run, if it has one.
+    private func unfinishedSlot(of campaign: String, journal: any Journal) async -> Int64? {
+        (try? await journal.unfinishedRun(campaign: campaign))?.flatMap(\.slot)
+    }
+
+    /// Fires a slot of a broadcast campaign: its one request, claimed with the slot and sent until
+    /// it settles (`BroadcastRun`). It waits while an earlier step of its sequence (another
+    /// campaign on its channel, `steps`) is unfinished, so the steps reach the channel in order.
+    /// A step that finally fails is recorded as a failed slot with its reason, counted, and
+    /// reported as an error.
     private func fireBroadcast(
         _ loaded: LoadedCampaign,
         slot: Int64,
         options: SendRun.Options,
+        steps: Set<String>,
         journal: any Journal
     ) async -> Firing {
         let campaign = loaded.id
+        let slotText = Timestamps.text(Double(slot))
+        if !steps.isEmpty {
+            do {
+                if let earlier = try await journal.unfinishedSlotRuns().first(where: {
+                    steps.contains($0.campaign) && ($0.slot ?? .max) <= slot
+                }) {
+                    logger.debug(
+                        "slot \(slotText) of \(campaign) waits for run \(earlier.id) of \(earlier.campaign), an earlier step on channel \(loaded.broadcast!.channel.name)",
+                        metadata: Logger.fields("slot-waits", campaign: campaign, slot: slot)
+                    )
+                    return .busy(slot: slot, overlapping: false)
+                }
+            } catch {
+                report("slot \(slotText) of \(campaign): the journal cannot be read: \(error.message)")
+                return .busy(slot: slot, overlapping: false)
+            }
+        }
         let outcome: BroadcastRun.Outcome
         do {
             outcome = try await BroadcastRun.send(
@@ -548,6 +615,7 @@ public final class SchedulerService: Service, Sendable {
                 options: options,
                 paths: configuration.paths,
                 variables: configuration.environment,
+                clock: clock,
                 willSend: { [logger] run, message in
                     logger.info(
                         "slot \(Timestamps.text(Double(slot))) of \(campaign): run \(run) broadcasting to channel \(message.channel.name)",
@@ -559,16 +627,42 @@ public final class SchedulerService: Service, Sendable {
             return await refused(campaign, slot: slot, error, journal: journal)
         }
         metrics.slotFired(campaign)
+        let note = outcome.note.map { "; \($0)" } ?? ""
+        let what = "slot \(slotText) of \(campaign): run \(outcome.run)"
+        if let stopped = outcome.stopped {
+            logger.warning(
+                "\(what) stopped before its broadcast settled: \(stopped); it is resumed by whichever node takes the campaign next",
+                metadata: Logger.fields("run-stopped", campaign: campaign, run: outcome.run, slot: slot)
+            )
+            return .done
+        }
+        let channel = outcome.message.channel.name
         metrics.broadcastSettled(
             campaign,
-            channel: outcome.message.channel.name,
+            channel: channel,
             outcome: outcome.delivered ? "delivered" : outcome.reason ?? "HTTP \(outcome.status ?? 0)"
         )
-        let answer =
-            outcome.delivered ? "200" : "\(outcome.status.map(String.init) ?? "no answer") \(outcome.reason ?? "")"
-        let note = outcome.note.map { "; \($0)" } ?? ""
+        guard outcome.delivered || outcome.reason == nil else {
+            let reason = outcome.reason ?? "failed"
+            metrics.slotFailed(campaign, reason: reason)
+            do {
+                try await journal.recordSlotFailed(
+                    campaign: campaign,
+                    slot: slot,
+                    reason: reason,
+                    detail: outcome.answer
+                )
+            } catch {
+                report("\(what): the failed slot cannot be recorded: \(error.message)")
+            }
+            report(
+                "\(what) broadcast to channel \(channel) failed: \(outcome.answer)\(note)",
+                Logger.fields("slot-failed", campaign: campaign, run: outcome.run, slot: slot)
+            )
+            return .done
+        }
         logger.info(
-            "slot \(Timestamps.text(Double(slot))) of \(campaign): run \(outcome.run) broadcast to channel \(outcome.message.channel.name): \(answer)\(note)",
+            "\(what) broadcast to channel \(channel): \(outcome.answer)\(note)",
             metadata: Logger.fields("run-finished", campaign: campaign, run: outcome.run, slot: slot)
         )
         return .done

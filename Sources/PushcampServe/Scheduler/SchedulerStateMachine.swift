@@ -16,10 +16,14 @@ import PushcampModel
 ///   with `overlap: queue` fires when that run ends (skipped as `missed` if it waited longer than
 ///   `within`).
 ///
-/// A slot run left unfinished by a stopped `serve` is resumed only while the schedule would still
-/// send its slot: it is closed as `expired` when the slot is older than `catch_up.within`, and as
-/// `superseded` when a newer slot fired since or is due now (except with `catch_up.mode: all`,
-/// where the due slots queue behind the resumed one). A resume never makes a due slot skip.
+/// A slot run left unfinished (its `serve` was stopped or killed, or its node lost the journal for
+/// longer than its lease) is finished before any newer slot of its campaign may start: the node
+/// that finds it resumes it, whichever it sees first, the run or a newer slot (whose firing is then
+/// refused, `behind`). It is closed instead only as `expired`, when its slot is older than
+/// `catch_up.within` (or as `superseded` when a newer slot somehow fired already). The slots that
+/// came due while it was sending, or while another process held the campaign sending an earlier
+/// slot, are overlaps: skipped as `overlap`, or with `overlap: queue` (or `catch_up.mode: all`)
+/// fired one after the other once it ends. Which node sees what first changes nothing.
 ///
 /// Trigger campaigns (fired by App Store notifications) are decided here too: the due firings of a
 /// campaign go out in one run, one run per campaign at a time (firings that come due meanwhile
@@ -114,9 +118,12 @@ public struct SchedulerStateMachine: Sendable {
         }
     }
 
-    /// `slot`'s run was left unfinished (`serve` was killed or stopped while sending it): resumed,
-    /// or closed when the schedule would not send that slot now. `newestFired` is the newest slot of
-    /// the campaign the journal records as fired (this one, or a newer one).
+    /// `slot`'s run was left unfinished (its sender was killed, stopped, or lost the journal past
+    /// its lease): resumed, unless its slot is older than `catch_up.within` (closed as `expired`)
+    /// or a newer slot fired already (`superseded`; `newestFired` is the newest slot of the
+    /// campaign the journal records as fired). Slots left to another process that came due after
+    /// it are overlaps of the resumed run: queued behind it with `overlap: queue` or
+    /// `catch_up.mode: all`, skipped as `overlap` otherwise.
     public mutating func unfinished(_ campaign: String, slot: Int64, newestFired: Int64?, now: Int64) -> [Action] {
         guard var entry = entries[campaign] else { return [] }
         let schedule = entry.schedule
@@ -126,26 +133,62 @@ public struct SchedulerStateMachine: Sendable {
         if let newestFired, newestFired > slot {
             return [.close(campaign: campaign, slot: slot, reason: .superseded)]
         }
-        if schedule.catchUp.mode == .latest, let due = schedule.nextSlot(after: max(entry.cursor, slot)), due <= now,
-            due >= now - schedule.lateness
-        {
-            return [.close(campaign: campaign, slot: slot, reason: .superseded)]
-        }
         entry.running = slot
         entry.cursor = max(entry.cursor, slot)
+        var actions: [Action] = [.resume(campaign: campaign, slot: slot)]
+        let later = entry.busy.filter { $0 > slot }
+        entry.busy.removeAll { $0 >= slot }
+        if queues(schedule) {
+            entry.queued = Array(Set(entry.queued + later)).sorted()
+        } else {
+            for overlap in later {
+                actions.append(.skip(campaign: campaign, first: overlap, through: overlap, count: 1, reason: .overlap))
+            }
+        }
         entries[campaign] = entry
-        return [.resume(campaign: campaign, slot: slot)]
+        return actions
     }
 
-    /// `slot` could not be fired: another process holds the campaign's lease (sending one of its
-    /// runs). The slot belongs to whoever fires it first: it is fired again at the next tick, so a
-    /// holder that dies before it fired the slot does not lose it; once any process claimed it,
-    /// the next attempt finds it recorded and ends there. When a newer slot fires here first, it
-    /// is skipped as `superseded` (unless `catch_up.mode: all`).
-    public mutating func slotBusy(_ campaign: String, slot: Int64) {
-        guard var entry = entries[campaign] else { return }
+    /// `slot` was not fired because the campaign's run of the earlier slot `unfinished` is not
+    /// finished (its sender stopped, or lost the journal past its lease): that run comes first,
+    /// here, and `slot`, due while it was sending, is its overlap (see `unfinished`).
+    public mutating func behind(
+        _ campaign: String,
+        slot: Int64,
+        unfinished: Int64,
+        newestFired: Int64?,
+        now: Int64
+    ) -> [Action] {
+        guard var entry = entries[campaign] else { return [] }
+        if entry.running == slot { entry.running = nil }
+        if !entry.busy.contains(slot) { entry.busy.append(slot) }
+        entry.busy.sort()
+        entries[campaign] = entry
+        return self.unfinished(campaign, slot: unfinished, newestFired: newestFired, now: now)
+    }
+
+    /// Whether slots due while the campaign sends wait for it (rather than being skipped).
+    private func queues(_ schedule: ScheduleSpec) -> Bool {
+        schedule.overlap == .queue || schedule.catchUp.mode == .all
+    }
+
+    /// `slot` could not be fired: another process holds the campaign's lease. The slot belongs to
+    /// whoever fires it first: it is fired again at the next tick, so a holder that dies before it
+    /// fired the slot does not lose it; once any process claimed it, the next attempt finds it
+    /// recorded and ends there. When the holder is sending an earlier slot of the campaign
+    /// (`overlapping`), the slot came due while that slot's run was sending: with `overlap: skip`
+    /// it is skipped as `overlap` here, as the holder would; otherwise it waits its turn. When a
+    /// newer slot fires here first, it is skipped as `superseded` (unless `catch_up.mode: all`).
+    public mutating func slotBusy(_ campaign: String, slot: Int64, overlapping: Bool = false) -> [Action] {
+        guard var entry = entries[campaign] else { return [] }
+        if overlapping, !queues(entry.schedule) {
+            entry.busy.removeAll { $0 == slot }
+            entries[campaign] = entry
+            return [.skip(campaign: campaign, first: slot, through: slot, count: 1, reason: .overlap)]
+        }
         if !entry.busy.contains(slot) { entry.busy.append(slot) }
         entries[campaign] = entry
+        return []
     }
 
     /// A campaign no longer scheduled (its file removed, or its `schedule:` dropped).
