@@ -193,7 +193,7 @@ let package = Package(
             name: "PushcampServe",
             dependencies: [
                 "PushcampSend", "PushcampPlanner", "PushcampModel", "PushcampJournal", "PushcampAPNsCore",
-                "PushcampAppStore", "PushcampBuildInfo", "PushcampReport",
+                "PushcampAPNs", "PushcampAppStore", "PushcampBuildInfo", "PushcampReport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -310,8 +310,9 @@ let package = Package(
             name: "PushcampServeTests",
             dependencies: [
                 "PushcampServe", "PushcampModel", "PushcampJournal", "PushcampTestSupport", "PushcampAppStore",
-                "PushcampPlanner",
+                "PushcampPlanner", "PushcampAPNs",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict

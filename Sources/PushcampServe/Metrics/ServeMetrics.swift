@@ -1,7 +1,9 @@
 import Prometheus
+import PushcampAPNs
 import PushcampBuildInfo
 import PushcampJournal
 import PushcampSend
+import Synchronization
 
 /// What `serve` measures, in a swift-prometheus registry of its own (no global bootstrap, so tests
 /// and several servers in one process keep theirs apart). Names follow the Prometheus conventions;
@@ -10,6 +12,8 @@ import PushcampSend
 public struct ServeMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
     let process: ProcessMetrics
+    /// The process's provider tokens, counted when scraped.
+    let mints: MintCount
 
     static let latencyBuckets: [Duration] = [
         .milliseconds(1), .microseconds(2500), .milliseconds(5), .milliseconds(10), .milliseconds(25),
@@ -22,10 +26,12 @@ public struct ServeMetrics: Sendable {
         version: String = BuildInfo.version,
         commit: String = BuildInfo.commit,
         built: String = BuildInfo.built,
-        packaged: Bool = BuildInfo.packaged
+        packaged: Bool = BuildInfo.packaged,
+        providerTokens: ProviderTokenOwners = .shared
     ) {
         registry = PrometheusCollectorRegistry()
         process = ProcessMetrics(registry: registry)
+        mints = MintCount(providerTokens)
         gauge(
             "pushcamp_build_info",
             [("version", version), ("commit", commit), ("built", built), ("packaged", packaged ? "true" : "false")]
@@ -36,6 +42,7 @@ public struct ServeMetrics: Sendable {
     /// The registry in Prometheus' text format, the process's metrics read now.
     public func exposition() -> [UInt8] {
         process.update()
+        countMintedTokens()
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)
         return buffer
@@ -65,6 +72,8 @@ public struct ServeMetrics: Sendable {
         "pushcamp_scheduler_next_slot_timestamp_seconds": "The campaign's next slot; 0 when its schedule ended.",
         "pushcamp_scheduler_slots_fired_total": "Slots fired: a run created or resumed.",
         "pushcamp_scheduler_slots_skipped_total": "Slots skipped, by reason.",
+        "pushcamp_scheduler_slots_failed_total":
+            "Slots fired whose run finally failed (a broadcast refused, or never answered however often it went), by reason.",
         "pushcamp_scheduler_runs_closed_total":
             "Unfinished slot runs closed at start instead of resumed: expired or superseded.",
         "pushcamp_campaigns_scheduled": "Campaign files in the watched folders with a valid schedule.",
@@ -81,7 +90,8 @@ public struct ServeMetrics: Sendable {
         "pushcamp_apns_request_duration_seconds": "Request latency, from writing the request to its answer.",
         "pushcamp_connections_opened_total": "HTTP/2 connections opened to APNs.",
         "pushcamp_connections_closed_total": "HTTP/2 connections to APNs that ended, by cause.",
-        "pushcamp_provider_tokens_minted_total": "Provider tokens minted anew after APNs called one expired.",
+        "pushcamp_provider_tokens_minted_total":
+            "Provider tokens this process minted, per key: the first and every renewal (a token adopted from the journal or the machine's cache is not counted).",
         "pushcamp_stream_limit_highest": "The highest stream limit APNs allowed one connection in the last run.",
         "pushcamp_appstore_notifications_total": "Verified App Store notifications by type and what became of them.",
         "pushcamp_appstore_refused_total": "App Store notification bodies answered 400 and not kept, by reason.",
@@ -105,6 +115,14 @@ public struct ServeMetrics: Sendable {
         "process_max_fds": "The limit on open file descriptors.",
         "process_start_time_seconds": "When the process started, in seconds since 1970.",
     ]
+
+    /// Brings `pushcamp_provider_tokens_minted_total` up to what the process minted so far.
+    private func countMintedTokens() {
+        for (teamID, keyID, delta) in mints.since() {
+            counter("pushcamp_provider_tokens_minted_total", [("team_id", teamID), ("key_id", keyID)])
+                .increment(by: Int64(delta))
+        }
+    }
 
     // MARK: the journal and leases
 
@@ -151,6 +169,10 @@ public struct ServeMetrics: Sendable {
     }
 
     /// An unfinished slot run closed at start instead of resumed (`expired`, `superseded`).
+    func slotFailed(_ campaign: String, reason: String) {
+        counter("pushcamp_scheduler_slots_failed_total", [("campaign", campaign), ("reason", reason)]).increment()
+    }
+
     func runClosed(_ campaign: String, reason: String) {
         counter("pushcamp_scheduler_runs_closed_total", [("campaign", campaign), ("reason", reason)]).increment()
     }
@@ -221,8 +243,6 @@ public struct ServeMetrics: Sendable {
             counter("pushcamp_connections_closed_total", [("campaign", campaign), ("cause", cause)])
                 .increment(by: Int64(count))
         }
-        counter("pushcamp_provider_tokens_minted_total", [("campaign", campaign)])
-            .increment(by: Int64(report.providerTokensRenewed))
         gauge("pushcamp_stream_limit_highest", [("campaign", campaign)]).set(Int64(report.highestStreamLimit))
         counter("pushcamp_runs_total", [("campaign", campaign), ("end", Self.end(of: report))]).increment()
         pending(campaign, 0)
@@ -272,5 +292,27 @@ public struct ServeMetrics: Sendable {
 
     func runRefused(_ campaign: String) {
         counter("pushcamp_runs_refused_total", [("campaign", campaign)]).increment()
+    }
+}
+
+/// The provider tokens the process minted per key, and how many of them the metric counted.
+final class MintCount: Sendable {
+    private let owners: ProviderTokenOwners
+    private let counted = Mutex<[String: Int]>([:])
+
+    init(_ owners: ProviderTokenOwners) {
+        self.owners = owners
+    }
+
+    /// The keys with tokens minted since the last call, and how many.
+    func since() -> [(teamID: String, keyID: String, count: Int)] {
+        owners.minted().compactMap { key in
+            let name = "\(key.teamID)/\(key.keyID)"
+            let delta = counted.withLock { counted in
+                defer { counted[name] = key.count }
+                return key.count - counted[name, default: 0]
+            }
+            return delta > 0 ? (key.teamID, key.keyID, delta) : nil
+        }
     }
 }
