@@ -52,6 +52,19 @@ struct ValueTests {
         #expect((try? Timestamp.parse(text).get()) == nil)
     }
 
+    /// Issue 43: a time before 1970 (year 0001, a typo) would make a negative `apns-expiration`.
+    @Test func timesBefore1970AreRefused() {
+        guard case .failure(let error) = Timestamp.parse("0001-01-01T00:00:00Z") else {
+            Issue.record("year 0001 was accepted")
+            return
+        }
+        #expect(error.message.contains("is in the year 1; times run from 1970"), "\(error.message)")
+        #expect((try? Timestamp.parse("1969-12-31T23:59:59Z").get()) == nil)
+        #expect((try? Timestamp.parse("1970-01-01T00:30+01:00").get()) == nil)
+        #expect((try? LocalDateTime.parse("0001-01-01T09:00").get()) == nil)
+        #expect((try? LocalDateTime.parse("2027-03-20T09:00").get()) != nil)
+    }
+
     @Test func environmentReferences() throws {
         let value = try ConfigString.parse("${env:KEYS}/shop-${env:ENV_NAME}.p8").get()
         #expect(value.environmentNames == ["KEYS", "ENV_NAME"])

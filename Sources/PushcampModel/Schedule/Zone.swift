@@ -155,6 +155,7 @@ public struct LocalDateTime: Hashable, Sendable, Comparable, CustomStringConvert
         guard let second, (1...12).contains(month), (1...Timestamp.daysIn(month: month, year: year)).contains(day),
             (0..<24).contains(hour), (0..<60).contains(minute), (0..<60).contains(second)
         else { return .failure(ValueError("'\(text)' is not a real date and time")) }
+        if let problem = Timestamp.yearProblem(year, text) { return .failure(problem) }
         return .success(LocalDateTime(year: year, month: month, day: day, hour: hour, minute: minute, second: second))
     }
 }

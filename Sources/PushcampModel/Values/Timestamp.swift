@@ -68,9 +68,24 @@ public struct Timestamp: Hashable, Sendable, Comparable, CustomStringConvertible
         guard (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day), hour < 24,
             minute < 60, second < 60
         else { return .failure(ValueError("'\(text)' is not a real date and time")) }
+        if let problem = yearProblem(year, text) { return .failure(problem) }
         let days = daysFromCivil(year: year, month: month, day: day)
         let seconds = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offset)
+        if seconds < 0, let problem = yearProblem(1969, text) { return .failure(problem) }
         return .success(Timestamp(secondsSince1970: seconds))
+    }
+
+    /// The years a time in a file may have: APNs counts expirations in seconds since 1970, so a
+    /// time before it (year 0001, a typo) would make a negative `apns-expiration`.
+    public static let years = 1970...9999
+
+    /// Why `year` (of `text`) cannot be a time Pushcamp uses, if it cannot (a time in 1970 whose
+    /// offset puts it before 1970 is asked about as 1969).
+    static func yearProblem(_ year: Int, _ text: String) -> ValueError? {
+        guard !years.contains(year) else { return nil }
+        return ValueError(
+            "'\(text)' is in the year \(year); times run from 1970 (APNs counts seconds since then) to 9999"
+        )
     }
 
     /// `2027-03-20T09:00:00Z`.
