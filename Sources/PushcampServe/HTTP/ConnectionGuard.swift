@@ -5,7 +5,8 @@ import NIOHTTPTypes
 import Synchronization
 
 /// Keeps `serve`'s HTTP server answering when clients hold connections open: a request must arrive
-/// whole within `requestTimeout` of its first part (a body trickled a byte at a time is cut off),
+/// whole within `requestTimeout` of its first byte (a header or a body trickled a byte at a time
+/// is cut off),
 /// and beyond `softLimit` open connections each new one closes the connection idle the longest, so
 /// idle keep-alives and clients that connect and send nothing cannot crowd out a health check.
 /// (Hummingbird's idle timeout closes a connection that sends nothing at all; the server stops
@@ -67,8 +68,8 @@ final class ConnectionGuard: Sendable {
 }
 
 /// One connection's part of `ConnectionGuard`: it registers the connection, marks it busy from a
-/// request's head to its response's end, and closes it when the request does not arrive whole in
-/// time.
+/// request's head to its response's end, and, with the `RequestClock` it puts in front of the
+/// HTTP decoder, closes it when a request does not arrive whole in time.
 final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -76,7 +77,7 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
     typealias OutboundOut = HTTPResponsePart
 
     private let owner: ConnectionGuard
-    private var deadline: Scheduled<Void>?
+    private var clock: RequestClock?
     private var registered = false
 
     init(guard owner: ConnectionGuard) {
@@ -84,6 +85,11 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
+        // The deadline starts at a request's first byte, before the decoder has a head to give:
+        // a header trickled a byte at a time never becomes one.
+        let clock = RequestClock(timeout: owner.requestTimeout)
+        self.clock = clock
+        try? context.pipeline.syncOperations.addHandler(clock, position: .first)
         if context.channel.isActive { register(context) }
     }
 
@@ -99,12 +105,12 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        deadline?.cancel()
+        clock?.stop()
         if registered { owner.closed(context.channel) }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        deadline?.cancel()
+        clock?.stop()
         owner.closed(context.channel)
         context.fireChannelInactive()
     }
@@ -113,16 +119,10 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
         switch unwrapInboundIn(data) {
         case .head:
             owner.busy(context.channel, true)
-            let channel = context.channel
-            deadline?.cancel()
-            deadline = context.eventLoop.scheduleTask(in: owner.requestTimeout) {
-                channel.close(promise: nil)
-            }
         case .body:
             break
         case .end:
-            deadline?.cancel()
-            deadline = nil
+            clock?.requestEnded()
         }
         context.fireChannelRead(data)
     }
@@ -130,5 +130,42 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         if case .end = unwrapOutboundIn(data) { owner.busy(context.channel, false) }
         context.write(data, promise: promise)
+    }
+}
+
+/// The first handler of a `serve` connection, on its raw bytes: a request's first byte starts
+/// the deadline, its end (told by `ConnectionGuardHandler`) stops it, and a request not whole by
+/// then closes the connection. Confined to the channel's event loop.
+final class RequestClock: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private let timeout: TimeAmount
+    private var deadline: Scheduled<Void>?
+
+    init(timeout: TimeAmount) {
+        self.timeout = timeout
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if deadline == nil {
+            let channel = context.channel
+            deadline = context.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+        }
+        context.fireChannelRead(data)
+    }
+
+    /// The request arrived whole: the next byte starts the next one's deadline.
+    func requestEnded() {
+        stop()
+    }
+
+    func stop() {
+        deadline?.cancel()
+        deadline = nil
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        stop()
     }
 }
