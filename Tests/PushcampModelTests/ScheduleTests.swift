@@ -217,6 +217,17 @@ struct ScheduleTests {
                 "campaigns/c.yaml:7:17: error: 'schedule.at': '2027-03-20T09:00' has no zone; add Z (UTC) or an offset like +01:00, or name the zone with 'schedule.timezone'"
             ]
         )
+        // Issue 43: year 0001 made a negative apns-expiration; said at the key, as a wall time too.
+        #expect(
+            diagnostics("{ at: 0001-01-01T00:00:00Z }") == [
+                "campaigns/c.yaml:7:17: error: 'schedule.at': '0001-01-01T00:00:00Z' is in the year 1; times run from 1970 (APNs counts seconds since then) to 9999"
+            ]
+        )
+        #expect(
+            diagnostics("{ at: \"0001-01-01T09:00\", timezone: Europe/Paris }") == [
+                "campaigns/c.yaml:7:17: error: 'schedule.at': '0001-01-01T09:00' is in the year 1; times run from 1970 (APNs counts seconds since then) to 9999"
+            ]
+        )
         #expect(
             diagnostics("{ every: 6h, from: 2027-03-02T00:00:00Z, until: 2027-03-01T00:00:00Z, overlap: wait }") == [
                 "campaigns/c.yaml:7:59: error: 'schedule.until' (2027-03-01T00:00:00Z) must come after 'schedule.from' (2027-03-02T00:00:00Z)",

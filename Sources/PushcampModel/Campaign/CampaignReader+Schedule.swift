@@ -147,7 +147,13 @@ extension CampaignReader {
     /// `at:` — an instant with its offset, or a wall time read in `timezone`.
     private static func readAt(_ node: Node, zone: Zone, zoneGiven: Bool, _ reader: YAMLReader) -> Timestamp? {
         guard let text = reader.scalar(node, "schedule.at") else { return nil }
-        if case .success(let local) = LocalDateTime.parse(text) {
+        let local = LocalDateTime.parse(text)
+        if zoneGiven, case .failure(let problem) = local, case .failure = Timestamp.parse(text) {
+            // With a zone named, the value is a wall time: its own problem is the one to say.
+            reader.error("'schedule.at': \(problem.message)", at: node)
+            return nil
+        }
+        if case .success(let local) = local {
             guard zoneGiven else {
                 reader.error(
                     "'schedule.at': '\(text.excerpt())' has no zone; add Z (UTC) or an offset like +01:00, or name "
