@@ -113,6 +113,11 @@ struct Serve: AsyncParsableCommand {
         var httpLogger = Logger(label: "pushcamp.http")
         httpLogger.logLevel = .warning
 
+        // A taken port is the one error said, before the journal or the scheduler start.
+        if let problem = await ServeHTTP.listenProblem(address) {
+            printError("error: \(problem)")
+            throw ExitCode(1)
+        }
         let setting = journalLocation.setting(JournalSetting(loaded, paths: paths))
         let access = try JournalLocationOption.access(setting)
         // The schema brought forward before anything starts (once across nodes starting together:

@@ -147,6 +147,24 @@ struct ServeTrustCLITests {
         #expect(second.output.contains(" warning pushcamp.serve: run 1 of tick (slot "), "\(second.output)")
     }
 
+    /// A second `serve` on a port another holds stops at once with one line that names the
+    /// address and what to do: nothing about the journal, nothing started.
+    @Test func aTakenPortIsTheOneErrorSaid() throws {
+        let (project, sim) = try Self.project(count: 3)
+        defer { project.remove() }
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        let first = try ServeProcess(in: project.root)
+        defer { if first.process.isRunning { _ = first.stop() } }
+        let second = try CLI.run(["serve", "--listen", "127.0.0.1:\(first.port)"], in: project.root, timeout: 30)
+        #expect(second.status == 1, "\(second.stderr)")
+        #expect(
+            second.stderr
+                == "error: cannot listen on 127.0.0.1:\(first.port): Address already in use: another process (another pushcamp serve?) listens there; stop it, or choose another address with --listen or serve.listen in pushcamp.yaml\n",
+            "\(second.stderr)"
+        )
+        #expect(first.stop() == 0)
+    }
+
     /// Case 4: with the key's environment variable unset, or the scaffold's placeholder ids sent to
     /// Apple, `serve` refuses to be ready and says why; a run that cannot connect is an error that
     /// names the endpoint and the cause.

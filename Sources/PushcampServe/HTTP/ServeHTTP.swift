@@ -2,6 +2,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOPosix
 import PushcampAPNsCore
 import PushcampAppStore
 import PushcampModel
@@ -64,6 +65,36 @@ public enum ServeHTTP {
             _ = setrlimit(openFiles, &limit)
         }
         return descriptorLimit()
+    }
+
+    /// Why `serve` cannot listen on `address`, found by binding it a moment before the server
+    /// does (before anything else starts, so the error is all that is said); nil when it can.
+    public static func listenProblem(_ address: ListenAddress) async -> String? {
+        do {
+            let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .bind(host: address.host, port: address.port)
+                .get()
+            try? await channel.close()
+            return nil
+        } catch let error as IOError {
+            let reason = String(cString: strerror(error.errnoCode))
+            switch error.errnoCode {
+            case EADDRINUSE:
+                return
+                    "cannot listen on \(address): \(reason): another process (another pushcamp serve?) listens there; "
+                    + "stop it, or choose another address with --listen or serve.listen in pushcamp.yaml"
+            case EADDRNOTAVAIL:
+                return "cannot listen on \(address): \(reason): \(address.host) is not an address of this machine"
+            case EACCES:
+                return
+                    "cannot listen on \(address): \(reason): ports below 1024 need privileges; choose a port above it"
+            default:
+                return "cannot listen on \(address): \(reason)"
+            }
+        } catch {
+            return "cannot listen on \(address): \(error)"
+        }
     }
 
     public static func application(
