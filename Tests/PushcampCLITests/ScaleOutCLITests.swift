@@ -70,14 +70,19 @@ struct ScaleOutCLITests {
         return parts.count == 3 ? Int32(parts[1]) : nil
     }
 
-    /// The big campaign's lease holder's pid, and the run's delivered count so far.
-    static func state(_ server: TestPostgres.Server) throws -> (owner: Int32?, delivered: Int, status: String?) {
+    /// `campaign`'s lease holder's pid, and its first run's delivered count so far and status.
+    static func state(
+        _ server: TestPostgres.Server,
+        campaign: String = "big"
+    ) throws -> (owner: Int32?, delivered: Int, status: String?) {
         let owner = try TestPostgres.query(
             server,
-            "SELECT owner FROM lease WHERE resource = 'campaign:big' AND expires_at > extract(epoch FROM clock_timestamp())"
+            "SELECT owner FROM lease WHERE resource = 'campaign:\(campaign)' AND expires_at > extract(epoch FROM clock_timestamp())"
         ).first.flatMap(pid(of:))
-        let run = try TestPostgres.query(server, "SELECT id, status FROM run WHERE campaign = 'big'").first?
-            .split(separator: "|")
+        let run = try TestPostgres.query(
+            server,
+            "SELECT id, status FROM run WHERE campaign = '\(campaign)' ORDER BY id LIMIT 1"
+        ).first?.split(separator: "|")
         guard let run, run.count == 2 else { return (owner, 0, nil) }
         let delivered =
             try TestPostgres.query(
@@ -93,14 +98,15 @@ struct ScaleOutCLITests {
     /// Polls `state` until `done` holds (at most `timeout` seconds); the last state.
     static func wait(
         _ server: TestPostgres.Server,
+        campaign: String = "big",
         timeout: Double,
         until done: ((owner: Int32?, delivered: Int, status: String?)) -> Bool
     ) throws -> (owner: Int32?, delivered: Int, status: String?) {
         let deadline = Date().addingTimeInterval(timeout)
-        var last = try state(server)
+        var last = try state(server, campaign: campaign)
         while !done(last), Date() < deadline {
             Thread.sleep(forTimeInterval: 0.1)
-            last = try state(server)
+            last = try state(server, campaign: campaign)
         }
         return last
     }

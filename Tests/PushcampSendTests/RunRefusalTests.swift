@@ -54,4 +54,34 @@ struct RunRefusalTests {
         // The exit statuses the CLI documents.
         #expect(RunRefusal.Code.refused.exitCode == 1 && RunRefusal.Code.credentials.exitCode == 2)
     }
+
+    /// Issue 43: while the run of an earlier slot is unfinished (its sender stopped, or lost the
+    /// journal past its lease), a newer slot is refused `behind` it, under the campaign's lease,
+    /// so no node starts the newer slot in front of a run it should finish; the earlier slot
+    /// itself still resumes.
+    @Test func aNewerSlotIsRefusedBehindAnUnfinishedEarlierSlotRun() async throws {
+        let setup = try ExecutorDriverTests.setup(rows: 3)
+        defer { setup.project.remove() }
+        let slot: Int64 = 1_800_000_000
+        let transport = InMemoryTransport(clock: setup.clock)
+        var first: SendRun? = try await ExecutorDriverTests.prepare(setup, transport: transport) {
+            $0.kind = .slot(slot)
+        }
+        let run = try #require(first?.run.id)
+        await first?.lease?.release()
+        first = nil
+        try await SQLiteJournal(path: setup.journalPath).setStatus(.interrupted, of: run, now: 1_800_000_010)
+
+        let behind = await Self.refusal {
+            try await ExecutorDriverTests.prepare(setup, transport: transport) { $0.kind = .slot(slot + 60) }
+        }
+        #expect(behind?.code == .behind, "\(String(describing: behind))")
+        // Nothing was recorded for the newer slot: it is decided once the earlier run is over.
+        #expect(
+            try await SQLiteJournal(path: setup.journalPath).slot(campaign: setup.campaign.id, at: slot + 60) == nil
+        )
+        let resumed = try await ExecutorDriverTests.prepare(setup, transport: transport) { $0.kind = .slot(slot) }
+        #expect(resumed.run.id == run)
+        await resumed.lease?.release()
+    }
 }
