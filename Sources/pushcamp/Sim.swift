@@ -37,8 +37,9 @@ struct Sim: AsyncParsableCommand {
 
             Faults and behaviours can also come from a scenario file (--scenario FILE, YAML; \
             flags win over it): max_streams, lower_limit { after, to }, goaway_after, drop_after, \
-            latency_ms, error_rate (a percentage), tokens (TOKEN: BEHAVIOUR) and tokens_file. \
-            See docs/sending.md.
+            latency_ms, error_rate (a percentage), tokens (TOKEN: BEHAVIOUR) and tokens_file; for \
+            the broadcast API channel_throttle, broadcast_error_rate, broadcast_faults and \
+            retry_after. See docs/sending.md and docs/live-activities.md.
 
             Ctrl-C stops it and prints what it received, by status and reason.
 
@@ -47,10 +48,14 @@ struct Sim: AsyncParsableCommand {
               pushcamp sim --topic com.example.shop --port 8443
               pushcamp sim --port 9443 --scenario rehearsal/outage.yaml
               pushcamp sim --host 10.0.0.1 --record received.csv
+              pushcamp sim --channel-throttle 5 --broadcast-faults 429,503,drop --goaway-after 1
 
             The broadcast API answers on the same port: channel management (`/1/apps/BUNDLE/…`; \
             channels are kept in --state-dir/channels.json, at most 10,000 per app) and broadcast \
-            sends (`/4/broadcasts/apps/BUNDLE`), checked in APNs' order. See docs/live-activities.md.
+            sends (`/4/broadcasts/apps/BUNDLE`), checked in APNs' order. Its faults: a channel \
+            throttle (429), a share of 500/503, a script of the first broadcasts' fates, \
+            retry-after; --goaway-after and --drop-after hold for its connections too. See \
+            docs/live-activities.md.
             """
     )
 
