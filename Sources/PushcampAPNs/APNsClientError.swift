@@ -14,9 +14,13 @@ public struct APNsClientError: Error, Sendable, CustomStringConvertible {
         /// The request went out and no answer came (the connection ended, or the answer was late):
         /// the server may have processed it.
         public static let unanswered = Code("unanswered")
-        /// The server did not process the request (refused after its GOAWAY, or never sent): safe
-        /// to send again, on another connection.
+        /// The server did not process the request (refused after its GOAWAY, or never sent) on a
+        /// connection that answered nothing: safe to send again, on another connection; counted,
+        /// so a server that refuses everything ends the request.
         public static let notProcessed = Code("not-processed")
+        /// The request did not go because its connection, which answered others, was going away
+        /// (GOAWAY after N requests, as APNs does): sent again on another connection, uncounted.
+        public static let notSent = Code("not-sent")
         public var description: String { name }
     }
 

@@ -65,8 +65,11 @@ public final class APNsExchange: Sendable {
         }
     }
 
-    /// How many connections in a row may refuse one request (GOAWAY each time) before it fails.
+    /// How many connections that answered nothing may give one request back before it fails.
     public static let refusalLimit = 5
+    /// How many draining connections (each of which answered others) one request may move on
+    /// from: a bound only a server answering one request per connection forever would reach.
+    public static let moveLimit = 1_000
 
     private let configuration: APNsClientConfiguration
     private let tlsContext: NIOSSLContext
@@ -88,20 +91,22 @@ public final class APNsExchange: Sendable {
     }
 
     /// Sends `request` and waits for its answer (at most the configuration's request timeout on
-    /// the wire). A connection that refuses it unprocessed (GOAWAY) is left to drain and the
-    /// request goes on a new one, up to `refusalLimit` connections.
+    /// the wire). A connection that gives it back unprocessed (its GOAWAY) is left to drain and
+    /// the request goes on a new one: freely when that connection answered others (GOAWAY after
+    /// N requests, as APNs does), up to `refusalLimit` connections that answered nothing.
     public func send(_ request: Request) async throws(APNsClientError) -> Response {
         var refusals = 0
+        var moves = 0
         while true {
             let connection = try await connected()
             do {
                 return try await connection.send(fields(of: request), body: request.body)
-            } catch  where error.code == .notProcessed {
-                refusals += 1
-                if refusals >= Self.refusalLimit {
+            } catch  where error.code == .notProcessed || error.code == .notSent {
+                if error.code == .notProcessed { refusals += 1 } else { moves += 1 }
+                if refusals >= Self.refusalLimit || moves >= Self.moveLimit {
                     throw APNsClientError(
                         .connect,
-                        "\(authority) did not process the request on \(refusals) connections in a row: \(error.message)"
+                        "\(authority) did not process the request on \(refusals + moves) connections in a row: \(error.message)"
                     )
                 }
             }

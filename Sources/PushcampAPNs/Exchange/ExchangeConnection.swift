@@ -51,7 +51,7 @@ final class ExchangeConnection: Sendable {
 
     /// Sends one request on this connection and waits for its end: the response, or an error
     /// whose code says whether the server may have it (`.unanswered`) or surely not
-    /// (`.notProcessed`: send it again elsewhere). Cancelling the task resets the stream.
+    /// (`.notProcessed`, `.notSent`: send it again elsewhere). Cancelling the task resets the stream.
     func send(
         _ fields: [(name: String, value: String)],
         body: [UInt8]
@@ -62,7 +62,7 @@ final class ExchangeConnection: Sendable {
         let channel = self.channel
         channel.eventLoop.execute {
             guard let handler = try? channel.pipeline.syncOperations.handler(type: ExchangeHandler.self) else {
-                promise.fail(APNsClientError(.notProcessed, "the connection closed"))
+                promise.fail(APNsClientError(.notSent, "the connection closed before the request went"))
                 return
             }
             handler.submit(ExchangeHandler.Submission(fields: fields, body: body, promise: promise))
@@ -138,6 +138,12 @@ final class ExchangeHandler: ChannelInboundHandler {
     private var open: [Int32: Open] = [:]
     private var timer: Scheduled<Void>?
     private var closeReason: String?
+    /// Whether the connection answered a request: one that did and then goes away moves its
+    /// waiting requests on (`.notSent`); one that never did refuses them (`.notProcessed`).
+    private var answeredAny = false
+
+    /// The code for a request this connection gives back unprocessed.
+    private var giveBack: APNsClientError.Code { answeredAny ? .notSent : .notProcessed }
 
     init(rules: Rules, ready: EventLoopPromise<Void>, closing: Flag) {
         self.rules = rules
@@ -176,12 +182,12 @@ final class ExchangeHandler: ChannelInboundHandler {
         service()
     }
 
-    /// Takes a request: it goes as soon as the stream budget allows, or comes back
-    /// `.notProcessed` when this connection takes no more.
+    /// Takes a request: it goes as soon as the stream budget allows, or comes back unprocessed
+    /// (`giveBack`) when this connection takes no more.
     func submit(_ submission: Submission) {
         guard codec != nil, machine.phase == .active else {
             submission.promise.fail(
-                APNsClientError(.notProcessed, "the connection is closing (\(closeReason ?? "shut down"))")
+                APNsClientError(giveBack, "the connection is closing (\(closeReason ?? "shut down"))")
             )
             return
         }
@@ -238,7 +244,7 @@ final class ExchangeHandler: ChannelInboundHandler {
                 open[id] = Open(submission: submission, started: now)
                 machine.streamOpened(now: now)
             } catch {
-                submission.promise.fail(APNsClientError(.notProcessed, error.message))
+                submission.promise.fail(APNsClientError(giveBack, error.message))
             }
         }
         flush()
@@ -268,6 +274,7 @@ final class ExchangeHandler: ChannelInboundHandler {
                 machine.pingAcknowledged(now: now)
             case .closed(let id, let response, let errorCode):
                 guard let stream = open.removeValue(forKey: id) else { continue }
+                if response != nil { answeredAny = true }
                 if case .drain(let reason) = machine.streamClosed(
                     status: response?.status,
                     reason: response?.reason,
@@ -276,37 +283,31 @@ final class ExchangeHandler: ChannelInboundHandler {
                     drain(reason)
                 }
                 stream.submission.promise.completeWith(
-                    Self.outcome(
-                        response,
-                        errorCode: errorCode,
-                        timedOut: stream.timedOut,
-                        timeout: rules.requestTimeout
-                    )
+                    outcome(response, errorCode: errorCode, timedOut: stream.timedOut)
                 )
             case .notSent(let id):
                 guard let stream = open.removeValue(forKey: id) else { continue }
                 _ = machine.streamClosed(status: nil, reason: nil, now: now)
-                stream.submission.promise.fail(APNsClientError(.notProcessed, "the request was not sent"))
+                stream.submission.promise.fail(APNsClientError(giveBack, "the request was not sent"))
             }
         }
     }
 
     /// A stream's end as the caller sees it: the response, or why there is none and whether the
     /// server may have processed the request.
-    static func outcome(
+    private func outcome(
         _ response: APNsExchange.Response?,
         errorCode: UInt32,
-        timedOut: Bool,
-        timeout: TimeAmount
+        timedOut: Bool
     ) -> Result<APNsExchange.Response, any Error> {
         if let response { return .success(response) }
         if errorCode == NGHTTP2Bytes.refusedStream {
             // Above the GOAWAY's last stream id, or refused outright: never processed.
-            return .failure(APNsClientError(.notProcessed, "the server refused the request (REFUSED_STREAM)"))
+            return .failure(APNsClientError(giveBack, "the server refused the request (REFUSED_STREAM)"))
         }
         if timedOut {
             return .failure(
-                APNsClientError(.unanswered, "no answer within \(timeout.nanoseconds / 1_000_000_000) s")
+                APNsClientError(.unanswered, "no answer within \(rules.requestTimeout.nanoseconds / 1_000_000_000) s")
             )
         }
         return .failure(
@@ -328,7 +329,7 @@ final class ExchangeHandler: ChannelInboundHandler {
 
     private func refuseWaiting(_ reason: String) {
         while let (submission, _) = waiting.popFirst() {
-            submission.promise.fail(APNsClientError(.notProcessed, "not sent: \(reason)"))
+            submission.promise.fail(APNsClientError(giveBack, "not sent: \(reason)"))
         }
     }
 
