@@ -4,6 +4,7 @@ import PushcampAPNsCore
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
+import ServiceLifecycle
 
 /// Sends a broadcast campaign: one request, journaled like any run, retried as carefully as a
 /// device push. The campaign's lease keeps a second process from sending it at the same time (it
@@ -244,7 +245,8 @@ public enum BroadcastRun {
             let channelID = message.channelID!
             var retry = ExchangeRetry(
                 policy: RetryPolicy(campaign.retry),
-                deadline: message.expiration > 0 ? Double(message.expiration) : nil
+                deadline: message.expiration > 0 ? Double(message.expiration) : nil,
+                attempts: first - 1
             )
             var stats = RunStats()
             var attempt = first
@@ -252,8 +254,11 @@ public enum BroadcastRun {
             var startAt = startAt
             while true {
                 if let startAt {
+                    // A graceful shutdown (serve's SIGTERM) ends the wait, not a request on the wire:
+                    // the broadcast is recorded waiting, and goes at its time when resumed.
+                    let clock = self.clock
                     do {
-                        try await clock.sleep(until: startAt)
+                        try await cancelWhenGracefulShutdown { try await clock.sleep(until: startAt) }
                     } catch {
                         return try await stop(outcome, "the send was stopped while the broadcast waited to go again")
                     }

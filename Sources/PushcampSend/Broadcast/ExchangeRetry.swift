@@ -41,9 +41,11 @@ public struct ExchangeRetry: Sendable {
     /// Attempts in a row that may fail to connect before the request fails (`cannot-connect`).
     public static let connectLimit = 5
 
-    public init(policy: RetryPolicy, deadline: Double? = nil) {
+    /// `attempts` made before (by a sender that stopped), counted against `retry.max_attempts`.
+    public init(policy: RetryPolicy, deadline: Double? = nil, attempts: Int = 0) {
         self.policy = policy
         self.deadline = deadline
+        self.attempts = max(0, attempts)
     }
 
     /// The management API's policy: a person waits on `pushcamp channels`, so the back-off starts
