@@ -438,6 +438,10 @@ public enum CampaignReader {
     static func readExpiration(_ node: Node, _ reader: YAMLReader) -> ExpirationSpec? {
         guard let text = reader.scalar(node, "expiration") else { return nil }
         if text == "0" || text == "now" { return .immediately }
+        // A date and time: its own problem is the one to say (a year before 1970, a bad zone).
+        if text.contains("-") && text.contains("T") {
+            return reader.parsed(node, "expiration", Timestamp.parse).map { .at($0) }
+        }
         if text.contains("-"), case .success(let timestamp) = Timestamp.parse(text) { return .at(timestamp) }
         switch TimeSpan.parse(text) {
         case .success(let span): return .after(span)
