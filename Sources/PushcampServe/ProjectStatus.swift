@@ -71,22 +71,14 @@ public struct ProjectStatus: Sendable {
             if let next = entry.nextSlots.first {
                 nextSlots.append(NextSlot(campaign: campaign, file: entry.file, at: next, schedule: "\(schedule)"))
             }
-            for slot in entry.skipped where slot.recordedAt >= dayAgo {
+            for slot in entry.skipped + entry.failed where slot.recordedAt >= dayAgo {
+                let run = slot.outcome == .failed ? slot.run.map { "; `pushcamp report \($0)`" } ?? "" : ""
                 problems.append(
                     Problem(
                         at: slot.recordedAt,
                         subject: "\(campaign) slot \(Timestamps.text(Double(slot.slot)))",
-                        message: "skipped: \(slot.reason ?? "unknown")" + (slot.detail.map { " (\($0))" } ?? "")
-                    )
-                )
-            }
-            for slot in entry.failed where slot.recordedAt >= dayAgo {
-                problems.append(
-                    Problem(
-                        at: slot.recordedAt,
-                        subject: "\(campaign) slot \(Timestamps.text(Double(slot.slot)))",
-                        message: "failed: \(slot.reason ?? "unknown")" + (slot.detail.map { " (\($0))" } ?? "")
-                            + (slot.run.map { "; `pushcamp report \($0)`" } ?? "")
+                        message: "\(slot.outcome.rawValue): \(slot.reason ?? "unknown")"
+                            + (slot.detail.map { " (\($0))" } ?? "") + run
                     )
                 )
             }

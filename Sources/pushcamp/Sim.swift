@@ -48,7 +48,7 @@ struct Sim: AsyncParsableCommand {
               pushcamp sim --topic com.example.shop --port 8443
               pushcamp sim --port 9443 --scenario rehearsal/outage.yaml
               pushcamp sim --host 10.0.0.1 --record received.csv
-              pushcamp sim --channel-throttle 5 --broadcast-faults 429,503,drop --goaway-after 1
+              pushcamp sim --channel-throttle 5 --broadcast-faults 429,503,drop
 
             The broadcast API answers on the same port: channel management (`/1/apps/BUNDLE/…`; \
             channels are kept in --state-dir/channels.json, at most 10,000 per app) and broadcast \

@@ -13,6 +13,41 @@ struct BroadcastCLITests {
         return sim
     }
 
+    /// A project whose channels were applied, its simulator started again on its state folder (the
+    /// channels kept, as Apple keeps them) with `simulator` options: faults for what follows.
+    static func appliedThenRestarted(_ project: TemporaryProject, simulator: [String]) throws -> SimulatorProcess {
+        _ = try applied(project).stop()
+        return try ChannelsCLITests.start(project, channels: ChannelsCLITests.twoChannels, simulator: simulator)
+    }
+
+    /// `campaigns/0-start.yaml`: a push-to-start of the match to `token` at `time`, subscribing the
+    /// new activity to channel `final` by name.
+    static func writeStart(_ project: TemporaryProject, to token: String, at time: String) throws {
+        try project.write(
+            "campaigns/0-start.yaml",
+            """
+            campaign: match-start
+            app: shop
+            audience:
+              source: { inline: [\(token)] }
+            schedule: { at: \(time) }
+            retry: { resend_unknown: false }   # a start sent twice starts two activities
+            message:
+              push_type: liveactivity
+              payload:
+                aps:
+                  event: start
+                  timestamp: "{{now}}"
+                  attributes-type: MatchAttributes
+                  attributes: { home: Lyon, away: Porto }
+                  content-state: { home: 0, away: 0 }
+                  alert: { title: "Kick-off", body: "Lyon – Porto" }
+                  input-push-channel: "{{channels.final}}"
+
+            """
+        )
+    }
+
     /// `campaigns/score.yaml`: an update of the score to `channel`, with `top` lines added at the
     /// top level, `message` lines under `message:` and `aps` lines under `aps:`.
     static func writeCampaign(
@@ -232,14 +267,8 @@ struct BroadcastCLITests {
     @Test func aScheduledSequenceSendsEachStepOnceAcrossKill9() throws {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }
-        var sim = try Self.applied(project)
-        _ = sim.stop()
         // Every answer takes 4 s: the requests are in flight long enough to be killed with them.
-        sim = try ChannelsCLITests.start(
-            project,
-            channels: ChannelsCLITests.twoChannels,
-            simulator: ["--latency", "4000", "--record", "received.csv"]
-        )
+        let sim = try Self.appliedThenRestarted(project, simulator: ["--latency", "4000", "--record", "received.csv"])
         defer { if sim.process.isRunning { _ = sim.stop() } }
         try project.append("pushcamp.yaml", "journal:\n  lease: 2s\n")
         let formatter = ISO8601DateFormatter()
@@ -247,29 +276,7 @@ struct BroadcastCLITests {
             formatter.string(from: Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + seconds).rounded(.up)))
         }
         let tokens = [TemporaryProject.token(1)]
-        try project.write(
-            "campaigns/0-start.yaml",
-            """
-            campaign: match-start
-            app: shop
-            audience:
-              source: { inline: [\(tokens.joined(separator: ", "))] }
-            schedule: { at: \(at(1)) }
-            retry: { resend_unknown: false }   # a start sent twice starts two activities
-            message:
-              push_type: liveactivity
-              payload:
-                aps:
-                  event: start
-                  timestamp: "{{now}}"
-                  attributes-type: MatchAttributes
-                  attributes: { home: Lyon, away: Porto }
-                  content-state: { home: 0, away: 0 }
-                  alert: { title: "Kick-off", body: "Lyon – Porto" }
-                  input-push-channel: "{{channels.final}}"
-
-            """
-        )
+        try Self.writeStart(project, to: tokens[0], at: at(1))
         try project.write(
             "campaigns/1-update.yaml",
             """

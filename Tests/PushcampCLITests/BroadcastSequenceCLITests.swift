@@ -44,37 +44,13 @@ struct BroadcastSequenceCLITests {
     @Test func aStartUpdateEndSequenceIsDeliveredInOrderThroughTheChannelThrottle() throws {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }
-        var sim = try BroadcastCLITests.applied(project)
-        _ = sim.stop()
-        sim = try ChannelsCLITests.start(
+        let sim = try BroadcastCLITests.appliedThenRestarted(
             project,
-            channels: ChannelsCLITests.twoChannels,
             simulator: ["--record", "received.csv", "--channel-throttle", "4", "--broadcast-faults", "429"]
         )
         defer { if sim.process.isRunning { _ = sim.stop() } }
         let token = TemporaryProject.token(1)
-        try project.write(
-            "campaigns/0-start.yaml",
-            """
-            campaign: match-start
-            app: shop
-            audience: { source: { inline: [\(token)] } }
-            schedule: { at: \(Self.at(2)) }
-            retry: { resend_unknown: false }
-            message:
-              push_type: liveactivity
-              payload:
-                aps:
-                  event: start
-                  timestamp: "{{now}}"
-                  attributes-type: MatchAttributes
-                  attributes: { home: Lyon, away: Porto }
-                  content-state: { home: 0, away: 0 }
-                  alert: { title: "Kick-off", body: "Lyon – Porto" }
-                  input-push-channel: "{{channels.final}}"
-
-            """
-        )
+        try BroadcastCLITests.writeStart(project, to: token, at: Self.at(2))
         let retry = "{ TooManyRequests: 2s }"
         try Self.writeStep(project, "match-update", event: "update", at: Self.at(4), retry: retry)
         try Self.writeStep(project, "match-end", event: "end", at: Self.at(5), retry: retry)
@@ -104,13 +80,7 @@ struct BroadcastSequenceCLITests {
     @Test func aStepThatFinallyFailsIsAFailedSlotWithItsReason() throws {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }
-        var sim = try BroadcastCLITests.applied(project)
-        _ = sim.stop()
-        sim = try ChannelsCLITests.start(
-            project,
-            channels: ChannelsCLITests.twoChannels,
-            simulator: ["--broadcast-faults", "503,503,503"]
-        )
+        let sim = try BroadcastCLITests.appliedThenRestarted(project, simulator: ["--broadcast-faults", "503,503,503"])
         defer { if sim.process.isRunning { _ = sim.stop() } }
         try Self.writeStep(
             project,

@@ -11,16 +11,15 @@ import Glibc
 /// its interval. The link of the node sending a slot run is cut mid-send. The node that takes the
 /// campaign over finishes that run (every recipient reached once, beyond the possible duplicates
 /// it lists) before any newer slot may start; the slots that came due meanwhile are overlaps,
-/// whichever node saw what first. No run is closed `superseded`.
-@Suite("a taken-over slot run, three serve nodes", .serialized)
-struct SlotTakeoverCLITests {
-    static let count = 300
-
+/// whichever node saw what first. No run is closed `superseded`. Part of the serialized
+/// `ScaleOutCLITests`, so no other many-node test runs beside it.
+extension ScaleOutCLITests {
     @Test func aSlotRunWhoseSenderIsCutOffIsFinishedByTheNodeThatTakesItOver() async throws {
-        try await onOwnThread(Self.scenario)
+        try await onOwnThread(Self.slotRunCutOffScenario)
     }
 
-    static func scenario() throws {
+    static func slotRunCutOffScenario() throws {
+        let count = 300
         let network = try TestNetwork(links: 4)
         defer { network.remove() }
         let cluster = try TestPostgres.Cluster.start(in: network.namespace, listen: network.links.map(\.farAddress))

@@ -16,17 +16,7 @@ struct ExchangeLoopbackTests {
     static func exchange(
         _ change: (inout SimulatorConfiguration) -> Void
     ) async throws -> (APNsSimulator, APNsExchange, TemporaryProject) {
-        let credentials = try SimulatorCredentials.generate()
-        var configuration = SimulatorConfiguration(
-            credentials: credentials,
-            teamID: nil,
-            keyID: nil,
-            bundleID: "com.example.shop"
-        )
-        configuration.acceptsClientCertificates = true
-        change(&configuration)
-        let simulator = try APNsSimulator(configuration: configuration)
-        let port = try await simulator.start()
+        let (simulator, port, credentials) = try await LoopbackTests.certificateSimulator(change)
         let project = try TemporaryProject(projectFile: nil)
         let caFile = try project.write("ca.pem", credentials.caCertificatePEM)
         let client = try project.write("client.pem", try credentials.clientCertificatePEM(topic: "com.example.shop"))

@@ -283,8 +283,11 @@ struct LoopbackTests {
 }
 
 extension LoopbackTests {
-    /// A simulator on loopback that takes client certificates for com.example.shop, started.
-    static func certificateSimulator() async throws -> (APNsSimulator, port: Int, SimulatorCredentials) {
+    /// A simulator on loopback that takes client certificates for com.example.shop, configured by
+    /// `change`, started.
+    static func certificateSimulator(
+        _ change: (inout SimulatorConfiguration) -> Void = { _ in }
+    ) async throws -> (APNsSimulator, port: Int, SimulatorCredentials) {
         let credentials = try SimulatorCredentials.generate()
         var configuration = SimulatorConfiguration(
             credentials: credentials,
@@ -293,6 +296,7 @@ extension LoopbackTests {
             bundleID: "com.example.shop"
         )
         configuration.acceptsClientCertificates = true
+        change(&configuration)
         let simulator = try APNsSimulator(configuration: configuration)
         return (simulator, try await simulator.start(), credentials)
     }
