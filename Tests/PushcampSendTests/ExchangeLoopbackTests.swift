@@ -44,13 +44,19 @@ struct ExchangeLoopbackTests {
         }
         #expect(simulator.recorder.goaways == 5)
         #expect(simulator.recorder.connections >= 5)
-        let statuses = await withTaskGroup(of: Int.self) { group in
+        let statuses = await withTaskGroup(of: String.self) { group in
             for _ in 0..<8 {
-                group.addTask { (try? await exchange.send(Self.list))?.status ?? 0 }
+                group.addTask {
+                    do {
+                        return String(try await exchange.send(Self.list).status)
+                    } catch {
+                        return "\(error)"
+                    }
+                }
             }
             return await group.reduce(into: []) { $0.append($1) }
         }
-        #expect(statuses == Array(repeating: 200, count: 8), "\(statuses)")
+        #expect(statuses == Array(repeating: "200", count: 8), "\(statuses)")
         #expect(simulator.recorder.records.count == 13)
         await exchange.close()
         await simulator.stop()
