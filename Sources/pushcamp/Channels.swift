@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PushcampAPNs
+import PushcampAPNsCore
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
@@ -331,7 +332,6 @@ struct Channels: AsyncParsableCommand {
                 try await ChannelApply.apply(
                     plan,
                     journal: journal,
-                    now: { Date().timeIntervalSince1970 },
                     client: opened.client
                 ) { step in
                     switch step {
@@ -492,7 +492,7 @@ struct Channels: AsyncParsableCommand {
                 try await opened.journal.journal.retireChannel(
                     named: name,
                     channelID: record.channelID,
-                    now: Date().timeIntervalSince1970
+                    now: SystemWallClock().now()
                 )
             }
             print(

@@ -74,8 +74,13 @@ extension ScaleOutCLITests {
         let finished = try ScaleOutCLITests.wait(server, campaign: "slow", timeout: 90) { $0.status == "finished" }
         #expect(finished.status == "finished" && finished.delivered == count, "\(finished)")
         try network.mend(sender)
-        // The later slots are decided (overlaps) by the time the run is finished; a tick more.
-        Thread.sleep(forTimeInterval: 2)
+        // The later slots are decided (overlaps): waited for, at most 10 s.
+        let decided = Date().addingTimeInterval(10)
+        while try TestPostgres.query(server, "SELECT count(*) FROM schedule_slot WHERE campaign = 'slow'") != ["3"],
+            Date() < decided
+        {
+            Thread.sleep(forTimeInterval: 0.1)
+        }
         for node in nodes { _ = node.stop() }
         _ = sim.stop()
 

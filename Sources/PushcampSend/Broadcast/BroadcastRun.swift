@@ -96,6 +96,7 @@ public enum BroadcastRun {
             clock: clock
         )
         let result: Result<Outcome, RunRefusal> = await withTaskGroup(of: Void.self) { group in
+            // The lease is renewed beside the send, in this group, until the send returns.
             group.addTask { await lease.keepRenewed() }
             defer { group.cancelAll() }
             do {

@@ -1,3 +1,4 @@
+import PushcampAPNsCore
 import PushcampJournal
 import PushcampModel
 
@@ -31,13 +32,13 @@ public enum ChannelApply {
         public var deleted = 0
     }
 
-    /// Applies `plan`; `client` gives the management client of a place; each step is told to
+    /// Applies `plan` (times from `clock`); `client` gives the management client of a place; each step is told to
     /// `progress` once done. Throws the client's `ChannelClient.Failure`, the journal's
     /// `JournalError`, or what `client` throws; what was done before stays done.
     public static func apply(
         _ plan: ChannelPlan,
         journal: any ChannelStore,
-        now: @Sendable () -> Double,
+        clock: any WallClock = SystemWallClock(),
         client: (ChannelPlan.Place) async throws -> ChannelClient,
         progress: (Step) -> Void = { _ in }
     ) async throws -> Summary {
@@ -49,7 +50,7 @@ public enum ChannelApply {
                 if entry.action == .delete {
                     found = try await client.delete(record.channelID)
                 }
-                _ = try await journal.retireChannel(named: record.name, channelID: record.channelID, now: now())
+                _ = try await journal.retireChannel(named: record.name, channelID: record.channelID, now: clock.now())
                 if entry.action == .delete {
                     summary.deleted += 1
                     progress(.deleted(name: record.name, channelID: record.channelID, found: found))
@@ -63,7 +64,7 @@ public enum ChannelApply {
                 environment: entry.place.environment.rawValue,
                 channelID: id,
                 storagePolicy: entry.storage.policy,
-                createdAt: now()
+                createdAt: clock.now()
             )
             let kept: Bool
             do {
