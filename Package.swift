@@ -54,6 +54,18 @@ let package = Package(
             dependencies: [.product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict
         ),
+        // What the FCM client, the simulator and the planner share without knowing each other: service
+        // accounts and the OAuth 2.0 assertion, FCM's errors and what to do about them, the rules a
+        // message must pass. Pure: no sockets.
+        .target(
+            name: "PushcampFCMCore",
+            dependencies: [
+                "PushcampAPNsCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
         // Campaign and project files: schema, located diagnostics, durations, rates, filters.
         .target(
             name: "PushcampModel",
@@ -131,7 +143,7 @@ let package = Package(
         .target(
             name: "PushcampSimulator",
             dependencies: [
-                "PushcampAPNsCore", "PushcampModel",
+                "PushcampAPNsCore", "PushcampModel", "PushcampFCMCore",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -216,7 +228,7 @@ let package = Package(
             dependencies: [
                 "PushcampPlanner", "PushcampModel", "PushcampAudience", "PushcampSend", "PushcampRehearsal",
                 "PushcampAPNsCore", "PushcampSimulator", "PushcampJournal", "PushcampReport", "PushcampServe",
-                "PushcampAppStore", "PushcampBuildInfo", "PushcampPostgres", "PushcampAPNs",
+                "PushcampAppStore", "PushcampBuildInfo", "PushcampPostgres", "PushcampAPNs", "PushcampFCMCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -264,7 +276,7 @@ let package = Package(
         .testTarget(
             name: "PushcampAPNsTests",
             dependencies: [
-                "PushcampAPNs", "PushcampAPNsCore", "PushcampSimulator", "PushcampTestSupport",
+                "PushcampAPNs", "PushcampAPNsCore", "PushcampSimulator", "PushcampTestSupport", "PushcampFCMCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -272,9 +284,18 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "PushcampFCMTests",
+            dependencies: [
+                "PushcampFCMCore", "PushcampSimulator", "PushcampAPNsCore",
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "PushcampSendTests",
             dependencies: [
                 "PushcampSend", "PushcampRehearsal", "PushcampAPNs", "PushcampAPNsCore", "PushcampSimulator",
+                "PushcampFCMCore",
                 "PushcampPlanner", "PushcampModel", "PushcampJournal",
                 "PushcampTestSupport", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -325,7 +346,7 @@ let package = Package(
         .testTarget(
             name: "PushcampCLITests",
             dependencies: [
-                "pushcamp", "PushcampJournal", "PushcampTestSupport", "PushcampAPNsCore",
+                "pushcamp", "PushcampJournal", "PushcampTestSupport", "PushcampAPNsCore", "PushcampFCMCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // The CI workflow `init` writes, read to run its steps.
                 .product(name: "Yams", package: "Yams"),

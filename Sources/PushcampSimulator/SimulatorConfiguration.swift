@@ -1,6 +1,7 @@
 import Crypto
 import NIOCore
 import PushcampAPNsCore
+import PushcampFCMCore
 
 /// What the simulator checks and what it does wrong on purpose.
 public struct SimulatorConfiguration: Sendable {
@@ -36,6 +37,9 @@ public struct SimulatorConfiguration: Sendable {
     /// Where channels are kept between runs (`channels.json` in `pushcamp sim`'s state folder);
     /// nil keeps them in memory.
     public var channelsFile: String?
+    /// FCM HTTP v1 on the same port (the token endpoint at `/token`, `messages:send` under `/v1/projects/`);
+    /// nil answers those paths 404.
+    public var fcm: FCMSimulation?
 
     public init(credentials: SimulatorCredentials, verifier: ProviderTokenVerifier?, rules: RequestRules) {
         self.credentials = credentials

@@ -1,4 +1,5 @@
 import PushcampAPNsCore
+import PushcampFCMCore
 import Synchronization
 
 /// Everything the simulator received and answered, for tests and for `pushcamp sim`'s summary.
@@ -27,6 +28,14 @@ public final class SimulatorRecorder: Sendable {
         public var channelID: String? = nil
         /// The body of a broadcast-API request (device payloads are not kept).
         public var payload: [UInt8] = []
+
+        /// An FCM send's error code (or canonical status); `reason` is nil for those.
+        public var fcmReason: FCMReason? = nil
+        /// An FCM send with `validate_only`: checked, never delivered.
+        public var validateOnly = false
+
+        /// A send to FCM (`POST /v1/projects/…/messages:send`).
+        public var isFCM: Bool { path.hasPrefix("/v1/projects/") }
 
         /// A broadcast send (`POST /4/broadcasts/apps/…`).
         public var isBroadcast: Bool { path.hasPrefix("/4/broadcasts/") }
@@ -65,7 +74,7 @@ public final class SimulatorRecorder: Sendable {
     public func deliveries() -> [String: Int] {
         state.withLock { state in
             var counts: [String: Int] = [:]
-            for record in state.records where record.status == 200 && !record.token.isEmpty {
+            for record in state.records where record.status == 200 && !record.token.isEmpty && !record.validateOnly {
                 counts[record.token, default: 0] += 1
             }
             return counts
@@ -77,7 +86,8 @@ public final class SimulatorRecorder: Sendable {
         state.withLock { state in
             var counts: [String: Int] = [:]
             for record in state.records {
-                counts["\(record.status)" + (record.reason.map { " \($0)" } ?? ""), default: 0] += 1
+                let reason = record.reason.map { " \($0)" } ?? record.fcmReason.map { " \($0)" } ?? ""
+                counts["\(record.status)" + reason, default: 0] += 1
             }
             return counts
         }

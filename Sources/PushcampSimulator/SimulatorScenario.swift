@@ -21,6 +21,9 @@ import PushcampModel
 ///     broadcast_error_rate: 30%          # share of broadcast-API requests answered 500 or 503
 ///     broadcast_faults: [429, 503, drop] # the first broadcast sends' fates, in order
 ///     retry_after: 2                     # seconds, in `retry-after` of the broadcast API's 429/503
+///                                        # and of FCM's 429/500/503
+///     fcm_quota: 600                     # FCM: the project's messages per minute (429 QUOTA_EXCEEDED over it)
+///     fcm_token_lifetime: 5m             # FCM: how long an access token lives (Google's: 1h)
 public struct SimulatorScenario: Sendable {
     public var maxStreams: Int?
     public var lowerLimit: (after: Int, to: Int)?
@@ -31,12 +34,17 @@ public struct SimulatorScenario: Sendable {
     public var tokens: [String: TokenBehaviour] = [:]
     /// The broadcast API's faults.
     public var broadcast = BroadcastFaults()
+    /// FCM: the project's quota in messages per minute.
+    public var fcmQuota: Int?
+    /// FCM: an access token's lifetime in seconds.
+    public var fcmTokenLifetime: Int?
 
     public init() {}
 
     static let keys = [
         "max_streams", "lower_limit", "goaway_after", "drop_after", "latency_ms", "error_rate", "tokens",
         "tokens_file", "channel_throttle", "broadcast_error_rate", "broadcast_faults", "retry_after",
+        "fcm_quota", "fcm_token_lifetime",
     ]
 
     /// Reads `path`; every problem comes back as a located diagnostic.
@@ -74,6 +82,16 @@ public struct SimulatorScenario: Sendable {
             }
         }
         if let node = map["retry_after"] { broadcast.retryAfter = reader.int(node, "retry_after", in: 0...3600) }
+        if let node = map["fcm_quota"] { fcmQuota = reader.int(node, "fcm_quota", in: count) }
+        if let node = map["fcm_token_lifetime"],
+            let span = reader.parsed(node, "fcm_token_lifetime", TimeSpan.parse)
+        {
+            if (1...3600).contains(span.seconds) {
+                fcmTokenLifetime = Int(span.seconds)
+            } else {
+                reader.error("'fcm_token_lifetime' must be 1s to 1h, as Google's tokens live an hour at most", at: node)
+            }
+        }
         if let node = map["lower_limit"],
             let limit = reader.mapping(node, in: "lower_limit", allowed: ["after", "to"], required: ["after", "to"]),
             let after = limit["after"].flatMap({ reader.int($0, "lower_limit.after", in: count) }),
@@ -120,6 +138,13 @@ extension SimulatorScenario {
         configuration.latency = .milliseconds(Int64(latencyMilliseconds ?? 0))
         configuration.errorRate = errorRate ?? 0
         configuration.broadcastFaults = broadcast
+        if var fcm = configuration.fcm {
+            fcm.quotaPerMinute = fcmQuota
+            fcm.accessTokenLifetime = fcmTokenLifetime ?? 3600
+            fcm.errorRate = errorRate ?? 0
+            fcm.retryAfter = broadcast.retryAfter
+            configuration.fcm = fcm
+        }
     }
 }
 

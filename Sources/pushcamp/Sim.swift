@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Logging
 import PushcampAPNsCore
+import PushcampFCMCore
 import PushcampModel
 import PushcampSimulator
 import ServiceLifecycle
@@ -11,7 +12,7 @@ import UnixSignals
 struct Sim: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sim",
-        abstract: "Run a stand-alone APNs simulator on 127.0.0.1 (HTTP/2 over TLS).",
+        abstract: "Run a stand-alone APNs and FCM simulator on 127.0.0.1 (HTTP/2 over TLS).",
         discussion: """
             An APNs stand-in for rehearsals and tests. It checks provider tokens (ES256, key id, \
             team id, age, refresh rate), starts every connection at one stream and raises the limit \
@@ -56,6 +57,19 @@ struct Sim: AsyncParsableCommand {
             throttle (429), a share of 500/503, a script of the first broadcasts' fates, \
             retry-after; --goaway-after and --drop-after hold for its connections too. See \
             docs/live-activities.md.
+
+            FCM HTTP v1 answers on the same port too: Google's token endpoint (`/token`, which \
+            exchanges a service account's signed assertion for an hour-long access token) and \
+            `messages:send` (`/v1/projects/PROJECT/messages:send`), with Google's checks and \
+            error bodies: 401 UNAUTHENTICATED without a valid access token, 403 PERMISSION_DENIED \
+            for another project, 400 INVALID_ARGUMENT for a message FCM refuses, and the device \
+            behaviours above for FCM registration tokens (unregistered → 404 UNREGISTERED, bad → \
+            400 INVALID_ARGUMENT, wrong-topic → 403 SENDER_ID_MISMATCH, flaky → 503 UNAVAILABLE, \
+            throttled → 429 QUOTA_EXCEEDED, reason CODE → any FCM error code). It writes a \
+            service-account key file pointing at itself (fcm-service-account.json) into \
+            --state-dir; --fcm-quota and --fcm-token-lifetime (scenario keys fcm_quota and \
+            fcm_token_lifetime) play the project's quota and short-lived tokens, and \
+            --error-rate and --retry-after hold for it too. See docs/android.md.
             """
     )
 
@@ -109,6 +123,22 @@ struct Sim: AsyncParsableCommand {
     )
     var recordBroadcast: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "On exit, write every FCM send received to this file, one JSON object a line: token, status, reason, validate_only, connection, time, message (the request's body).",
+            valueName: "file"
+        )
+    )
+    var recordFcm: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "The Firebase project id FCM sends must name (written into fcm-service-account.json).",
+            valueName: "id"
+        )
+    )
+    var fcmProject: String = FCMSimulation.defaultProjectID
+
     @Flag(
         help: """
             Stand in for an App ID without the Broadcast capability: every channel-management \
@@ -156,6 +186,9 @@ struct Sim: AsyncParsableCommand {
         configuration.channelsFile = (stateDir as NSString).appendingPathComponent("channels.json")
         configuration.broadcast.enabled = !noBroadcast
         configuration.broadcast.forcedReason = broadcastReason.map(APNsReason.init)
+        configuration.fcm = FCMSimulation(
+            account: try FCMSimulation.generateAccount(projectID: fcmProject, tokenURI: "https://\(host):\(port)/token")
+        )
         try faults.resolve().apply(to: &configuration)
         var clientFile: String?
         if clientCertificates {
@@ -174,6 +207,11 @@ struct Sim: AsyncParsableCommand {
         // Listening first, then the group (and its signal handlers) runs before the first line is
         // printed: whoever reads it may stop us at once.
         let bound = try await simulator.start()
+        let fcmFile = (stateDir as NSString).appendingPathComponent("fcm-service-account.json")
+        if let fcm = simulator.fcm {
+            // A private key: the owner's alone, as a downloaded key file should be.
+            try SimulatorCredentials.writePrivate(fcm.account.json, to: fcmFile)
+        }
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: [.init(service: simulator)],
@@ -188,6 +226,7 @@ struct Sim: AsyncParsableCommand {
             print("  trust:  \(caFile)")
             print("  key:    \(key ?? keyFile)")
             if let clientFile { print("  client certificate: \(clientFile)") }
+            print("  fcm:    \(fcmFile) (project \(fcmProject))")
             fflush(nil)
             try await tasks.waitForAll()
         }
@@ -222,7 +261,7 @@ struct Sim: AsyncParsableCommand {
         }
         if let recordBroadcast {
             var lines = ""
-            for entry in recorder.records where entry.path != "/3/device/" {
+            for entry in recorder.records where entry.path != "/3/device/" && !entry.isFCM && entry.path != "/token" {
                 lines +=
                     JSONValue.members([
                         ("method", .string(entry.method)), ("path", .string(entry.path)),
@@ -236,6 +275,23 @@ struct Sim: AsyncParsableCommand {
                     ]).text + "\n"
             }
             try lines.write(toFile: recordBroadcast, atomically: true, encoding: .utf8)
+        }
+        if let recordFcm {
+            var lines = ""
+            for entry in recorder.records where entry.isFCM {
+                lines +=
+                    JSONValue.members([
+                        ("token", .string(entry.token)), ("status", .integer(entry.status)),
+                        ("reason", entry.fcmReason.map { .string("\($0)") }),
+                        ("validate_only", .bool(entry.validateOnly)), ("connection", .integer(entry.connection)),
+                        ("time", .number((entry.time * 1000).rounded() / 1000)),
+                        ("message", .string(String(decoding: entry.payload, as: UTF8.self))),
+                    ]).text + "\n"
+            }
+            try lines.write(toFile: recordFcm, atomically: true, encoding: .utf8)
+        }
+        if let fcm = simulator.fcm, fcm.accessTokensIssued > 0 {
+            print("fcm access tokens: \(fcm.accessTokensIssued) issued")
         }
     }
 }

@@ -84,13 +84,33 @@ struct SimulatorFaults: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "Send `retry-after: SECONDS` with every 429 and 503 of the broadcast API.",
+            "Send `retry-after: SECONDS` with every 429 and 503 of the broadcast API, and with FCM's 429, 500 and 503.",
             valueName: "seconds"
         )
     )
     var retryAfter: Int?
 
+    @Option(
+        help: ArgumentHelp(
+            "FCM: the project's quota in messages per minute; over it, 429 QUOTA_EXCEEDED until its minute ends (Google's default: 600,000).",
+            valueName: "n"
+        )
+    )
+    var fcmQuota: Int?
+
+    @Option(
+        help: ArgumentHelp(
+            "FCM: how long an access token lives, in seconds (1 to 3600, Google's: 3600); a send with an expired one is answered 401.",
+            valueName: "seconds"
+        )
+    )
+    var fcmTokenLifetime: Int?
+
     func validate() throws {
+        if let fcmQuota, fcmQuota < 1 { throw ValidationError("--fcm-quota must be 1 or more") }
+        if let fcmTokenLifetime, !(1...3600).contains(fcmTokenLifetime) {
+            throw ValidationError("--fcm-token-lifetime must be 1 to 3600 seconds")
+        }
         if let channelThrottle, !(channelThrottle > 0) {
             throw ValidationError("--channel-throttle must be more than 0 seconds")
         }
@@ -124,6 +144,8 @@ struct SimulatorFaults: ParsableArguments {
         resolved.broadcast.errorRate = broadcastErrorRate ?? resolved.broadcast.errorRate
         resolved.broadcast.script = broadcastFaults ?? resolved.broadcast.script
         resolved.broadcast.retryAfter = retryAfter ?? resolved.broadcast.retryAfter
+        resolved.fcmQuota = fcmQuota ?? resolved.fcmQuota
+        resolved.fcmTokenLifetime = fcmTokenLifetime ?? resolved.fcmTokenLifetime
         return resolved
     }
 

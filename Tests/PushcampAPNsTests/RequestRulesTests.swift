@@ -1,5 +1,6 @@
 import PushcampAPNs
 import PushcampAPNsCore
+import PushcampFCMCore
 import PushcampSimulator
 import Testing
 
@@ -52,20 +53,20 @@ struct RequestRulesTests {
 
     @Test func tokensFile() throws {
         let rules = try TokenBehaviour.parseFile(
-            "# rules\nAA ok\nbb unregistered 1700000000000\ncc flaky 2  # then ok\ndd reason Shutdown\n\n",
+            "# rules\nAA ok\nbb unregistered 1700000000000\ncc flaky 2  # then ok\ndd reason Shutdown\nee reason SENDER_ID_MISMATCH\n\n",
             path: "t.txt"
         )
         #expect(
             rules == [
                 "aa": .ok, "bb": .unregistered(timestamp: 1_700_000_000_000), "cc": .flaky(failures: 2),
-                "dd": .reason(.shutdown),
+                "dd": .reason(.shutdown), "ee": .fcm(.senderIDMismatch),
             ]
         )
         #expect(throws: SimulatorError.self) { try TokenBehaviour.parseFile("aa sometimes", path: "t.txt") }
         do {
             _ = try TokenBehaviour.parseFile("aa ok\nbb reason Nope", path: "t.txt")
         } catch {
-            #expect(error.description == "t.txt:2: error: 'Nope' is not a reason APNs documents")
+            #expect(error.description == "t.txt:2: error: 'Nope' is not a reason APNs documents nor an FCM error code")
         }
     }
 }

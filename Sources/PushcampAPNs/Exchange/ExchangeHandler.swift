@@ -29,10 +29,9 @@ final class ExchangeHandler: ChannelInboundHandler {
             idleTimeout = configuration.idleTimeout
             pingTimeout = configuration.pingTimeout
             settingsTimeout = configuration.settingsTimeout
-            if case .providerToken = configuration.authentication {
-                authentication = .providerToken
-            } else {
-                authentication = .certificate
+            switch configuration.authentication {
+            case .providerToken, .inRequest: authentication = .providerToken
+            case .certificate: authentication = .certificate
             }
         }
     }

@@ -10,6 +10,10 @@ public struct APNsClientConfiguration: Sendable {
         case providerToken(ProviderTokens)
         /// A TLS client certificate: a PKCS#12 bundle, or a PEM file holding certificate and key.
         case certificate(path: String, password: String?)
+        /// Each request carries its own `authorization`, or none (FCM's OAuth 2.0 access token, and
+        /// the token endpoint that issues it): a connection still opens one stream until a request
+        /// is accepted, as with provider tokens.
+        case inRequest
     }
 
     public var host: String

@@ -1,4 +1,5 @@
 import PushcampAPNsCore
+import PushcampFCMCore
 
 /// How the simulator answers one device token (a line of a tokens file).
 ///
@@ -11,7 +12,12 @@ import PushcampAPNsCore
 /// 0a9b…11   flaky 2                        # 503 ServiceUnavailable twice, then 200
 /// e4c2…7d   throttled 1                    # 429 TooManyRequests once, then 200
 /// 2b7f…90   reason PayloadTooLarge         # any status/reason APNs documents
+/// cX1…:APA91b…  reason SENDER_ID_MISMATCH  # any FCM error code, for FCM registration tokens
 /// ```
+///
+/// The same words serve FCM registration tokens: `unregistered` is 404 UNREGISTERED, `bad` 400
+/// INVALID_ARGUMENT about the token, `wrong-topic` 403 SENDER_ID_MISMATCH, `flaky` 503 UNAVAILABLE,
+/// `throttled` 429 QUOTA_EXCEEDED (the device's rate).
 public enum TokenBehaviour: Hashable, Sendable {
     case ok
     case unregistered(timestamp: Int64)
@@ -22,6 +28,8 @@ public enum TokenBehaviour: Hashable, Sendable {
     /// The first `times` requests get 429 TooManyRequests.
     case throttled(times: Int)
     case reason(APNsReason)
+    /// An FCM error code (FCM tokens only; an APNs request to such a token gets 200).
+    case fcm(FCMReason)
 
     /// Parses a tokens file: `token behaviour [argument]` per line, `#` starts a comment.
     public static func parseFile(_ text: String, path: String) throws(SimulatorError) -> [String: TokenBehaviour] {
@@ -62,10 +70,14 @@ public enum TokenBehaviour: Hashable, Sendable {
         case "flaky": return .flaky(failures: try number(1))
         case "throttled": return .throttled(times: try number(1))
         case "reason":
-            guard words.count > 1 else { throw SimulatorError("'reason' needs an APNs reason") }
+            guard words.count > 1 else { throw SimulatorError("'reason' needs an APNs reason or an FCM error code") }
             let reason = APNsReason(words[1])
             if case .unknown = reason {
-                throw SimulatorError("'\(words[1])' is not a reason APNs documents")
+                let code = FCMReason(words[1])
+                guard FCMReason.errorCodes.contains(code) else {
+                    throw SimulatorError("'\(words[1])' is not a reason APNs documents nor an FCM error code")
+                }
+                return .fcm(code)
             }
             return .reason(reason)
         case let other:

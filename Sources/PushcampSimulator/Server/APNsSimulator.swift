@@ -11,6 +11,8 @@ public final class APNsSimulator: Sendable {
     public let recorder = SimulatorRecorder()
     /// The channels of the broadcast API.
     public let channels: SimulatorChannels
+    /// FCM's token endpoint and send API, when `configuration.fcm` asks for them.
+    public let fcm: SimulatorFCM?
     private let channel = Mutex<(any Channel)?>(nil)
     private let nextConnection = Atomic<Int>(0)
 
@@ -22,6 +24,7 @@ public final class APNsSimulator: Sendable {
             faults: configuration.broadcastFaults,
             file: configuration.channelsFile
         )
+        fcm = configuration.fcm.map(SimulatorFCM.init(settings:))
     }
 
     /// Starts listening; returns the port.
@@ -53,6 +56,7 @@ public final class APNsSimulator: Sendable {
         let configuration = self.configuration
         let recorder = self.recorder
         let channels = self.channels
+        let fcm = self.fcm
         let simulator = self
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
@@ -81,6 +85,7 @@ public final class APNsSimulator: Sendable {
                                         configuration: configuration,
                                         recorder: recorder,
                                         channels: channels,
+                                        fcm: fcm,
                                         certificateAuthenticated: tls.peerCertificate != nil
                                     )
                                 )
@@ -91,7 +96,9 @@ public final class APNsSimulator: Sendable {
             }
         let server = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
         channel.withLock { $0 = server }
-        return server.localAddress?.port ?? configuration.port
+        let port = server.localAddress?.port ?? configuration.port
+        fcm?.listening(host: configuration.host, port: port)
+        return port
     }
 
     /// The port it listens on, once started.

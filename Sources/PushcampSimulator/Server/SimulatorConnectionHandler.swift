@@ -2,6 +2,7 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 import PushcampAPNsCore
+import PushcampFCMCore
 
 /// One client connection of the simulator, at the HTTP/2 frame level (swift-nio-http2, no multiplexer).
 ///
@@ -22,6 +23,7 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     private let configuration: SimulatorConfiguration
     private let recorder: SimulatorRecorder
     private let channels: SimulatorChannels
+    private let fcm: SimulatorFCM?
     private var streams: [HTTP2StreamID: Pending] = [:]
     private var open = 0
     private var requests = 0
@@ -46,12 +48,14 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         configuration: SimulatorConfiguration,
         recorder: SimulatorRecorder,
         channels: SimulatorChannels,
+        fcm: SimulatorFCM?,
         certificateAuthenticated: Bool
     ) {
         self.id = id
         self.configuration = configuration
         self.recorder = recorder
         self.channels = channels
+        self.fcm = fcm
         self.certificateAuthenticated = certificateAuthenticated
     }
 
@@ -156,56 +160,25 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     private func complete(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
         guard let pending = streams[streamID] else { return }
         let request = RequestRules.Request(headers: pending.headers, body: pending.body)
-        let route = BroadcastRules.Route(path: request.value(":path") ?? "")
-        var answer: BroadcastRules.Answer
-        var timestamp: Int64? = nil
-        if route.isBroadcastAPI {
-            guard
-                let answered = channels.answer(
-                    request,
-                    route: route,
-                    authentication: authenticationProblem(request),
-                    now: SystemWallClock().now()
-                )
-            else {
-                // A fault: the connection goes, the request unanswered (and not processed).
-                recorder.dropped()
-                context.close(promise: nil)
-                return
-            }
-            answer = answered
+        let path = request.value(":path") ?? ""
+        let now = SystemWallClock().now()
+        let decided: (answer: BroadcastRules.Answer, timestamp: Int64?, record: SimulatorRecorder.Record)?
+        if let fcm, path == FCMBackend.tokenPath || FCMBackend.sendProject(path: path) != nil {
+            decided = answerFCM(request, fcm: fcm, now: now)
         } else {
-            let (status, reason, time) = decide(request)
-            answer = BroadcastRules.Answer(status: status, reason: reason)
-            answer.headers["apns-id"] = request.value("apns-id") ?? "00000000-0000-4000-8000-000000000000"
-            timestamp = time
+            decided = answerAPNs(request, body: pending.body, now: now)
         }
-        if answer.status != 403, !raised, answer.reason != .tooManyProviderTokenUpdates {
+        guard let (answer, timestamp, record) = decided else {
+            // A fault: the connection goes, the request unanswered (and not processed).
+            recorder.dropped()
+            context.close(promise: nil)
+            return
+        }
+        if ![401, 403].contains(answer.status), !raised, answer.reason != .tooManyProviderTokenUpdates {
             raised = true
             announce(configuration.maxConcurrentStreams, context: context)
         }
-        let token = request.deviceToken ?? ""
-        recorder.record(
-            SimulatorRecorder.Record(
-                token: token.lowercased(),
-                apnsID: request.value("apns-id"),
-                topic: request.value("apns-topic"),
-                pushType: request.value("apns-push-type"),
-                priority: request.value("apns-priority"),
-                expiration: request.value("apns-expiration"),
-                collapseID: request.value("apns-collapse-id"),
-                payloadSize: pending.body.count,
-                status: answer.status,
-                reason: answer.reason,
-                connection: id,
-                peer: peer,
-                time: SystemWallClock().now(),
-                method: request.value(":method") ?? "",
-                path: route == .device ? "/3/device/" : request.value(":path") ?? "",
-                channelID: request.value("apns-channel-id") ?? answer.headers["apns-channel-id"],
-                payload: route.isBroadcastAPI ? pending.body : []
-            )
-        )
+        recorder.record(record)
         if configuration.latency > .zero {
             let (answer, timestamp) = (answer, timestamp)
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
@@ -217,6 +190,85 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         } else {
             respond(streamID, answer: answer, timestamp: timestamp, context: context)
         }
+    }
+
+    /// An APNs request's answer (a device push or the broadcast API); nil when a fault drops the connection.
+    private func answerAPNs(
+        _ request: RequestRules.Request,
+        body: [UInt8],
+        now: Double
+    ) -> (BroadcastRules.Answer, Int64?, SimulatorRecorder.Record)? {
+        let route = BroadcastRules.Route(path: request.value(":path") ?? "")
+        var answer: BroadcastRules.Answer
+        var timestamp: Int64? = nil
+        if route.isBroadcastAPI {
+            guard
+                let answered = channels.answer(
+                    request,
+                    route: route,
+                    authentication: authenticationProblem(request),
+                    now: now
+                )
+            else { return nil }
+            answer = answered
+        } else {
+            let (status, reason, time) = decide(request)
+            answer = BroadcastRules.Answer(status: status, reason: reason)
+            answer.headers["apns-id"] = request.value("apns-id") ?? "00000000-0000-4000-8000-000000000000"
+            timestamp = time
+        }
+        let record = SimulatorRecorder.Record(
+            token: (request.deviceToken ?? "").lowercased(),
+            apnsID: request.value("apns-id"),
+            topic: request.value("apns-topic"),
+            pushType: request.value("apns-push-type"),
+            priority: request.value("apns-priority"),
+            expiration: request.value("apns-expiration"),
+            collapseID: request.value("apns-collapse-id"),
+            payloadSize: body.count,
+            status: answer.status,
+            reason: answer.reason,
+            connection: id,
+            peer: peer,
+            time: now,
+            method: request.value(":method") ?? "",
+            path: route == .device ? "/3/device/" : request.value(":path") ?? "",
+            channelID: request.value("apns-channel-id") ?? answer.headers["apns-channel-id"],
+            payload: route.isBroadcastAPI ? body : []
+        )
+        return (answer, timestamp, record)
+    }
+
+    /// An FCM request's answer: the token endpoint or `messages:send`.
+    private func answerFCM(
+        _ request: RequestRules.Request,
+        fcm: SimulatorFCM,
+        now: Double
+    ) -> (BroadcastRules.Answer, Int64?, SimulatorRecorder.Record) {
+        let path = request.value(":path") ?? ""
+        var record = SimulatorRecorder.Record(
+            token: "",
+            payloadSize: request.body.count,
+            status: 0,
+            connection: id,
+            peer: peer,
+            time: now,
+            method: request.value(":method") ?? "",
+            path: path
+        )
+        let answer: BroadcastRules.Answer
+        if let project = FCMBackend.sendProject(path: path) {
+            let sent: FCMBackend.Sent
+            (answer, sent) = fcm.send(request, project: project, tokens: configuration.tokens, now: now)
+            record.token = sent.token ?? ""
+            record.fcmReason = sent.reason
+            record.validateOnly = sent.validateOnly
+            record.payload = request.body
+        } else {
+            answer = fcm.token(method: record.method, body: request.body, now: now)
+        }
+        record.status = answer.status
+        return (answer, nil, record)
     }
 
     /// Why the request's credentials are refused, if they are.
@@ -240,6 +292,8 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
             if recorder.attempt(token) < times { return (429, .tooManyRequests, nil) }
         case .reason(let reason):
             return (reason.status, reason, reason.status == 410 ? 1_700_000_000_000 : nil)
+        case .fcm:
+            break
         }
         if configuration.errorRate > 0, Double.random(in: 0..<1) < configuration.errorRate {
             return (500, .internalServerError, nil)
