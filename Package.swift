@@ -139,6 +139,15 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The FCM HTTP v1 client's own parts over the shared HTTP/2 transport: the token endpoint and the
+        // access tokens of a service account, shared through the journal.
+        .target(
+            name: "PushcampFCM",
+            dependencies: [
+                "PushcampFCMCore", "PushcampAPNs", "PushcampAPNsCore", .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
         // An APNs stand-in on swift-nio-http2's server side, for rehearsals and tests.
         .target(
             name: "PushcampSimulator",
@@ -170,7 +179,7 @@ let package = Package(
             name: "PushcampSend",
             dependencies: [
                 "PushcampPlanner", "PushcampModel", "PushcampAudience", "PushcampAPNs", "PushcampAPNsCore",
-                "PushcampJournal",
+                "PushcampJournal", "PushcampFCM", "PushcampFCMCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
@@ -286,7 +295,9 @@ let package = Package(
         .testTarget(
             name: "PushcampFCMTests",
             dependencies: [
-                "PushcampFCMCore", "PushcampSimulator", "PushcampAPNsCore",
+                "PushcampFCMCore", "PushcampSimulator", "PushcampAPNsCore", "PushcampFCM", "PushcampJournal",
+                "PushcampAPNs",
+                "PushcampTestSupport",
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strict
@@ -295,7 +306,7 @@ let package = Package(
             name: "PushcampSendTests",
             dependencies: [
                 "PushcampSend", "PushcampRehearsal", "PushcampAPNs", "PushcampAPNsCore", "PushcampSimulator",
-                "PushcampFCMCore",
+                "PushcampFCMCore", "PushcampFCM",
                 "PushcampPlanner", "PushcampModel", "PushcampJournal",
                 "PushcampTestSupport", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PushcampAPNs
+import PushcampFCMCore
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
@@ -9,7 +10,7 @@ import PushcampSend
 
 struct Doctor: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check that this machine can send: project, journal, keys, and APNs answering.",
+        abstract: "Check that this machine can send: project, journal, keys, and APNs and FCM answering.",
         discussion: """
             Checks, in order, and prints one line each: pushcamp.yaml reads; the journal opens (a \
             SQLite file that does not exist yet is fine: the first send creates it); for each app, \
@@ -19,6 +20,11 @@ struct Doctor: AsyncParsableCommand {
             with TLS and HTTP/2. With --send-test TOKEN, one real alert push, "Pushcamp doctor", is \
             sent to that device with the app's credentials, and APNs' answer is printed. Nothing \
             else is sent and nothing is written, except the provider token cache beside the journal.
+
+            For an Android (FCM) app: its service_account is read (every ${env:…} set, a key file \
+            Google issued, with a note when others can read it), the token endpoint the key names \
+            issues an access token for it, and FCM's endpoint (or the custom one) answers with TLS \
+            and HTTP/2. No message is sent.
 
             Exit status: 0 when everything checked is ok; 1 when the project or the journal cannot be \
             used; 2 when an app's credentials or connection (or the test push) fail.
@@ -74,7 +80,9 @@ struct Doctor: AsyncParsableCommand {
             Line(
                 outcome: .ok,
                 subject: paths.projectFileDisplay,
-                detail: "\(project.apps.count) app\(project.apps.count == 1 ? "" : "s")"
+                detail:
+                    "\(project.apps.count + project.fcmApps.count) app\(project.apps.count + project.fcmApps.count == 1 ? "" : "s")"
+                    + (project.fcmApps.isEmpty ? "" : " (\(project.fcmApps.count) on FCM)")
             )
         ]
         let setting = journalLocation.setting(JournalSetting(project, paths: paths))
@@ -83,11 +91,21 @@ struct Doctor: AsyncParsableCommand {
         for line in lines { print(line.text) }
 
         var apps = project.apps.values.sorted { $0.name < $1.name }
+        var fcmApps = project.fcmApps.values.sorted { $0.name < $1.name }
+        let allNames = (Array(project.apps.keys) + Array(project.fcmApps.keys)).sorted().joined(separator: ", ")
         if let app {
             apps = apps.filter { $0.name == app }
-            if apps.isEmpty {
+            fcmApps = fcmApps.filter { $0.name == app }
+            if apps.isEmpty && fcmApps.isEmpty {
                 printError(
-                    "error: --app \(app.escapingControlCharacters): pushcamp.yaml has no such app (it has \(project.apps.keys.sorted().joined(separator: ", ")))"
+                    "error: --app \(app.escapingControlCharacters): pushcamp.yaml has no such app (it has \(allNames))"
+                )
+                throw ExitCode(64)
+            }
+            if sendTest != nil && !fcmApps.isEmpty {
+                printError(
+                    "error: --send-test sends an APNs push; \(app.escapingControlCharacters) is an FCM app, which doctor "
+                        + "checks without sending"
                 )
                 throw ExitCode(64)
             }
@@ -161,10 +179,90 @@ struct Doctor: AsyncParsableCommand {
                 )
             }
         }
+        if sendTest == nil {
+            for app in fcmApps {
+                appProblems += await Self.checkFCM(
+                    app,
+                    paths: paths,
+                    environment: environment,
+                    timeout: Double(timeout)
+                )
+            }
+        }
         let problems = appProblems + (journalLine.outcome == .problem ? 1 : 0)
         print(problems == 0 ? "\neverything checked is ok" : "\n\(problems) problem\(problems == 1 ? "" : "s")")
         if journalLine.outcome == .problem { throw ExitCode(1) }
         if appProblems > 0 { throw ExitCode(2) }
+    }
+
+    /// An FCM app's lines: credentials, the token endpoint, FCM's endpoint. Returns the problems found.
+    static func checkFCM(
+        _ app: FCMAppConfig,
+        paths: ProjectPaths,
+        environment: [String: String],
+        timeout: Double
+    ) async -> Int {
+        let subject = "app \(app.name)"
+        print("\(subject) \(app.destinationText)")
+        let credentials: FCMCredentials
+        do {
+            credentials = try FCMCredentials.load(app, paths: paths, environment: environment)
+        } catch {
+            let message =
+                error.message.hasPrefix("\(subject): ")
+                ? String(error.message.dropFirst(subject.count + 2)) : error.message
+            let detail = (error.location.map { "\($0): " } ?? "") + message
+            print(Line(outcome: .problem, subject: "\(subject) credentials", detail: detail).text)
+            for step in ["token endpoint", "TLS and HTTP/2"] {
+                print(
+                    Line(
+                        outcome: .skipped,
+                        subject: "\(subject) \(step)",
+                        detail: "not tried without usable credentials"
+                    ).text
+                )
+            }
+            return 1
+        }
+        let account = credentials.account
+        var detail =
+            "service account \(account.clientEmail), key \(account.privateKeyID.prefix(8)), project \(credentials.projectID)"
+        if credentials.sharedReadable {
+            detail += "; note: \(credentials.source) can be read by others (chmod 600 it)"
+        }
+        print(Line(outcome: .ok, subject: "\(subject) credentials", detail: detail).text)
+        let probe = await FCMProbe.run(app, credentials: credentials, timeout: timeout)
+        if let issued = probe.issued {
+            print(
+                Line(
+                    outcome: .ok,
+                    subject: "\(subject) token endpoint",
+                    detail: "\(account.tokenURI) issued an access token (it lives \(Int(issued.lifetime)) s) in "
+                        + "\(Int((issued.took * 1000).rounded())) ms"
+                ).text
+            )
+        }
+        if let connected = probe.connected {
+            print(
+                Line(
+                    outcome: .ok,
+                    subject: "\(subject) TLS and HTTP/2",
+                    detail: "\(app.sendEndpoint) answered in \(Int((connected * 1000).rounded())) ms"
+                ).text
+            )
+        }
+        guard let failure = probe.failure else { return 0 }
+        print(Line(outcome: .problem, subject: "\(subject) \(failure.step)", detail: failure.message).text)
+        if failure.step == "token endpoint" {
+            print(
+                Line(
+                    outcome: .skipped,
+                    subject: "\(subject) TLS and HTTP/2",
+                    detail: "not tried without an access token"
+                ).text
+            )
+        }
+        return 1
     }
 
     static func checkJournal(_ access: JournalAccess) async -> Line {

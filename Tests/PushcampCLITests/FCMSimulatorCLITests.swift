@@ -34,3 +34,131 @@ struct FCMSimulatorCLITests {
         #expect(flags.stderr.contains("--fcm-token-lifetime must be 1 to 3600 seconds"), "\(flags.stderr)")
     }
 }
+
+/// An Android app in pushcamp.yaml: read, checked by `doctor` against the simulator, refused by
+/// campaigns until FCM sending lands.
+@Suite("Android apps in pushcamp.yaml")
+struct FCMAppCLITests {
+    static func writeProject(_ project: TemporaryProject, port: Int, serviceAccount: String) throws {
+        try project.write(
+            "pushcamp.yaml",
+            """
+            apps:
+              shop-android:
+                service_account: \(serviceAccount)
+                endpoint: https://127.0.0.1:\(port)
+                ca_file: sim/ca.pem
+            """
+        )
+    }
+
+    /// From a key file and from the key's JSON in a variable: credentials, token endpoint and FCM's
+    /// endpoint each ok, and the key's secret never printed.
+    @Test func doctorChecksTheServiceAccountAgainstTheSimulator() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let sim = try SimulatorProcess(["--state-dir", "sim"], in: project.root)
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        try Self.writeProject(project, port: sim.port, serviceAccount: "sim/fcm-service-account.json")
+        var output = try CLI.run(["doctor"], in: project.root)
+        #expect(output.status == 0, "\(output.stdout)\(output.stderr)")
+        #expect(output.stdout.contains("pushcamp.yaml: 1 app (1 on FCM)"))
+        #expect(
+            output.stdout.contains("app shop-android → custom endpoint https://127.0.0.1:\(sim.port) (instead of FCM)")
+        )
+        #expect(
+            output.stdout.contains(
+                "ok       app shop-android credentials: service account pushcamp-sim@pushcamp-sim.iam.gserviceaccount.com"
+            )
+        )
+        #expect(
+            output.stdout.contains(
+                "ok       app shop-android token endpoint: https://127.0.0.1:\(sim.port)/token issued an access token (it lives 3600 s)"
+            )
+        )
+        #expect(
+            output.stdout.contains("ok       app shop-android TLS and HTTP/2: https://127.0.0.1:\(sim.port) answered")
+        )
+
+        let json = try String(
+            contentsOf: project.root.appendingPathComponent("sim/fcm-service-account.json"),
+            encoding: .utf8
+        )
+        try Self.writeProject(project, port: sim.port, serviceAccount: "${env:SHOP_FCM_KEY}")
+        output = try CLI.run(["doctor"], in: project.root, environment: ["SHOP_FCM_KEY": json])
+        #expect(output.status == 0, "\(output.stdout)\(output.stderr)")
+        #expect(!output.stdout.contains("PRIVATE KEY"))
+
+        // A key Google never issued for this account: the token endpoint's OAuth error, exit 2.
+        let stranger = json.replacingOccurrences(of: "\"pushcamp-sim@", with: "\"someone-else@")
+        output = try CLI.run(["doctor"], in: project.root, environment: ["SHOP_FCM_KEY": stranger])
+        #expect(output.status == 2)
+        #expect(
+            output.stdout.contains(
+                "problem  app shop-android token endpoint: the token endpoint https://127.0.0.1:\(sim.port)/token refused the service account: invalid_grant"
+            ),
+            "\(output.stdout)"
+        )
+        #expect(output.stdout.contains("skipped  app shop-android TLS and HTTP/2"))
+        let summary = sim.stop()
+        #expect(summary.contains("fcm access tokens: 2 issued"), "\(summary)")
+    }
+
+    @Test func aBrokenServiceAccountIsNamedWithoutItsValue() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        try project.write(
+            "key.json",
+            #"{"type":"service_account","project_id":"p","private_key":"-----BEGIN PRIVATE KEY-----\nc2VjcmV0\n-----END PRIVATE KEY-----\n","client_email":"a@p.iam.gserviceaccount.com","private_key_id":"k"}"#
+        )
+        try Self.writeProject(project, port: 1, serviceAccount: "key.json")
+        let output = try CLI.run(["doctor"], in: project.root)
+        #expect(output.status == 2)
+        #expect(
+            output.stdout.contains("problem  app shop-android credentials: pushcamp.yaml:3:22: service_account "),
+            "\(output.stdout)"
+        )
+        #expect(output.stdout.contains("'private_key' is not an RSA private key in PEM form"))
+        #expect(!output.stdout.contains("c2VjcmV0"))
+    }
+
+    /// APNs settings on an FCM app are named where they are written; a campaign for the app is
+    /// refused with what this version can do.
+    @Test func apnsSettingsOnAnAndroidAppAndCampaignsForItAreRefused() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        try project.write(
+            "pushcamp.yaml",
+            "apps:\n  shop-android:\n    service_account: key.json\n    topic: com.example.shop\n    environment: sandbox\n    project_id: Bad_Id\n"
+        )
+        var output = try CLI.run(["validate"], in: project.root)
+        #expect(output.status == 1)
+        #expect(
+            output.stdout.contains(
+                "pushcamp.yaml:4:12: error: 'apps.shop-android.topic' is an APNs setting, and this app is an FCM app"
+            ),
+            "\(output.stdout)"
+        )
+        #expect(
+            output.stdout.contains("pushcamp.yaml:5:18: error: 'apps.shop-android.environment' is an APNs setting"),
+            "\(output.stdout)"
+        )
+        #expect(
+            output.stdout.contains(
+                "pushcamp.yaml:6:17: error: 'apps.shop-android.project_id' must be a Firebase project id"
+            ),
+            "\(output.stdout)"
+        )
+        try project.write("pushcamp.yaml", "apps:\n  shop-android:\n    service_account: key.json\n")
+        try project.write(
+            "campaigns/c.yaml",
+            "campaign: c\napp: shop-android\naudience:\n  source: { inline: [] }\nmessage:\n  payload: { aps: { alert: hi } }\n"
+        )
+        output = try CLI.run(["validate", "campaigns/c.yaml"], in: project.root)
+        #expect(output.status == 1)
+        #expect(
+            output.stdout.contains("campaigns/c.yaml:2:6: error: 'shop-android' is an Android (FCM) app"),
+            "\(output.stdout)"
+        )
+    }
+}

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import PushcampAPNs
 import PushcampAPNsCore
+import PushcampFCM
 import PushcampFCMCore
 import PushcampSimulator
 import PushcampTestSupport
@@ -110,6 +111,37 @@ struct FCMLoopbackTests {
         #expect(error.status == "NOT_FOUND")
         #expect(simulator.recorder.records.last?.fcmReason == .unregistered)
         await exchange.close()
+        await simulator.stop()
+    }
+}
+
+/// The token endpoint's client against the simulator: a token for the account it knows, Google's
+/// OAuth error for a key it does not.
+@Suite("The token endpoint's client on loopback")
+struct TokenEndpointLoopbackTests {
+    @Test func theSimulatorIssuesTokensToItsAccountOnly() async throws {
+        let (simulator, exchange, project) = try await FCMLoopbackTests.start()
+        defer { project.remove() }
+        await exchange.close()
+        let account = try #require(simulator.fcm).account
+        let endpoint = try TokenEndpoint(
+            uri: account.tokenURI,
+            caFile: project.root.appendingPathComponent("ca.pem").path
+        )
+        let issued = try await endpoint.issue(for: account, now: Date().timeIntervalSince1970)
+        #expect(issued.token.hasPrefix("ya29.sim-"))
+        #expect(issued.lifetime == 3600)
+        var stranger = try FCMSimulation.generateAccount(tokenURI: account.tokenURI)
+        stranger.clientEmail = account.clientEmail
+        let error = try await #require(throws: FCMClientError.self) {
+            try await endpoint.issue(for: stranger, now: Date().timeIntervalSince1970)
+        }
+        #expect(error.code == .credentials)
+        #expect(
+            error.message
+                == "the token endpoint \(account.tokenURI) refused the service account: invalid_grant (Invalid JWT Signature.)"
+        )
+        await endpoint.close()
         await simulator.stop()
     }
 }

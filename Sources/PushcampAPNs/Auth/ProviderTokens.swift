@@ -36,7 +36,7 @@ public final class ProviderTokens: Sendable {
     }
 
     /// A token ready for the `authorization` header.
-    public struct Current: Sendable {
+    public struct Current: Sendable, Equatable {
         public var bearer: String
         public var generation: Int
 

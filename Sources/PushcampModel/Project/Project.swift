@@ -1,8 +1,12 @@
 /// `pushcamp.yaml` at a repository's root: what the campaigns of the repository share.
 public struct Project {
     public var apps: [String: AppConfig]
-    /// The apps in file order, for listing them in messages.
+    /// The APNs apps in file order, for listing them in messages.
     public var appNames: [String]
+    /// Android apps, sent to through FCM (`apps.NAME.service_account`).
+    public var fcmApps: [String: FCMAppConfig] = [:]
+    /// The FCM apps in file order.
+    public var fcmAppNames: [String] = []
     /// Where the run journal lives, relative to the project root: the SQLite file (and, for a
     /// PostgreSQL journal, where rehearsals and the provider token cache are kept).
     public var journalPath: String

@@ -5,7 +5,7 @@ public enum ProjectReader {
     static let topKeys = ["apps", "journal", "defaults", "files", "serve", "channels"]
     static let appKeys = [
         "topic", "team_id", "key_id", "key_file", "certificate", "certificate_password", "environment", "endpoint",
-        "ca_file", "app_store", "broadcast_endpoint", "channels_endpoint",
+        "ca_file", "app_store", "broadcast_endpoint", "channels_endpoint", "service_account", "project_id",
     ]
 
     public static func read(_ document: YAMLDocument) -> (Project?, [Diagnostic]) {
@@ -22,10 +22,17 @@ public enum ProjectReader {
         }
         var apps: [String: AppConfig] = [:]
         var appNames: [String] = []
+        var fcmApps: [String: FCMAppConfig] = [:]
+        var fcmAppNames: [String] = []
         if let appsNode = top["apps"], let entries = reader.freeMapping(appsNode, in: "apps") {
             if entries.isEmpty { reader.error("'apps' lists no app", at: appsNode) }
             for entry in entries {
-                if let app = readApp(entry.key, entry.value, reader) {
+                if isFCMApp(entry.value) {
+                    if let app = readFCMApp(entry.key, entry.value, reader) {
+                        fcmApps[entry.key] = app
+                        fcmAppNames.append(entry.key)
+                    }
+                } else if let app = readApp(entry.key, entry.value, reader) {
                     apps[entry.key] = app
                     appNames.append(entry.key)
                 }
@@ -127,6 +134,8 @@ public enum ProjectReader {
                 path: document.path,
                 allowedFolders: allowedFolders
             )
+        project.fcmApps = fcmApps
+        project.fcmAppNames = fcmAppNames
         project.serve = serve
         project.channels = channels
         project.journalURL = journalURL
@@ -247,11 +256,14 @@ public enum ProjectReader {
         let context = "apps.\(name)"
         guard let map = reader.mapping(node, in: context, allowed: appKeys, required: ["topic"]) else { return nil }
         let topic = map["topic"].flatMap { reader.string($0, "\(context).topic") }
-        func config(_ key: String) -> ConfigString? {
-            map[key].flatMap { node in
-                reader.parsed(node, "\(context).\(key)", ConfigString.parse)?.located(reader.location(node))
-            }
+        if let node = map["project_id"] {
+            reader.error(
+                "'\(context).project_id' is an FCM setting: an Android app names its service_account (and, if not "
+                    + "the key file's, its project_id)",
+                at: node
+            )
         }
+        func config(_ key: String) -> ConfigString? { readConfigString(map, key, context: context, reader) }
         func appleID(_ key: String) -> String? {
             guard let node = map[key], let text = reader.string(node, "\(context).\(key)") else { return nil }
             guard text.count == 10, text.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) else {
@@ -303,17 +315,7 @@ public enum ProjectReader {
                 )
             }
         }
-        func endpoint(_ key: String) -> String? {
-            guard let node = map[key], let text = reader.string(node, "\(context).\(key)") else { return nil }
-            guard text.hasPrefix("https://") else {
-                reader.error(
-                    "\(key) must be an https:// URL (APNs speaks HTTP/2 over TLS only), found '\(text.excerpt())'",
-                    at: node
-                )
-                return nil
-            }
-            return text
-        }
+        func endpoint(_ key: String) -> String? { readEndpoint(map, key, context: context, service: "APNs", reader) }
         let (apnsEndpoint, broadcastEndpoint, channelsEndpoint) = (
             endpoint("endpoint"), endpoint("broadcast_endpoint"), endpoint("channels_endpoint")
         )
@@ -331,5 +333,86 @@ public enum ProjectReader {
         app.broadcastEndpointOverride = broadcastEndpoint
         app.channelsEndpointOverride = channelsEndpoint
         return app
+    }
+
+    /// An app whose settings name a `service_account` is an Android app, sent to through FCM.
+    static func isFCMApp(_ node: Node) -> Bool {
+        node.mapping?.contains { $0.key.string == "service_account" } ?? false
+    }
+
+    static func readFCMApp(_ name: String, _ node: Node, _ reader: YAMLReader) -> FCMAppConfig? {
+        let context = "apps.\(name)"
+        guard let map = reader.mapping(node, in: context, allowed: appKeys, required: ["service_account"]) else {
+            return nil
+        }
+        for key in appKeys {
+            if let why = FCMAppConfig.apnsOnlyKeys[key], let value = map[key] {
+                reader.error(
+                    "'\(context).\(key)' is an APNs setting, and this app is an FCM app (it has a service_account): \(why)",
+                    at: value
+                )
+            }
+        }
+        let serviceAccount = readConfigString(map, "service_account", context: context, reader)
+        var projectID: String?
+        if let node = map["project_id"], let text = reader.string(node, "\(context).project_id") {
+            if isFirebaseProjectID(text) {
+                projectID = text
+            } else {
+                reader.error(
+                    "'\(context).project_id' must be a Firebase project id (6 to 30 lowercase letters, digits and "
+                        + "hyphens, starting with a letter) or a project number, found '\(text.excerpt())'",
+                    at: node
+                )
+            }
+        }
+        let endpoint = readEndpoint(map, "endpoint", context: context, service: "FCM", reader)
+        guard let serviceAccount, !reader.diagnostics.hasErrors else { return nil }
+        return FCMAppConfig(
+            name: name,
+            serviceAccount: serviceAccount,
+            projectID: projectID,
+            endpoint: endpoint,
+            caFile: readConfigString(map, "ca_file", context: context, reader)
+        )
+    }
+
+    /// Google's rule for project ids (6–30 characters: lowercase letters, digits, hyphens; a letter
+    /// first, no hyphen last); a project number (digits) stands in for one.
+    static func isFirebaseProjectID(_ text: String) -> Bool {
+        if !text.isEmpty, text.count <= 20, text.allSatisfy({ $0.isASCII && $0.isNumber }) { return true }
+        guard (6...30).contains(text.count), let first = text.first, first.isASCII, first.isLowercase,
+            text.last != "-"
+        else { return false }
+        return text.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "-") }
+    }
+
+    static func readConfigString(
+        _ map: YAMLReader.Mapping,
+        _ key: String,
+        context: String,
+        _ reader: YAMLReader
+    ) -> ConfigString? {
+        map[key].flatMap { node in
+            reader.parsed(node, "\(context).\(key)", ConfigString.parse)?.located(reader.location(node))
+        }
+    }
+
+    static func readEndpoint(
+        _ map: YAMLReader.Mapping,
+        _ key: String,
+        context: String,
+        service: String,
+        _ reader: YAMLReader
+    ) -> String? {
+        guard let node = map[key], let text = reader.string(node, "\(context).\(key)") else { return nil }
+        guard text.hasPrefix("https://") else {
+            reader.error(
+                "\(key) must be an https:// URL (\(service) speaks HTTP/2 over TLS only), found '\(text.excerpt())'",
+                at: node
+            )
+            return nil
+        }
+        return text
     }
 }

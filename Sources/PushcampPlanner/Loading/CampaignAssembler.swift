@@ -98,6 +98,16 @@ struct CampaignAssembler {
 
     mutating func resolveApp() -> AppConfig? {
         if let app = project.apps[campaign.app] { return app }
+        if project.fcmApps[campaign.app] != nil {
+            diagnostics.append(
+                .error(
+                    "'\(campaign.app)' is an Android (FCM) app: this version sends campaigns to APNs apps only; "
+                        + "`pushcamp doctor` checks an FCM app's service account against Google (docs/android.md)",
+                    at: campaign.appLocation
+                )
+            )
+            return nil
+        }
         let hint = Suggestion.didYouMean(campaign.app, in: project.appNames)
         let known = project.appNames.isEmpty ? "" : " (apps: \(project.appNames.joined(separator: ", ")))"
         diagnostics.append(
