@@ -88,7 +88,7 @@ let package = Package(
         .target(
             name: "PushcampPlanner",
             dependencies: [
-                "PushcampModel", "PushcampTemplates", "PushcampAudience", "PushcampAPNsCore",
+                "PushcampModel", "PushcampTemplates", "PushcampAudience", "PushcampAPNsCore", "PushcampFCMCore",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
@@ -279,6 +279,7 @@ let package = Package(
             name: "PushcampPlannerTests",
             dependencies: [
                 "PushcampPlanner", "PushcampModel", "PushcampTemplates", "PushcampAudience", "PushcampTestSupport",
+                "PushcampFCMCore",
             ],
             swiftSettings: strict
         ),

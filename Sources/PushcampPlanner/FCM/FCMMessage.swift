@@ -1,0 +1,208 @@
+import PushcampFCMCore
+import PushcampModel
+
+/// One Android message as decided for its recipients: the platform-neutral part of a campaign's message
+/// (title, body, image, data, priority, expiration, collapse id) and Android's own settings, in the
+/// shape FCM HTTP v1 takes them (`reference/FCM.md`, section 5).
+///
+/// Rendered by `body(token:validateOnly:sendTime:)` into a `messages:send` request body: valid JSON by
+/// construction (every string escaped, `data` values strings whatever they were in the audience), in a
+/// fixed field order, so the same message for the same token is the same bytes.
+public struct FCMMessage: Sendable, Hashable {
+    public enum Priority: String, Sendable, Hashable {
+        case high = "HIGH"
+        case normal = "NORMAL"
+
+        /// From APNs' `apns-priority`: 10 is immediate; 5 and 1 are FCM's normal.
+        public init(apnsPriority: Int) { self = apnsPriority >= 10 ? .high : .normal }
+    }
+
+    /// `android.notification`: what Android shows, beyond the common title and body.
+    public struct AndroidNotification: Sendable, Hashable {
+        /// Override the common title and body on Android.
+        public var title: String?
+        public var body: String?
+        public var channelID: String?
+        /// Replaces a shown notification with the same tag (APNs' collapse id, as shown).
+        public var tag: String?
+        public var clickAction: String?
+        public var sound: String?
+        public var icon: String?
+        /// `#rrggbb`.
+        public var color: String?
+        /// The badge (launcher-dependent).
+        public var notificationCount: Int?
+
+        public init() {}
+
+        var isEmpty: Bool { self == AndroidNotification() }
+    }
+
+    public var title: String?
+    public var body: String?
+    /// An image URL Android downloads (JPEG, PNG or BMP; at most 1 MB).
+    public var image: String?
+    /// `message.data`, in order: strings only.
+    public var data: [Pair]
+    /// `android.data`, replacing `data` on Android when present.
+    public var androidData: [Pair]?
+    public var priority: Priority?
+    /// When the message stops being worth delivering; nil leaves FCM's default (4 weeks).
+    public var expiration: PlannedExpiration?
+    /// `android.collapse_key`: undelivered messages with the same key are replaced.
+    public var collapseKey: String?
+    public var restrictedPackageName: String?
+    public var notification = AndroidNotification()
+
+    public struct Pair: Sendable, Hashable {
+        public var key: String
+        public var value: String
+
+        public init(_ key: String, _ value: String) {
+            self.key = key
+            self.value = value
+        }
+    }
+
+    public init(
+        title: String? = nil,
+        body: String? = nil,
+        image: String? = nil,
+        data: [Pair] = [],
+        priority: Priority? = nil,
+        expiration: PlannedExpiration? = nil,
+        collapseKey: String? = nil
+    ) {
+        self.title = title
+        self.body = body
+        self.image = image
+        self.data = data
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseKey = collapseKey
+    }
+
+    /// `android.ttl` in seconds at `sendTime`: the time left to the expiration, 0 when it passed or
+    /// for "now or never", at most 28 days; nil when no expiration is set.
+    public func ttl(sendTime: Timestamp) -> Int? {
+        switch expiration {
+        case nil: return nil
+        case .immediately: return 0
+        case .at(let timestamp):
+            return Int(
+                min(max(0, timestamp.secondsSince1970 - sendTime.secondsSince1970), Int64(FCMMessageRules.maximumTTL))
+            )
+        case .afterSend(let span): return Int(min(max(0, span.seconds), Int64(FCMMessageRules.maximumTTL)))
+        }
+    }
+
+    /// The `messages:send` body for `token`.
+    public func body(token: String, validateOnly: Bool = false, sendTime: Timestamp) -> [UInt8] {
+        var json = JSONWriter(capacity: 512)
+        json.raw(#"{"validate_only":"#)
+        json.bool(validateOnly)
+        json.raw(#","message":{"token":"#)
+        json.string(token)
+        if title != nil || body != nil || image != nil {
+            json.raw(#","notification":{"#)
+            var first = true
+            field(&json, "title", title, first: &first)
+            field(&json, "body", body, first: &first)
+            field(&json, "image", image, first: &first)
+            json.raw("}")
+        }
+        if !data.isEmpty {
+            json.raw(#","data":"#)
+            Self.map(&json, data)
+        }
+        var android = JSONWriter(capacity: 256)
+        var first = true
+        field(&android, "priority", priority?.rawValue, first: &first)
+        if let ttl = ttl(sendTime: sendTime) { field(&android, "ttl", "\(ttl)s", first: &first) }
+        field(&android, "collapse_key", collapseKey, first: &first)
+        field(&android, "restricted_package_name", restrictedPackageName, first: &first)
+        if let androidData {
+            android.raw(first ? #""data":"# : #","data":"#)
+            first = false
+            Self.map(&android, androidData)
+        }
+        if !notification.isEmpty {
+            android.raw(first ? #""notification":{"# : #","notification":{"#)
+            var inner = true
+            field(&android, "title", notification.title, first: &inner)
+            field(&android, "body", notification.body, first: &inner)
+            field(&android, "channel_id", notification.channelID, first: &inner)
+            field(&android, "tag", notification.tag, first: &inner)
+            field(&android, "click_action", notification.clickAction, first: &inner)
+            field(&android, "sound", notification.sound, first: &inner)
+            field(&android, "icon", notification.icon, first: &inner)
+            field(&android, "color", notification.color, first: &inner)
+            if let count = notification.notificationCount {
+                android.raw(inner ? #""notification_count":"# : #","notification_count":"#)
+                android.integer(count)
+            }
+            android.raw("}")
+        }
+        if !android.bytes.isEmpty {
+            json.raw(#","android":{"#)
+            json.bytes += android.bytes
+            json.raw("}")
+        }
+        json.raw("}}")
+        return json.bytes
+    }
+
+    private func field(_ json: inout JSONWriter, _ name: StaticString, _ value: String?, first: inout Bool) {
+        guard let value else { return }
+        if !first { json.raw(",") }
+        first = false
+        json.raw("\"")
+        json.raw(name)
+        json.raw("\":")
+        json.string(value)
+    }
+
+    private static func map(_ json: inout JSONWriter, _ pairs: [Pair]) {
+        json.raw("{")
+        for (index, pair) in pairs.enumerated() {
+            if index > 0 { json.raw(",") }
+            json.string(pair.key)
+            json.raw(":")
+            json.string(pair.value)
+        }
+        json.raw("}")
+    }
+
+    /// What FCM would refuse in this message for `token`, checked offline by the rules the simulator
+    /// answers with (`FCMMessageRules`): the field at fault and why, for a located diagnostic.
+    public func problem(token: String, sendTime: Timestamp) -> FCMError? {
+        if let reason = FCMMessageRules.tokenProblem(token) {
+            return FCMError(
+                .invalidArgument,
+                message: "the registration token \(reason)",
+                fieldViolations: [.init(field: "message.token", description: "the registration token \(reason)")]
+            )
+        }
+        for (pairs, path) in [(data, "message.data"), (androidData ?? [], "message.android.data")] {
+            var seen: Set<String> = []
+            for (index, pair) in pairs.enumerated() {
+                if let reason = FCMMessageRules.reservedKeyProblem(pair.key) {
+                    return FCMError(
+                        .invalidArgument,
+                        message: reason,
+                        fieldViolations: [.init(field: "\(path)[\(index)].key", description: reason)]
+                    )
+                }
+                if !seen.insert(pair.key).inserted {
+                    let reason = "'\(pair.key)' is written twice (FCM keeps the last)"
+                    return FCMError(
+                        .invalidArgument,
+                        message: reason,
+                        fieldViolations: [.init(field: "\(path)[\(index)].key", description: reason)]
+                    )
+                }
+            }
+        }
+        return FCMMessageRules.check(body(token: token, sendTime: sendTime))
+    }
+}
