@@ -130,7 +130,7 @@ let package = Package(
         .target(
             name: "PushcampAPNs",
             dependencies: [
-                "CNghttp2", "PushcampAPNsCore",
+                "CNghttp2", "PushcampAPNsCore", "PushcampFCMCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),

@@ -18,6 +18,8 @@ public final class AccessTokens: Sendable {
     struct State {
         var schedule = AccessTokenSchedule()
         var fetched = 0
+        /// A fresh token was refused too: the credentials are wrong.
+        var stopped = false
     }
 
     /// A token ready for the `authorization` header, with its generation (a 401 names it): the same
@@ -75,7 +77,11 @@ public final class AccessTokens: Sendable {
 
     /// FCM answered 401 to a request sent with the token of `generation`.
     public func refused(generation: Int) -> AccessTokenSchedule.RefusedVerdict {
-        state.withLock { $0.schedule.refused(generation: generation) }
+        state.withLock { state in
+            let verdict = state.schedule.refused(generation: generation)
+            if verdict == .stop { state.stopped = true }
+            return verdict
+        }
     }
 
     /// Fetches a token when one is due (within `lookahead` seconds).
@@ -132,6 +138,48 @@ public final class AccessTokens: Sendable {
         } else if let winner = try await read().flatMap(SharedAccessToken.init(encoded:)) {
             let now = clock.now()
             state.withLock { _ = $0.schedule.adopt(winner.token, expires: winner.expires, now: now) }
+        }
+    }
+}
+
+extension AccessTokens: BearerAuthorization {
+    public func retryRefused(generation: Int) -> Bool {
+        refused(generation: generation) != .stop
+    }
+
+    /// Fetches a token whenever one is due (ahead of expiry, after a 401), looking four times a
+    /// second; a token endpoint that cannot be reached is tried again after 1, 2, 4… up to 30 s.
+    /// Throws `.credentials` when the endpoint refuses the service account, or when a fresh token
+    /// was refused too.
+    public func keepFresh(clock: any WallClock) async throws(APNsClientError) {
+        var backoff = 1.0
+        var stopped = false
+        while !Task.isCancelled {
+            if state.withLock({ $0.stopped }) { stopped = true }
+            if stopped {
+                throw APNsClientError(
+                    .credentials,
+                    "FCM refused a fresh access token for \(account.clientEmail) (401 UNAUTHENTICATED): the service "
+                        + "account cannot send in this project"
+                )
+            }
+            var wait = 0.25
+            if due() {
+                do {
+                    try await refresh()
+                    backoff = 1
+                } catch  where error.code == .credentials {
+                    throw APNsClientError(.credentials, error.message)
+                } catch {
+                    wait = backoff
+                    backoff = min(backoff * 2, 30)
+                }
+            }
+            do {
+                try await clock.sleep(until: clock.now() + wait)
+            } catch {
+                return
+            }
         }
     }
 }

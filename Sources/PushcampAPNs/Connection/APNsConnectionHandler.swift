@@ -4,6 +4,7 @@ import NIOCore
 import NIOSSL
 import NIOTLS
 import PushcampAPNsCore
+import PushcampFCMCore
 
 /// One APNs connection: sits behind NIOSSL and drives an `NGHTTP2Session` with the rules of
 /// `ConnectionStateMachine`.
@@ -22,6 +23,8 @@ package final class APNsConnectionHandler: ChannelInboundHandler, RemovableChann
         var authority: String
         var queue: RequestQueue
         var tokens: ProviderTokens?
+        /// FCM's access tokens (then `tokens` is nil).
+        var bearer: (any BearerAuthorization)? = nil
         var events: TransportEventSink
         var requestTimeout: TimeAmount
         var idleTimeout: TimeAmount
@@ -47,7 +50,7 @@ package final class APNsConnectionHandler: ChannelInboundHandler, RemovableChann
         self.configuration = configuration
         self.ready = ready
         self.machine = ConnectionStateMachine(
-            authentication: configuration.tokens == nil ? .certificate : .providerToken,
+            authentication: configuration.tokens == nil && configuration.bearer == nil ? .certificate : .providerToken,
             now: .now(),
             idleTimeout: configuration.idleTimeout,
             pingTimeout: configuration.pingTimeout,
@@ -158,12 +161,15 @@ package final class APNsConnectionHandler: ChannelInboundHandler, RemovableChann
     /// Takes what the stream budget allows, writes what nghttp2 has, hands over outcomes.
     private func service() {
         guard let session, let context else { return }
-        if machine.phase == .active {
+        // With a bearer token from elsewhere, requests wait while none is fit to send with: the pool's
+        // keeper fetches one, and the tick finds it.
+        let bearerToken = configuration.bearer?.current()
+        if machine.phase == .active, configuration.bearer == nil || bearerToken != nil {
             let budget = machine.budget
             if budget > 0 {
                 let now = NIODeadline.now()
                 var requests = configuration.queue.take(budget, connection: configuration.id, wake: wake)
-                let token = requests.isEmpty ? nil : configuration.tokens?.current()
+                let token = requests.isEmpty ? nil : bearerToken ?? configuration.tokens?.current()
                 // Taken from the end, each request moves into its stream without a copy.
                 requests.reverseByMoving()
                 while let request = requests.popLast() {
@@ -243,6 +249,10 @@ package final class APNsConnectionHandler: ChannelInboundHandler, RemovableChann
             }
             return
         }
+        if stream.request.isFCM {
+            closedFCM(stream, status: status, latency: latency, now: now)
+            return
+        }
         var reason: APNsReason?
         var timestamp: Int64?
         if status != 200 {
@@ -282,6 +292,34 @@ package final class APNsConnectionHandler: ChannelInboundHandler, RemovableChann
                 connection: configuration.id
             )
         )
+    }
+
+    /// An FCM request's answer: its error body read; a 401 for the access token it was sent with
+    /// goes again once a fresh token is at hand, unless the fresh one was refused too.
+    private func closedFCM(_ stream: NGHTTP2Session.Stream, status: Int, latency: TimeAmount, now: NIODeadline) {
+        apply(machine.streamClosed(status: status, reason: nil, now: now))
+        let error = status == 200 ? nil : FCMError.parse(stream.body)
+        if let bearer = configuration.bearer {
+            if status == 200 {
+                bearer.accepted(generation: stream.tokenGeneration)
+            } else if status == 401, error?.reason ?? .unauthenticated == .unauthenticated,
+                bearer.retryRefused(generation: stream.tokenGeneration)
+            {
+                configuration.events(.accessTokenRefused)
+                var retry = stream.request
+                retry.attempt += 1
+                requeue.append(retry)
+                return
+            }
+        }
+        var outcome = APNsOutcome(
+            request: stream.request,
+            result: .response(status: status, reason: nil, timestamp: nil),
+            latency: latency,
+            connection: configuration.id
+        )
+        outcome.fcmError = error
+        outcomes.append(outcome)
     }
 
     private func deliver() {

@@ -118,7 +118,8 @@ public struct ConnectionStateMachine: Sendable {
         openStreams -= 1
         lastActivity = now
         guard let status else { return .none }
-        if status != 403 { authenticated = true }
+        // 403 is APNs' refusal of a provider token, 401 FCM's of an access token.
+        if status != 403 && status != 401 { authenticated = true }
         if !authenticated, reason?.disposition == .credentials {
             credentialRefusals += 1
             if credentialsRefused {

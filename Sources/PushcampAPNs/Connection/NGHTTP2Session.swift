@@ -137,6 +137,14 @@ package final class NGHTTP2Session {
         block.add(":method", constant: "POST")
         block.add(":scheme", constant: "https")
         block.add(":authority", constant: UnsafeBufferPointer(authority))
+        if request.isFCM {
+            // FCM: one path for every message of a run; the token is in the body.
+            request.withTopic { block.add(":path", $0) }
+            if let token { block.add("authorization", token.bearer, flags: noIndex) }
+            block.add("content-type", constant: "application/json; charset=UTF-8")
+            block.add("content-length", decimal: Int64(request.payloadCount))
+            return try submit(request, block: &block, token: token, now: now)
+        }
         request.withDeviceToken { block.add(":path", prefix: "/3/device/", $0, flags: noIndex) }
         if let token { block.add("authorization", token.bearer, flags: noIndex) }
         request.withAPNsID { block.add("apns-id", $0, flags: indexedOnce.apnsID ? noIndex : 0) }
@@ -154,7 +162,16 @@ package final class NGHTTP2Session {
             indexedOnce.collapseID = true
         }
         block.add("content-length", decimal: Int64(request.payloadCount))
+        return try submit(request, block: &block, token: token, now: now)
+    }
 
+    /// Hands the header block and the request's body to nghttp2.
+    private func submit(
+        _ request: consuming APNsRequest,
+        block: inout HeaderBlock,
+        token: ProviderTokens.Current?,
+        now: NIODeadline
+    ) throws(Refused) -> Int32 {
         var body = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: bodyReader)
         let streamID = block.withNameValues { list in
             nghttp2_submit_request(session, nil, list.baseAddress, list.count, &body, nil)

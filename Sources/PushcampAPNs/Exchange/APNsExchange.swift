@@ -117,8 +117,10 @@ public final class APNsExchange: Sendable {
         var fields: [(name: String, value: String)] = [
             (":method", request.method), (":scheme", "https"), (":authority", authority), (":path", request.path),
         ]
-        if case .providerToken(let tokens) = configuration.authentication {
-            fields.append(("authorization", tokens.current().bearer))
+        switch configuration.authentication {
+        case .providerToken(let tokens): fields.append(("authorization", tokens.current().bearer))
+        case .bearer(let source): if let token = source.current() { fields.append(("authorization", token.bearer)) }
+        case .certificate, .inRequest: break
         }
         fields += request.headers
         if !request.body.isEmpty { fields.append(("content-length", String(request.body.count))) }

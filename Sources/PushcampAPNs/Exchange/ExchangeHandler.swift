@@ -30,7 +30,7 @@ final class ExchangeHandler: ChannelInboundHandler {
             pingTimeout = configuration.pingTimeout
             settingsTimeout = configuration.settingsTimeout
             switch configuration.authentication {
-            case .providerToken, .inRequest: authentication = .providerToken
+            case .providerToken, .inRequest, .bearer: authentication = .providerToken
             case .certificate: authentication = .certificate
             }
         }

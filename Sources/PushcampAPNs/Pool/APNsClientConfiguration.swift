@@ -14,6 +14,9 @@ public struct APNsClientConfiguration: Sendable {
         /// the token endpoint that issues it): a connection still opens one stream until a request
         /// is accepted, as with provider tokens.
         case inRequest
+        /// A bearer token from elsewhere, the same for every request (FCM's access tokens): one
+        /// stream until a request is accepted; requests wait while no token is fit to send with.
+        case bearer(any BearerAuthorization)
     }
 
     public var host: String

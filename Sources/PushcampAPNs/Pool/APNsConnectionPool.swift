@@ -51,10 +51,31 @@ public final class APNsConnectionPool: PushTransport {
     }
 
     public func run(reporting events: @escaping TransportEventSink) async {
-        await withTaskGroup(of: Void.self) { group in
+        // Children say whether they were a connection slot (true) or the token keeper.
+        await withTaskGroup(of: Bool.self) { group in
             for slot in 0..<configuration.connections {
-                group.addTask { await self.maintain(slot: slot, events: events) }
+                group.addTask {
+                    await self.maintain(slot: slot, events: events)
+                    return true
+                }
             }
+            guard case .bearer(let source) = configuration.authentication else { return }
+            // Keeps a token at hand while the connections run; refused credentials stop the run.
+            let clock = configuration.clock
+            group.addTask {
+                do throws(APNsClientError) {
+                    try await source.keepFresh(clock: clock)
+                } catch {
+                    events(.connectFailed(connection: -1, error: error))
+                }
+                return false
+            }
+            // Every slot is maintained until shutdown; then the keeper goes too.
+            var slots = configuration.connections
+            while slots > 0, let wasSlot = await group.next() {
+                if wasSlot { slots -= 1 }
+            }
+            group.cancelAll()
         }
         let unsent = queue.close()
         if !unsent.isEmpty { events(.unsent(unsent)) }
@@ -99,7 +120,7 @@ public final class APNsConnectionPool: PushTransport {
         let authority = configuration.port == 443 ? host : "\(host):\(configuration.port)"
         let tokens: ProviderTokens?
         if case .providerToken(let provider) = configuration.authentication { tokens = provider } else { tokens = nil }
-        let handlerConfiguration = APNsConnectionHandler.Configuration(
+        var handlerConfiguration = APNsConnectionHandler.Configuration(
             id: slot,
             authority: authority,
             queue: queue,
@@ -111,9 +132,11 @@ public final class APNsConnectionPool: PushTransport {
             settingsTimeout: configuration.settingsTimeout,
             streams: streams
         )
+        if case .bearer(let source) = configuration.authentication { handlerConfiguration.bearer = source }
         let ready = eventLoop.makePromise(of: Void.self)
+        let configured = handlerConfiguration
         let bootstrap = configuration.bootstrap(on: eventLoop, tlsContext: tlsContext) {
-            APNsConnectionHandler(configuration: handlerConfiguration, ready: ready)
+            APNsConnectionHandler(configuration: configured, ready: ready)
         }
         let channel: any Channel
         do {

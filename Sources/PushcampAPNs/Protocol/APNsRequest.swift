@@ -1,5 +1,6 @@
 import NIOCore
 import PushcampAPNsCore
+import PushcampFCMCore
 
 /// One HTTP/2 request to APNs, as the transport sends it: `POST /3/device/<token>`.
 ///
@@ -33,6 +34,8 @@ public struct APNsRequest: Sendable {
     /// the collapse id, then the device token (also kept as a `String` for the journal and reports;
     /// the bytes are what `:path` is written from, without touching the string's reference count).
     private struct Header {
+        /// An FCM HTTP v1 request: `:path` is `topic`'s bytes, the body names the token.
+        let fcm: Bool
         let deviceToken: String
         let priority: Int?
         let expiration: Int64?
@@ -86,10 +89,12 @@ public struct APNsRequest: Sendable {
         collapseID: String?,
         payload: [UInt8],
         apnsIDCount: Int,
+        fcm: Bool = false,
         writeAPNsID: (UnsafeMutableBufferPointer<UInt8>) -> Void
     ) {
         self.tag = tag
         let header = Header(
+            fcm: fcm,
             deviceToken: deviceToken,
             priority: priority,
             expiration: expiration,
@@ -166,7 +171,27 @@ public struct APNsRequest: Sendable {
         ) { UUIDText.write(high: uuid.high, low: uuid.low, into: $0) }
     }
 
-    /// The device token in hexadecimal.
+    /// An FCM HTTP v1 request (`POST path`, its JSON body naming `registrationToken`): the same pool,
+    /// streams and outcomes as APNs' pushes, in FCM's dialect.
+    public init(tag: Int, registrationToken: String, path: String, body: [UInt8]) {
+        self.init(
+            tag: tag,
+            deviceToken: registrationToken,
+            topic: path,
+            pushType: "",
+            priority: nil,
+            expiration: nil,
+            collapseID: nil,
+            payload: body,
+            apnsIDCount: 0,
+            fcm: true
+        ) { _ in }
+    }
+
+    /// An FCM HTTP v1 request.
+    public var isFCM: Bool { field { $0.pointee.fcm } }
+
+    /// The device token in hexadecimal (an FCM request's registration token).
     public var deviceToken: String { field { $0.pointee.deviceToken } }
     public var apnsID: String { withAPNsID { String(decoding: $0, as: UTF8.self) } }
     public var topic: String { withTopic { String(decoding: $0, as: UTF8.self) } }
@@ -205,7 +230,7 @@ public struct APNsRequest: Sendable {
         try withBytes({ $0.pointee.deviceTokenRange }, body)
     }
 
-    /// Calls `body` with the topic's UTF-8 bytes, without copying them.
+    /// Calls `body` with the topic's UTF-8 bytes (an FCM request's path), without copying them.
     public func withTopic<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         try withBytes({ $0.pointee.topicRange }, body)
     }
@@ -235,6 +260,8 @@ public struct APNsOutcome: Sendable {
 
     public var request: APNsRequest
     public var result: Result
+    /// An FCM request's error body, read (`result` then has the status and no APNs reason).
+    public var fcmError: FCMError? = nil
     /// From handing the request to nghttp2 to its end.
     public var latency: TimeAmount
     /// Which pool connection carried it.

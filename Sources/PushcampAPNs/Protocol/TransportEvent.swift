@@ -20,6 +20,9 @@ public enum TransportEvent: Sendable {
     /// APNs refused a new provider token as too frequent (another process minted one for the same
     /// key); the token before it is back in use and the request went back to the queue.
     case providerTokenReverted
+    /// FCM refused the access token a request was sent with (401); the token was retired, a fresh
+    /// one is fetched, and the request went back to the queue.
+    case accessTokenRefused
     /// Requests still queued when the transport shut down, or submitted after: never sent.
     case unsent([APNsRequest])
 }

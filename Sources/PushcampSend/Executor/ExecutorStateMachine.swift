@@ -305,6 +305,8 @@ public struct ExecutorStateMachine: Sendable {
             report.retries["ExpiredProviderToken", default: 0] += 1
         case .providerTokenReverted:
             report.retries["TooManyProviderTokenUpdates", default: 0] += 1
+        case .accessTokenRefused:
+            report.retries["UNAUTHENTICATED (access token renewed)", default: 0] += 1
         case .unsent(let requests):
             unanswered -= requests.count
             return [unsent(requests, now: now)] + pump(now: now)

@@ -91,7 +91,7 @@ final class KeptConnections: Sendable {
             case .streamLimit(let connection, let limit): state.limits[connection] = limit
             case .outcomes(let outcomes): state.inFlight -= outcomes.count
             case .unsent(let requests): state.inFlight -= requests.count
-            case .connectFailed, .requeued, .providerTokenRenewed, .providerTokenReverted: break
+            case .connectFailed, .requeued, .providerTokenRenewed, .providerTokenReverted, .accessTokenRefused: break
             }
             state.sink?(event)
         }

@@ -25,6 +25,12 @@ public struct FCMBackend: Sendable {
         self.settings = settings
     }
 
+    /// Forgets every access token issued, as Google does when a key is deleted or a token revoked:
+    /// sends with them get 401 until a new one is fetched.
+    public mutating func revokeAccessTokens() {
+        issued.removeAll()
+    }
+
     /// The path of the token endpoint.
     public static let tokenPath = "/token"
 

@@ -17,6 +17,11 @@ public final class SimulatorFCM: Sendable {
     /// Access tokens the token endpoint issued.
     public var accessTokensIssued: Int { backend.withLock { $0.accessTokensIssued } }
 
+    /// Forgets every access token issued (see `FCMBackend.revokeAccessTokens`).
+    public func revokeAccessTokens() {
+        backend.withLock { $0.revokeAccessTokens() }
+    }
+
     /// Points the service account's `token_uri` at where the simulator listens.
     func listening(host: String, port: Int) {
         let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
