@@ -25,6 +25,26 @@ public enum FCMReason: Hashable, Sendable, CustomStringConvertible {
         self = Self.byName[text] ?? .unknown(text)
     }
 
+    /// What an answer without an error body (a proxy's page) means, by its status alone.
+    public init(httpStatus status: Int) {
+        switch status {
+        case 401: self = .unauthenticated
+        case 403: self = .permissionDenied
+        case 404: self = .notFound
+        case 429: self = .quotaExceeded
+        case 500: self = .internalError
+        case 502...504: self = .unavailable
+        case 400: self = .invalidArgument
+        default: self = .unknown("HTTP \(status)")
+        }
+    }
+
+    /// How the journal and reports name FCM's reasons: `fcm/UNREGISTERED`, beside APNs' own names.
+    public static let prefix = "fcm/"
+
+    /// Reasons that say the registration token is dead (suppressed, exported for clean-up).
+    public static let deadTokenReasons: Set<String> = ["fcm/UNREGISTERED", "fcm/INVALID_ARGUMENT:token"]
+
     /// Google's spelling.
     public var description: String {
         if case .unknown(let text) = self { return text }

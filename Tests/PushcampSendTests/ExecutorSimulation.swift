@@ -4,6 +4,7 @@ import HeapModule
 import NIOCore
 import PushcampAPNs
 import PushcampAPNsCore
+import PushcampFCMCore
 import PushcampJournal
 import PushcampModel
 import PushcampSend
@@ -31,6 +32,10 @@ struct ExecutorSimulation {
         var commitLatency = 0.001
         /// The answer for a request (200 when nil).
         var reason: (APNsRequest) -> APNsReason? = { _ in nil }
+        /// The pushes are FCM messages (`request(_:)` makes FCM requests).
+        var fcm = false
+        /// An FCM message's error and `retry-after` at the simulation's time (200 when nil).
+        var fcmAnswer: (APNsRequest, Double) -> (FCMError, retryAfter: Int?)? = { _, _ in nil }
     }
 
     enum Event {
@@ -79,6 +84,8 @@ struct ExecutorSimulation {
     var written: [Int: [Double]] = [:]
     var writtenUnanswered: Set<Int> = []
     var journal: [Int: RecipientState] = [:]
+    /// Tokens the executor called dead, as the journal got them.
+    var deadTokens: [InvalidToken] = []
     /// Timers scheduled and not yet fired: a new one only when it is earlier than all of them (as the driver does).
     var armed: [Double] = []
 
@@ -101,7 +108,7 @@ struct ExecutorSimulation {
             report: SendReport(campaign: "c", revision: "r", endpoint: "https://memory.test"),
             now: 0
         )
-        let requests = (0..<pushes).map(Self.request)
+        let requests = (0..<pushes).map(rules.fcm ? Self.fcmRequest : Self.request)
         let size = configuration.handOverSize
         plan = Deque(
             stride(from: 0, to: requests.count, by: size).map { Array(requests[$0..<min($0 + size, requests.count)]) }
@@ -121,6 +128,17 @@ struct ExecutorSimulation {
             expiration: nil,
             collapseID: nil,
             payload: Array("{}".utf8)
+        )
+    }
+
+    /// FCM message `seq`: a notification to a registration token made of its number.
+    static func fcmRequest(_ seq: Int) -> APNsRequest {
+        let token = String(format: "c%07d:APA91b", seq) + String(repeating: "x", count: 40)
+        return APNsRequest(
+            tag: seq,
+            registrationToken: token,
+            path: "/v1/projects/p/messages:send",
+            body: Array(#"{"message":{"token":"\#(token)"}}"#.utf8)
         )
     }
 
@@ -174,12 +192,21 @@ struct ExecutorSimulation {
             guard let index = connections.firstIndex(where: { $0.id == id && $0.up }),
                 let request = connections[index].open.removeValue(forKey: tag)
             else { return }
-            let reason = rules.reason(request)
-            let status = reason?.status ?? 200
+            let fcm = request.isFCM ? rules.fcmAnswer(request, now) : nil
+            let reason = request.isFCM ? nil : rules.reason(request)
+            let status = fcm?.0.code ?? reason?.status ?? 200
             let action = connections[index].state.streamClosed(status: status, reason: reason, now: deadline())
             writtenUnanswered.remove(tag)
             connections[index].answered += 1
-            outcome(request, .response(status: status, reason: reason, timestamp: nil), connection: id)
+            var answer = APNsOutcome(
+                request: request,
+                result: .response(status: status, reason: reason, timestamp: nil),
+                latency: .milliseconds(10),
+                connection: id
+            )
+            answer.fcmError = fcm?.0
+            answer.retryAfter = fcm?.retryAfter
+            apply(machine.transportEvent(.outcomes([answer]), now: now))
             if case .reportStreamLimit(let limit) = action {
                 apply(machine.transportEvent(.streamLimit(connection: id, limit: limit), now: now))
             }
@@ -314,7 +341,8 @@ struct ExecutorSimulation {
                     queue.append(contentsOf: requests)
                     dispatch()
                 }
-            case .settle(let updates, let firstDeliveries, _, _):
+            case .settle(let updates, let firstDeliveries, _, let invalid):
+                deadTokens += invalid
                 for update in updates {
                     journal[update.seq] = update.state
                     inFlight.remove(update.seq)

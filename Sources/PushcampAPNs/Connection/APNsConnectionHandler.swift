@@ -319,6 +319,7 @@ package final class APNsConnectionHandler: ChannelInboundHandler, RemovableChann
             connection: configuration.id
         )
         outcome.fcmError = error
+        outcome.retryAfter = stream.retryAfter
         outcomes.append(outcome)
     }
 

@@ -30,6 +30,8 @@ package final class NGHTTP2Session {
         let tokenGeneration: Int
         var sent = 0
         var status: Int?
+        /// `retry-after` in seconds, when the answer had one in that form (FCM's 429 and 503).
+        var retryAfter: Int?
         var body: [UInt8] = []
 
         init(request: APNsRequest, started: NIODeadline, tokenGeneration: Int) {
@@ -207,11 +209,17 @@ package final class NGHTTP2Session {
 
     // MARK: callbacks (recording only)
 
-    /// A response's `:status` (the only header kept; the C callback passes no other).
+    /// A response's `:status` (kept with `retry-after`; the C callback passes no other header).
     fileprivate func status(streamID: Int32, value: UnsafeBufferPointer<UInt8>) {
         var status = 0
         for digit in value { status = status * 10 + Int(digit &- 0x30) }
         streams[streamID]?.status = status
+    }
+
+    /// `retry-after` as delta-seconds (an HTTP date is left out: FCM sends seconds).
+    fileprivate func retryAfter(streamID: Int32, value: UnsafeBufferPointer<UInt8>) {
+        guard (1...6).contains(value.count), value.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return }
+        streams[streamID]?.retryAfter = value.reduce(0) { $0 * 10 + Int($1 &- 0x30) }
     }
 
     fileprivate func data(streamID: Int32, _ bytes: UnsafeBufferPointer<UInt8>) {
@@ -365,14 +373,27 @@ private func owner(_ userData: UnsafeMutableRawPointer?) -> NGHTTP2Session {
     Unmanaged<NGHTTP2Session>.fromOpaque(userData!).takeUnretainedValue()
 }
 
-/// Called for every response header; only `:status` reaches the session. The check comes first, so
-/// the other headers (server, date, apns-id…) cost no reference count on the session.
+/// Whether a header's name is `retry-after` (HTTP/2 names are lowercase).
+private func isRetryAfter(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+    name.count == 11 && name.elementsEqual("retry-after".utf8)
+}
+
+/// Called for every response header; only `:status` and `retry-after` reach the session. The checks
+/// come first, so the other headers (server, date, apns-id…) cost no reference count on the session.
 private let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, userData in
-    guard let name, isStatus(UnsafeBufferPointer(start: name, count: nameLength)) else { return 0 }
-    owner(userData).status(
-        streamID: frame!.pointee.hd.stream_id,
-        value: UnsafeBufferPointer(start: value, count: valueLength)
-    )
+    guard let name else { return 0 }
+    let header = UnsafeBufferPointer(start: name, count: nameLength)
+    if isStatus(header) {
+        owner(userData).status(
+            streamID: frame!.pointee.hd.stream_id,
+            value: UnsafeBufferPointer(start: value, count: valueLength)
+        )
+    } else if isRetryAfter(header) {
+        owner(userData).retryAfter(
+            streamID: frame!.pointee.hd.stream_id,
+            value: UnsafeBufferPointer(start: value, count: valueLength)
+        )
+    }
     return 0
 }
 

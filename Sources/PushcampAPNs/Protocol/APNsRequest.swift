@@ -262,6 +262,8 @@ public struct APNsOutcome: Sendable {
     public var result: Result
     /// An FCM request's error body, read (`result` then has the status and no APNs reason).
     public var fcmError: FCMError? = nil
+    /// The answer's `retry-after`, in seconds, when it had one.
+    public var retryAfter: Int? = nil
     /// From handing the request to nghttp2 to its end.
     public var latency: TimeAmount
     /// Which pool connection carried it.

@@ -94,7 +94,7 @@ public struct ExchangeRetry: Sendable {
         connectFailures = 0
         attempts += 1
         switch decision {
-        case .retry(let after, let cause):
+        case .retry(let after, let cause), .pauseRun(let after, let cause):
             let duplicate = attempt == .unanswered(timedOut: true) || attempt == .unanswered(timedOut: false)
             return retry(after: max(after, retryAfter ?? 0), cause: cause, duplicate: duplicate, now: now)
         case .failed(let reason):

@@ -1,6 +1,7 @@
 import NIOCore
 import PushcampAPNs
 import PushcampAPNsCore
+import PushcampFCMCore
 import PushcampJournal
 
 extension ExecutorStateMachine {
@@ -31,13 +32,24 @@ extension ExecutorStateMachine {
             func note(_ state: RecipientState) {
                 updates.append(RecipientUpdate(seq: request.tag, token: request.deviceToken, state: state))
             }
-            switch configuration.retry.decide(
-                outcome.result,
-                attempt: request.attempt,
-                losses: request.losses,
-                random: Double.random(in: 0..<1)
-            ) {
+            let decision =
+                request.isFCM
+                ? configuration.retry.decideFCM(
+                    outcome,
+                    attempt: request.attempt,
+                    losses: request.losses,
+                    payloadKnownValid: fcmAccepted,
+                    random: Double.random(in: 0..<1)
+                )
+                : configuration.retry.decide(
+                    outcome.result,
+                    attempt: request.attempt,
+                    losses: request.losses,
+                    random: Double.random(in: 0..<1)
+                )
+            switch decision {
             case .delivered:
+                if request.isFCM { fcmAccepted = true }
                 report.delivered += 1
                 report.statuses[200, default: 0] += 1
                 report.groups[request.group, default: Readout()].delivered += 1
@@ -54,7 +66,7 @@ extension ExecutorStateMachine {
                 var stamp: Int64?
                 if case .response(_, _, let timestamp) = outcome.result { stamp = timestamp }
                 note(.failed(status: outcome.status, reason: reason, apnsTimestamp: stamp))
-                if InvalidToken.reasons.contains(reason) {
+                if InvalidToken.reasons.contains(reason) || FCMReason.deadTokenReasons.contains(reason) {
                     // Remembered for the topic: later campaigns skip the token.
                     dead.append(
                         InvalidToken(
@@ -78,6 +90,15 @@ extension ExecutorStateMachine {
                 fail(outcome, reason: reason)
                 note(.waiting(until: now, attempt: attempt))
                 if stopReason == nil { stopReason = .credentials(Self.explain(reason)) }
+            case .pauseRun(let after, let cause):
+                // Nothing more is released before the pause ends; this push goes first after it.
+                report.retries[cause, default: 0] += 1
+                let until = max(pausedUntil ?? now, now + after)
+                pausedUntil = until
+                var retry = request
+                retry.attempt += 1
+                note(.waiting(until: until, attempt: attempt))
+                if stop == nil && stopReason == nil { scheduleRetry(retry, due: until) }
             case .retry(let after, let cause):
                 report.retries[cause, default: 0] += 1
                 var retry = request
@@ -112,7 +133,7 @@ extension ExecutorStateMachine {
     mutating func fail(_ outcome: APNsOutcome, reason: String) {
         report.failures[reason, default: 0] += 1
         if let status = outcome.status { report.statuses[status, default: 0] += 1 }
-        guard InvalidToken.reasons.contains(reason) else { return }
+        guard InvalidToken.reasons.contains(reason) || FCMReason.deadTokenReasons.contains(reason) else { return }
         if report.deadTokens.count < SendReport.deadTokenLimit {
             var timestamp: Int64?
             if case .response(_, _, let stamp) = outcome.result { timestamp = stamp }

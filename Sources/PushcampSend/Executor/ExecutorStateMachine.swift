@@ -159,6 +159,11 @@ public struct ExecutorStateMachine: Sendable {
     /// (nil when none is). What stall detection measures; timeouts, lost connections and other
     /// connection events are no answer.
     var silentSince: Double?
+    /// The whole run waits until then (FCM's project quota): nothing is released before it.
+    var pausedUntil: Double?
+    /// FCM accepted a message of this run: its payload's shape is valid, so an INVALID_ARGUMENT about
+    /// a token is about the token.
+    var fcmAccepted = false
     var started: Double
 
     public init(configuration: Configuration, report: SendReport, alreadySettled: Int = 0, now: Double) {
@@ -378,9 +383,11 @@ public struct ExecutorStateMachine: Sendable {
             held = nil
             take(batch)
         }
+        if let until = pausedUntil, until <= now { pausedUntil = nil }
         releaseDueRetries(now: now)
         var wake: Double? = held?.notBefore
-        while let (batch, resent) = ready.first {
+        if let pausedUntil { wake = min(wake ?? pausedUntil, pausedUntil) }
+        while pausedUntil == nil, let (batch, resent) = ready.first {
             guard unanswered == 0 || unanswered + batch.count <= window else { break }
             let at = pacer.earliest(now: now)
             guard at <= now else {

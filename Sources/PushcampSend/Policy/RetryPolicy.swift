@@ -44,6 +44,8 @@ public struct RetryPolicy: Sendable {
         case credentials(reason: String)
         /// A condition of the whole run, not of this push: stop the run at once (the push waits for a resume).
         case stopRun(reason: String)
+        /// The whole run waits `after` seconds (FCM's project quota), then this push goes again.
+        case pauseRun(after: Double, cause: String)
     }
 
     /// `attempt` is the request's attempt number (0 for the first send) and `losses` how many of those

@@ -1,0 +1,102 @@
+import NIOCore
+import PushcampAPNs
+import PushcampFCMCore
+import PushcampJournal
+import PushcampModel
+import PushcampSend
+import Testing
+
+/// FCM's answers through the executor, in virtual time (`reference/FCM.md`, section 3): each reason
+/// with its reaction; a quota that stops the whole run for its minute, not one message.
+@Suite("FCM answers in the executor")
+struct FCMExecutorTests {
+    static func error(_ reason: FCMReason) -> FCMError { FCMError(reason, message: "\(reason)") }
+
+    @Test func eachReasonHasItsDecision() {
+        let policy = RetryPolicy()
+        func decide(
+            _ error: FCMError?,
+            status: Int,
+            retryAfter: Int? = nil,
+            knownValid: Bool = true,
+            attempt: Int = 0
+        )
+            -> RetryPolicy.Decision
+        {
+            var outcome = APNsOutcome(
+                request: ExecutorSimulation.fcmRequest(1),
+                result: .response(status: status, reason: nil, timestamp: nil),
+                latency: .zero,
+                connection: 0
+            )
+            outcome.fcmError = error
+            outcome.retryAfter = retryAfter
+            return policy.decideFCM(outcome, attempt: attempt, payloadKnownValid: knownValid, random: 0.5)
+        }
+        #expect(decide(nil, status: 200) == .delivered)
+        #expect(decide(Self.error(.unregistered), status: 404) == .failed(reason: "fcm/UNREGISTERED"))
+        #expect(decide(FCMError.invalidToken, status: 400) == .failed(reason: "fcm/INVALID_ARGUMENT:token"))
+        #expect(
+            decide(FCMError.invalidToken, status: 400, knownValid: false) == .failed(reason: "fcm/INVALID_ARGUMENT")
+        )
+        #expect(decide(Self.error(.senderIDMismatch), status: 403) == .failed(reason: "fcm/SENDER_ID_MISMATCH"))
+        #expect(decide(Self.error(.thirdPartyAuthError), status: 401) == .failed(reason: "fcm/THIRD_PARTY_AUTH_ERROR"))
+        #expect(
+            decide(Self.error(.quotaExceeded), status: 429, retryAfter: 17)
+                == .pauseRun(after: 17, cause: "fcm/QUOTA_EXCEEDED")
+        )
+        #expect(decide(Self.error(.quotaExceeded), status: 429) == .pauseRun(after: 60, cause: "fcm/QUOTA_EXCEEDED"))
+        #expect(decide(Self.error(.unavailable), status: 503) == .retry(after: 1, cause: "fcm/UNAVAILABLE"))
+        #expect(decide(Self.error(.internalError), status: 500, attempt: 2) == .retry(after: 4, cause: "fcm/INTERNAL"))
+        #expect(
+            decide(Self.error(.unavailable), status: 503, retryAfter: 9) == .retry(after: 9, cause: "fcm/UNAVAILABLE")
+        )
+        #expect(decide(Self.error(.unavailable), status: 503, attempt: 4) == .failed(reason: "fcm/UNAVAILABLE"))
+        #expect(decide(Self.error(.unauthenticated), status: 401) == .stopRun(reason: "fcm/UNAUTHENTICATED"))
+        #expect(decide(Self.error(.permissionDenied), status: 403) == .credentials(reason: "fcm/PERMISSION_DENIED"))
+        // A proxy's page instead of FCM's body: read by its status.
+        #expect(decide(nil, status: 502) == .retry(after: 1, cause: "fcm/UNAVAILABLE"))
+    }
+
+    /// The project's quota runs out at 1 s: every message answered QUOTA_EXCEEDED retries after the
+    /// server's 30 s, and nothing at all is written meanwhile; then every message is delivered once.
+    @Test func aQuotaStopsTheWholeRunForItsMinute() {
+        var rules = ExecutorSimulation.Rules(latency: 0.005)
+        rules.fcm = true
+        rules.fcmAnswer = { _, now in
+            (1.0..<31.0).contains(now) ? (FCMExecutorTests.error(.quotaExceeded), 30) : nil
+        }
+        var simulation = ExecutorSimulation(pushes: 3000, rate: 1000, rules: rules)
+        simulation.run()
+        let report = try! #require(simulation.report)
+        #expect(report.delivered == 3000)
+        #expect(report.retries["fcm/QUOTA_EXCEEDED", default: 0] > 0)
+        let writes = simulation.written.values.flatMap { $0 }.sorted()
+        let firstRefusal = 1.0
+        // After the first refusal is read (one latency later), nothing goes out until its 30 s end.
+        let during = writes.filter { $0 > firstRefusal + 0.05 && $0 < firstRefusal + 30 }
+        #expect(during.isEmpty, "\(during.prefix(5))")
+        #expect(simulation.written.values.allSatisfy { $0.count <= 2 })
+    }
+
+    /// UNREGISTERED tokens are dead at once; an INVALID_ARGUMENT about a token only once FCM took a
+    /// message of the run (its payload is then known valid).
+    @Test func deadTokensAreRememberedOnlyWhenTheyAreTheTokens() {
+        var rules = ExecutorSimulation.Rules(latency: 0.005)
+        rules.fcm = true
+        rules.fcmAnswer = { request, _ in
+            switch request.tag {
+            case 0: return (FCMError.invalidToken, nil)
+            case 5: return (FCMError.invalidToken, nil)
+            case 7: return (FCMExecutorTests.error(.unregistered), nil)
+            default: return nil
+            }
+        }
+        var simulation = ExecutorSimulation(pushes: 10, rate: 1, rules: rules)
+        simulation.run()
+        let report = try! #require(simulation.report)
+        #expect(report.delivered == 7)
+        #expect(report.failures == ["fcm/INVALID_ARGUMENT": 1, "fcm/INVALID_ARGUMENT:token": 1, "fcm/UNREGISTERED": 1])
+        #expect(simulation.deadTokens.map(\.reason).sorted() == ["fcm/INVALID_ARGUMENT:token", "fcm/UNREGISTERED"])
+    }
+}
