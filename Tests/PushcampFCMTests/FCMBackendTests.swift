@@ -227,6 +227,16 @@ struct FCMBackendTests {
         #expect(Self.send(&backend).status == 200)
     }
 
+    /// Revoked tokens (as when a key is deleted) are refused until a new one is fetched.
+    @Test func tokensAreRevokedAfterTheMessagesSaid() throws {
+        var (backend, _) = Self.backend { $0.revokeAfter = 2 }
+        #expect(Self.send(&backend).status == 200)
+        #expect(Self.send(&backend).status == 200)
+        let refused = Self.send(&backend)
+        #expect(refused.status == 401)
+        #expect(refused.error?.message.hasPrefix("Request had invalid authentication credentials.") == true)
+    }
+
     @Test func anErrorRateAnswersInternal() throws {
         var (backend, _) = Self.backend { $0.errorRate = 0.5 }
         #expect(Self.send(&backend, random: 0.4).error?.reason == .internalError)

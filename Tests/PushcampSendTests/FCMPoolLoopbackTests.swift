@@ -29,14 +29,13 @@ struct FCMPoolLoopbackTests {
         )
     }
 
-    /// Sends `count` messages through a pool with `tokens`; `midway` runs once half are answered.
+    /// Sends `count` messages through a pool with `tokens`.
     static func send(
         _ count: Int,
         port: Int,
         caFile: String,
         tokens: AccessTokens,
-        connections: Int = 2,
-        midway: @escaping @Sendable () -> Void = {}
+        connections: Int = 2
     ) async throws -> (outcomes: [APNsOutcome], events: [TransportEvent]) {
         let pool = try APNsConnectionPool(
             configuration: APNsClientConfiguration(
@@ -62,9 +61,7 @@ struct FCMPoolLoopbackTests {
                     seen.append(event)
                     switch event {
                     case .outcomes(let batch):
-                        let before = outcomes.count
                         outcomes += batch
-                        if before < count / 2, outcomes.count >= count / 2 { midway() }
                         if outcomes.count >= count { return (outcomes, seen) }
                     case .connectFailed(_, let error) where error.code == .credentials:
                         return (outcomes, seen)
@@ -115,16 +112,14 @@ struct FCMPoolLoopbackTests {
         #expect(fcm.accessTokensIssued == 1)
     }
 
-    /// Google stops taking the token mid-send: the 401s retire it, one fresh token is fetched, the
-    /// refused messages go again with it, and each message is delivered once.
+    /// Google stops taking the token mid-send (after 300 messages): the 401s retire it, one fresh
+    /// token is fetched, the refused messages go again with it, and each message is delivered once.
     @Test func aRevokedTokenIsReplacedOnceAndEveryMessageStillGoesOnce() async throws {
-        let (simulator, port, caFile, project) = try await Self.start()
+        let (simulator, port, caFile, project) = try await Self.start { $0.fcm?.revokeAfter = 300 }
         defer { project.remove() }
         let fcm = try #require(simulator.fcm)
         let tokens = try Self.accessTokens(fcm.account, caFile: caFile)
-        let (outcomes, events) = try await Self.send(600, port: port, caFile: caFile, tokens: tokens) {
-            fcm.revokeAccessTokens()
-        }
+        let (outcomes, events) = try await Self.send(600, port: port, caFile: caFile, tokens: tokens)
         await simulator.stop()
         #expect(outcomes.count == 600)
         #expect(

@@ -20,6 +20,8 @@ public struct FCMBackend: Sendable {
     private var attempts: [String: Int] = [:]
     /// Access tokens issued so far.
     public private(set) var accessTokensIssued = 0
+    /// Messages delivered so far (dry runs aside).
+    private var delivered = 0
 
     public init(settings: FCMSimulation) {
         self.settings = settings
@@ -192,6 +194,8 @@ public struct FCMBackend: Sendable {
         if settings.errorRate > 0, random < settings.errorRate {
             return refuse(Self.error(.internalError), retryAfter: settings.retryAfter)
         }
+        delivered += 1
+        if delivered == settings.revokeAfter { revokeAccessTokens() }
         let id = String(UInt64(now * 1000) &* 2_654_435_761 &+ UInt64(accessTokensIssued), radix: 10)
         return (json(200, #"{"name":"projects/\#(project)/messages/0:\#(id)"}"#), sent)
     }
@@ -268,6 +272,9 @@ public struct FCMSimulation: Sendable {
     public var errorRate: Double = 0
     /// `retry-after` (seconds) on 503, 500 and a device's 429; nil sends none.
     public var retryAfter: Int?
+    /// After this many messages delivered, every access token issued so far is revoked (as when a key
+    /// is deleted): later sends with them get 401.
+    public var revokeAfter: Int?
 
     public init(account: ServiceAccount) {
         self.account = account
