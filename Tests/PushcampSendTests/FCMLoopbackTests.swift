@@ -35,7 +35,7 @@ struct FCMLoopbackTests {
     }
 
     static func accessToken(_ exchange: APNsExchange, account: ServiceAccount) async throws -> String {
-        let assertion = AccessTokenAssertion.make(account: account, issuedAt: Int64(Date().timeIntervalSince1970))
+        let assertion = AccessTokenAssertion.make(account: account, issuedAt: Int64(SystemWallClock().now()))
         let response = try await exchange.send(
             APNsExchange.Request(
                 method: "POST",
@@ -128,13 +128,13 @@ struct TokenEndpointLoopbackTests {
             uri: account.tokenURI,
             caFile: project.root.appendingPathComponent("ca.pem").path
         )
-        let issued = try await endpoint.issue(for: account, now: Date().timeIntervalSince1970)
+        let issued = try await endpoint.issue(for: account, now: SystemWallClock().now())
         #expect(issued.token.hasPrefix("ya29.sim-"))
         #expect(issued.lifetime == 3600)
         var stranger = try FCMSimulation.generateAccount(tokenURI: account.tokenURI)
         stranger.clientEmail = account.clientEmail
         let error = try await #require(throws: FCMClientError.self) {
-            try await endpoint.issue(for: stranger, now: Date().timeIntervalSince1970)
+            try await endpoint.issue(for: stranger, now: SystemWallClock().now())
         }
         #expect(error.code == .credentials)
         #expect(
