@@ -183,3 +183,5 @@ extension AccessTokens: BearerAuthorization {
         }
     }
 }
+
+extension AccessTokens: SharedCredential {}

@@ -1,9 +1,13 @@
 import Crypto
 import Foundation
 import PushcampAPNs
+import PushcampFCM
+import PushcampFCMCore
 import PushcampJournal
 import PushcampSend
+import PushcampSimulator
 import PushcampTestSupport
+import Synchronization
 import Testing
 
 /// One provider token for every node on a journal: a cluster mints no more often than one node.
@@ -68,5 +72,50 @@ struct SharedProviderTokenTests {
         )
         await other.synchronize(through: journal)
         #expect(other.mintedCount == 1 && other.current().bearer != second)
+    }
+}
+
+/// FCM access tokens share the provider token's store: three nodes on one SQLite journal (and on
+/// PostgreSQL, when the tests have it) use the one token a node fetched.
+@Suite("FCM access tokens shared through the journal")
+struct SharedAccessTokenTests {
+    static let account = try! FCMSimulation.generateAccount(tokenURI: "https://127.0.0.1/token")
+
+    /// Counts the tokens a token endpoint in memory issued, each named by its number.
+    final class Fetched: Sendable {
+        let count = Mutex(0)
+        var value: Int { count.withLock { $0 } }
+
+        func next() -> Int {
+            count.withLock { count in
+                count += 1
+                return count
+            }
+        }
+    }
+
+    static func node(clock: ManualClock, fetched: Fetched) -> AccessTokens {
+        AccessTokens(account: account, clock: clock) { _, _ throws(FCMClientError) in
+            TokenEndpoint.Issued(token: "ya29.\(fetched.next())", lifetime: 3600)
+        }
+    }
+
+    @Test func nodesOnOneSQLiteJournalUseOneToken() async throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let journal = try SQLiteJournal(path: project.root.appendingPathComponent("journal.sqlite").path)
+        let clock = ManualClock(1_800_000_000)
+        let fetched = Fetched()
+        let nodes = (0..<3).map { _ in Self.node(clock: clock, fetched: fetched) }
+        for node in nodes { await node.synchronize(through: journal) }
+        #expect(fetched.value == 1)
+        #expect(Set(nodes.compactMap { $0.current()?.bearer }) == ["Bearer ya29.1"])
+        let stored = try await journal.providerToken(for: nodes[0].sharedName)
+        #expect(stored == "1800003600 ya29.1")
+        // Near its end one node fetches the next, and the others take it.
+        clock.advance(3600 - 400)
+        for node in nodes { await node.synchronize(through: journal) }
+        #expect(fetched.value == 2)
+        #expect(Set(nodes.compactMap { $0.current()?.bearer }) == ["Bearer ya29.2"])
     }
 }

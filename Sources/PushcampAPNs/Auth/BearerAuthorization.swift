@@ -15,3 +15,20 @@ public protocol BearerAuthorization: Sendable {
     /// `clock`'s waits. Throws `.credentials` when the credentials are refused (the run stops).
     func keepFresh(clock: any WallClock) async throws(APNsClientError)
 }
+
+/// Credentials every node on a journal shares through its compare-and-swap store (APNs provider
+/// tokens, FCM access tokens): one in use for the cluster, replaced by one node and adopted by the
+/// others.
+public protocol SharedCredential: Sendable {
+    /// The credential's key in the store.
+    var sharedName: String { get }
+    /// Adopts the stored credential when it is better than ours; replaces it when ours is due within
+    /// `lookahead` seconds, so that of several nodes replacing at once one wins.
+    func synchronize(
+        read: @Sendable () async throws -> String?,
+        replace: @Sendable (_ replacing: String?, _ token: String) async throws -> Bool,
+        lookahead: Double
+    ) async throws
+}
+
+extension ProviderTokens: SharedCredential {}

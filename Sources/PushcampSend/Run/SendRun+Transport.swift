@@ -185,17 +185,17 @@ extension SendRun {
     }
 }
 
-extension ProviderTokens {
-    /// Shares this key's token through `journal` (every node on it uses one token; see
-    /// `synchronize`). Failures are left to the next call: without the store, tokens are minted
-    /// as on one machine.
+extension SharedCredential {
+    /// Shares this credential through `journal` (every node on it uses one; see `synchronize`).
+    /// Failures are left to the next call: without the store, each node goes on as on one machine.
     package func synchronize(through journal: any Journal) async {
         let name = sharedName
         try? await synchronize(
             read: { try await journal.providerToken(for: name) },
             replace: { replacing, token in
                 try await journal.replaceProviderToken(for: name, replacing: replacing, with: token)
-            }
+            },
+            lookahead: 120
         )
     }
 
