@@ -106,7 +106,16 @@ struct SimulatorFaults: ParsableArguments {
     )
     var fcmTokenLifetime: Int?
 
+    @Option(
+        help: ArgumentHelp(
+            "FCM: revoke every access token issued after this many messages, as Google does when a key is deleted: later sends with them are answered 401 until a new token is fetched.",
+            valueName: "n"
+        )
+    )
+    var fcmRevokeAfter: Int?
+
     func validate() throws {
+        if let fcmRevokeAfter, fcmRevokeAfter < 1 { throw ValidationError("--fcm-revoke-after must be 1 or more") }
         if let fcmQuota, fcmQuota < 1 { throw ValidationError("--fcm-quota must be 1 or more") }
         if let fcmTokenLifetime, !(1...3600).contains(fcmTokenLifetime) {
             throw ValidationError("--fcm-token-lifetime must be 1 to 3600 seconds")
@@ -146,6 +155,7 @@ struct SimulatorFaults: ParsableArguments {
         resolved.broadcast.retryAfter = retryAfter ?? resolved.broadcast.retryAfter
         resolved.fcmQuota = fcmQuota ?? resolved.fcmQuota
         resolved.fcmTokenLifetime = fcmTokenLifetime ?? resolved.fcmTokenLifetime
+        resolved.fcmRevokeAfter = fcmRevokeAfter ?? resolved.fcmRevokeAfter
         return resolved
     }
 
