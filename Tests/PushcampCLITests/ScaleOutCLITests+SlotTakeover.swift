@@ -75,11 +75,8 @@ extension ScaleOutCLITests {
         #expect(finished.status == "finished" && finished.delivered == count, "\(finished)")
         try network.mend(sender)
         // The later slots are decided (overlaps): waited for, at most 10 s.
-        let decided = Date().addingTimeInterval(10)
-        while try TestPostgres.query(server, "SELECT count(*) FROM schedule_slot WHERE campaign = 'slow'") != ["3"],
-            Date() < decided
-        {
-            Thread.sleep(forTimeInterval: 0.1)
+        _ = try ConsoleBrowserTests.eventually(10) {
+            try TestPostgres.query(server, "SELECT count(*) FROM schedule_slot WHERE campaign = 'slow'") == ["3"]
         }
         for node in nodes { _ = node.stop() }
         _ = sim.stop()

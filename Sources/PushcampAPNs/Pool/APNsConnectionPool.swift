@@ -51,7 +51,9 @@ public final class APNsConnectionPool: PushTransport {
     }
 
     public func run(reporting events: @escaping TransportEventSink) async {
-        // Children say whether they were a connection slot (true) or the token keeper.
+        // Structured: the slots and the token keeper are children of this group, which ends when every
+        // slot has (after shutdown) and then cancels the keeper. Children say whether they were a
+        // connection slot (true) or the token keeper.
         await withTaskGroup(of: Bool.self) { group in
             for slot in 0..<configuration.connections {
                 group.addTask {

@@ -367,7 +367,7 @@ public enum ProjectReader {
             }
         }
         let endpoint = readEndpoint(map, "endpoint", context: context, service: "FCM", reader)
-        guard let serviceAccount, !reader.diagnostics.hasErrors else { return nil }
+        guard let serviceAccount else { return nil }
         return FCMAppConfig(
             name: name,
             serviceAccount: serviceAccount,
