@@ -28,15 +28,7 @@ bench_campaign "$out/one.yaml" peers-bench 10000000/s 1
 bench_campaign "$out/four.yaml" peers-bench 10000000/s 4
 
 # pushcamp_side SIDE CAMPAIGN LABEL: one send with a fresh journal; appends "rate cpu-seconds peak-KB".
-pushcamp_side() {
-    local side=$1 campaign=$2 label=$3
-    bench_send "$out" "$campaign" "$binary"
-    python3 -c "print($send_delivered / $send_seconds, $send_cpu, $send_kilobytes)" >> "$out/$side.txt"
-    printf '%-6s %-36s %10.0f req/s   (%.2f s, CPU %.2f s = %.1f us/push, peak RSS %.1f MB)\n' "$round" \
-        "pushcamp send, $label" "$(python3 -c "print($send_delivered / $send_seconds)")" "$send_seconds" \
-        "$send_cpu" "$(python3 -c "print($send_cpu / $send_delivered * 1e6)")" \
-        "$(python3 -c "print($send_kilobytes / 1024)")"
-}
+pushcamp_side() { bench_pushcamp_side "$out" "$@"; }
 
 # h2load_side SIDE CONNECTIONS: the same request, 100 streams per connection.
 h2load_side() {

@@ -63,7 +63,7 @@ public final class AccessTokens: Sendable {
     public var renewAt: Double? {
         state.withLock { state in
             state.schedule.bearer == nil || state.schedule.retired
-                ? nil : state.schedule.expires - AccessTokenSchedule.refreshAhead
+                ? nil : state.schedule.refreshAt
         }
     }
 

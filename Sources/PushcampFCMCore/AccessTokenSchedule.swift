@@ -6,7 +6,8 @@
 /// fresh token; a 401 for that fresh token, before any request with it was accepted, means the
 /// credentials are wrong: the run stops.
 public struct AccessTokenSchedule: Sendable, Equatable {
-    /// A token is fetched again this long before it expires.
+    /// A token is fetched again this long before it expires (or, for a token living less than
+    /// twice that, halfway through the time it may be sent with).
     public static let refreshAhead: Double = 300
     /// No request goes out with a token that expires within this (a request's time on the wire).
     public static let safetyMargin: Double = 60
@@ -14,6 +15,8 @@ public struct AccessTokenSchedule: Sendable, Equatable {
     public private(set) var bearer: String?
     /// When the token expires (seconds since 1970).
     public private(set) var expires: Double = 0
+    /// When the next token should be fetched.
+    public private(set) var refreshAt: Double = 0
     /// Rises with each token taken into use; a 401 names the generation it was sent with.
     public private(set) var generation = 0
     /// A 401 retired the current token.
@@ -34,13 +37,13 @@ public struct AccessTokenSchedule: Sendable, Equatable {
     /// A token should be fetched now: none yet, the current one retired, or it expires within
     /// `refreshAhead` (plus `lookahead`, to fetch before a pause).
     public func due(now: Double, lookahead: Double = 0) -> Bool {
-        bearer == nil || retired || now + lookahead >= expires - Self.refreshAhead
+        bearer == nil || retired || now + lookahead >= refreshAt
     }
 
     /// A token fetched now that lives `lifetime` seconds.
     public mutating func fetched(_ token: String, lifetime: Double, now: Double) {
         fetchedAfterRefusal = retired
-        use(token, expires: now + lifetime)
+        use(token, expires: now + lifetime, lifetime: lifetime)
     }
 
     /// Takes a token another node fetched, when it outlives ours, is not one a 401 retired, and is fit
@@ -51,13 +54,17 @@ public struct AccessTokenSchedule: Sendable, Equatable {
             retired || bearer == nil || expires > self.expires
         else { return false }
         fetchedAfterRefusal = retired
-        use(token, expires: expires)
+        use(token, expires: expires, lifetime: expires - now)
         return true
     }
 
-    private mutating func use(_ token: String, expires: Double) {
+    private mutating func use(_ token: String, expires: Double, lifetime: Double) {
         bearer = token
         self.expires = expires
+        // Google's tokens live an hour: fetched again 5 minutes ahead. A shorter-lived one (a
+        // simulator's) halfway through the time it may be sent with, so it is never refetched in a loop.
+        let window = max(0, lifetime - Self.safetyMargin)
+        refreshAt = expires - Self.safetyMargin - min(Self.refreshAhead - Self.safetyMargin, window / 2)
         generation += 1
         retired = false
     }

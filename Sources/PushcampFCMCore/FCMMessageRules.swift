@@ -1,4 +1,5 @@
 import Foundation
+import PushcampAPNsCore
 
 /// The checks a `messages:send` body must pass, in the order Pushcamp applies them, without sockets: the
 /// simulator answers with them as Google does, and the planner runs the same rules on each rendered
@@ -93,34 +94,28 @@ public enum FCMMessageRules {
         }
         let toTopic = targets[0] != "token"
         let size = payloadSize(message)
-        let limit = toTopic ? topicPayloadLimit : payloadLimit
-        if size > limit {
-            return invalidArgument(
-                "Message is too big: \(size) bytes, over the limit of \(limit)\(toTopic ? " for topic messages" : "").",
-                field: "message"
-            )
-        }
-        return nil
+        return sizeProblem(size, toTopic: toTopic)
     }
 
-    /// Why `token` cannot be an FCM registration token, or nil when it has the shape of one: 32 to 4096
-    /// characters of letters, digits, `-`, `_`, `:` and `.`, and not hexadecimal alone (that is an APNs
-    /// device token). Google documents no format; these bounds hold for every token FCM has issued.
-    public static func tokenProblem(_ token: String) -> String? {
-        let bytes = token.utf8
-        guard bytes.count >= 32 else { return "is shorter than any FCM registration token (32 characters)" }
-        guard bytes.count <= 4096 else { return "is longer than 4096 characters" }
-        var hexOnly = true
-        for byte in bytes {
-            switch byte {
-            case 0x30...0x39, 0x41...0x46, 0x61...0x66: break
-            case 0x47...0x5A, 0x67...0x7A, 0x2D, 0x5F, 0x3A, 0x2E: hexOnly = false
-            default: return "has a character FCM registration tokens never have"
-            }
-        }
-        if hexOnly { return "is hexadecimal only: an APNs device token, not an FCM registration token" }
-        return nil
+    /// Google's answer to a message of `size` bytes (the message without its target), or nil.
+    public static func sizeProblem(_ size: Int, toTopic: Bool = false) -> FCMError? {
+        let limit = toTopic ? topicPayloadLimit : payloadLimit
+        guard size > limit else { return nil }
+        return invalidArgument(
+            "Message is too big: \(size) bytes, over the limit of \(limit)\(toTopic ? " for topic messages" : "").",
+            field: "message"
+        )
     }
+
+    /// Google's answer to a notification colour that is not `#rrggbb`, or nil.
+    public static func colorProblem(_ color: String?) -> FCMError? {
+        guard let color, !isColor(color) else { return nil }
+        return invalidArgument("The color must be in the form #RRGGBB.", field: "message.android.notification.color")
+    }
+
+    /// Why `token` cannot be an FCM registration token, or nil when it has the shape of one
+    /// (`RegistrationToken`).
+    public static func tokenProblem(_ token: String) -> String? { RegistrationToken.problem(token) }
 
     /// Why `key` cannot be a `data` key, or nil.
     public static func reservedKeyProblem(_ key: String) -> String? {

@@ -487,6 +487,9 @@ public struct AnswersInSecond: Sendable, Hashable {
 public struct InvalidToken: Sendable, Hashable {
     /// The reasons that mean a token is dead for its topic.
     public static let reasons: Set<String> = Set(APNsReason.deadToken.map(\.description))
+    /// The topic FCM's dead registration tokens are kept under: a registration token names one app
+    /// instance, whatever the project.
+    public static let fcmTopic = "fcm"
 
     public var topic: String
     public var token: String

@@ -29,7 +29,7 @@ extension Rehearsal {
             credentials: credentials,
             teamID: teamID,
             keyID: keyID,
-            bundleID: campaign.app.topic
+            bundleID: target.app.topic
         )
         adjust(&configuration)
         let simulator = try APNsSimulator(configuration: configuration)
@@ -38,14 +38,17 @@ extension Rehearsal {
 
         // The campaign as it would go, pointed at the simulator with its credentials.
         var rehearsed = campaign
-        rehearsed.app.endpoint = "https://127.0.0.1:\(port)"
-        rehearsed.app.broadcastEndpointOverride = nil
-        rehearsed.app.channelsEndpointOverride = nil
-        rehearsed.app.caFile = try ConfigString.parse(caFile).get()
-        rehearsed.app.credentials = .token(teamID: teamID, keyID: keyID, keyFile: try ConfigString.parse(keyFile).get())
+        var app = target.app
+        app.endpoint = "https://127.0.0.1:\(port)"
+        app.broadcastEndpointOverride = nil
+        app.channelsEndpointOverride = nil
+        app.caFile = try ConfigString.parse(caFile).get()
+        app.credentials = .token(teamID: teamID, keyID: keyID, keyFile: try ConfigString.parse(keyFile).get())
+        rehearsed.app = app
+        rehearsed.broadcast?.app = app
 
         let client = try await ChannelClient.make(
-            app: rehearsed.app,
+            app: app,
             environment: target.channel.environment,
             paths: paths,
             variables: [:],
@@ -59,7 +62,7 @@ extension Rehearsal {
         _ = try await journal.recordChannel(
             ChannelRecord(
                 name: target.channel.name,
-                bundleID: campaign.app.topic,
+                bundleID: target.app.topic,
                 environment: target.channel.environment.rawValue,
                 channelID: id,
                 storagePolicy: target.channel.storage.policy,

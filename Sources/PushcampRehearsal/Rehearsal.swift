@@ -32,6 +32,9 @@ public struct Rehearsal: Sendable {
         self.campaign = campaign
     }
 
+    /// The Firebase project an Android app without a `project_id` rehearses in.
+    static let fcmProject = "rehearsal"
+
     public struct Result: Sendable {
         public var report: SendReport
         public var recorder: SimulatorRecorder
@@ -61,7 +64,7 @@ public struct Rehearsal: Sendable {
 
         let teamID: String
         let keyID: String
-        if case .token(let team, let key, _) = campaign.app.credentials {
+        if case .token(let team, let key, _)? = campaign.app?.credentials {
             (teamID, keyID) = (team, key)
         } else {
             (teamID, keyID) = ("REHEARSAL1", "REHEARSAL1")
@@ -70,15 +73,24 @@ public struct Rehearsal: Sendable {
             credentials: credentials,
             teamID: teamID,
             keyID: keyID,
-            bundleID: campaign.app.topic
+            bundleID: campaign.app?.topic ?? "com.example.rehearsal"
         )
         configuration.tokens = tokens
+        // An Android app rehearses against the simulator's FCM, with a throwaway service account.
+        if let android = campaign.android {
+            configuration.fcm = FCMSimulation(
+                account: try FCMSimulation.generateAccount(
+                    projectID: android.app.projectID ?? Self.fcmProject,
+                    tokenURI: "https://127.0.0.1/token"
+                )
+            )
+        }
         // An app that authenticates with a certificate rehearses with one: a throwaway client
         // certificate from the simulator's CA, over the same TLS set-up as the real send.
         let authentication: APNsClientConfiguration.Authentication
-        if case .certificate = campaign.app.credentials {
+        if case .certificate? = campaign.app?.credentials, let app = campaign.app {
             let file = (directory as NSString).appendingPathComponent("client.pem")
-            try credentials.clientCertificatePEM(topic: campaign.app.topic).write(
+            try credentials.clientCertificatePEM(topic: app.topic).write(
                 toFile: file,
                 atomically: true,
                 encoding: .utf8
@@ -94,15 +106,29 @@ public struct Rehearsal: Sendable {
         let simulator = try APNsSimulator(configuration: configuration)
         let port = try await simulator.start()
         let endpoint = "https://127.0.0.1:\(port) (rehearsal simulator)"
-        let pool = try APNsConnectionPool(
+        let loop = APNsConnectionPool.nextEventLoop()
+        let apns = try APNsConnectionPool(
             configuration: APNsClientConfiguration(
                 host: "127.0.0.1",
                 port: port,
                 authentication: authentication,
                 caFile: caFile,
                 connections: campaign.connections
-            )
+            ),
+            group: loop
         )
+        var pool: any PushTransport = apns
+        if let account = simulator.fcm?.account {
+            let fcm = try SendRun.fcmPool(
+                account: account,
+                endpoint: "https://127.0.0.1:\(port)",
+                caFile: caFile,
+                connections: campaign.connections,
+                clock: clientClock,
+                group: loop
+            )
+            pool = campaign.app == nil ? fcm.pool : RoutedTransport(apns: apns, fcm: fcm.pool)
+        }
         var options = SendRun.Options(journal: journal)
         options.kind = .rehearsal
         options.history = projectJournal

@@ -1,9 +1,9 @@
 import PushcampModel
 import Yams
 
-enum TemplateLocation {
+public enum TemplateLocation {
     /// Compiles the text of a YAML scalar; a parse error is located at its character in the file.
-    static func compile(_ node: Node, text: String, path: String) -> Result<MustacheTemplate, DiagnosticsError> {
+    public static func compile(_ node: Node, text: String, path: String) -> Result<MustacheTemplate, DiagnosticsError> {
         do throws(MustacheTemplate.ParseError) {
             return .success(try MustacheTemplate(text))
         } catch {

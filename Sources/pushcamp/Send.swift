@@ -291,7 +291,11 @@ struct ConfirmOption: ParsableArguments {
                 throw ExitCode(1)
             }
             printError(
-                "About to send to APNs production (\(campaign.app.environment.host)):\n"
+                "About to send to "
+                    + [
+                        campaign.app.map { "APNs production (\($0.environment.host))" },
+                        campaign.android.map { "FCM (\($0.app.name))" },
+                    ].compactMap { $0 }.joined(separator: " and ") + ":\n"
                     + summary.trimmingCharacters(in: .newlines)
             )
             FileHandle.standardError.write(Data("Type yes to send: ".utf8))
@@ -330,7 +334,7 @@ func confirmDeliberate(
     // Credentials that cannot be used are refused before anything is asked: a `yes` typed for a
     // send that then stops on a missing key is a question asked for nothing.
     if let problem = SendRun.credentialsProblem(
-        of: campaign.app,
+        of: campaign,
         paths: paths,
         environment: ProcessInfo.processInfo.environment
     ) {

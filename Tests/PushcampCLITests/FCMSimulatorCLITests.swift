@@ -123,9 +123,9 @@ struct FCMAppCLITests {
         #expect(!output.stdout.contains("c2VjcmV0"))
     }
 
-    /// APNs settings on an FCM app are named where they are written; a campaign for the app is
-    /// refused with what this version can do.
-    @Test func apnsSettingsOnAnAndroidAppAndCampaignsForItAreRefused() throws {
+    /// APNs settings on an FCM app are named where they are written; a campaign for the app with an
+    /// APNs payload only, two Android apps, or an Android broadcast is refused where it is written.
+    @Test func apnsSettingsOnAnAndroidAppAndCampaignsThatCannotReachItAreRefused() throws {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }
         try project.write(
@@ -153,12 +153,38 @@ struct FCMAppCLITests {
         try project.write("pushcamp.yaml", "apps:\n  shop-android:\n    service_account: key.json\n")
         try project.write(
             "campaigns/c.yaml",
-            "campaign: c\napp: shop-android\naudience:\n  source: { inline: [] }\nmessage:\n  payload: { aps: { alert: hi } }\n"
+            "campaign: c\napp: shop-android\naudience:\n  source: { inline: [x] }\nmessage:\n  payload: { aps: { alert: hi } }\n"
         )
         output = try CLI.run(["validate", "campaigns/c.yaml"], in: project.root)
         #expect(output.status == 1)
         #expect(
-            output.stdout.contains("campaigns/c.yaml:2:6: error: 'shop-android' is an Android (FCM) app"),
+            output.stdout.contains(
+                "campaigns/c.yaml:6:3: error: app 'shop-android' is an Android app: the message needs a 'title' and 'body' (or 'data')"
+            ),
+            "\(output.stdout)"
+        )
+        try project.write(
+            "pushcamp.yaml",
+            "apps:\n  a1:\n    service_account: key.json\n  a2:\n    service_account: key.json\n"
+        )
+        try project.write(
+            "campaigns/c.yaml",
+            "campaign: c\napp: [a1, a2]\naudience:\n  source: { inline: [x] }\nmessage:\n  title: hi\n  data: { from: me }\n"
+        )
+        output = try CLI.run(["validate", "campaigns/c.yaml"], in: project.root)
+        #expect(output.status == 1)
+        #expect(
+            output.stdout.contains("campaigns/c.yaml:2:11: error: 'a2' and 'a1' are both Android apps"),
+            "\(output.stdout)"
+        )
+        try project.write(
+            "campaigns/c.yaml",
+            "campaign: c\napp: a1\naudience:\n  source: { inline: [x] }\nmessage:\n  title: hi\n  data: { from: me }\n"
+        )
+        output = try CLI.run(["validate", "campaigns/c.yaml"], in: project.root)
+        #expect(output.status == 1)
+        #expect(
+            output.stdout.contains("campaigns/c.yaml:7:17: error: data key 'from' is a key FCM reserves"),
             "\(output.stdout)"
         )
     }

@@ -24,7 +24,7 @@ struct ProjectCommandsCLITests {
         let examples = try CLI.examples()
         defer { examples.remove() }
         let all = try CLI.run(["validate"], in: examples.root)
-        #expect(all.status == 0 && all.stdout == "pushcamp.yaml and 4 campaigns valid\n", "\(all.stdout)\(all.stderr)")
+        #expect(all.status == 0 && all.stdout == "pushcamp.yaml and 5 campaigns valid\n", "\(all.stdout)\(all.stderr)")
         // pushcamp.yaml named on its own is read as the project file, not as a campaign.
         let project = try CLI.run(["validate", "pushcamp.yaml"], in: examples.root)
         #expect(project.status == 0 && project.stdout == "pushcamp.yaml valid\n", "\(project.stdout)")
@@ -38,7 +38,7 @@ struct ProjectCommandsCLITests {
         #expect(
             twice.stdout == """
                 campaigns/spring-sale.yaml: error: campaign spring-sale-2027 is also defined in campaigns/spring-sale-copy.yaml; campaign ids must be unique (serve sends neither)
-                1 of 6 files invalid: 1 error
+                1 of 7 files invalid: 1 error
 
                 """,
             "\(twice.stdout)"

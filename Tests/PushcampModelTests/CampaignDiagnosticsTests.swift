@@ -103,7 +103,7 @@ struct CampaignDiagnosticsTests {
             """
         #expect(
             diagnostics(yaml) == [
-                "campaigns/c.yaml:5:3: error: 'message' has no payload, and variant a names none either",
+                "campaigns/c.yaml:5:3: error: 'message' has no payload (nor a title, body or data), and variant a names none either",
                 "campaigns/c.yaml:7:7: error: variant name 'a' is used twice",
             ]
         )

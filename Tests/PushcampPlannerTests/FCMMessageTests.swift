@@ -26,9 +26,31 @@ struct FCMMessageTests {
         let body = String(decoding: message.body(token: Self.token, sendTime: Self.now), as: UTF8.self)
         #expect(
             body
-                == #"{"validate_only":false,"message":{"token":"\#(Self.token)","notification":{"title":"Spring sale","body":"20% off"},"data":{"deep_link":"shop://sale","count":"3"},"android":{"priority":"HIGH","ttl":"3600s","collapse_key":"spring","notification":{"channel_id":"sales","tag":"spring","notification_count":2}}}}"#
+                == #"{"validate_only":false,"message":{"token":"\#(Self.token)","android":{"ttl":"3600s","priority":"HIGH","collapse_key":"spring","notification":{"channel_id":"sales","tag":"spring","notification_count":2}},"notification":{"title":"Spring sale","body":"20% off"},"data":{"deep_link":"shop://sale","count":"3"}}}"#
         )
         #expect(message.problem(token: Self.token, sendTime: Self.now) == nil)
+    }
+
+    /// A plan keeps the body without a ttl; the ttl goes in as the request leaves, from the time left
+    /// then, whether or not the message has other Android settings, and `validate_only` with it.
+    @Test func theTTLIsSetAsTheRequestLeaves() throws {
+        let bare = FCMMessage(title: "t", expiration: .at(Timestamp(secondsSince1970: 1_800_000_600)))
+        let kept = bare.body(token: Self.token)
+        #expect(String(decoding: kept, as: UTF8.self).contains(#""android":{}"#))
+        let sent = FCMMessage.settingTTL(bare.ttl(sendTime: Self.now), validateOnly: true, in: kept)
+        #expect(
+            String(decoding: sent, as: UTF8.self)
+                == #"{"validate_only":true,"message":{"token":"\#(Self.token)","android":{"ttl":"600s"},"notification":{"title":"t"}}}"#
+        )
+        #expect(FCMMessageRules.check(sent) == nil)
+        // A body made without an android object (older plans, other makers) gets one.
+        let plain = FCMMessage(title: "t").body(token: Self.token)
+        let added = String(decoding: FCMMessage.settingTTL(0, in: plain), as: UTF8.self)
+        #expect(
+            added
+                == #"{"validate_only":false,"message":{"token":"\#(Self.token)","android":{"ttl":"0s"},"notification":{"title":"t"}}}"#
+        )
+        #expect(FCMMessage.settingTTL(nil, in: plain) == plain)
     }
 
     /// Whatever a recipient's name holds, the body parses and says exactly it.

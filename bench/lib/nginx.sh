@@ -66,6 +66,17 @@ http {
             echo -n "";
             add_header apns-id \$http_apns_id always;
         }
+        # FCM HTTP v1's shape (bench/fcm.sh): an OAuth token endpoint and messages:send.
+        location = /token {
+            echo_read_request_body;
+            default_type application/json;
+            echo -n '{"access_token":"ya29.bench-access-token","expires_in":3599,"token_type":"Bearer"}';
+        }
+        location /v1/projects/ {
+            echo_read_request_body;
+            default_type application/json;
+            echo -n '{"name":"projects/bench/messages/0:1700000000000000%0"}';
+        }
     }
 }
 NGINX
@@ -180,4 +191,16 @@ bench_postgres() {
     pgdir=$(mktemp -d /tmp/pushcamp-bench-pg.XXXXXX)
     chmod 755 "$pgdir"
     server=$(scripts/postgres.sh start "$pgdir/pg")
+}
+
+# bench_pushcamp_side OUT SIDE CAMPAIGN LABEL: one `bench_send` of OUT/CAMPAIGN with $binary; appends
+# "rate cpu-seconds peak-KB" to OUT/SIDE.txt and prints a line for round $round.
+bench_pushcamp_side() {
+    local out=$1 side=$2 campaign=$3 label=$4
+    bench_send "$out" "$campaign" "$binary"
+    python3 -c "print($send_delivered / $send_seconds, $send_cpu, $send_kilobytes)" >> "$out/$side.txt"
+    printf '%-6s %-36s %10.0f req/s   (%.2f s, CPU %.2f s = %.1f us/push, peak RSS %.1f MB)\n' "$round" \
+        "pushcamp send, $label" "$(python3 -c "print($send_delivered / $send_seconds)")" "$send_seconds" \
+        "$send_cpu" "$(python3 -c "print($send_cpu / $send_delivered * 1e6)")" \
+        "$(python3 -c "print($send_kilobytes / 1024)")"
 }

@@ -34,6 +34,10 @@ public final class APNsConnectionPool: PushTransport {
         self.tlsContext = try configuration.makeTLSContext()
     }
 
+    /// One loop of the shared group, for pools that should run side by side on it (a campaign's
+    /// APNs and FCM pools, whose executor then runs next to both).
+    public static func nextEventLoop() -> any EventLoopGroup { MultiThreadedEventLoopGroup.singleton.next() }
+
     public func submit(_ requests: consuming [APNsRequest]) -> [APNsRequest] {
         queue.add(requests) ?? []
     }

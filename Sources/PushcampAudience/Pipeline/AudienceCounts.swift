@@ -16,6 +16,11 @@ public struct AudienceCounts: Sendable, Hashable {
     public var excluded = 0
     /// Rows handed on to the planner.
     public var passed = 0
+    /// Rows handed on, by platform.
+    public var platforms: [Platform: Int] = [:]
+    /// Rows of a platform the campaign does not send to (an Android row of an iOS campaign), passed
+    /// over before anything else.
+    public var otherPlatform: [Platform: Int] = [:]
 
     public var invalidTotal: Int { invalid.values.reduce(0, +) }
 

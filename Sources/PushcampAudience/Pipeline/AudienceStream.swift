@@ -12,11 +12,20 @@ public struct AudienceStream: Sendable {
     public let source: any AudienceSource
     public let filter: FilterExpression?
     public let exclusions: [any AudienceSource]
+    /// How each row's platform is decided; rows of a platform the campaign does not send to are
+    /// passed over (and counted) before the duplicate check.
+    public let platforms: PlatformRule
 
-    public init(source: any AudienceSource, filter: FilterExpression?, exclusions: [any AudienceSource]) {
+    public init(
+        source: any AudienceSource,
+        filter: FilterExpression?,
+        exclusions: [any AudienceSource],
+        platforms: PlatformRule = .iosOnly
+    ) {
         self.source = source
         self.filter = filter
         self.exclusions = exclusions
+        self.platforms = platforms
     }
 
     /// Streams the recipients to `body` and returns the counts.
@@ -28,8 +37,26 @@ public struct AudienceStream: Sendable {
         var counts = AudienceCounts()
         try source.forEachRow(tokensOnly: false) { row in
             counts.read += 1
+            let raw = row.token ?? ""
+            let platform: Platform
+            switch platforms.platform(value: row.attributes[platforms.column]?.text, token: raw) {
+            case .platform(let decided): platform = decided
+            case .unknown:
+                counts.invalid[.unknownPlatform, default: 0] += 1
+                if counts.invalidExamples.count < AudienceCounts.exampleLimit {
+                    let location = SourceLocation(path: source.name, line: row.row)
+                    counts.invalidExamples.append(
+                        .init(location: location, token: DeviceToken.masked(raw), problem: .unknownPlatform)
+                    )
+                }
+                return
+            }
+            guard platforms.targets.contains(platform) else {
+                counts.otherPlatform[platform, default: 0] += 1
+                return
+            }
             let token: String
-            switch DeviceToken.normalize(row.token ?? "") {
+            switch platform.normalize(raw) {
             case .success(let normalized): token = normalized
             case .failure(let problem):
                 try Self.refusePEM(row, in: source)
@@ -57,7 +84,8 @@ public struct AudienceStream: Sendable {
                 return
             }
             counts.passed += 1
-            try body(Recipient(token: token, attributes: row.attributes, row: row.row))
+            counts.platforms[platform, default: 0] += 1
+            try body(Recipient(token: token, attributes: row.attributes, row: row.row, platform: platform))
         }
         return counts
     }
@@ -77,7 +105,7 @@ public struct AudienceStream: Sendable {
         var bloom = BloomFilter()
         var candidates: Set<UInt64> = []
         try source.forEachRow(tokensOnly: true) { row in
-            guard let raw = row.token, case .success(let token) = DeviceToken.normalize(raw) else {
+            guard let raw = row.token, let token = Self.anyToken(raw) else {
                 try Self.refusePEM(row, in: source)
                 return
             }
@@ -85,6 +113,13 @@ public struct AudienceStream: Sendable {
             if bloom.insert(hash) { candidates.insert(hash) }
         }
         return candidates
+    }
+
+    /// A token normalized as its shape says (APNs device tokens in lowercase, FCM registration
+    /// tokens as written), or nil when it is neither: what the duplicate pass and exclusion lists
+    /// key on, where no row's platform column is read.
+    static func anyToken(_ raw: String) -> String? {
+        try? Platform(tokenShape: raw).normalize(raw).get()
     }
 
     /// The hash duplicates are found by: never stored, so unlike `StableHash` (FNV-1a, one byte at
@@ -114,7 +149,7 @@ public struct AudienceStream: Sendable {
         var tokens: Set<String> = []
         for exclusion in exclusions {
             try exclusion.forEachRow(tokensOnly: true) { row in
-                if let raw = row.token, case .success(let token) = DeviceToken.normalize(raw) {
+                if let raw = row.token, let token = Self.anyToken(raw) {
                     tokens.insert(token)
                 } else {
                     try Self.refusePEM(row, in: exclusion)

@@ -10,6 +10,10 @@ public enum DeviceToken {
         case oddLength = "odd number of hex digits"
         case tooShort = "too short"
         case tooLong = "too long"
+        /// An Android row whose token is not shaped as an FCM registration token.
+        case notRegistrationToken = "not an FCM registration token"
+        /// A row whose platform column names neither a platform nor one of the campaign's apps.
+        case unknownPlatform = "unknown platform"
 
         public var explanation: String {
             switch self {
@@ -18,6 +22,11 @@ public enum DeviceToken {
             case .oddLength: return "a device token has an even number of hex digits"
             case .tooShort: return "a device token has at least \(DeviceToken.minimumBytes * 2) hex digits"
             case .tooLong: return "a device token has at most \(DeviceToken.maximumBytes * 2) hex digits"
+            case .notRegistrationToken:
+                return
+                    "an FCM registration token has 32 to 4096 letters, digits, '-', '_', ':' or '.', not hexadecimal alone"
+            case .unknownPlatform:
+                return "the platform column names neither a platform (ios, android) nor one of the campaign's apps"
             }
         }
     }

@@ -5,7 +5,11 @@ import Yams
 public struct Campaign {
     public var id: String
     public var description: String?
+    /// The first app `app:` names.
     public var app: String
+    /// Every app `app:` names (`app: [shop-ios, shop-android]`): one APNs app, one FCM app, or one of
+    /// each; in file order, each with where it is written.
+    public var apps: [(name: String, location: SourceLocation)] = []
     public var variables: [(name: String, value: AttributeValue)]
     public var audience: AudienceSpec
     public var message: MessageSpec
@@ -74,6 +78,8 @@ public struct AudienceSpec {
     /// The attribute that names a user (`user_key: user_id`): engagement events may name recipients
     /// by it instead of by `apns-id` (`pushcamp engagement import`).
     public var userKey: String? = nil
+    /// `audience.platform`: the column naming each row's platform (default `platform`).
+    public var platformColumn: String? = nil
 
     /// No devices: the audience of a broadcast campaign, which sends to a channel.
     public static func none(at location: SourceLocation) -> AudienceSpec {
@@ -233,6 +239,47 @@ public struct VariantSpec {
     public var location: SourceLocation
 }
 
+/// A text the campaign writes (a title, a data value), templated, with the YAML node it was read
+/// from: diagnostics point into it, and the APNs payload made from the message reuses it.
+public struct TextSpec {
+    public var text: String
+    public var node: Node
+    public var location: SourceLocation
+
+    public init(text: String, node: Node, location: SourceLocation) {
+        self.text = text
+        self.node = node
+        self.location = location
+    }
+}
+
+/// `message.android:` — FCM's own fields for Android recipients, each overriding the message's
+/// platform-neutral part where both say something (`reference/FCM.md`, section 5).
+public struct AndroidSpec {
+    public var title: TextSpec?
+    public var body: TextSpec?
+    public var image: TextSpec?
+    public var channelID: TextSpec?
+    public var tag: TextSpec?
+    public var clickAction: TextSpec?
+    public var sound: TextSpec?
+    public var icon: TextSpec?
+    /// `#rrggbb`.
+    public var color: TextSpec?
+    public var notificationCount: Int?
+    /// `ttl`: instead of the message's expiration, for Android.
+    public var ttl: ExpirationSpec?
+    public var collapseKey: TextSpec?
+    /// `high` or `normal`: instead of the one the message's priority gives.
+    public var highPriority: Bool?
+    /// Replaces the message's `data` on Android.
+    public var data: [(key: String, value: TextSpec)]?
+    public var restrictedPackageName: String?
+    public var location: SourceLocation
+
+    public init(location: SourceLocation) { self.location = location }
+}
+
 public struct MessageSpec {
     public var pushType: PushType
     public var priority: Int?
@@ -247,6 +294,18 @@ public struct MessageSpec {
     public var variants: [VariantSpec]
     public var holdout: Share
     public var location: SourceLocation
+    /// The platform-neutral part: what every platform shows, mapped to each provider.
+    public var title: TextSpec? = nil
+    public var body: TextSpec? = nil
+    /// An image's URL.
+    public var image: TextSpec? = nil
+    /// Custom data: top-level keys beside `aps` for APNs, `message.data` (strings) for FCM.
+    public var data: [(key: String, value: TextSpec)] = []
+    /// `android:`: FCM's fields for Android recipients.
+    public var android: AndroidSpec? = nil
+
+    /// Whether the message says what a notification shows without a payload of its own.
+    public var hasNeutralContent: Bool { title != nil || body != nil || !data.isEmpty }
 }
 
 public struct ThrottleSpec: Hashable, Sendable {

@@ -7,10 +7,14 @@ public enum CampaignReader {
         "campaign", "description", "app", "variables", "audience", "message", "schedule", "quiet_hours", "throttle",
         "retry", "frequency_cap", "trigger", "channel",
     ]
-    static let audienceKeys = ["source", "where", "exclude", "registered_at", "subscriptions", "user_key"]
+    static let audienceKeys = ["source", "where", "exclude", "registered_at", "subscriptions", "user_key", "platform"]
     static let messageKeys = [
         "push_type", "priority", "expiration", "collapse_id", "topic", "payload", "strings", "locale", "variants",
-        "holdout",
+        "holdout", "title", "body", "image", "data", "android",
+    ]
+    static let androidKeys = [
+        "title", "body", "image", "channel_id", "tag", "click_action", "sound", "icon", "color", "notification_count",
+        "ttl", "collapse_key", "priority", "data", "restricted_package_name",
     ]
     static let variantKeys = ["name", "weight", "payload", "strings", "variables"]
 
@@ -55,7 +59,8 @@ public enum CampaignReader {
         }
         let id = top["campaign"].flatMap { readID($0, reader) }
         let description = top["description"].flatMap { reader.scalar($0, "description") }
-        let app = top["app"].flatMap { reader.string($0, "app") }
+        let apps = top["app"].map { readApps($0, reader) } ?? []
+        let app = apps.first?.name
         let variables = top["variables"].map { readVariables($0, "variables", reader) } ?? []
         let audience =
             channel != nil
@@ -95,7 +100,34 @@ public enum CampaignReader {
             appLocation: reader.location(top["app"]),
             channel: channel
         )
-        return (campaign, reader.diagnostics)
+        var result = campaign
+        result.apps = apps
+        return (result, reader.diagnostics)
+    }
+
+    /// `app: shop-ios`, or `app: [shop-ios, shop-android]` for a campaign reaching both platforms.
+    static func readApps(_ node: Node, _ reader: YAMLReader) -> [(name: String, location: SourceLocation)] {
+        guard case .sequence = node else {
+            return reader.string(node, "app").map { [($0, reader.location(node))] } ?? []
+        }
+        let items = reader.sequence(node, "app") ?? []
+        guard (1...2).contains(items.count) else {
+            reader.error(
+                "'app' lists \(items.count) apps; a campaign names one app, or an iOS app and an Android app",
+                at: node
+            )
+            return []
+        }
+        var apps: [(name: String, location: SourceLocation)] = []
+        for (index, item) in items.enumerated() {
+            guard let name = reader.string(item, "app[\(index)]") else { continue }
+            if apps.contains(where: { $0.name == name }) {
+                reader.error("app '\(name)' is named twice", at: item)
+                continue
+            }
+            apps.append((name, reader.location(item)))
+        }
+        return apps
     }
 
     static func readID(_ node: Node, _ reader: YAMLReader) -> String? {
@@ -150,8 +182,9 @@ public enum CampaignReader {
         let registeredAt = map["registered_at"].flatMap { reader.string($0, "registered_at") }
         let subscriptions = map["subscriptions"].flatMap { readSubscriptions($0, reader) }
         let userKey = map["user_key"].flatMap { reader.string($0, "audience.user_key") }
+        let platformColumn = map["platform"].flatMap { reader.string($0, "audience.platform") }
         guard let source else { return nil }
-        return AudienceSpec(
+        var spec = AudienceSpec(
             source: source,
             filter: filter,
             filterText: filterText,
@@ -161,6 +194,8 @@ public enum CampaignReader {
             subscriptions: subscriptions,
             userKey: userKey
         )
+        spec.platformColumn = platformColumn
+        return spec
     }
 
     /// `audience.subscriptions: { status, product, auto_renew, attribute, by }`.
@@ -412,13 +447,29 @@ public enum CampaignReader {
         if let holdoutNode = map["holdout"], holdout.basisPoints == 10_000 {
             reader.error("a 100% holdout sends nothing", at: holdoutNode)
         }
-        if payload == nil, map["payload"] == nil, !variants.isEmpty, variants.contains(where: { $0.payload == nil }) {
+        let title = map["title"].flatMap { readText($0, "message.title", reader) }
+        let body = map["body"].flatMap { readText($0, "message.body", reader) }
+        let image = map["image"].flatMap { readText($0, "message.image", reader) }
+        let data = map["data"].flatMap { readData($0, "message.data", reader) } ?? []
+        let android = map["android"].flatMap { readAndroid($0, reader) }
+        let neutral = title != nil || body != nil || !data.isEmpty
+        if neutral || android != nil {
+            // The message's own title, body and data make the payload of variants without one.
+        } else if payload == nil, map["payload"] == nil, !variants.isEmpty,
+            variants.contains(where: { $0.payload == nil })
+        {
             let missing = variants.filter { $0.payload == nil }.map(\.name).joined(separator: ", ")
-            reader.error("'message' has no payload, and variant \(missing) names none either", at: node)
+            reader.error(
+                "'message' has no payload (nor a title, body or data), and variant \(missing) names none either",
+                at: node
+            )
         } else if map["payload"] == nil, variants.isEmpty {
-            reader.error("'message' is missing required key 'payload'", at: node)
+            reader.error(
+                "'message' needs what to show: a 'title' and 'body' (for every platform), or a 'payload' (APNs JSON)",
+                at: node
+            )
         }
-        return MessageSpec(
+        var spec = MessageSpec(
             pushType: pushType,
             priority: priority,
             expiration: expiration,
@@ -433,6 +484,87 @@ public enum CampaignReader {
             holdout: holdout,
             location: reader.location(node)
         )
+        spec.title = title
+        spec.body = body
+        spec.image = image
+        spec.data = data
+        spec.android = android
+        return spec
+    }
+
+    /// A templated text: a single value (a number or a boolean is taken as its text).
+    static func readText(_ node: Node, _ what: String, _ reader: YAMLReader) -> TextSpec? {
+        guard let text = reader.scalar(node, what) else { return nil }
+        return TextSpec(text: text, node: node, location: reader.location(node))
+    }
+
+    /// `data:` — string keys to single values, in file order.
+    static func readData(_ node: Node, _ what: String, _ reader: YAMLReader) -> [(key: String, value: TextSpec)]? {
+        guard let entries = reader.freeMapping(node, in: what) else { return nil }
+        var pairs: [(key: String, value: TextSpec)] = []
+        for entry in entries {
+            guard case .scalar = entry.value else {
+                reader.error(
+                    "'\(what).\(entry.key)' must be a single value (FCM's data values are strings), found \(reader.describe(entry.value))",
+                    at: entry.value
+                )
+                continue
+            }
+            if let text = readText(entry.value, "\(what).\(entry.key)", reader) { pairs.append((entry.key, text)) }
+        }
+        return pairs
+    }
+
+    /// `message.android:` — FCM's fields for Android recipients.
+    static func readAndroid(_ node: Node, _ reader: YAMLReader) -> AndroidSpec? {
+        guard let map = reader.mapping(node, in: "message.android", allowed: androidKeys) else { return nil }
+        var spec = AndroidSpec(location: reader.location(node))
+        func text(_ key: String) -> TextSpec? { map[key].flatMap { readText($0, "android.\(key)", reader) } }
+        spec.title = text("title")
+        spec.body = text("body")
+        spec.image = text("image")
+        spec.channelID = text("channel_id")
+        spec.tag = text("tag")
+        spec.clickAction = text("click_action")
+        spec.sound = text("sound")
+        spec.icon = text("icon")
+        spec.color = text("color")
+        if let colorNode = map["color"], let color = spec.color?.text, !color.contains("{{"),
+            !Self.isColor(color)
+        {
+            reader.error("'android.color' must be #rrggbb, as '#ff6600'", at: colorNode)
+        }
+        spec.notificationCount = map["notification_count"].flatMap {
+            reader.int($0, "android.notification_count", in: 0...Int(Int32.max))
+        }
+        if let ttlNode = map["ttl"] {
+            spec.ttl = readExpiration(ttlNode, reader)
+            if case .after(let span)? = spec.ttl, span.seconds > 2_419_200 {
+                reader.error("'android.ttl' is at most 28 days (2419200 seconds), FCM's longest", at: ttlNode)
+            }
+        }
+        spec.collapseKey = text("collapse_key")
+        if let priorityNode = map["priority"], let value = reader.string(priorityNode, "android.priority") {
+            switch value.lowercased() {
+            case "high": spec.highPriority = true
+            case "normal": spec.highPriority = false
+            default: reader.error("'android.priority' must be high or normal", at: priorityNode)
+            }
+        }
+        spec.data = map["data"].flatMap { readData($0, "android.data", reader) }
+        spec.restrictedPackageName = map["restricted_package_name"].flatMap {
+            reader.string($0, "android.restricted_package_name")
+        }
+        return spec
+    }
+
+    /// `#rrggbb`.
+    static func isColor(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        return bytes.count == 7 && bytes[0] == 0x23
+            && bytes.dropFirst().allSatisfy {
+                (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0)
+            }
     }
 
     static func readExpiration(_ node: Node, _ reader: YAMLReader) -> ExpirationSpec? {

@@ -67,10 +67,12 @@ public struct Recipient: Sendable, Hashable {
     public var token: String
     public var attributes: Attributes
     public var row: Int
+    public var platform: Platform
 
-    public init(token: String, attributes: Attributes, row: Int) {
+    public init(token: String, attributes: Attributes, row: Int, platform: Platform = .ios) {
         self.token = token
         self.attributes = attributes
         self.row = row
+        self.platform = platform
     }
 }

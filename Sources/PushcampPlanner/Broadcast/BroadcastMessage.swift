@@ -90,13 +90,13 @@ public struct BroadcastMessage: Sendable {
         let message = BroadcastMessage(
             campaign: campaign.id,
             channel: target.channel,
-            bundleID: campaign.app.topic,
+            bundleID: target.app.topic,
             channelID: channelID,
             priority: campaign.priority,
             expiration: expiration,
             payload: payload,
             requestID: requestID,
-            endpoint: campaign.app.broadcastEndpoint(target.channel.environment)
+            endpoint: target.app.broadcastEndpoint(target.channel.environment)
         )
         return (message, diagnostics)
     }

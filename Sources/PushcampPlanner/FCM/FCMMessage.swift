@@ -84,7 +84,10 @@ public struct FCMMessage: Sendable, Hashable {
 
     /// `android.ttl` in seconds at `sendTime`: the time left to the expiration, 0 when it passed or
     /// for "now or never", at most 28 days; nil when no expiration is set.
-    public func ttl(sendTime: Timestamp) -> Int? {
+    public func ttl(sendTime: Timestamp) -> Int? { Self.ttl(expiration, sendTime: sendTime) }
+
+    /// `android.ttl` for `expiration` at `sendTime`.
+    public static func ttl(_ expiration: PlannedExpiration?, sendTime: Timestamp) -> Int? {
         switch expiration {
         case nil: return nil
         case .immediately: return 0
@@ -96,29 +99,21 @@ public struct FCMMessage: Sendable, Hashable {
         }
     }
 
-    /// The `messages:send` body for `token`.
+    /// The `messages:send` body for `token`, its `android.ttl` as at `sendTime`.
     public func body(token: String, validateOnly: Bool = false, sendTime: Timestamp) -> [UInt8] {
+        Self.settingTTL(ttl(sendTime: sendTime), validateOnly: validateOnly, in: body(token: token))
+    }
+
+    /// The `messages:send` body for `token` without a ttl, with `validate_only` false: what a plan
+    /// keeps. The `android` object comes first after the token (and is there whenever an expiration
+    /// is set), so `settingTTL` adds the ttl as the request goes out, from the time left then.
+    public func body(token: String) -> [UInt8] {
         var json = JSONWriter(capacity: 512)
-        json.raw(#"{"validate_only":"#)
-        json.bool(validateOnly)
-        json.raw(#","message":{"token":"#)
+        json.raw(#"{"validate_only":false,"message":{"token":"#)
         json.string(token)
-        if title != nil || body != nil || image != nil {
-            json.raw(#","notification":{"#)
-            var first = true
-            field(&json, "title", title, first: &first)
-            field(&json, "body", body, first: &first)
-            field(&json, "image", image, first: &first)
-            json.raw("}")
-        }
-        if !data.isEmpty {
-            json.raw(#","data":"#)
-            Self.map(&json, data)
-        }
         var android = JSONWriter(capacity: 256)
         var first = true
         field(&android, "priority", priority?.rawValue, first: &first)
-        if let ttl = ttl(sendTime: sendTime) { field(&android, "ttl", "\(ttl)s", first: &first) }
         field(&android, "collapse_key", collapseKey, first: &first)
         field(&android, "restricted_package_name", restrictedPackageName, first: &first)
         if let androidData {
@@ -143,13 +138,80 @@ public struct FCMMessage: Sendable, Hashable {
             }
             android.raw("}")
         }
-        if !android.bytes.isEmpty {
+        if !android.bytes.isEmpty || expiration != nil {
             json.raw(#","android":{"#)
             json.bytes += android.bytes
             json.raw("}")
         }
+        if title != nil || body != nil || image != nil {
+            json.raw(#","notification":{"#)
+            var first = true
+            field(&json, "title", title, first: &first)
+            field(&json, "body", body, first: &first)
+            field(&json, "image", image, first: &first)
+            json.raw("}")
+        }
+        if !data.isEmpty {
+            json.raw(#","data":"#)
+            Self.map(&json, data)
+        }
         json.raw("}}")
         return json.bytes
+    }
+
+    static let validateOnlyPrefix = Array(#"{"validate_only":false,"#.utf8)
+    static let androidOpening = Array(#","android":{"#.utf8)
+
+    /// `body` (made by `body(token:)`) with `"ttl":"<ttl>s"` first in its `android` object and
+    /// `validate_only` as given. The token before the `android` object holds no quote, so the first
+    /// `,"android":{` is the message's own; a body without one (no expiration) gets one.
+    public static func settingTTL(_ ttl: Int?, validateOnly: Bool = false, in body: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(body.count + 32)
+        var rest = body[...]
+        if validateOnly, body.starts(with: validateOnlyPrefix) {
+            out += Array(#"{"validate_only":true,"#.utf8)
+            rest = body[validateOnlyPrefix.count...]
+        }
+        guard let ttl else {
+            out += rest
+            return out
+        }
+        let field = Array(#""ttl":"\#(ttl)s""#.utf8)
+        if let opening = firstRange(of: androidOpening, in: rest) {
+            out += rest[..<opening.upperBound]
+            out += field
+            if rest[opening.upperBound] != 0x7D { out.append(0x2C) }
+            out += rest[opening.upperBound...]
+        } else if let tokenEnd = tokenEnd(in: rest) {
+            out += rest[..<tokenEnd]
+            out += androidOpening + field + [0x7D]
+            out += rest[tokenEnd...]
+        } else {
+            out += rest
+        }
+        return out
+    }
+
+    private static func firstRange(of needle: [UInt8], in haystack: ArraySlice<UInt8>) -> Range<Int>? {
+        guard haystack.count >= needle.count else { return nil }
+        var index = haystack.startIndex
+        while index + needle.count <= haystack.endIndex {
+            if haystack[index] == needle[0], haystack[index..<(index + needle.count)].elementsEqual(needle) {
+                return index..<(index + needle.count)
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    /// Where the token's string ends (after its closing quote).
+    private static func tokenEnd(in body: ArraySlice<UInt8>) -> Int? {
+        let key = Array(#""token":""#.utf8)
+        guard let start = firstRange(of: key, in: body) else { return nil }
+        var index = start.upperBound
+        while index < body.endIndex, body[index] != 0x22 { index += 1 }
+        return index < body.endIndex ? index + 1 : nil
     }
 
     private func field(_ json: inout JSONWriter, _ name: StaticString, _ value: String?, first: inout Bool) {
@@ -171,6 +233,18 @@ public struct FCMMessage: Sendable, Hashable {
             json.string(pair.value)
         }
         json.raw("}")
+    }
+
+    /// What FCM would refuse in `body` (this message's `body(token:)` for `token`) among what can
+    /// change from one recipient to the next when every field name is fixed by construction: its size
+    /// and its colour. The planner checks each recipient's message so, after checking the first of
+    /// each variant with `problem(token:sendTime:)`, which parses the body as the simulator does.
+    public func recipientProblem(body: [UInt8], token: String) -> FCMError? {
+        if let problem = FCMMessageRules.colorProblem(notification.color) { return problem }
+        // The message without its target, as Google measures it: the body less the envelope and
+        // the token's field (a registration token holds nothing JSON escapes).
+        let envelope = #"{"validate_only":false,"message":"#.utf8.count + #""token":"","#.utf8.count + 1
+        return FCMMessageRules.sizeProblem(body.count - envelope - token.utf8.count)
     }
 
     /// What FCM would refuse in this message for `token`, checked offline by the rules the simulator

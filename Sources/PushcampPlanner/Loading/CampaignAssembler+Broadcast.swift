@@ -5,6 +5,8 @@ import Yams
 /// subscribed.
 public struct BroadcastTarget: Sendable {
     public var channel: ChannelSpec
+    /// The iOS app the channel belongs to.
+    public var app: AppConfig
     /// Where the campaign names it.
     public var location: SourceLocation
 }
@@ -14,8 +16,8 @@ extension CampaignAssembler {
     static let broadcastStorage = TimeSpan(seconds: 8 * 3600)
 
     /// Resolves `channel:` against pushcamp.yaml and checks what a broadcast request cannot carry.
-    mutating func resolveBroadcast() -> BroadcastTarget? {
-        guard let (name, location) = campaign.channel else { return nil }
+    mutating func resolveBroadcast(app: AppConfig?) -> BroadcastTarget? {
+        guard let (name, location) = campaign.channel, let app else { return nil }
         guard let channel = project.channels.first(where: { $0.name == name }) else {
             let names = project.channels.map(\.name)
             diagnostics.append(
@@ -70,7 +72,7 @@ extension CampaignAssembler {
                 )
             )
         }
-        return BroadcastTarget(channel: channel, location: location)
+        return BroadcastTarget(channel: channel, app: app, location: location)
     }
 
     /// A broadcast payload's `aps.timestamp` is the send time unless written: `{{now}}` added to

@@ -25,22 +25,25 @@ struct CampaignAssembler {
     }
 
     mutating func assemble() -> LoadedCampaign? {
-        let app = resolveApp()
-        let broadcast = resolveBroadcast()
+        let apps = resolveApps()
+        let app = apps?.apns
+        let broadcast = resolveBroadcast(app: app)
         let message = campaign.message
         let pushType = campaign.channel != nil ? PushType.liveactivity : message.pushType
         let priority = message.priority ?? pushType.defaultPriority
         let source = makeSource(campaign.audience.source)
         let exclusions = campaign.audience.exclude.compactMap { makeSource($0) }
-        let variants = compileVariants()
+        checkNeutralKeys()
+        let variants = compileVariants(iosApp: app != nil)
         let collapseID = compileCollapseID()
+        let android = apps?.fcm.flatMap { compileAndroid($0, collapseID: collapseID) }
 
         // A broadcast has no recipient: its templates know the campaign's variables and `now`.
         let columns = campaign.channel != nil ? ["now"] : source.flatMap { knownColumns($0) }
         for exclusion in exclusions { _ = knownColumns(exclusion) }
-        if let columns { checkNames(columns: columns, variants: variants) }
+        if let columns { checkNames(columns: columns, variants: variants, android: android) }
 
-        guard let app, let source, let variants, !diagnostics.hasErrors else { return nil }
+        guard let apps, let source, let variants, !diagnostics.hasErrors else { return nil }
         var expiration = message.expiration ?? project.defaults.expiration
         if let broadcast, expiration == nil {
             expiration = broadcast.channel.storage == .none ? .immediately : .after(Self.broadcastStorage)
@@ -58,13 +61,19 @@ struct CampaignAssembler {
             expiration: expiration,
             collapseID: collapseID,
             collapseIDLocation: message.collapseIDLocation,
-            topic: broadcast != nil ? app.topic : message.topic ?? pushType.topic(forBundleTopic: app.topic),
+            topic: app.map { broadcast != nil ? $0.topic : message.topic ?? pushType.topic(forBundleTopic: $0.topic) }
+                ?? "",
             topicLocation: message.topicLocation,
             variants: variants,
             hasVariants: !message.variants.isEmpty,
             holdout: message.holdout,
             locale: message.locale,
-            audience: AudienceStream(source: source, filter: campaign.audience.filter, exclusions: exclusions),
+            audience: AudienceStream(
+                source: source,
+                filter: campaign.audience.filter,
+                exclusions: exclusions,
+                platforms: platformRule(apns: apps.apns, fcm: apps.fcm)
+            ),
             filterText: campaign.audience.filterText,
             rate: rate ?? Project.defaultRate,
             rateIsDefault: rate == nil,
@@ -83,7 +92,9 @@ struct CampaignAssembler {
             trigger: campaign.trigger,
             broadcast: broadcast
         )
-        return loaded
+        var result = loaded
+        result.android = android
+        return result
     }
 
     func frequencyCap() -> FrequencyCapSpec? {
@@ -95,29 +106,6 @@ struct CampaignAssembler {
     }
 
     // MARK: App
-
-    mutating func resolveApp() -> AppConfig? {
-        if let app = project.apps[campaign.app] { return app }
-        if project.fcmApps[campaign.app] != nil {
-            diagnostics.append(
-                .error(
-                    "'\(campaign.app)' is an Android (FCM) app: this version sends campaigns to APNs apps only; "
-                        + "`pushcamp doctor` checks an FCM app's service account against Google (docs/android.md)",
-                    at: campaign.appLocation
-                )
-            )
-            return nil
-        }
-        let hint = Suggestion.didYouMean(campaign.app, in: project.appNames)
-        let known = project.appNames.isEmpty ? "" : " (apps: \(project.appNames.joined(separator: ", ")))"
-        diagnostics.append(
-            .error(
-                "no app '\(campaign.app)' in \(paths.projectFileDisplay)\(hint.isEmpty ? known : hint)",
-                at: campaign.appLocation
-            )
-        )
-        return nil
-    }
 
     // MARK: Audience
 
@@ -192,10 +180,26 @@ struct CampaignAssembler {
 
     // MARK: Templates
 
-    mutating func compileVariants() -> [LoadedCampaign.Variant]? {
+    /// The variants, each with its APNs payload: its own, else the message's, else the one the
+    /// message's neutral part makes (or, for a campaign without an iOS app, an empty one it never sends).
+    mutating func compileVariants(iosApp: Bool) -> [LoadedCampaign.Variant]? {
         let message = campaign.message
         let defaultLocale = message.locale?.defaultLocale ?? "en"
-        let basePayload = message.payload.flatMap { compilePayload($0) }
+        var basePayload = message.payload.flatMap { compilePayload($0) }
+        if message.payload == nil {
+            if let node = neutralPayload() {
+                basePayload = compilePayload(.inline(node, path: campaign.path))
+            } else if !iosApp {
+                basePayload = compilePayload(.inline(.mapping(Node.Mapping([])), path: campaign.path))
+            } else if message.android != nil, message.variants.contains(where: { $0.payload == nil }) {
+                diagnostics.append(
+                    .error(
+                        "the message has an 'android' part only: the iOS app needs a 'title' and 'body' (for both platforms) or a 'payload'",
+                        at: message.location
+                    )
+                )
+            }
+        }
         let baseStrings = message.strings.flatMap { compileStrings($0, defaultLocale: defaultLocale) }
         let baseVariables = campaign.variables
         var variants: [LoadedCampaign.Variant] = []
@@ -309,7 +313,7 @@ struct CampaignAssembler {
 
     /// Checks filter attributes and template variables against the audience's columns and the
     /// campaign's variables; only possible when the source knows its columns (CSV, SQLite).
-    mutating func checkNames(columns: [String], variants: [LoadedCampaign.Variant]?) {
+    mutating func checkNames(columns: [String], variants: [LoadedCampaign.Variant]?, android: AndroidTarget?) {
         if let filter = campaign.audience.filter, let location = campaign.audience.filterLocation {
             for name in filter.attributeNames where !columns.contains(String(name.split(separator: ".").first ?? "")) {
                 diagnostics.append(
@@ -332,6 +336,9 @@ struct CampaignAssembler {
             }
             if let strings = variant.strings {
                 templates += strings.entries.map { entry in (entry.template, { entry.location.location(offset: $0) }) }
+            }
+            if let android {
+                templates += android.texts.map { text in (text.template, { _ in text.location }) }
             }
             for (template, locate) in templates {
                 for reference in template.references where !reference.isNested && !known.contains(reference.name) {

@@ -17,7 +17,10 @@ public struct LoadedCampaign: Sendable {
     public var id: String
     public var description: String?
     public var path: String
-    public var app: AppConfig
+    /// The iOS app, when the campaign sends to one.
+    public var app: AppConfig?
+    /// What Android recipients get, when the campaign names an Android app.
+    public var android: AndroidTarget? = nil
     public var pushType: PushType
     public var priority: Int
     public var expiration: ExpirationSpec?
@@ -66,6 +69,23 @@ public struct LoadedCampaign: Sendable {
     public var trigger: TriggerSpec? = nil
     /// `channel:`: a broadcast campaign, sent as one request to this channel (its audience is empty).
     public var broadcast: BroadcastTarget? = nil
+
+    /// The platforms the campaign sends to.
+    public var platforms: Set<Platform> {
+        var platforms: Set<Platform> = []
+        if app != nil { platforms.insert(.ios) }
+        if android != nil { platforms.insert(.android) }
+        return platforms
+    }
+
+    /// The app names, as runs and reports name the campaign's destination: `shop`, or
+    /// `shop-ios+shop-android` for a campaign reaching both platforms.
+    public var appLabel: String {
+        [app?.name, android?.app.name].compactMap { $0 }.joined(separator: "+")
+    }
+
+    /// The iOS app's environment (`production`, `development`), or `fcm` for an Android-only campaign.
+    public var environmentLabel: String { app?.environment.rawValue ?? "fcm" }
 
     /// The variable templates name channels' ids by: `{{channels.final-2026}}`, for a push-to-start
     /// payload's `input-push-channel`, so ids are never copied by hand into campaign files.

@@ -10,8 +10,17 @@ public struct PlanSummary: Sendable {
     /// the plan was made without looking.
     public var journal: CampaignJournalStatus?
     public var app: String
-    /// Where the app's pushes go (its environment, or the custom endpoint).
-    public var destination: Destination
+    /// Where the iOS app's pushes go (its environment, or the custom endpoint); nil for a campaign
+    /// without an iOS app.
+    public var destination: Destination?
+    /// The Android app and where its messages go (`→ FCM (fcm.googleapis.com)`), when there is one.
+    public var android: (app: String, destination: String, project: String?)?
+    /// Planned pushes by platform.
+    public var platforms: [Platform: Int] = [:]
+    /// Android messages' sizes (the `messages:send` body).
+    public var androidPayloadSizes = SizeStatistics()
+    /// What assigns arms and the holdout: `device`, or `person (user_id)`.
+    public var assignmentUnit = "device"
     public var pushType: PushType
     public var priority: Int
     public var topic: String

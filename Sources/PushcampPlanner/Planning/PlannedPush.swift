@@ -1,9 +1,13 @@
 import PushcampAPNsCore
 import PushcampModel
 
-/// One APNs request, fully decided: the device, every header, the exact body.
+/// One request, fully decided: the device, every header, the exact body. An Android push's
+/// `payload` is its whole `messages:send` body without the ttl (`FCMMessage.body(token:)`), which
+/// goes in as the request leaves; its APNs headers are unused.
 public struct PlannedPush: Sendable, Hashable {
     public var token: String
+    /// Which provider it goes to.
+    public var platform: Platform = .ios
     public var apnsID: APNsID
     public var variant: String
     /// The locale whose strings the recipient gets (after fallback), when the campaign is localized.
@@ -51,6 +55,11 @@ public struct PlannedPush: Sendable, Hashable {
         self.row = row
         self.seq = seq
         self.due = due
+    }
+
+    /// An Android push's `messages:send` body at `sendTime`: the ttl as the time left then.
+    public func fcmBody(sendTime: Timestamp, validateOnly: Bool = false) -> [UInt8] {
+        FCMMessage.settingTTL(FCMMessage.ttl(expiration, sendTime: sendTime), validateOnly: validateOnly, in: payload)
     }
 
     /// `apns-expiration` once the send time is known.

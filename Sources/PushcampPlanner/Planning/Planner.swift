@@ -1,5 +1,6 @@
 import Foundation
 import PushcampAudience
+import PushcampFCMCore
 import PushcampModel
 import PushcampTemplates
 
@@ -9,7 +10,9 @@ import PushcampTemplates
 /// campaign id and the token, its `apns-id` is a UUIDv5 of the campaign, revision and token, and
 /// recipients are handed on one at a time in audience order.
 ///
-/// Bucketing: `h = StableHash.hash(token, prefixedBy: campaignID)`. The recipient is held out when
+/// Bucketing: `h = StableHash.hash(key, prefixedBy: campaignID)`, where the key is the recipient's
+/// `audience.user_key` value when the campaign names one and the row has it (one person's devices,
+/// iPhone and Android phone alike, get the same arm), else its token. The recipient is held out when
 /// `(h & 0xFFFFFFFF) % 10000 < holdout in basis points`; otherwise its variant is the one whose
 /// cumulative weight range holds `(h >> 32) % totalWeight`, in the campaign's order.
 public struct Planner: Sendable {
@@ -123,6 +126,11 @@ struct PlanState {
     let weights: [UInt64]
     /// The collapse id when its template has no tags (most campaigns): the same text for everyone.
     let constantCollapseID: String?
+    /// What Android recipients get, and its expiration as planned.
+    let android: AndroidTarget?
+    let androidExpiration: PlannedExpiration?
+    /// The attribute naming a person, whose value assigns arms instead of the token.
+    let userKey: String?
 
     final class VariantReference: Sendable {
         let variant: LoadedCampaign.Variant
@@ -151,8 +159,15 @@ struct PlanState {
     var planned = 0
     var failed = 0
     var sizes = SizeStatistics()
+    var androidSizes = SizeStatistics()
+    /// Planned pushes by platform.
+    var platformCounts: [Platform: Int] = [:]
+    /// Recipients assigned by their person (`user_key`) rather than their token.
+    var assignedByPerson = 0
+    /// The variants whose first Android message went through all of FCM's rules.
+    var checkedAndroidVariants: Set<Int> = []
     var failures: [PreflightReason: PlanSummary.FailureStat] = [:]
-    /// The first pushes of each variant, for samples.
+    /// The first pushes of each variant and platform (at `variant * 2 + platform`), for samples.
     var sampleCandidates: [[PlannedPush]]
     /// The first push of each variant and locale: the copy each was sent, for the report.
     var copies: [CopyKey: PlannedPush] = [:]
@@ -162,6 +177,7 @@ struct PlanState {
     struct CopyKey: Hashable {
         var variant: Int
         var locale: String?
+        var platform: Platform = .ios
     }
     /// Each recipient's moment (recipient-local schedules, quiet hours); nil when everyone goes at once.
     var timing: DeliveryTiming?
@@ -184,13 +200,22 @@ struct PlanState {
                 )
             }
         }
-        staticIssues = issues
+        // An APNs payload's checks are about iOS recipients; a campaign without an iOS app has none.
+        staticIssues = campaign.app != nil ? issues : issues.map { _ in [] }
         switch campaign.expiration {
         case nil: expiration = nil
         case .immediately?: expiration = .immediately
         case .at(let timestamp)?: expiration = .at(timestamp)
         case .after(let span)?: expiration = sendTime.map { .at($0 + span) } ?? .afterSend(span)
         }
+        android = campaign.android
+        switch campaign.android?.expiration {
+        case nil: androidExpiration = nil
+        case .immediately?: androidExpiration = .immediately
+        case .at(let timestamp)?: androidExpiration = .at(timestamp)
+        case .after(let span)?: androidExpiration = sendTime.map { .at($0 + span) } ?? .afterSend(span)
+        }
+        userKey = campaign.userKey
         localeAttribute = campaign.locale?.attribute
         variants = campaign.variants.map(VariantReference.init)
         weights = campaign.variants.map { UInt64($0.weight) }
@@ -198,13 +223,24 @@ struct PlanState {
         defaultLocale = campaign.locale?.defaultLocale ?? "en"
         localeCache = Array(repeating: [:], count: campaign.variants.count)
         variantCounts = Array(repeating: 0, count: campaign.variants.count)
-        sampleCandidates = Array(repeating: [], count: campaign.variants.count)
-        copiedUnlocalized = Array(repeating: false, count: campaign.variants.count)
+        sampleCandidates = Array(repeating: [], count: campaign.variants.count * 2)
+        copiedUnlocalized = Array(repeating: false, count: campaign.variants.count * 2)
         timing = DeliveryTiming(campaign: campaign, start: reference.secondsSince1970)
     }
 
+    /// What assigns the recipient its holdout and arm: its person when `user_key` names one, else its
+    /// token.
+    func assignmentKey(_ recipient: Recipient) -> (key: String, byPerson: Bool) {
+        if let userKey, let person = recipient.attributes[userKey]?.text, !person.isEmpty {
+            return ("user:" + person, true)
+        }
+        return (recipient.token, false)
+    }
+
     mutating func plan(_ recipient: Recipient, seq: Int) -> PlannedPush? {
-        let hash = StableHash.hash(recipient.token, prefixedBy: campaign.id)
+        let (key, byPerson) = assignmentKey(recipient)
+        if byPerson { assignedByPerson += 1 }
+        let hash = StableHash.hash(key, prefixedBy: campaign.id)
         if isHeldOut(hash) {
             heldOut += 1
             return nil
@@ -235,6 +271,17 @@ struct PlanState {
         let (localeName, strings) = locale(of: recipient, variant: variantIndex)
 
         context.reset(attributes: recipient.attributes, variables: chosen.variant.variables, strings: strings)
+        if recipient.platform == .android, let android {
+            return planAndroid(
+                recipient,
+                seq: seq,
+                target: android,
+                variant: variantIndex,
+                locale: localeName,
+                due: due,
+                timing: timingVerdict
+            )
+        }
         writer.bytes.removeAll(keepingCapacity: true)
         var problems: [(PreflightReason, String)] = staticIssues[variantIndex].map { ($0.reason, $0.message) }
         do throws(RenderError) {
@@ -303,21 +350,92 @@ struct PlanState {
             seq: seq,
             due: due
         )
+        count(push, variant: variantIndex, timing: timingVerdict)
+        return push
+    }
+
+    /// Counts a planned push: its variant, locale, platform and moment; keeps samples and copies.
+    mutating func count(_ push: PlannedPush, variant variantIndex: Int, timing timingVerdict: DeliveryTiming.Verdict?) {
         planned += 1
+        platformCounts[push.platform, default: 0] += 1
         if case .due(let time, let deferred, let fellBack, _)? = timingVerdict {
             timingSummary.record(due: time, deferred: deferred, fellBack: fellBack)
         }
         variantCounts[variantIndex] += 1
-        if let localeName { localeCounts[localeName, default: 0] += 1 }
-        if sampleCandidates[variantIndex].count < sampleLimit { sampleCandidates[variantIndex].append(push) }
+        if let localeName = push.locale { localeCounts[localeName, default: 0] += 1 }
+        let slot = variantIndex * 2 + (push.platform == .ios ? 0 : 1)
+        if sampleCandidates[slot].count < sampleLimit { sampleCandidates[slot].append(push) }
         // A flag per variant when it is not localized: no hashing per push on the send path.
-        if let localeName {
-            let key = CopyKey(variant: variantIndex, locale: localeName)
+        if let localeName = push.locale {
+            let key = CopyKey(variant: variantIndex, locale: localeName, platform: push.platform)
             if copies.count < Self.copyLimit, copies[key] == nil { copies[key] = push }
-        } else if !copiedUnlocalized[variantIndex] {
-            copiedUnlocalized[variantIndex] = true
-            copies[CopyKey(variant: variantIndex, locale: nil)] = push
+        } else if !copiedUnlocalized[slot] {
+            copiedUnlocalized[slot] = true
+            copies[CopyKey(variant: variantIndex, locale: nil, platform: push.platform)] = push
         }
+    }
+
+    /// Plans an Android recipient: its `FCMMessage` rendered from the same context, checked by FCM's
+    /// own rules before anything is sent.
+    mutating func planAndroid(
+        _ recipient: Recipient,
+        seq: Int,
+        target: AndroidTarget,
+        variant variantIndex: Int,
+        locale localeName: String?,
+        due: Int64?,
+        timing timingVerdict: DeliveryTiming.Verdict?
+    ) -> PlannedPush? {
+        var message: FCMMessage
+        do throws(AndroidRenderError) {
+            message = try target.render(context: &context)
+        } catch {
+            refuse(recipient, problems: [(Self.reason(for: error.error), "\(error.field): \(error.error)")])
+            return nil
+        }
+        message.expiration = androidExpiration
+        if let due, case .afterSend(let span)? = androidExpiration {
+            message.expiration = .at(Timestamp(secondsSince1970: due) + span)
+        }
+        let body = message.body(token: recipient.token)
+        // The first message of each variant through every rule FCM has (parsing it as the simulator
+        // does); the others through those what a recipient changes can break.
+        let problem: FCMError?
+        if checkedAndroidVariants.insert(variantIndex).inserted {
+            let reference = sendTime ?? Timestamp(secondsSince1970: due ?? Int64(Date().timeIntervalSince1970))
+            problem = message.problem(token: recipient.token, sendTime: reference)
+        } else {
+            problem = message.recipientProblem(body: body, token: recipient.token)
+        }
+        if let problem {
+            let field = problem.fieldViolations.first?.field
+            let reason: PreflightReason =
+                problem.message.hasPrefix("Message is too big")
+                ? .fcmPayloadTooLarge : problem.message.contains("reserved") ? .fcmReservedKey : .fcmInvalidMessage
+            refuse(
+                recipient,
+                problems: [(reason, (field.map { "\($0): " } ?? "") + problem.message)]
+            )
+            return nil
+        }
+        androidSizes.record(body.count)
+        var push = PlannedPush(
+            token: recipient.token,
+            apnsID: UUIDv5.make(namespace: runNamespace, name: recipient.token),
+            variant: variants[variantIndex].variant.name,
+            locale: localeName,
+            pushType: .alert,
+            priority: message.priority == .normal ? 5 : 10,
+            topic: "",
+            expiration: message.expiration,
+            collapseID: nil,
+            payload: body,
+            row: recipient.row,
+            seq: seq,
+            due: due
+        )
+        push.platform = .android
+        count(push, variant: variantIndex, timing: timingVerdict)
         return push
     }
 
@@ -367,7 +485,7 @@ struct PlanState {
     /// Where the plan puts `recipient`, rendering nothing: held out (variant nil, with the locale the
     /// first variant would give it), or its variant and locale.
     mutating func assignment(of recipient: Recipient) -> (variant: Int?, locale: String?) {
-        let hash = StableHash.hash(recipient.token, prefixedBy: campaign.id)
+        let hash = StableHash.hash(assignmentKey(recipient).key, prefixedBy: campaign.id)
         let variant = isHeldOut(hash) ? nil : chooseVariant(hash >> 32)
         return (variant, locale(of: recipient, variant: variant ?? 0).locale)
     }
@@ -395,8 +513,8 @@ struct PlanState {
             campaign: campaign.id,
             description: campaign.description,
             revision: campaign.revision,
-            app: campaign.app.name,
-            destination: campaign.app.destination,
+            app: campaign.appLabel,
+            destination: campaign.app?.destination,
             pushType: campaign.pushType,
             priority: campaign.priority,
             topic: campaign.topic,
@@ -432,6 +550,10 @@ struct PlanState {
             ($0.key, $0.value)
         }
         summary.payloadSizes = sizes
+        summary.androidPayloadSizes = androidSizes
+        summary.platforms = platformCounts
+        summary.android = campaign.android.map { ($0.app.name, $0.app.destinationText, $0.app.projectID) }
+        summary.assignmentUnit = userKey.map { "person (\($0))" } ?? "device"
         if timing != nil { summary.timing = timingSummary }
         summary.subscriptions = campaign.subscriptions
         summary.trigger = campaign.trigger
@@ -452,9 +574,10 @@ struct PlanState {
             round += 1
         }
         summary.samples = samples
-        summary.copies = copies.sorted {
-            $0.key.variant != $1.key.variant
-                ? $0.key.variant < $1.key.variant : ($0.key.locale ?? "") < ($1.key.locale ?? "")
+        summary.copies = copies.sorted { lhs, rhs in
+            if lhs.key.variant != rhs.key.variant { return lhs.key.variant < rhs.key.variant }
+            if lhs.key.platform != rhs.key.platform { return lhs.key.platform < rhs.key.platform }
+            return (lhs.key.locale ?? "") < (rhs.key.locale ?? "")
         }
         .map(\.value)
         return summary

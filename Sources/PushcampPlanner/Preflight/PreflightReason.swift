@@ -19,6 +19,10 @@ public enum PreflightReason: String, Sendable, Hashable, CaseIterable, Comparabl
     case expirationPassed = "expiration-passed"
     case registrationTimeUnreadable = "registered-at-unreadable"
     case invalidTimeZone = "invalid-time-zone"
+    /// FCM's own checks (`FCMMessageRules`), run on each Android message.
+    case fcmPayloadTooLarge = "fcm-payload-too-large"
+    case fcmReservedKey = "fcm-reserved-data-key"
+    case fcmInvalidMessage = "fcm-invalid-message"
 
     /// What the reason means and what to do about it.
     public var summary: String {
@@ -48,6 +52,10 @@ public enum PreflightReason: String, Sendable, Hashable, CaseIterable, Comparabl
             return "the token is known dead and its registration time cannot be read: fix the audience's cell"
         case .invalidTimeZone:
             return "the recipient's zone attribute is not a time zone (or set invalid_zone: fallback)"
+        case .fcmPayloadTooLarge: return "an Android message larger than FCM accepts (4096 bytes of data)"
+        case .fcmReservedKey: return "a data key FCM reserves (from, notification, message_type, google., gcm.…)"
+        case .fcmInvalidMessage:
+            return "an Android message FCM would refuse (INVALID_ARGUMENT: a field's value, such as a colour or a ttl)"
         }
     }
 

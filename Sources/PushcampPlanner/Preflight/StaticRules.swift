@@ -105,12 +105,14 @@ public enum StaticRules {
             break
         }
         let topicAt = campaign.topicLocation ?? campaign.messageLocation
-        if type != .mdm, !PushType.allCases.contains(where: { campaign.topic == campaign.app.topic + $0.topicSuffix }) {
+        if type != .mdm, let app = campaign.app,
+            !PushType.allCases.contains(where: { campaign.topic == app.topic + $0.topicSuffix })
+        {
             issues.append(
                 Issue(
                     reason: .badTopic,
                     message:
-                        "topic '\(campaign.topic.excerpt())' is not app \(campaign.app.name)'s bundle id '\(campaign.app.topic)' (or it with a push type's suffix); APNs answers BadTopic",
+                        "topic '\(campaign.topic.excerpt())' is not app \(app.name)'s bundle id '\(app.topic)' (or it with a push type's suffix); APNs answers BadTopic",
                     location: topicAt
                 )
             )

@@ -41,8 +41,45 @@ extension PlanSummary {
         failures.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
+    /// Where the plan sends, a line per provider: the iOS app's environment or endpoint, the
+    /// Android app's.
+    public var destinationLines: [String] {
+        var lines: [String] = []
+        if let destination { lines.append(destination.text) }
+        if let android { lines.append("Android app \(android.app) \(android.destination)") }
+        return lines
+    }
+
+    /// Whether anything goes to a real provider's production: APNs production, or FCM itself.
+    public var reachesProduction: Bool {
+        destination?.isProduction == true || android.map { !$0.destination.contains("custom endpoint") } == true
+    }
+
+    /// Planned pushes per platform in words, `12 iOS · 8 Android`; empty for an iOS-only plan.
+    public var platformText: String {
+        guard android != nil else { return "" }
+        return Platform.allCases.filter { platforms[$0] != nil || $0 == .android || destination != nil }
+            .map { "\(platforms[$0] ?? 0) \($0.title)" }.joined(separator: " · ")
+    }
+
+    /// Rows of a platform the campaign does not send to, in words.
+    public var otherPlatformText: String {
+        audience.otherPlatform.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key.title)" }
+            .joined(separator: ", ")
+    }
+
+    /// The body a sample shows: an Android push's with its ttl as at the plan's send time.
+    public func sampleBody(of push: PlannedPush) -> [UInt8] {
+        guard push.platform == .android else { return push.payload }
+        return push.fcmBody(sendTime: sendTime ?? Timestamp(secondsSince1970: push.due ?? 0))
+    }
+
     /// Headers of a planned push, in the order they are sent.
     public func headers(of push: PlannedPush) -> [(String, String)] {
+        if push.platform == .android {
+            let project = android?.project ?? "{the service account's project_id}"
+            return [(":path", "/v1/projects/\(project)/messages:send"), ("authorization", "Bearer (an access token)")]
+        }
         var headers: [(String, String)] = [
             (":path", "/3/device/\(push.token)"),
             ("apns-id", push.apnsID.description),

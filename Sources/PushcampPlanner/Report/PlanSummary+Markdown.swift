@@ -6,8 +6,8 @@ extension PlanSummary {
     /// The plan for a pull request description or comment.
     public func markdown() -> String {
         // Where it sends, first; production in bold.
-        let destinationText = escape(destination.text)
-        var out = destination.isProduction ? "**\(destinationText)**\n\n" : "\(destinationText)\n\n"
+        let destinationText = destinationLines.map(escape).joined(separator: "<br>")
+        var out = reachesProduction ? "**\(destinationText)**\n\n" : "\(destinationText)\n\n"
         out += "### Plan: \(Markdown.code(campaign)) (revision \(Markdown.code(revision)))\n\n"
         if let description { out += "\(escape(description))\n\n" }
         out += "| | |\n|---|---|\n"
@@ -26,6 +26,10 @@ extension PlanSummary {
         out += "| duplicates | \(audience.duplicates) | first row of a token wins |\n"
         out += "| filtered out | \(audience.filteredOut) | \(filter.map { "\(Markdown.code($0))" } ?? "") |\n"
         out += "| excluded | \(audience.excluded) | |\n"
+        if !audience.otherPlatform.isEmpty {
+            let count = audience.otherPlatform.values.reduce(0, +)
+            out += "| other platform | \(count) | \(escape(otherPlatformText)): the campaign names no app of theirs |\n"
+        }
         if let row = subscriptionRow { out += "| \(row.label) | \(row.count) | \(escape(row.note)) |\n" }
         out += "| suppressed | \(suppressed) | \(suppressed > 0 ? "dead tokens for \(Markdown.code(topic))" : "") |\n"
         out += "| capped | \(capped) | \(frequencyCap.map { "frequency cap: \($0)" } ?? "no frequency cap") |\n"
@@ -33,8 +37,16 @@ extension PlanSummary {
         out += "| **planned** | **\(planned)** | |\n"
         out += "| refused | \(failed) | \(failed > 0 ? "pre-flight failures below" : "") |\n\n"
 
+        if android != nil {
+            out += "#### Platforms\n\n| platform | planned | via |\n|---|---:|---|\n"
+            for platform in Platform.allCases where platform == .android || destination != nil {
+                out += "| \(platform.title) | \(platforms[platform] ?? 0) | \(platform.provider) |\n"
+            }
+            out += "\n"
+        }
         if !variants.isEmpty {
-            out += "#### Variants\n\n| variant | weight | planned |\n|---|---:|---:|\n"
+            let unit = assignmentUnit == "device" ? "" : " (assigned per \(escape(assignmentUnit)))"
+            out += "#### Variants\(unit)\n\n| variant | weight | planned |\n|---|---:|---:|\n"
             for variant in variants {
                 out += "| \(Markdown.code(variant.name)) | \(variant.weight) | \(variant.planned) |\n"
             }
@@ -53,6 +65,11 @@ extension PlanSummary {
         if payloadSizes.total > 0 {
             out +=
                 "Payload size: min \(payloadSizes.minimum), median \(payloadSizes.median), max \(payloadSizes.maximum) bytes (limit \(pushType.payloadLimit)).\n\n"
+        }
+        if androidPayloadSizes.total > 0 {
+            let sizes = androidPayloadSizes
+            out +=
+                "Android message size: min \(sizes.minimum), median \(sizes.median), max \(sizes.maximum) bytes of body (FCM's limit: 4096 bytes of data).\n\n"
         }
         if failures.isEmpty {
             out += "No pre-flight failures.\n\n"
@@ -77,11 +94,12 @@ extension PlanSummary {
             out += "<details><summary>\(samples.count) rendered sample\(samples.count == 1 ? "" : "s")</summary>\n\n"
             for (index, push) in samples.enumerated() {
                 var title = "**#\(index + 1)** row \(push.row)"
+                if android != nil { title += ", \(push.platform.title)" }
                 if !variants.isEmpty { title += ", variant \(Markdown.code(push.variant))" }
                 if let locale = push.locale { title += ", locale \(Markdown.code(locale))" }
                 out += title + "\n\n```http\n"
                 for (name, value) in headers(of: push) { out += "\(name): \(value)\n" }
-                out += "\n\(String(decoding: push.payload, as: UTF8.self))\n```\n\n"
+                out += "\n\(String(decoding: sampleBody(of: push), as: UTF8.self))\n```\n\n"
             }
             out += "</details>\n"
         }

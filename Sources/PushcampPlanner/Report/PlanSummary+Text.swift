@@ -6,12 +6,15 @@ extension PlanSummary {
     public func text() -> String {
         // Every value from the campaign's files is escaped: a CR or NUL in a topic or collapse id
         // (refused by pre-flight) must not forge the lines around it.
-        var out = "\(destination.text.escapingControlCharacters)\n"
+        var out = destinationLines.map { "\($0.escapingControlCharacters)\n" }.joined()
         out += "Plan for \(campaign.escapingControlCharacters) (revision \(revision))\n"
         if let journal { out += "  journal: \(journal.text.escapingControlCharacters)\n" }
         if let description { out += "  \(description.escapingControlCharacters)\n" }
-        out +=
-            "  app \(app.escapingControlCharacters) · push type \(pushType.rawValue) · priority \(priority) · topic \(topic.escapingControlCharacters)\n"
+        let appLine =
+            destination == nil
+            ? "  app \(app.escapingControlCharacters) · priority \(priority)\n"
+            : "  app \(app.escapingControlCharacters) · push type \(pushType.rawValue) · priority \(priority) · topic \(topic.escapingControlCharacters)\n"
+        out += appLine
         out += "  expiration \(expirationText)"
         if let collapseID { out += " · collapse id \(collapseID.escapingControlCharacters)" }
         out += "\n  send time \(sendTimeText)\n"
@@ -26,6 +29,10 @@ extension PlanSummary {
             ("filtered out", audience.filteredOut, filter.map { "where: \($0.escapingControlCharacters)" } ?? "")
         )
         rows.append(("excluded", audience.excluded, ""))
+        if !audience.otherPlatform.isEmpty {
+            let count = audience.otherPlatform.values.reduce(0, +)
+            rows.append(("other platform", count, "\(otherPlatformText): the campaign names no app of theirs"))
+        }
         if let row = subscriptionRow { rows.append((row.label, row.count, row.note.escapingControlCharacters)) }
         rows.append(
             (
@@ -44,8 +51,15 @@ extension PlanSummary {
                 "  " + pad(label, 16) + pad(String(count), 10, right: true) + (note.isEmpty ? "" : "   \(note)") + "\n"
         }
 
+        if android != nil {
+            out += "\nPlatforms\n"
+            for platform in Platform.allCases where platform == .android || destination != nil {
+                let count = String(platforms[platform] ?? 0)
+                out += "  " + pad(platform.title, 16) + pad(count, 10, right: true) + "   via \(platform.provider)\n"
+            }
+        }
         if !variants.isEmpty {
-            out += "\nVariants\n"
+            out += "\nVariants\(assignmentUnit == "device" ? "" : " (assigned per \(assignmentUnit))")\n"
             for variant in variants {
                 out +=
                     "  " + pad(variant.name.escapingControlCharacters, 16)
@@ -72,6 +86,11 @@ extension PlanSummary {
             out +=
                 "\nPayload size: min \(payloadSizes.minimum) · median \(payloadSizes.median) · max \(payloadSizes.maximum) bytes (limit \(pushType.payloadLimit))\n"
         }
+        if androidPayloadSizes.total > 0 {
+            let sizes = androidPayloadSizes
+            out +=
+                "\(payloadSizes.total > 0 ? "" : "\n")Android message size: min \(sizes.minimum) · median \(sizes.median) · max \(sizes.maximum) bytes of body (FCM's limit: 4096 bytes of data)\n"
+        }
         if !failures.isEmpty {
             out += "\nPre-flight failures\n"
             for (reason, stat) in sortedFailures {
@@ -91,12 +110,14 @@ extension PlanSummary {
             out += "\nSamples\n"
             for (index, push) in samples.enumerated() {
                 var title = "  #\(index + 1) \(push.token)"
+                if android != nil { title += " · \(push.platform.title)" }
                 if !variants.isEmpty { title += " · variant \(push.variant)" }
                 if let locale = push.locale { title += " · locale \(locale)" }
                 if let due = push.due { title += " · due \(Timestamp(secondsSince1970: due))" }
                 out += title + " · row \(push.row)\n"
                 for (name, value) in headers(of: push) { out += "     \(name): \(value.escapingControlCharacters)\n" }
-                out += "     body (\(push.payload.count) bytes): \(String(decoding: push.payload, as: UTF8.self))\n"
+                let body = sampleBody(of: push)
+                out += "     body (\(body.count) bytes): \(String(decoding: body, as: UTF8.self))\n"
             }
         }
         out += "\nEstimate: \(planned) push\(planned == 1 ? "" : "es") at \(rateText) ≈ \(durationText)"
@@ -110,7 +131,8 @@ extension PlanSummary {
     /// A few lines for a confirmation prompt: what goes where, what the journal says, how long.
     public func brief() -> String {
         var out =
-            "  campaign \(campaign.escapingControlCharacters) (revision \(revision)) · app \(app.escapingControlCharacters) · topic \(topic.escapingControlCharacters)\n"
+            "  campaign \(campaign.escapingControlCharacters) (revision \(revision)) · app \(app.escapingControlCharacters)"
+            + (destination == nil ? "" : " · topic \(topic.escapingControlCharacters)") + "\n"
         if let journal { out += "  journal: \(journal.text.escapingControlCharacters)\n" }
         var held: [String] = []
         for (count, label) in [
@@ -122,6 +144,7 @@ extension PlanSummary {
             held.append("\(count) \(label)")
         }
         out += "  \(planned) push\(planned == 1 ? "" : "es") planned"
+        if !platformText.isEmpty { out += " (\(platformText))" }
         out += held.isEmpty ? "" : " (\(held.joined(separator: ", ")))"
         return out + " · about \(durationText) at \(rateText)\n"
     }

@@ -199,7 +199,7 @@ public enum BroadcastRun {
             let exchange: APNsExchange
             do {
                 exchange = try await SendRun.exchange(
-                    app: campaign.app,
+                    app: campaign.broadcast!.app,
                     endpoint: message.endpoint,
                     paths: paths,
                     variables: variables,
@@ -375,7 +375,7 @@ public enum BroadcastRun {
             var stats = stats
             stats.connectionsOpened = stats.latency.count > 0 ? 1 : 0
             stats.sent = SentFacts(
-                app: campaign.app.name,
+                app: campaign.appLabel,
                 topic: "channel \(message.channel.name)",
                 environment: message.channel.environment.rawValue,
                 endpoint: message.endpoint,

@@ -67,10 +67,11 @@ extension ExecutorStateMachine {
                 if case .response(_, _, let timestamp) = outcome.result { stamp = timestamp }
                 note(.failed(status: outcome.status, reason: reason, apnsTimestamp: stamp))
                 if InvalidToken.reasons.contains(reason) || FCMReason.deadTokenReasons.contains(reason) {
-                    // Remembered for the topic: later campaigns skip the token.
+                    // Remembered for the topic (FCM's registration tokens: for FCM): later campaigns
+                    // skip the token.
                     dead.append(
                         InvalidToken(
-                            topic: request.topic,
+                            topic: request.isFCM ? InvalidToken.fcmTopic : request.topic,
                             token: request.deviceToken,
                             reason: reason,
                             apnsTimestamp: stamp,

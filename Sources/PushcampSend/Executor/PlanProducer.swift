@@ -29,6 +29,8 @@ final class PlanProducer: Sendable {
     private let resendUnknown: Bool
     private let only: SeqSet?
     private let clock: any WallClock
+    /// Where Android pushes go: the `messages:send` path of the app's Firebase project.
+    private let fcmPath: String
     private let feed = PlanFeed(capacity: 4)
     /// The variant and locale of each request, for the readout.
     let groups: ReadoutGroups
@@ -43,9 +45,11 @@ final class PlanProducer: Sendable {
         resendUnknown: Bool = true,
         only: SeqSet?,
         clock: any WallClock,
-        groups: ReadoutGroups = ReadoutGroups()
+        groups: ReadoutGroups = ReadoutGroups(),
+        fcmPath: String = ""
     ) {
         self.groups = groups
+        self.fcmPath = fcmPath
         self.source = Mutex(.planner(planner))
         self.clock = clock
         self.sendTime = sendTime
@@ -79,6 +83,7 @@ final class PlanProducer: Sendable {
         groups: ReadoutGroups = ReadoutGroups()
     ) {
         self.groups = groups
+        self.fcmPath = ""
         self.source = Mutex(.snapshot(slice))
         self.clock = clock
         self.sendTime = slice.sendTime
@@ -109,7 +114,9 @@ final class PlanProducer: Sendable {
             batch.requests.reserveCapacity(batchSize)
         }
         func take(_ push: PlannedPush) throws {
-            var (request, kind) = Self.request(for: push, sendTime: sendTime, resume: resume)
+            // An Android message's ttl is the time left when it is handed over, not at the run's start.
+            let at = push.platform == .android ? Timestamp(secondsSince1970: Int64(clock.now())) : sendTime
+            var (request, kind) = Self.request(for: push, sendTime: at, resume: resume, fcmPath: fcmPath)
             if let last, last.variant == push.variant, last.locale == push.locale {
                 request.group = last.group
             } else {
@@ -203,18 +210,31 @@ final class PlanProducer: Sendable {
     }
 
     /// The request for `push`, with what a resumed run knew of it.
-    static func request(for push: PlannedPush, sendTime: Timestamp, resume: ResumePoint) -> (APNsRequest, Kind) {
-        var request = APNsRequest(
-            tag: push.seq,
-            deviceToken: push.token,
-            uuid: (push.apnsID.bytes.0, push.apnsID.bytes.1),
-            topic: push.topic,
-            pushType: push.pushType.rawValue,
-            priority: push.priority,
-            expiration: push.expirationHeader(sendTime: sendTime),
-            collapseID: push.collapseID,
-            payload: push.payload
-        )
+    static func request(
+        for push: PlannedPush,
+        sendTime: Timestamp,
+        resume: ResumePoint,
+        fcmPath: String = ""
+    ) -> (APNsRequest, Kind) {
+        var request =
+            push.platform == .android
+            ? APNsRequest(
+                tag: push.seq,
+                registrationToken: push.token,
+                path: fcmPath,
+                body: push.fcmBody(sendTime: sendTime)
+            )
+            : APNsRequest(
+                tag: push.seq,
+                deviceToken: push.token,
+                uuid: (push.apnsID.bytes.0, push.apnsID.bytes.1),
+                topic: push.topic,
+                pushType: push.pushType.rawValue,
+                priority: push.priority,
+                expiration: push.expirationHeader(sendTime: sendTime),
+                collapseID: push.collapseID,
+                payload: push.payload
+            )
         request.deviceTokenHash = StableHash.hash(push.token)
         switch resume.pending.isEmpty ? nil : resume.pending[push.seq] {
         case .waiting(let until, let attempts)?:

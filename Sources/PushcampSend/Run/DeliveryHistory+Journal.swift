@@ -15,8 +15,13 @@ extension DeliveryHistory {
         triggerKeys: [String]? = nil
     ) async throws -> DeliveryHistory {
         var suppression = Suppression(registeredAtAttribute: campaign.registeredAtAttribute)
-        for token in try await journal.invalidTokens(topic: campaign.topic, since: nil) {
-            suppression.add(token: token.token, apnsTimestamp: token.apnsTimestamp, seenAt: token.seenAt)
+        var topics: [String] = []
+        if campaign.app != nil { topics.append(campaign.topic) }
+        if campaign.android != nil { topics.append(InvalidToken.fcmTopic) }
+        for topic in topics {
+            for token in try await journal.invalidTokens(topic: topic, since: nil) {
+                suppression.add(token: token.token, apnsTimestamp: token.apnsTimestamp, seenAt: token.seenAt)
+            }
         }
         var history = DeliveryHistory(suppression: suppression)
         if let spec = campaign.frequencyCap {
@@ -47,7 +52,7 @@ extension DeliveryHistory {
         }
         let wanted = keys.map { Set($0.map(join.normalized)) }
         var selected: [String] = []
-        try await journal.forEachSubscription(app: campaign.app.name) { subscription in
+        try await journal.forEachSubscription(app: campaign.appLabel) { subscription in
             guard
                 spec?.admits(
                     status: subscription.status,
@@ -106,7 +111,7 @@ extension PlanSummary {
         var summary = try planner.run()
         summary.journal = status
         if let trigger = campaign.trigger {
-            summary.triggerHistory = try await triggerHistory(trigger, app: campaign.app.name, journal: journal)
+            summary.triggerHistory = try await triggerHistory(trigger, app: campaign.appLabel, journal: journal)
         }
         return summary
     }

@@ -46,7 +46,8 @@ public struct PlanDiff: Sendable {
         Side(
             label: "now",
             revision: summary.revision,
-            destination: "\(summary.destination.environment.rawValue) \(summary.destination.endpoint)",
+            destination: summary.destination.map { "\($0.environment.rawValue) \($0.endpoint)" }
+                ?? summary.destinationLines.joined(separator: "; "),
             topic: summary.topic,
             counts: rows(
                 read: summary.audience.read,

@@ -67,9 +67,9 @@ public struct PlanFile: Codable, Sendable, Equatable {
         self.campaign = campaign.id
         revision = campaign.revision
         createdAt = Timestamp(secondsSince1970: Int64(now)).description
-        app = campaign.app.name
-        environment = campaign.app.environment.rawValue
-        endpoint = campaign.app.endpoint
+        app = campaign.appLabel
+        environment = campaign.environmentLabel
+        endpoint = campaign.app?.endpoint ?? campaign.android?.app.endpoint
         topic = campaign.topic
         journal = summary.journal?.text
         inputs = campaign.inputs.map { Input(role: $0.role.rawValue, path: $0.path, sha256: $0.sha256) }

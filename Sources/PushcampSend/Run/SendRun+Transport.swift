@@ -1,6 +1,9 @@
 import Foundation
+import NIOCore
 import PushcampAPNs
 import PushcampAPNsCore
+import PushcampFCM
+import PushcampFCMCore
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
@@ -12,26 +15,97 @@ extension SendRun {
     /// Provider tokens come from `owners`, the one owner per key that every run of the process
     /// asks; `tokenCache` is where they are kept between processes (beside the journal).
     static func appTransport(
-        for campaign: LoadedCampaign,
+        for app: AppConfig,
+        connections: Int,
         paths: ProjectPaths,
         environment: [String: String],
         clock: any WallClock,
         owners: ProviderTokenOwners,
-        tokenCache: String?
+        tokenCache: String?,
+        group: any EventLoopGroup = APNsConnectionPool.nextEventLoop()
     ) throws(APNsClientError) -> (APNsConnectionPool, endpoint: String, tokens: ProviderTokens?) {
         var (configuration, endpoint) = try clientConfiguration(
-            for: campaign.app,
+            for: app,
             paths: paths,
             environment: environment,
             clock: clock,
             owners: owners,
             tokenCache: tokenCache
         )
-        configuration.connections = campaign.connections
+        configuration.connections = connections
         var tokens: ProviderTokens?
         if case .providerToken(let owner) = configuration.authentication { tokens = owner }
-        return (try APNsConnectionPool(configuration: configuration), endpoint, tokens)
+        return (try APNsConnectionPool(configuration: configuration, group: group), endpoint, tokens)
     }
+
+    /// A connection pool for an Android app: FCM's endpoint (or the app's), the service account's
+    /// access tokens fetched from its token endpoint and renewed before they expire, and the
+    /// `messages:send` path of the app's Firebase project.
+    static func fcmTransport(
+        for app: FCMAppConfig,
+        connections: Int,
+        paths: ProjectPaths,
+        environment: [String: String],
+        clock: any WallClock,
+        group: any EventLoopGroup = APNsConnectionPool.nextEventLoop()
+    ) throws(RunRefusal) -> (APNsConnectionPool, endpoint: String, tokens: AccessTokens, path: String) {
+        let credentials: FCMCredentials
+        do {
+            credentials = try FCMCredentials.load(app, paths: paths, environment: environment)
+        } catch {
+            throw RunRefusal(.credentials, "\(error.description); nothing was sent")
+        }
+        do throws(APNsClientError) {
+            let pool = try fcmPool(
+                account: credentials.account,
+                endpoint: app.sendEndpoint,
+                caFile: credentials.caFile,
+                connections: connections,
+                clock: clock,
+                group: group
+            )
+            return (pool.pool, app.sendEndpoint, pool.tokens, fcmPath(project: credentials.projectID))
+        } catch {
+            throw RunRefusal(.credentials, "app \(app.name): " + error.message + "; nothing was sent")
+        }
+    }
+
+    /// A pool to FCM's `endpoint` sending as `account`: its access tokens fetched from the account's
+    /// token endpoint, renewed ahead of their end and once after a 401.
+    public static func fcmPool(
+        account: ServiceAccount,
+        endpoint: String,
+        caFile: String?,
+        connections: Int,
+        clock: any WallClock,
+        group: any EventLoopGroup = APNsConnectionPool.nextEventLoop()
+    ) throws(APNsClientError) -> (pool: APNsConnectionPool, tokens: AccessTokens) {
+        guard let (host, port) = APNsClientConfiguration.parseEndpoint(endpoint) else {
+            throw APNsClientError(.connect, "endpoint '\(endpoint)' is not https://host[:port]")
+        }
+        let tokens: AccessTokens
+        do throws(FCMClientError) {
+            tokens = AccessTokens(
+                account: account,
+                endpoint: try TokenEndpoint(uri: account.tokenURI, caFile: caFile),
+                clock: clock
+            )
+        } catch {
+            throw APNsClientError(.credentials, error.message)
+        }
+        var configuration = APNsClientConfiguration(
+            host: host,
+            port: port,
+            authentication: .bearer(tokens),
+            caFile: caFile,
+            connections: connections
+        )
+        configuration.clock = clock
+        return (try APNsConnectionPool(configuration: configuration, group: group), tokens)
+    }
+
+    /// The `messages:send` path of a Firebase project.
+    static func fcmPath(project: String) -> String { "/v1/projects/\(project)/messages:send" }
 
     /// What is wrong with an app's credentials, and where in pushcamp.yaml the setting at fault is
     /// written (`key_file`, `certificate`, `ca_file`), when it is one of those.
@@ -41,6 +115,26 @@ extension SendRun {
 
         /// `pushcamp.yaml:7:15: app shop: key_file …`, or the message alone.
         public var description: String { location.map { "\($0): \(message)" } ?? message }
+    }
+
+    /// What is wrong with the credentials of `campaign`'s apps (see the other `credentialsProblem`;
+    /// an Android app's service account is read and parsed).
+    public static func credentialsProblem(
+        of campaign: LoadedCampaign,
+        paths: ProjectPaths,
+        environment: [String: String]
+    ) -> CredentialsProblem? {
+        if let app = campaign.app, let problem = credentialsProblem(of: app, paths: paths, environment: environment) {
+            return problem
+        }
+        if let android = campaign.android {
+            do {
+                _ = try FCMCredentials.load(android.app, paths: paths, environment: environment)
+            } catch {
+                return error
+            }
+        }
+        return nil
     }
 
     /// What is wrong with `app`'s credentials, checked without connecting: every `${env:…}` set, the
@@ -182,6 +276,28 @@ extension SendRun {
         )
         configuration.clock = clock
         return (configuration, endpoint)
+    }
+}
+
+/// The credentials a send shares through the journal with the other nodes on it: the APNs app's
+/// provider tokens, the Android app's access tokens.
+struct SharedCredentials: Sendable {
+    var items: [any SharedCredential]
+
+    /// Nil when there is nothing to share (a given transport, a certificate).
+    init?(_ items: [(any SharedCredential)?]) {
+        self.items = items.compactMap { $0 }
+        if self.items.isEmpty { return nil }
+    }
+
+    func synchronize(through journal: any Journal) async {
+        for item in items { await item.synchronize(through: journal) }
+    }
+
+    func keepSynchronized(through journal: any Journal) async {
+        await withDiscardingTaskGroup { group in
+            for item in items { group.addTask { await item.keepSynchronized(through: journal) } }
+        }
     }
 }
 

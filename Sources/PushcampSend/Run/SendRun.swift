@@ -1,6 +1,7 @@
 import Foundation
 import PushcampAPNs
 import PushcampAPNsCore
+import PushcampFCM
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
@@ -97,7 +98,7 @@ public final class SendRun: Service, Sendable {
     /// a worker that joined a sliced run (it holds its slices' leases only).
     public let lease: SendLease?
     /// The provider tokens of the app's key and the journal they are shared through.
-    private let tokens: (ProviderTokens, any Journal)?
+    private let tokens: (SharedCredentials, any Journal)?
 
     init(
         executor: Executor?,
@@ -106,7 +107,7 @@ public final class SendRun: Service, Sendable {
         endpoint: String,
         note: String?,
         lease: SendLease?,
-        tokens: (ProviderTokens, any Journal)?
+        tokens: (SharedCredentials, any Journal)?
     ) {
         self.executor = executor
         self.worker = worker
@@ -263,9 +264,9 @@ public final class SendRun: Service, Sendable {
         let groups = ReadoutGroups()
         report.groupNames = groups
         report.sent = SentFacts(
-            app: campaign.app.name,
+            app: campaign.appLabel,
             topic: campaign.topic,
-            environment: options.kind == .rehearsal ? "rehearsal" : campaign.app.environment.rawValue,
+            environment: options.kind == .rehearsal ? "rehearsal" : campaign.environmentLabel,
             endpoint: endpoint,
             rate: campaign.rate.text,
             connections: campaign.connections
@@ -292,7 +293,8 @@ public final class SendRun: Service, Sendable {
             resendUnknown: campaign.retry.resendUnknown,
             only: only,
             clock: clock,
-            groups: groups
+            groups: groups,
+            fcmPath: fcmPath(for: campaign, over: transport)
         )
         let executor = Executor(
             machine: machine,
@@ -323,24 +325,63 @@ extension SendRun {
         over transport: Transport,
         options: Options,
         clock: any WallClock
-    ) throws(RunRefusal) -> (any PushTransport, endpoint: String, tokens: ProviderTokens?) {
+    ) throws(RunRefusal) -> (any PushTransport, endpoint: String, tokens: SharedCredentials?) {
         switch transport {
         case .app(let paths, let environment):
-            do {
-                return try appTransport(
-                    for: campaign,
+            // One event loop for both pools: the executor runs on it, next to every connection.
+            let loop = APNsConnectionPool.nextEventLoop()
+            var apns: (APNsConnectionPool, endpoint: String, tokens: ProviderTokens?)?
+            if let app = campaign.app {
+                do {
+                    apns = try appTransport(
+                        for: app,
+                        connections: campaign.connections,
+                        paths: paths,
+                        environment: environment,
+                        clock: clock,
+                        owners: options.providerTokens,
+                        tokenCache: options.tokenCache,
+                        group: loop
+                    )
+                } catch {
+                    throw RunRefusal(.credentials, error.message + "; nothing was sent")
+                }
+            }
+            var fcm: (APNsConnectionPool, endpoint: String, tokens: AccessTokens, path: String)?
+            if let android = campaign.android {
+                fcm = try fcmTransport(
+                    for: android.app,
+                    connections: campaign.connections,
                     paths: paths,
                     environment: environment,
                     clock: clock,
-                    owners: options.providerTokens,
-                    tokenCache: options.tokenCache
+                    group: loop
                 )
-            } catch {
-                throw RunRefusal(.credentials, error.message + "; nothing was sent")
+            }
+            let credentials = SharedCredentials([apns?.tokens, fcm?.tokens])
+            switch (apns, fcm) {
+            case (let apns?, let fcm?):
+                return (
+                    RoutedTransport(apns: apns.0, fcm: fcm.0), "\(apns.endpoint) and \(fcm.endpoint)", credentials
+                )
+            case (let apns?, nil): return (apns.0, apns.endpoint, credentials)
+            case (nil, let fcm?): return (fcm.0, fcm.endpoint, credentials)
+            case (nil, nil): throw RunRefusal(.refused, "the campaign names no app to send with; nothing was sent")
             }
         case .given(let given, let name):
             return (given, name, nil)
         }
+    }
+
+    /// The `messages:send` path of `campaign`'s Android app: its `project_id`, else its key file's.
+    static func fcmPath(for campaign: LoadedCampaign, over transport: Transport) -> String {
+        guard let android = campaign.android else { return "" }
+        if case .app(let paths, let environment) = transport,
+            let credentials = try? FCMCredentials.load(android.app, paths: paths, environment: environment)
+        {
+            return fcmPath(project: credentials.projectID)
+        }
+        return fcmPath(project: android.app.projectID ?? "rehearsal")
     }
 }
 
@@ -462,13 +503,17 @@ extension SendRun {
         planFile: Bool,
         interactive: Bool
     ) -> Confirmation {
-        guard campaign.app.environment == .production, campaign.app.endpoint == nil, !yes, !planFile else {
-            return .notNeeded
+        var real: [String] = []
+        if let app = campaign.app, app.environment == .production, app.endpoint == nil {
+            real.append("APNs production (app \(app.name))")
         }
+        // FCM has one environment: without an endpoint of the simulator, messages reach phones.
+        if let android = campaign.android, android.app.endpoint == nil { real.append("FCM (app \(android.app.name))") }
+        guard !real.isEmpty, !yes, !planFile else { return .notNeeded }
         if interactive { return .ask }
         return .refuse(
             """
-            campaign \(campaign.id) would send to APNs production (app \(campaign.app.name)) and there is no \
+            campaign \(campaign.id) would send to \(real.joined(separator: " and ")) and there is no \
             terminal to confirm on; nothing was sent. Pass --yes, or --plan FILE with a plan made by \
             `pushcamp plan --out FILE`
             """

@@ -393,6 +393,9 @@ extension LoadedCampaign {
     /// recipients all go at once (a moment per recipient is planned moment by moment instead);
     /// replays, rehearsals and trigger runs are sent whole.
     func isSliceable(as kind: SendRun.Kind) -> Bool {
+        // A run's snapshot keeps APNs pushes; a campaign with Android recipients is sent by one
+        // worker (its lease and resume hold as for any unsliced run).
+        if android != nil { return false }
         switch kind {
         case .send, .slot: return !timesEachRecipient
         case .replay, .rehearsal, .trigger: return false
@@ -450,9 +453,9 @@ extension SendRun {
             var stats = RunStats()
             stats.plan = PlanFunnel(summary)
             stats.sent = SentFacts(
-                app: campaign.app.name,
+                app: campaign.appLabel,
                 topic: campaign.topic,
-                environment: campaign.app.environment.rawValue,
+                environment: campaign.environmentLabel,
                 endpoint: endpoint,
                 rate: campaign.rate.text,
                 connections: campaign.connections

@@ -21,8 +21,9 @@ public struct TriggerRule: Sendable, Hashable {
     }
 
     init?(_ campaign: LoadedCampaign) {
-        guard let trigger = campaign.trigger else { return nil }
-        self.init(campaign: campaign.id, app: campaign.app.name, spec: trigger, key: campaign.subscriptionJoin.key)
+        // (A trigger campaign names an iOS app: the assembler refuses one naming only Android's.)
+        guard let trigger = campaign.trigger, let app = campaign.app else { return nil }
+        self.init(campaign: campaign.id, app: app.name, spec: trigger, key: campaign.subscriptionJoin.key)
     }
 }
 
