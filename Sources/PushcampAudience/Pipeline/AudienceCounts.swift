@@ -17,7 +17,18 @@ public struct AudienceCounts: Sendable, Hashable {
     /// Rows handed on to the planner.
     public var passed = 0
     /// Rows handed on, by platform.
-    public var platforms: [Platform: Int] = [:]
+    public var platforms: [Platform: Int] {
+        var counts: [Platform: Int] = [:]
+        if passedIOS > 0 { counts[.ios] = passedIOS }
+        if passed - passedIOS > 0 { counts[.android] = passed - passedIOS }
+        return counts
+    }
+    /// Rows handed on to iOS (counted per row without hashing: this runs once per recipient).
+    private var passedIOS = 0
+
+    mutating func count(_ platform: Platform) {
+        if platform == .ios { passedIOS += 1 }
+    }
     /// Rows of a platform the campaign does not send to (an Android row of an iOS campaign), passed
     /// over before anything else.
     public var otherPlatform: [Platform: Int] = [:]

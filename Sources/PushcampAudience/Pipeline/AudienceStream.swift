@@ -84,7 +84,7 @@ public struct AudienceStream: Sendable {
                 return
             }
             counts.passed += 1
-            counts.platforms[platform, default: 0] += 1
+            counts.count(platform)
             try body(Recipient(token: token, attributes: row.attributes, row: row.row, platform: platform))
         }
         return counts
@@ -119,7 +119,9 @@ public struct AudienceStream: Sendable {
     /// tokens as written), or nil when it is neither: what the duplicate pass and exclusion lists
     /// key on, where no row's platform column is read.
     static func anyToken(_ raw: String) -> String? {
-        try? Platform(tokenShape: raw).normalize(raw).get()
+        // An APNs token first: most audiences hold only those, and that check allocates nothing.
+        if case .success(let token) = DeviceToken.normalize(raw) { return token }
+        return try? Platform.android.normalize(raw).get()
     }
 
     /// The hash duplicates are found by: never stored, so unlike `StableHash` (FNV-1a, one byte at

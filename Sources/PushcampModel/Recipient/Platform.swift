@@ -95,10 +95,12 @@ public struct PlatformRule: Sendable, Hashable {
 extension String {
     /// Without leading and trailing spaces, tabs and line ends.
     func trimmingWhitespace() -> String {
+        func isSpace(_ byte: UInt8?) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+        // Most values have nothing to trim: no copy for them.
+        if !isSpace(utf8.first), !isSpace(utf8.last) { return self }
         let bytes = Array(utf8)
         var start = 0
         var end = bytes.count
-        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
         while start < end, isSpace(bytes[start]) { start += 1 }
         while end > start, isSpace(bytes[end - 1]) { end -= 1 }
         return start == 0 && end == bytes.count ? self : String(decoding: bytes[start..<end], as: UTF8.self)

@@ -160,8 +160,8 @@ struct PlanState {
     var failed = 0
     var sizes = SizeStatistics()
     var androidSizes = SizeStatistics()
-    /// Planned pushes by platform.
-    var platformCounts: [Platform: Int] = [:]
+    /// Planned pushes to Android (the rest went to iOS): counted without hashing, once per push.
+    var androidPlanned = 0
     /// Recipients assigned by their person (`user_key`) rather than their token.
     var assignedByPerson = 0
     /// The variants whose first Android message went through all of FCM's rules.
@@ -357,7 +357,7 @@ struct PlanState {
     /// Counts a planned push: its variant, locale, platform and moment; keeps samples and copies.
     mutating func count(_ push: PlannedPush, variant variantIndex: Int, timing timingVerdict: DeliveryTiming.Verdict?) {
         planned += 1
-        platformCounts[push.platform, default: 0] += 1
+        if push.platform == .android { androidPlanned += 1 }
         if case .due(let time, let deferred, let fellBack, _)? = timingVerdict {
             timingSummary.record(due: time, deferred: deferred, fellBack: fellBack)
         }
@@ -551,7 +551,8 @@ struct PlanState {
         }
         summary.payloadSizes = sizes
         summary.androidPayloadSizes = androidSizes
-        summary.platforms = platformCounts
+        if planned > androidPlanned { summary.platforms[.ios] = planned - androidPlanned }
+        if androidPlanned > 0 { summary.platforms[.android] = androidPlanned }
         summary.android = campaign.android.map { ($0.app.name, $0.app.destinationText, $0.app.projectID) }
         summary.assignmentUnit = userKey.map { "person (\($0))" } ?? "device"
         if timing != nil { summary.timing = timingSummary }
