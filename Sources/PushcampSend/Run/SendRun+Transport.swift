@@ -127,14 +127,22 @@ extension SendRun {
         if let app = campaign.app, let problem = credentialsProblem(of: app, paths: paths, environment: environment) {
             return problem
         }
-        if let android = campaign.android {
-            do {
-                _ = try FCMCredentials.load(android.app, paths: paths, environment: environment)
-            } catch {
-                return error
-            }
+        return campaign.android.flatMap { credentialsProblem(of: $0.app, paths: paths, environment: environment) }
+    }
+
+    /// What is wrong with an Android app's credentials: its service account read and parsed, its
+    /// CA file usable. Nil when nothing is.
+    public static func credentialsProblem(
+        of app: FCMAppConfig,
+        paths: ProjectPaths,
+        environment: [String: String]
+    ) -> CredentialsProblem? {
+        do {
+            _ = try FCMCredentials.load(app, paths: paths, environment: environment)
+            return nil
+        } catch {
+            return error
         }
-        return nil
     }
 
     /// What is wrong with `app`'s credentials, checked without connecting: every `${env:…}` set, the

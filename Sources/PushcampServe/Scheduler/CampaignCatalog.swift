@@ -16,6 +16,8 @@ struct CampaignCatalog {
         var trigger: TriggerRule?
         /// The app it sends with (its credentials are checked while it is scheduled or triggered).
         var app: AppConfig?
+        /// Its Android app, when it sends to one.
+        var android: FCMAppConfig? = nil
         /// The channel a broadcast campaign sends to.
         var channel: String?
         var loadError: String?
@@ -69,15 +71,20 @@ struct CampaignCatalog {
         return result
     }
 
+    /// An app a campaign sends with: APNs' or FCM's.
+    enum SendingApp {
+        case apns(AppConfig)
+        case fcm(FCMAppConfig)
+    }
+
     /// The apps scheduled and trigger campaigns send with, by name, with those campaigns' ids.
-    var sendingApps: [String: (app: AppConfig, campaigns: [String])] {
-        var result: [String: (app: AppConfig, campaigns: [String])] = [:]
+    var sendingApps: [String: (app: SendingApp, campaigns: [String])] {
+        var result: [String: (app: SendingApp, campaigns: [String])] = [:]
         let campaigns = Set(scheduled.keys).union(triggers.keys)
         for entry in entries.values.sorted(by: { $0.path < $1.path }) {
-            guard entry.duplicateOf == nil, let id = entry.id, campaigns.contains(id), let app = entry.app else {
-                continue
-            }
-            result[app.name, default: (app, [])].campaigns.append(id)
+            guard entry.duplicateOf == nil, let id = entry.id, campaigns.contains(id) else { continue }
+            if let app = entry.app { result[app.name, default: (.apns(app), [])].campaigns.append(id) }
+            if let app = entry.android { result[app.name, default: (.fcm(app), [])].campaigns.append(id) }
         }
         return result
     }
@@ -144,6 +151,7 @@ struct CampaignCatalog {
             schedule: campaign?.schedule,
             trigger: campaign.flatMap(TriggerRule.init),
             app: campaign?.app,
+            android: campaign?.android?.app,
             channel: campaign?.broadcast?.channel.name,
             loadError: error
         )

@@ -17,13 +17,22 @@ extension SchedulerService {
     func checkCredentials(_ catalog: CampaignCatalog) {
         var problems: [String] = []
         for (_, entry) in catalog.sendingApps.sorted(by: { $0.key < $1.key }) {
-            guard
-                let problem = SendRun.credentialsProblem(
-                    of: entry.app,
+            let problem: SendRun.CredentialsProblem?
+            switch entry.app {
+            case .apns(let app):
+                problem = SendRun.credentialsProblem(
+                    of: app,
                     paths: configuration.paths,
                     environment: configuration.environment
                 )
-            else { continue }
+            case .fcm(let app):
+                problem = SendRun.credentialsProblem(
+                    of: app,
+                    paths: configuration.paths,
+                    environment: configuration.environment
+                )
+            }
+            guard let problem else { continue }
             problems.append("\(problem.description) (campaigns: \(entry.campaigns.sorted().joined(separator: ", ")))")
         }
         let known = status.snapshot.credentials
