@@ -48,6 +48,14 @@ struct Plan: AsyncParsableCommand {
               pushcamp plan --at 2027-03-20T09:00:00Z campaigns/spring-sale.yaml
               pushcamp plan --samples 5 campaigns/spring-sale.yaml
               pushcamp plan --out plans/spring-sale.json campaigns/spring-sale.yaml
+              pushcamp plan --fcm-dry-run 50 campaigns/app-update.yaml
+
+            --fcm-dry-run N asks Google to check the first N Android messages of the plan: each \
+            goes to FCM with validate_only, which runs every check a send gets (the access token, \
+            the project, each field, the size, whether the registration token is known) and \
+            delivers nothing. Answers are counted by reason as a send reports them; exit 3 when \
+            Google would refuse a message for a reason other than a dead token, 2 when the app's \
+            credentials do not work. See docs/android.md.
             """
     )
 
@@ -79,8 +87,20 @@ struct Plan: AsyncParsableCommand {
     )
     var out: String?
 
+    @Option(
+        name: .customLong("fcm-dry-run"),
+        help: ArgumentHelp(
+            "Ask Google to check the first N Android messages (validate_only: nothing is delivered).",
+            valueName: "n"
+        )
+    )
+    var fcmDryRun: Int?
+
     func validate() throws {
         if samples < 0 { throw ValidationError("--samples must be 0 or more") }
+        if let fcmDryRun, !(1...10_000).contains(fcmDryRun) {
+            throw ValidationError("--fcm-dry-run must be 1 to 10000 messages")
+        }
         if let at, case .failure(let error) = Timestamp.parse(at) { throw ValidationError("--at: \(error.message)") }
     }
 
@@ -112,10 +132,43 @@ struct Plan: AsyncParsableCommand {
             return
         }
         let summary = try await planOrExit(campaign, journal: journal?.journal, sendTime: sendTime, samples: samples)
+        var dryRun: FCMDryRun?
+        if let fcmDryRun {
+            let workingDirectory = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+            let url = URL(fileURLWithPath: file, relativeTo: workingDirectory).standardizedFileURL
+            guard let paths = ProjectPaths.locate(campaign: url, workingDirectory: workingDirectory) else {
+                throw ExitCode(1)
+            }
+            do {
+                dryRun = try await FCMDryRun.run(
+                    campaign,
+                    sample: fcmDryRun,
+                    sendTime: sendTime ?? Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)),
+                    paths: paths,
+                    environment: ProcessInfo.processInfo.environment
+                )
+            } catch {
+                printError("\(campaign.path): error: \(error.message)")
+                throw ExitCode(2)
+            }
+        }
         switch format {
-        case .text: printDocument(summary.text())
-        case .json: print(summary.json(), terminator: "")
-        case .markdown: print(summary.markdown(), terminator: "")
+        case .text: printDocument(summary.text() + (dryRun.map { "\n" + $0.text(source: summary.source) } ?? ""))
+        case .json:
+            var document = summary.json()
+            if let dryRun, document.hasSuffix("}\n") {
+                document = String(document.dropLast(2)) + #","fcm_dry_run":"# + dryRun.json() + "}\n"
+            }
+            print(document, terminator: "")
+        case .markdown:
+            print(
+                summary.markdown() + (dryRun.map { "\n" + $0.markdown(source: summary.source) } ?? ""),
+                terminator: ""
+            )
+        }
+        if let dryRun, let failure = dryRun.failure {
+            printError("\(campaign.path): error: Google's dry run stopped: \(failure)")
+            throw ExitCode(2)
         }
         if summary.audience.read == 0 {
             printError("\(summary.source): error: the audience has no recipients")
@@ -151,7 +204,7 @@ struct Plan: AsyncParsableCommand {
                 "plan written to \(out): `pushcamp send --plan \(out) \(file)` sends it while the campaign matches"
             )
         }
-        if summary.failed > 0 { throw ExitCode(3) }
+        if summary.failed > 0 || dryRun?.refusesMessages == true { throw ExitCode(3) }
     }
 }
 

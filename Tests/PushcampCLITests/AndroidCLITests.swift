@@ -226,6 +226,49 @@ struct AndroidCLITests {
         #expect(again.stdout.contains("  suppressed               2"), "\(again.stdout)")
     }
 
+    /// `plan --fcm-dry-run N`: Google (the simulator) checks the first N Android messages with
+    /// `validate_only`, answers are counted by reason, and nothing is delivered.
+    @Test func googlesDryRunChecksASampleWithoutDelivering() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        try project.write(
+            "tokens.txt",
+            "\(Self.fcmToken(2)) unregistered\n\(Self.fcmToken(3)) reason SENDER_ID_MISMATCH\n"
+        )
+        let sim = try SimulatorProcess(
+            ["--state-dir", "sim", "--tokens", "tokens.txt", "--record-fcm", "fcm.jsonl"],
+            in: project.root
+        )
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        try Self.writeProject(project, port: sim.port)
+        try Self.writeAndroidCampaign(project, id: "dry", count: 30, throttle: "{ rate: 100/s }")
+        let plan = try CLI.run(["plan", "--fcm-dry-run", "10", "campaigns/a.yaml"], in: project.root)
+        // SENDER_ID_MISMATCH would refuse a message of every recipient of that project: exit 3.
+        #expect(plan.status == 3, "\(plan.stdout)\(plan.stderr)")
+        #expect(
+            plan.stdout.contains(
+                "Google's dry run (validate_only, nothing delivered) of 10 Android messages: 8 ok, 1 fcm/SENDER_ID_MISMATCH, 1 fcm/UNREGISTERED"
+            ),
+            "\(plan.stdout)"
+        )
+        #expect(plan.stdout.contains("audiences/a.csv:4: token fcm00000…"), "\(plan.stdout)")
+        let json = try CLI.run(
+            ["plan", "--format", "json", "--fcm-dry-run", "3", "campaigns/a.yaml"],
+            in: project.root
+        )
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let dryRun = try #require(object["fcm_dry_run"] as? [String: Any])
+        #expect(dryRun["asked"] as? Int == 3)
+        #expect((dryRun["answers"] as? [String: Int])?["fcm/UNREGISTERED"] == 1)
+        _ = sim.stop()
+        let fcm = try Self.fcmRecords(project, "fcm.jsonl")
+        #expect(fcm.count == 13)
+        #expect(fcm.allSatisfy { $0["validate_only"] as? Bool == true }, "nothing was delivered")
+        // Nothing was recorded as sent: the plan still plans everyone.
+        let again = try CLI.run(["plan", "campaigns/a.yaml"], in: project.root)
+        #expect(again.stdout.contains("  planned                 30"), "\(again.stdout)")
+    }
+
     /// Tokens revoked mid-run (as when a key is deleted and another made): the 401 retires the
     /// token, one fresh token is fetched, the refused requests go again and nothing is lost or sent twice.
     @Test func aRevokedAccessTokenIsReplacedByOneFreshToken() throws {

@@ -104,7 +104,7 @@ extension PlanSummary {
         return "\(total / 3600)h \(total % 3600 / 60)m"
     }
 
-    static func shortToken(_ token: String) -> String {
+    public static func shortToken(_ token: String) -> String {
         token.count > 16 ? "\(token.prefix(8))…\(token.suffix(4))" : token
     }
 
