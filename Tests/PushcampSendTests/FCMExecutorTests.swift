@@ -79,6 +79,27 @@ struct FCMExecutorTests {
         #expect(simulation.written.values.allSatisfy { $0.count <= 2 })
     }
 
+    /// A campaign at 5,000/s whose Firebase project's quota is 500/s: FCM messages leave at the quota,
+    /// every one once, in the time the quota takes, not the campaign's rate.
+    @Test func theProjectsQuotaCapsTheRun() {
+        var rules = ExecutorSimulation.Rules(latency: 0.005)
+        rules.fcm = true
+        var simulation = ExecutorSimulation(pushes: 2000, rate: 5000, rules: rules) { configuration in
+            configuration.fcmRate = 500
+        }
+        simulation.run()
+        let report = try! #require(simulation.report)
+        #expect(report.delivered == 2000)
+        let writes = simulation.written.values.flatMap { $0 }.sorted()
+        // 2,000 at 500/s: the last leaves after about 4 s (at 5,000/s it would be 0.4 s).
+        #expect(writes.last! > 3.8 && writes.last! < 4.2, "\(writes.last!)")
+        // No second holds more than the quota (and one hand-over batch).
+        for second in 0..<4 {
+            let count = writes.filter { $0 >= Double(second) && $0 < Double(second + 1) }.count
+            #expect(count <= 500 + 25, "second \(second): \(count)")
+        }
+    }
+
     /// UNREGISTERED tokens are dead at once; an INVALID_ARGUMENT about a token only once FCM took a
     /// message of the run (its payload is then known valid).
     @Test func deadTokensAreRememberedOnlyWhenTheyAreTheTokens() {

@@ -18,6 +18,12 @@ public struct FCMAppConfig: Hashable, Sendable {
     public var endpoint: String?
     /// A CA file to trust for a custom endpoint (and for the token endpoint the key file names).
     public var caFile: ConfigString?
+    /// The Firebase project's sending quota (`quota: 600000/min`, FCM's default): the most a run
+    /// sends to this app, whatever the campaign's rate.
+    public var quota = FCMAppConfig.defaultQuota
+
+    /// FCM's default project quota: 600,000 messages a minute.
+    public static let defaultQuota = Rate(perSecond: 10_000, text: "600000/min")
 
     public init(
         name: String,

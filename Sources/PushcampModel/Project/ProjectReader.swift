@@ -5,7 +5,7 @@ public enum ProjectReader {
     static let topKeys = ["apps", "journal", "defaults", "files", "serve", "channels"]
     static let appKeys = [
         "topic", "team_id", "key_id", "key_file", "certificate", "certificate_password", "environment", "endpoint",
-        "ca_file", "app_store", "broadcast_endpoint", "channels_endpoint", "service_account", "project_id",
+        "ca_file", "app_store", "broadcast_endpoint", "channels_endpoint", "service_account", "project_id", "quota",
     ]
 
     public static func read(_ document: YAMLDocument) -> (Project?, [Diagnostic]) {
@@ -263,6 +263,12 @@ public enum ProjectReader {
                 at: node
             )
         }
+        if let node = map["quota"] {
+            reader.error(
+                "'\(context).quota' is an FCM setting (a Firebase project's quota); an iOS campaign's rate is its throttle",
+                at: node
+            )
+        }
         func config(_ key: String) -> ConfigString? { readConfigString(map, key, context: context, reader) }
         func appleID(_ key: String) -> String? {
             guard let node = map[key], let text = reader.string(node, "\(context).\(key)") else { return nil }
@@ -367,14 +373,17 @@ public enum ProjectReader {
             }
         }
         let endpoint = readEndpoint(map, "endpoint", context: context, service: "FCM", reader)
+        let quota = map["quota"].flatMap { reader.parsed($0, "\(context).quota", Rate.parse) }
         guard let serviceAccount else { return nil }
-        return FCMAppConfig(
+        var app = FCMAppConfig(
             name: name,
             serviceAccount: serviceAccount,
             projectID: projectID,
             endpoint: endpoint,
             caFile: readConfigString(map, "ca_file", context: context, reader)
         )
+        if let quota { app.quota = quota }
+        return app
     }
 
     /// Google's rule for project ids (6–30 characters: lowercase letters, digits, hyphens; a letter

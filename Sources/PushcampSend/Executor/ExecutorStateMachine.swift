@@ -27,6 +27,9 @@ public struct ExecutorStateMachine: Sendable {
     public struct Configuration: Sendable {
         /// Pushes per second across the pool.
         public var rate: Double
+        /// The most FCM requests a second (the Firebase project's quota), paced on their own besides
+        /// `rate`; nil for a campaign without Android recipients.
+        public var fcmRate: Double? = nil
         public var retry: RetryPolicy
         /// For messages and reports: where the pushes go.
         public var endpoint: String
@@ -128,6 +131,8 @@ public struct ExecutorStateMachine: Sendable {
     public let configuration: Configuration
     public internal(set) var report: SendReport
     var pacer: Pacer
+    /// FCM's quota, for the batches holding FCM requests.
+    var fcmPacer: Pacer?
     /// Planned (or due) batches not yet released, with how many of each are possible duplicates.
     var ready = Deque<(requests: [APNsRequest], possibleDuplicates: Int)>()
     /// A planned batch whose moment has not come (`PlanBatch.notBefore`).
@@ -170,6 +175,7 @@ public struct ExecutorStateMachine: Sendable {
         self.configuration = configuration
         self.report = report
         self.pacer = Pacer(rate: configuration.rate)
+        self.fcmPacer = configuration.fcmRate.map { Pacer(rate: $0) }
         self.planned = alreadySettled
         self.settledBefore = alreadySettled
         self.started = now
@@ -389,12 +395,16 @@ public struct ExecutorStateMachine: Sendable {
         if let pausedUntil { wake = min(wake ?? pausedUntil, pausedUntil) }
         while pausedUntil == nil, let (batch, resent) = ready.first {
             guard unanswered == 0 || unanswered + batch.count <= window else { break }
-            let at = pacer.earliest(now: now)
+            var at = pacer.earliest(now: now)
+            // A batch with FCM requests also waits for the project's quota.
+            let fcm = fcmPacer == nil ? 0 : batch.reduce(0) { $0 + ($1.isFCM ? 1 : 0) }
+            if fcm > 0, let fcmPacer { at = max(at, fcmPacer.earliest(now: now)) }
             guard at <= now else {
                 wake = min(wake ?? at, at)
                 break
             }
             pacer.take(batch.count, now: now)
+            if fcm > 0 { fcmPacer?.take(fcm, now: now) }
             if silentSince == nil { silentSince = now }
             ready.removeFirst()
             unanswered += batch.count

@@ -427,6 +427,8 @@ extension ExecutorStateMachine.Configuration {
             connections: campaign.connections
         )
         self.stallTimeout = stallTimeout
+        // Paced apart only when the quota is below the campaign's rate.
+        fcmRate = campaign.android.flatMap { $0.app.quota.perSecond < rate ? $0.app.quota.perSecond : nil }
     }
 }
 
