@@ -23,8 +23,12 @@ public final class TokenEndpoint: Sendable {
         }
     }
 
-    /// `uri` is the key file's `token_uri`; `caFile` a CA to trust instead of the system's (a simulator).
-    public init(uri: String, caFile: String?, timeout: Double = 30) throws(FCMClientError) {
+    /// The host of a `token_uri`, or nil when it is not an https:// address.
+    public static func host(of uri: String) -> String? { parse(uri)?.host }
+
+    /// `uri` is the key file's `token_uri`; `caFile` a CA to trust instead of the system's (a simulator);
+    /// `proxy` an HTTP proxy to tunnel through.
+    public init(uri: String, caFile: String?, timeout: Double = 30, proxy: HTTPProxy? = nil) throws(FCMClientError) {
         guard let (host, port, path) = Self.parse(uri) else {
             throw FCMClientError(.credentials, "the service account's token_uri is not an https:// address")
         }
@@ -39,6 +43,7 @@ public final class TokenEndpoint: Sendable {
         )
         configuration.requestTimeout = .milliseconds(Int64(timeout * 1000))
         configuration.connectTimeout = .milliseconds(Int64(min(timeout, 10) * 1000))
+        configuration.proxy = proxy
         do {
             exchange = try APNsExchange(configuration: configuration)
         } catch {

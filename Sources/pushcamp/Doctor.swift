@@ -231,7 +231,12 @@ struct Doctor: AsyncParsableCommand {
             detail += "; note: \(credentials.source) can be read by others (chmod 600 it)"
         }
         print(Line(outcome: .ok, subject: "\(subject) credentials", detail: detail).text)
-        let probe = await FCMProbe.run(app, credentials: credentials, timeout: timeout)
+        let probe = await FCMProbe.run(
+            app,
+            credentials: credentials,
+            timeout: timeout,
+            environment: ProcessInfo.processInfo.environment
+        )
         if let issued = probe.issued {
             print(
                 Line(

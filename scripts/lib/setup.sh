@@ -45,6 +45,8 @@ install_test_missing() {
     # ip netns and veth pairs, for the partition test.
     [[ -x /usr/sbin/ip ]] || missing+=(iproute2)
     command -v chromium >/dev/null || missing+=(chromium)
+    # A real HTTP proxy, for sending through CONNECT tunnels.
+    [[ -x /usr/bin/tinyproxy ]] || missing+=(tinyproxy)
     ((${#missing[@]})) || return 0
     local sudo=()
     [[ $(id -u) -eq 0 ]] || sudo=(sudo)

@@ -32,7 +32,8 @@ final class ExchangeConnection: Sendable {
         }
         let channel: any Channel
         do {
-            channel = try await bootstrap.connect(host: configuration.host, port: configuration.port).get()
+            let target = configuration.connectTarget
+            channel = try await bootstrap.connect(host: target.host, port: target.port).get()
         } catch {
             ready.fail(error)
             throw APNsClientError(.connect, ConnectFailure.explain(error, connectTimeout: configuration.connectTimeout))

@@ -34,6 +34,11 @@ public struct APNsClientConfiguration: Sendable {
     public var reconnectBackoff = Backoff()
     /// The clock reconnect back-offs wait on (and provider tokens are minted by).
     public var clock: any WallClock = SystemWallClock()
+    /// An HTTP proxy to tunnel through (`CONNECT`), or nil to connect straight.
+    public var proxy: HTTPProxy?
+
+    /// Where the TCP connection goes: the proxy when there is one, else the server.
+    public var connectTarget: (host: String, port: Int) { proxy.map { ($0.host, $0.port) } ?? (host, port) }
 
     public init(host: String, port: Int, authentication: Authentication, caFile: String? = nil, connections: Int) {
         self.host = host
@@ -72,6 +77,8 @@ public struct APNsClientConfiguration: Sendable {
         makeHandler: @escaping @Sendable () -> any ChannelHandler
     ) -> ClientBootstrap {
         let host = self.host
+        let port = self.port
+        let proxy = self.proxy
         let isAddress = (try? SocketAddress(ipAddress: host, port: 0)) != nil
         return ClientBootstrap(group: eventLoop)
             .connectTimeout(connectTimeout)
@@ -80,9 +87,21 @@ public struct APNsClientConfiguration: Sendable {
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let tls = try NIOSSLClientHandler(context: tlsContext, serverHostname: isAddress ? nil : host)
-                    try channel.pipeline.syncOperations.addHandler(tls)
-                    try channel.pipeline.syncOperations.addHandler(makeHandler())
+                    let handler = makeHandler()
+                    guard let proxy else {
+                        let tls = try NIOSSLClientHandler(context: tlsContext, serverHostname: isAddress ? nil : host)
+                        try channel.pipeline.syncOperations.addHandler(tls)
+                        try channel.pipeline.syncOperations.addHandler(handler)
+                        return
+                    }
+                    // The tunnel first; TLS goes in between once the proxy has opened it. The
+                    // connection's handler is there from the start, so a refused tunnel fails it.
+                    let tunnel = ProxyConnectHandler(proxy: proxy, target: (host, port)) { context in
+                        let tls = try NIOSSLClientHandler(context: tlsContext, serverHostname: isAddress ? nil : host)
+                        try context.pipeline.syncOperations.addHandler(tls, position: .after(context.handler))
+                    }
+                    try channel.pipeline.syncOperations.addHandler(tunnel)
+                    try channel.pipeline.syncOperations.addHandler(handler)
                 }
             }
     }

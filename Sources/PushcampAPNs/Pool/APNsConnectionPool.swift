@@ -146,7 +146,8 @@ public final class APNsConnectionPool: PushTransport {
         }
         let channel: any Channel
         do {
-            channel = try await bootstrap.connect(host: host, port: configuration.port).get()
+            let target = configuration.connectTarget
+            channel = try await bootstrap.connect(host: target.host, port: target.port).get()
         } catch {
             ready.fail(error)
             throw APNsClientError(

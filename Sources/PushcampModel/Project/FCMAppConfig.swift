@@ -22,6 +22,9 @@ public struct FCMAppConfig: Hashable, Sendable {
     /// sends to this app, whatever the campaign's rate.
     public var quota = FCMAppConfig.defaultQuota
 
+    /// pushcamp.yaml's `proxy:`: an HTTP proxy its connections tunnel through.
+    public var proxy: ConfigString? = nil
+
     /// FCM's default project quota: 600,000 messages a minute.
     public static let defaultQuota = Rate(perSecond: 10_000, text: "600000/min")
 

@@ -107,6 +107,8 @@ public struct AppConfig: Hashable, Sendable {
     public var broadcastEndpointOverride: String? = nil
     /// `channels_endpoint`: where channel-management requests go instead of the default.
     public var channelsEndpointOverride: String? = nil
+    /// pushcamp.yaml's `proxy:`: an HTTP proxy its connections tunnel through.
+    public var proxy: ConfigString? = nil
 
     /// Where this app's pushes go.
     public var destination: Destination { Destination(environment: environment, customEndpoint: endpoint) }

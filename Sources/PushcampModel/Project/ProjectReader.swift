@@ -2,7 +2,7 @@ import Yams
 
 /// Reads `pushcamp.yaml`, reporting every problem of the file at once.
 public enum ProjectReader {
-    static let topKeys = ["apps", "journal", "defaults", "files", "serve", "channels"]
+    static let topKeys = ["apps", "journal", "defaults", "files", "serve", "channels", "proxy"]
     static let appKeys = [
         "topic", "team_id", "key_id", "key_file", "certificate", "certificate_password", "environment", "endpoint",
         "ca_file", "app_store", "broadcast_endpoint", "channels_endpoint", "service_account", "project_id", "quota",
@@ -134,6 +134,12 @@ public enum ProjectReader {
                 path: document.path,
                 allowedFolders: allowedFolders
             )
+        // `proxy:`: every app's connections (APNs, FCM, Google's token endpoint) go through it.
+        let proxy = readConfigString(top, "proxy", context: "pushcamp.yaml", reader)
+        if let proxy {
+            for name in project.apps.keys { project.apps[name]?.proxy = proxy }
+            for name in fcmApps.keys { fcmApps[name]?.proxy = proxy }
+        }
         project.fcmApps = fcmApps
         project.fcmAppNames = fcmAppNames
         project.serve = serve

@@ -20,15 +20,28 @@ public struct FCMProbe: Sendable {
         _ app: FCMAppConfig,
         credentials: FCMCredentials,
         timeout: Double,
+        environment: [String: String] = [:],
         clock: any WallClock = SystemWallClock()
     ) async -> FCMProbe {
         var probe = FCMProbe()
         let started = clock.now()
+        func proxy(_ host: String) throws(APNsClientError) -> HTTPProxy? {
+            try SendRun.proxy(for: host, setting: app.proxy, environment: environment, app: app.name)
+        }
         do {
+            let tokenHost = TokenEndpoint.host(of: credentials.account.tokenURI) ?? ""
+            let tokenProxy: HTTPProxy?
+            do {
+                tokenProxy = try proxy(tokenHost)
+            } catch {
+                probe.failure = ("token endpoint", error.message)
+                return probe
+            }
             let endpoint = try TokenEndpoint(
                 uri: credentials.account.tokenURI,
                 caFile: credentials.caFile,
-                timeout: timeout
+                timeout: timeout,
+                proxy: tokenProxy
             )
             let issued: Result<TokenEndpoint.Issued, FCMClientError>
             do {
@@ -55,6 +68,7 @@ public struct FCMProbe: Sendable {
                 connections: 1
             )
             configuration.connectTimeout = .milliseconds(Int64(timeout * 1000))
+            configuration.proxy = try proxy(host)
             let exchange = try APNsExchange(configuration: configuration)
             try await exchange.connect()
             probe.connected = clock.now() - connecting

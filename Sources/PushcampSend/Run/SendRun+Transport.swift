@@ -62,7 +62,10 @@ extension SendRun {
                 caFile: credentials.caFile,
                 connections: connections,
                 clock: clock,
-                group: group
+                group: group,
+                proxy: { host throws(APNsClientError) in
+                    try proxy(for: host, setting: app.proxy, environment: environment, app: app.name)
+                }
             )
             return (pool.pool, app.sendEndpoint, pool.tokens, fcmPath(project: credentials.projectID))
         } catch {
@@ -78,16 +81,18 @@ extension SendRun {
         caFile: String?,
         connections: Int,
         clock: any WallClock,
-        group: any EventLoopGroup = APNsConnectionPool.nextEventLoop()
+        group: any EventLoopGroup = APNsConnectionPool.nextEventLoop(),
+        proxy: (String) throws(APNsClientError) -> HTTPProxy? = { _ in nil }
     ) throws(APNsClientError) -> (pool: APNsConnectionPool, tokens: AccessTokens) {
         guard let (host, port) = APNsClientConfiguration.parseEndpoint(endpoint) else {
             throw APNsClientError(.connect, "endpoint '\(endpoint)' is not https://host[:port]")
         }
         let tokens: AccessTokens
+        let tokenProxy = try proxy(TokenEndpoint.host(of: account.tokenURI) ?? host)
         do throws(FCMClientError) {
             tokens = AccessTokens(
                 account: account,
-                endpoint: try TokenEndpoint(uri: account.tokenURI, caFile: caFile),
+                endpoint: try TokenEndpoint(uri: account.tokenURI, caFile: caFile, proxy: tokenProxy),
                 clock: clock
             )
         } catch {
@@ -101,6 +106,7 @@ extension SendRun {
             connections: connections
         )
         configuration.clock = clock
+        configuration.proxy = try proxy(host)
         return (try APNsConnectionPool(configuration: configuration, group: group), tokens)
     }
 
@@ -283,7 +289,33 @@ extension SendRun {
             connections: 1
         )
         configuration.clock = clock
+        blame = app.proxy?.location
+        configuration.proxy = try proxy(for: host, setting: app.proxy, environment: environment, app: app.name)
         return (configuration, endpoint)
+    }
+
+    /// The HTTP proxy connections of app `app` to `host` tunnel through: pushcamp.yaml's `proxy:`,
+    /// else `HTTPS_PROXY`, unless `NO_PROXY` names the host. A problem names the setting, never its
+    /// value (it may hold a password).
+    public static func proxy(
+        for host: String,
+        setting: ConfigString?,
+        environment: [String: String],
+        app: String
+    ) throws(APNsClientError) -> HTTPProxy? {
+        var configured: String?
+        if let setting {
+            switch setting.resolve(environment) {
+            case .success(let text): configured = text
+            case .failure(let error): throw APNsClientError(.connect, "app \(app): proxy: \(error.message)")
+            }
+        }
+        switch HTTPProxy.resolve(for: host, configured: configured, environment: environment) {
+        case .success(let proxy): return proxy
+        case .failure(let error):
+            let source = configured != nil ? "proxy" : "HTTPS_PROXY"
+            throw APNsClientError(.connect, "app \(app): \(source): \(error.message)")
+        }
     }
 }
 

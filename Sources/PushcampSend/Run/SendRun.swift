@@ -362,7 +362,8 @@ extension SendRun {
             switch (apns, fcm) {
             case (let apns?, let fcm?):
                 return (
-                    RoutedTransport(apns: apns.0, fcm: fcm.0), "\(apns.endpoint) and \(fcm.endpoint)", credentials
+                    RoutedTransport(apns: apns.0, fcm: fcm.0), "\(apns.endpoint) (APNs) and \(fcm.endpoint) (FCM)",
+                    credentials
                 )
             case (let apns?, nil): return (apns.0, apns.endpoint, credentials)
             case (nil, let fcm?): return (fcm.0, fcm.endpoint, credentials)
