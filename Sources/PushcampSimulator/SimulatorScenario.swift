@@ -25,6 +25,7 @@ import PushcampModel
 ///     fcm_quota: 600                     # FCM: the project's messages per minute (429 QUOTA_EXCEEDED over it)
 ///     fcm_token_lifetime: 5m             # FCM: how long an access token lives (Google's: 1h)
 ///     fcm_revoke_after: 500              # FCM: revoke every access token after this many messages
+///     fcm_delete_key_after: 500          # FCM: delete the service account's key after this many messages
 public struct SimulatorScenario: Sendable {
     public var maxStreams: Int?
     public var lowerLimit: (after: Int, to: Int)?
@@ -41,13 +42,15 @@ public struct SimulatorScenario: Sendable {
     public var fcmTokenLifetime: Int?
     /// FCM: every access token issued is revoked after this many messages delivered.
     public var fcmRevokeAfter: Int?
+    /// FCM: the service account's key deleted after this many messages.
+    public var fcmDeleteKeyAfter: Int?
 
     public init() {}
 
     static let keys = [
         "max_streams", "lower_limit", "goaway_after", "drop_after", "latency_ms", "error_rate", "tokens",
         "tokens_file", "channel_throttle", "broadcast_error_rate", "broadcast_faults", "retry_after",
-        "fcm_quota", "fcm_token_lifetime", "fcm_revoke_after",
+        "fcm_quota", "fcm_token_lifetime", "fcm_revoke_after", "fcm_delete_key_after",
     ]
 
     /// Reads `path`; every problem comes back as a located diagnostic.
@@ -87,6 +90,9 @@ public struct SimulatorScenario: Sendable {
         if let node = map["retry_after"] { broadcast.retryAfter = reader.int(node, "retry_after", in: 0...3600) }
         if let node = map["fcm_quota"] { fcmQuota = reader.int(node, "fcm_quota", in: count) }
         if let node = map["fcm_revoke_after"] { fcmRevokeAfter = reader.int(node, "fcm_revoke_after", in: count) }
+        if let node = map["fcm_delete_key_after"] {
+            fcmDeleteKeyAfter = reader.int(node, "fcm_delete_key_after", in: count)
+        }
         if let node = map["fcm_token_lifetime"],
             let span = reader.parsed(node, "fcm_token_lifetime", TimeSpan.parse)
         {
@@ -148,6 +154,7 @@ extension SimulatorScenario {
             fcm.errorRate = errorRate ?? 0
             fcm.retryAfter = broadcast.retryAfter
             fcm.revokeAfter = fcmRevokeAfter
+            fcm.deleteKeyAfter = fcmDeleteKeyAfter
             configuration.fcm = fcm
         }
     }

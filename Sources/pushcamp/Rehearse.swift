@@ -16,7 +16,9 @@ struct Rehearse: AsyncParsableCommand {
             the spot, then runs the real send against it: planning, rendering, HTTP/2 over TLS, \
             stream limits, the campaign's rate, retries. The simulator checks every request as APNs \
             does (token, topic, push type, priority, expiration, collapse id, payload size) and the \
-            report shows what APNs would have answered. Nothing leaves the machine.
+            report shows what APNs would have answered. A campaign with an Android app rehearses \
+            its Android recipients against the simulator's FCM (a throwaway service account, \
+            Google's checks and answers) in the same run. Nothing leaves the machine.
 
             --tokens gives device behaviours, one per line: `TOKEN ok|unregistered [ms]|bad|\
             wrong-topic|flaky [n]|throttled [n]|reason NAME` (see `pushcamp sim --help`); \

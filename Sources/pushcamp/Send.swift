@@ -23,6 +23,14 @@ struct Send: AsyncParsableCommand {
             refused credentials stop the run after a few requests. Ctrl-C drains in-flight requests \
             and stops.
 
+            A campaign naming an Android app (app: [shop-ios, shop-android], or the Android app \
+            alone) sends its Android recipients to FCM HTTP v1 over connections of their own, \
+            under the same throttle and the app's quota, with an access token from the service \
+            account renewed before it expires; FCM's answers are reported as fcm/REASON, and dead \
+            registration tokens are passed over next time as APNs' are (docs/android.md). \
+            Connections go through an HTTP proxy when pushcamp.yaml's proxy: or HTTPS_PROXY names \
+            one.
+
             Every recipient's state is kept in the project's journal (.pushcamp/journal.sqlite, or \
             journal.path in pushcamp.yaml). Sending a campaign whose last run did not finish \
             resumes that run: delivered and failed recipients are skipped, retries keep their due \

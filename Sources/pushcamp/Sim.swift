@@ -67,10 +67,10 @@ struct Sim: AsyncParsableCommand {
             400 INVALID_ARGUMENT, wrong-topic → 403 SENDER_ID_MISMATCH, flaky → 503 UNAVAILABLE, \
             throttled → 429 QUOTA_EXCEEDED, reason CODE → any FCM error code). It writes a \
             service-account key file pointing at itself (fcm-service-account.json) into \
-            --state-dir; --fcm-quota, --fcm-token-lifetime and --fcm-revoke-after (scenario keys \
-            fcm_quota, fcm_token_lifetime, fcm_revoke_after) play the project's quota, \
-            short-lived tokens and revoked ones, and --error-rate and --retry-after hold for it \
-            too. See docs/sending.md and docs/android.md.
+            --state-dir; --fcm-quota, --fcm-token-lifetime, --fcm-revoke-after and \
+            --fcm-delete-key-after (scenario keys fcm_quota, fcm_token_lifetime, fcm_revoke_after, \
+            fcm_delete_key_after) play the project's quota, short-lived tokens, revoked ones and a \
+            deleted key, and --error-rate and --retry-after hold for it too. See docs/sending.md and docs/android.md.
             """
     )
 

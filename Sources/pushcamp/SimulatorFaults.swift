@@ -114,7 +114,18 @@ struct SimulatorFaults: ParsableArguments {
     )
     var fcmRevokeAfter: Int?
 
+    @Option(
+        help: ArgumentHelp(
+            "FCM: delete the service account's key after this many messages: every access token is revoked and the token endpoint refuses the key (invalid_grant), so a send stops on its credentials.",
+            valueName: "n"
+        )
+    )
+    var fcmDeleteKeyAfter: Int?
+
     func validate() throws {
+        if let fcmDeleteKeyAfter, fcmDeleteKeyAfter < 1 {
+            throw ValidationError("--fcm-delete-key-after must be 1 or more")
+        }
         if let fcmRevokeAfter, fcmRevokeAfter < 1 { throw ValidationError("--fcm-revoke-after must be 1 or more") }
         if let fcmQuota, fcmQuota < 1 { throw ValidationError("--fcm-quota must be 1 or more") }
         if let fcmTokenLifetime, !(1...3600).contains(fcmTokenLifetime) {
@@ -156,6 +167,7 @@ struct SimulatorFaults: ParsableArguments {
         resolved.fcmQuota = fcmQuota ?? resolved.fcmQuota
         resolved.fcmTokenLifetime = fcmTokenLifetime ?? resolved.fcmTokenLifetime
         resolved.fcmRevokeAfter = fcmRevokeAfter ?? resolved.fcmRevokeAfter
+        resolved.fcmDeleteKeyAfter = fcmDeleteKeyAfter ?? resolved.fcmDeleteKeyAfter
         return resolved
     }
 

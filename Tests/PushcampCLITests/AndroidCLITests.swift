@@ -292,6 +292,33 @@ struct AndroidCLITests {
         #expect(delivered.count == 200 && Set(delivered).count == 200)
     }
 
+    /// The service account's key deleted mid-run: the 401 gets one attempt at a fresh token, the
+    /// token endpoint refuses the key, and the run stops as bad APNs credentials stop it (exit 2),
+    /// every message not sent left for a resume once the key is replaced.
+    @Test func aDeletedKeyStopsTheRunAfterOneAttemptAtAFreshToken() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let sim = try SimulatorProcess(
+            ["--state-dir", "sim", "--record-fcm", "fcm.jsonl", "--fcm-delete-key-after", "20"],
+            in: project.root
+        )
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        try Self.writeProject(project, port: sim.port)
+        try Self.writeAndroidCampaign(project, id: "deleted", count: 200, throttle: "{ rate: 400/s, connections: 1 }")
+        let send = try CLI.run(["send", "--quiet", "campaigns/a.yaml"], in: project.root)
+        let summary = sim.stop()
+        #expect(send.status == 2, "\(send.stdout)\(send.stderr)")
+        #expect((send.stdout + send.stderr).contains("invalid_grant"), "\(send.stdout)\(send.stderr)")
+        #expect(summary.contains("fcm access tokens: 1 issued"), "\(summary)")
+        let fcm = try Self.fcmRecords(project, "fcm.jsonl")
+        #expect(fcm.filter { $0["status"] as? Int == 200 }.count == 20)
+        // Nothing goes out after the refusal but what was already on the wire.
+        #expect(fcm.filter { $0["status"] as? Int == 401 }.count <= 20, "\(fcm.count) requests")
+        let runs = try CLI.run(["runs", "--format", "json"], in: project.root)
+        let object = try JSONSerialization.jsonObject(with: Data(runs.stdout.utf8)) as? [[String: Any]]
+        #expect(object?.first?["status"] as? String == "interrupted", "\(runs.stdout)")
+    }
+
     /// Tokens that live 70 seconds (Google's live an hour): renewed halfway through the time they may
     /// be sent with, so none is sent expired and none is fetched in a loop.
     @Test func shortLivedAccessTokensAreRenewedBeforeTheyExpire() throws {

@@ -237,6 +237,22 @@ struct FCMBackendTests {
         #expect(refused.error?.message.hasPrefix("Request had invalid authentication credentials.") == true)
     }
 
+    /// A deleted key: its tokens refused, and the token endpoint refuses its assertions as Google
+    /// does (`invalid_grant`).
+    @Test func aDeletedKeyBuysNoMoreTokens() throws {
+        var (backend, _) = Self.backend { $0.deleteKeyAfter = 1 }
+        #expect(Self.send(&backend).status == 200)
+        #expect(Self.send(&backend).status == 401)
+        let assertion = AccessTokenAssertion.make(account: Self.account, issuedAt: Int64(Self.now))
+        let answer = backend.token(
+            method: "POST",
+            body: AccessTokenAssertion.requestBody(assertion: assertion),
+            now: Self.now
+        ) { "ya29.fresh" }
+        #expect(answer.status == 400)
+        #expect(answer.body?.contains("invalid_grant") == true)
+    }
+
     @Test func anErrorRateAnswersInternal() throws {
         var (backend, _) = Self.backend { $0.errorRate = 0.5 }
         #expect(Self.send(&backend, random: 0.4).error?.reason == .internalError)

@@ -27,6 +27,9 @@ public struct FCMBackend: Sendable {
         self.settings = settings
     }
 
+    /// The service account's key was deleted (`deleteKeyAfter`): no assertion of it buys a token.
+    public private(set) var keyDeleted = false
+
     /// Forgets every access token issued, as Google does when a key is deleted or a token revoked:
     /// sends with them get 401 until a new one is fetched.
     public mutating func revokeAccessTokens() {
@@ -67,7 +70,7 @@ public struct FCMBackend: Sendable {
         } catch {
             return oauthError(400, error.error, error.description)
         }
-        guard claims.issuer == settings.account.clientEmail else {
+        guard claims.issuer == settings.account.clientEmail, !keyDeleted else {
             return oauthError(400, "invalid_grant", "Invalid JWT Signature.")
         }
         guard
@@ -196,6 +199,10 @@ public struct FCMBackend: Sendable {
         }
         delivered += 1
         if delivered == settings.revokeAfter { revokeAccessTokens() }
+        if delivered == settings.deleteKeyAfter {
+            keyDeleted = true
+            revokeAccessTokens()
+        }
         let id = String(UInt64(now * 1000) &* 2_654_435_761 &+ UInt64(accessTokensIssued), radix: 10)
         return (json(200, #"{"name":"projects/\#(project)/messages/0:\#(id)"}"#), sent)
     }
@@ -275,6 +282,9 @@ public struct FCMSimulation: Sendable {
     /// After this many messages delivered, every access token issued so far is revoked (as when a key
     /// is deleted): later sends with them get 401.
     public var revokeAfter: Int?
+    /// After this many messages delivered, the service account's key is deleted: every access token
+    /// is revoked and the token endpoint refuses the key's assertions (`invalid_grant`).
+    public var deleteKeyAfter: Int?
 
     public init(account: ServiceAccount) {
         self.account = account
