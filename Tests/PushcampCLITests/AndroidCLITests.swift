@@ -28,10 +28,7 @@ struct AndroidCLITests {
         )
     }
 
-    /// An FCM registration token's shape, distinct per index.
-    static func fcmToken(_ index: Int) -> String {
-        "fcm\(String(format: "%06d", index)):APA91b" + String(repeating: "Xy_-", count: 30)
-    }
+    static func fcmToken(_ index: Int) -> String { TemporaryProject.fcmToken(index) }
 
     /// `audiences/users.csv`: `count` people, each with an iPhone, and every other one an Android
     /// phone too (the same `user_id`), platform column as a users table exports it.
@@ -84,6 +81,27 @@ struct AndroidCLITests {
 
             """ + extra
         )
+    }
+
+    /// An Android-only campaign of `count` phones sent once against a simulator started with `flags`
+    /// (and `--record-fcm`): what the send printed, the simulator's summary, what it received, and
+    /// `runs --format json` afterwards.
+    static func sendAndroid(
+        simulator flags: [String],
+        id: String,
+        count: Int,
+        throttle: String
+    ) throws -> (send: CLI.Output, summary: String, fcm: [[String: Any]], runs: String) {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let sim = try SimulatorProcess(["--state-dir", "sim", "--record-fcm", "fcm.jsonl"] + flags, in: project.root)
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        try writeProject(project, port: sim.port)
+        try writeAndroidCampaign(project, id: id, count: count, throttle: throttle)
+        let send = try CLI.run(["send", "--quiet", "campaigns/a.yaml"], in: project.root)
+        let summary = sim.stop()
+        let runs = try CLI.run(["runs", "--format", "json"], in: project.root).stdout
+        return (send, summary, try fcmRecords(project, "fcm.jsonl"), runs)
     }
 
     /// The simulator's FCM record: one JSON object a line.
@@ -272,21 +290,15 @@ struct AndroidCLITests {
     /// Tokens revoked mid-run (as when a key is deleted and another made): the 401 retires the
     /// token, one fresh token is fetched, the refused requests go again and nothing is lost or sent twice.
     @Test func aRevokedAccessTokenIsReplacedByOneFreshToken() throws {
-        let project = try TemporaryProject(projectFile: nil)
-        defer { project.remove() }
-        let sim = try SimulatorProcess(
-            ["--state-dir", "sim", "--record-fcm", "fcm.jsonl", "--fcm-revoke-after", "20"],
-            in: project.root
+        let (send, summary, fcm, _) = try Self.sendAndroid(
+            simulator: ["--fcm-revoke-after", "20"],
+            id: "revoked",
+            count: 200,
+            throttle: "{ rate: 400/s, connections: 1 }"
         )
-        defer { if sim.process.isRunning { _ = sim.stop() } }
-        try Self.writeProject(project, port: sim.port)
-        try Self.writeAndroidCampaign(project, id: "revoked", count: 200, throttle: "{ rate: 400/s, connections: 1 }")
-        let send = try CLI.run(["send", "--quiet", "campaigns/a.yaml"], in: project.root)
-        let summary = sim.stop()
         #expect(send.status == 0, "\(send.stdout)\(send.stderr)")
         #expect(send.stdout.contains("delivered 200, failed 0"), "\(send.stdout)")
         #expect(summary.contains("fcm access tokens: 2 issued"), "one fresh token, not more: \(summary)")
-        let fcm = try Self.fcmRecords(project, "fcm.jsonl")
         #expect(fcm.contains { $0["status"] as? Int == 401 })
         let delivered = fcm.filter { $0["status"] as? Int == 200 }.compactMap { $0["token"] as? String }
         #expect(delivered.count == 200 && Set(delivered).count == 200)
@@ -296,48 +308,35 @@ struct AndroidCLITests {
     /// token endpoint refuses the key, and the run stops as bad APNs credentials stop it (exit 2),
     /// every message not sent left for a resume once the key is replaced.
     @Test func aDeletedKeyStopsTheRunAfterOneAttemptAtAFreshToken() throws {
-        let project = try TemporaryProject(projectFile: nil)
-        defer { project.remove() }
-        let sim = try SimulatorProcess(
-            ["--state-dir", "sim", "--record-fcm", "fcm.jsonl", "--fcm-delete-key-after", "20"],
-            in: project.root
+        let (send, summary, fcm, runs) = try Self.sendAndroid(
+            simulator: ["--fcm-delete-key-after", "20"],
+            id: "deleted",
+            count: 200,
+            throttle: "{ rate: 400/s, connections: 1 }"
         )
-        defer { if sim.process.isRunning { _ = sim.stop() } }
-        try Self.writeProject(project, port: sim.port)
-        try Self.writeAndroidCampaign(project, id: "deleted", count: 200, throttle: "{ rate: 400/s, connections: 1 }")
-        let send = try CLI.run(["send", "--quiet", "campaigns/a.yaml"], in: project.root)
-        let summary = sim.stop()
         #expect(send.status == 2, "\(send.stdout)\(send.stderr)")
         #expect((send.stdout + send.stderr).contains("invalid_grant"), "\(send.stdout)\(send.stderr)")
         #expect(summary.contains("fcm access tokens: 1 issued"), "\(summary)")
-        let fcm = try Self.fcmRecords(project, "fcm.jsonl")
         #expect(fcm.filter { $0["status"] as? Int == 200 }.count == 20)
         // Nothing goes out after the refusal but what was already on the wire.
         #expect(fcm.filter { $0["status"] as? Int == 401 }.count <= 20, "\(fcm.count) requests")
-        let runs = try CLI.run(["runs", "--format", "json"], in: project.root)
-        let object = try JSONSerialization.jsonObject(with: Data(runs.stdout.utf8)) as? [[String: Any]]
-        #expect(object?.first?["status"] as? String == "interrupted", "\(runs.stdout)")
+        let object = try JSONSerialization.jsonObject(with: Data(runs.utf8)) as? [[String: Any]]
+        #expect(object?.first?["status"] as? String == "interrupted", "\(runs)")
     }
 
     /// Tokens that live 70 seconds (Google's live an hour): renewed halfway through the time they may
     /// be sent with, so none is sent expired and none is fetched in a loop.
     @Test func shortLivedAccessTokensAreRenewedBeforeTheyExpire() throws {
-        let project = try TemporaryProject(projectFile: nil)
-        defer { project.remove() }
-        let sim = try SimulatorProcess(
-            ["--state-dir", "sim", "--record-fcm", "fcm.jsonl", "--fcm-token-lifetime", "64"],
-            in: project.root
+        let (send, summary, fcm, _) = try Self.sendAndroid(
+            simulator: ["--fcm-token-lifetime", "64"],
+            id: "short-lived",
+            count: 24,
+            throttle: "{ rate: 4/s, connections: 1 }"
         )
-        defer { if sim.process.isRunning { _ = sim.stop() } }
-        try Self.writeProject(project, port: sim.port)
-        try Self.writeAndroidCampaign(project, id: "short-lived", count: 24, throttle: "{ rate: 4/s, connections: 1 }")
-        let send = try CLI.run(["send", "--quiet", "campaigns/a.yaml"], in: project.root)
-        let summary = sim.stop()
         #expect(send.status == 0, "\(send.stdout)\(send.stderr)")
         #expect(send.stdout.contains("delivered 24, failed 0"), "\(send.stdout)")
         // About 6 s of sending with a token usable for 4 s (64 − the 60 s margin), renewed after 2 s:
         // a few tokens, never a 401.
-        let fcm = try Self.fcmRecords(project, "fcm.jsonl")
         #expect(fcm.allSatisfy { $0["status"] as? Int == 200 })
         let issued = Self.number(after: "fcm access tokens: ", in: summary)
         #expect((2...8).contains(issued), "\(summary)")

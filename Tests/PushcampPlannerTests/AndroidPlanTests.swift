@@ -12,9 +12,7 @@ struct AndroidPlanTests {
     static let projectFile =
         TemporaryProject.defaultProjectFile + "\n  shop-android:\n    service_account: ${env:SHOP_FCM}\n"
 
-    static func fcmToken(_ index: Int) -> String {
-        "fcm\(String(format: "%06d", index)):APA91b" + String(repeating: "Qz9_", count: 30)
-    }
+    static func fcmToken(_ index: Int) -> String { TemporaryProject.fcmToken(index) }
 
     static func project(campaign: String, people: Int = 400) throws -> TemporaryProject {
         let project = try TemporaryProject(projectFile: projectFile)

@@ -68,6 +68,12 @@ public struct TemporaryProject: Sendable {
     private static let cleanups = Mutex<[String: [@Sendable () -> Void]]>([:])
 
     /// A deterministic valid device token.
+    /// An FCM registration token's shape (letters, digits, `:`, `_`, `-`; never hexadecimal alone),
+    /// distinct per index and starting with it: `fcm000007:APA91b…`.
+    public static func fcmToken(_ index: Int) -> String {
+        "fcm\(String(format: "%06d", index)):APA91b" + String(repeating: "Xy_-", count: 30)
+    }
+
     public static func token(_ index: Int) -> String {
         var value = UInt64(truncatingIfNeeded: index) &* 0x9E37_79B9_7F4A_7C15 &+ 0x1234_5678
         var hex = ""

@@ -17,7 +17,8 @@ public final class RoutedTransport: PushTransport {
     public var openStreams: Int { apns.openStreams + fcm.openStreams }
 
     public func run(reporting events: @escaping TransportEventSink) async {
-        // Structured: both pools are children, and this ends when both have.
+        // Structured: both pools are children of this group (each runs until shut down), and this
+        // ends when both have; the executor cancels it by cancelling its own task.
         await withDiscardingTaskGroup { group in
             group.addTask { await self.apns.run(reporting: events) }
             group.addTask { await self.fcm.run(reporting: { events(Self.renumbered($0)) }) }

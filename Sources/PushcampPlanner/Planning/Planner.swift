@@ -116,6 +116,9 @@ struct PlanState {
     let runNamespace: [UInt8]
     let totalWeight: UInt64
     let staticIssues: [[StaticRules.Issue]]
+    /// The send time, or the moment planning started when none is known: what expirations and
+    /// FCM's checks are measured against.
+    let reference: Timestamp
     let expiration: PlannedExpiration?
     let localeAttribute: String?
     let defaultLocale: String
@@ -193,6 +196,7 @@ struct PlanState {
         var issues = campaign.variants.map { StaticRules.check(campaign, variant: $0) }
         // Without a send time (plan without --at or schedule.at), an absolute expiration is checked against now.
         let reference = sendTime ?? Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970))
+        self.reference = reference
         if let problem = StaticRules.expirationProblem(campaign.expiration, reference: reference) {
             for index in issues.indices {
                 issues[index].append(
@@ -402,8 +406,8 @@ struct PlanState {
         // does); the others through those what a recipient changes can break.
         let problem: FCMError?
         if checkedAndroidVariants.insert(variantIndex).inserted {
-            let reference = sendTime ?? Timestamp(secondsSince1970: due ?? Int64(Date().timeIntervalSince1970))
-            problem = message.problem(token: recipient.token, sendTime: reference)
+            let at = sendTime ?? due.map(Timestamp.init(secondsSince1970:)) ?? reference
+            problem = message.problem(token: recipient.token, sendTime: at)
         } else {
             problem = message.recipientProblem(body: body, token: recipient.token)
         }

@@ -111,6 +111,8 @@ public struct FCMDryRun: Sendable {
                 sink.finish()
                 return nil
             }
+            // The reader, the pool's sibling in this group: it submits, counts answers, and shuts
+            // the pool down when every message is answered (or the pool gave up).
             group.addTask {
                 var outcomes: [APNsOutcome] = []
                 var failure: String?
