@@ -83,6 +83,8 @@ public struct RunStats: Sendable, Equatable {
     /// Final outcomes per variant (with latency) and per locale: the A/B readout.
     public var variants: [String: Readout] = [:]
     public var locales: [String: Readout] = [:]
+    /// Final outcomes per platform (`ios`, `android`), with latency: what each provider answered.
+    public var platforms: [String: Readout] = [:]
     /// Where the audience went, from the run's plan (its first complete pass).
     public var plan: PlanFunnel?
     /// What the run sent to: the app, its topic and host, the throttle.
@@ -104,6 +106,7 @@ public struct RunStats: Sendable, Equatable {
         sum.disconnects.merge(later.disconnects, uniquingKeysWith: +)
         sum.variants.merge(later.variants) { $0.adding($1) }
         sum.locales.merge(later.locales) { $0.adding($1) }
+        sum.platforms.merge(later.platforms) { $0.adding($1) }
         sum.plan = plan ?? later.plan
         sum.sent = later.sent ?? sent
         sum.events = events + later.events
@@ -182,6 +185,8 @@ public struct PlanFunnel: Sendable, Equatable, Codable {
     public var holdoutBasisPoints = 0
     public var variants: [String: Int] = [:]
     public var locales: [String: Int] = [:]
+    /// Planned per platform (`ios`, `android`); nil in runs recorded before it was kept.
+    public var platforms: [String: Int]?
     /// The first pushes planned, as sent (headers and payload): what `pushcamp diff` compares a
     /// campaign's plan of now with. Nil in runs recorded before they were kept.
     public var samples: [PlanSample]?
@@ -195,7 +200,7 @@ public struct PlanFunnel: Sendable, Equatable, Codable {
 
     enum CodingKeys: String, CodingKey {
         case read, invalid, duplicates, excluded, suppressed, capped, refused, planned, variants, locales, samples
-        case description, copies
+        case description, copies, platforms
         case filteredOut = "filtered_out"
         case noSubscription = "no_subscription"
         case heldOut = "held_out"
@@ -256,7 +261,7 @@ extension RunStats: Decodable {
     private enum Keys: String, CodingKey {
         case latency, retries, seconds
         case connectionsOpened = "connections_opened"
-        case disconnects, variants, locales, plan, sent, events
+        case disconnects, variants, locales, platforms, plan, sent, events
     }
 
     /// A readout as stored: `{"delivered": n, "failed": {reason: n}, "latency": [[µs, n]…]}`.
@@ -288,7 +293,7 @@ extension RunStats: Decodable {
         disconnects = try container.decode([String: Int].self, forKey: .disconnects)
         try check(disconnects.values.allSatisfy { (0...most).contains($0) }, .disconnects)
         // Absent from journals written before readouts existed.
-        for key in [Keys.variants, .locales] {
+        for key in [Keys.variants, .locales, .platforms] {
             var readouts: [String: Readout] = [:]
             for (name, stored) in try container.decodeIfPresent([String: StoredReadout].self, forKey: key) ?? [:] {
                 try check((0...most).contains(stored.delivered), key)
@@ -304,7 +309,11 @@ extension RunStats: Decodable {
                 }
                 readouts[name] = readout
             }
-            if key == .variants { variants = readouts } else { locales = readouts }
+            switch key {
+            case .variants: variants = readouts
+            case .locales: locales = readouts
+            default: platforms = readouts
+            }
         }
         plan = try container.decodeIfPresent(PlanFunnel.self, forKey: .plan)
         sent = try container.decodeIfPresent(SentFacts.self, forKey: .sent)
@@ -345,6 +354,7 @@ extension RunStats: Decodable {
             ("latency", { $0.buckets(latency) }),
             ("locales", locales.isEmpty ? nil : { $0.readouts(locales) }),
             ("plan", plan.map { plan in { plan.write(to: &$0) } }),
+            ("platforms", platforms.isEmpty ? nil : { $0.readouts(platforms) }),
             ("retries", { $0.counts(retries) }),
             ("seconds", { $0.number(seconds) }),
             ("sent", sent.map { sent in { sent.write(to: &$0) } }),
@@ -467,6 +477,7 @@ extension PlanFunnel {
             ("locales", { $0.counts(locales) }),
             ("no_subscription", { $0.integer(noSubscription) }),
             ("planned", { $0.integer(planned) }),
+            ("platforms", platforms.map { platforms in { $0.counts(platforms) } }),
             ("read", { $0.integer(read) }),
             ("refused", { $0.integer(refused) }),
             ("samples", samples.map(Self.samplesWriter)),

@@ -70,7 +70,7 @@ extension RunReport {
         body += Charts.horizontalBars(
             outcomes.filter { $0.count > 0 || $0.kind == .delivered }.map {
                 (
-                    label: $0.label, value: Double($0.count), text: "\($0.count) (\(percent($0.count)))",
+                    label: label(of: $0), value: Double($0.count), text: "\($0.count) (\(percent($0.count)))",
                     kind: $0.kind.rawValue
                 )
             }
@@ -99,14 +99,17 @@ extension RunReport {
             }
             body += "</section>\n"
         }
-        if !variantRows.isEmpty {
+        for (title, column, rows) in [
+            ("By platform", "platform", platformRows), ("By variant (A/B readout)", "variant", variantRows),
+        ] where !rows.isEmpty {
             body += "<section class=\"readout\">"
             body += table(
-                "By variant (A/B readout)",
-                ["variant", "planned", "delivered", "failed", "rate", "p50", "p99", "top failures"],
-                variantRows.map { row in
+                title,
+                [column, "planned", "delivered", "failed", "rate", "p50", "p99", "top failures"],
+                rows.map { row in
                     [
-                        row.name, row.planned.map(String.init) ?? "–", "\(row.delivered)", "\(row.failed)", rate(row),
+                        column == "platform" ? Self.platformTitle(row.name) : row.name,
+                        row.planned.map(String.init) ?? "–", "\(row.delivered)", "\(row.failed)", rate(row),
                         row.p50.map(Durations.milliseconds) ?? "–", row.p99.map(Durations.milliseconds) ?? "–",
                         row.reasonsText(),
                     ]

@@ -10,6 +10,7 @@ extension RunReport {
             .object([
                 ("kind", .string(outcome.kind.rawValue)), ("status", outcome.status.map { .integer($0) } ?? .null),
                 ("reason", .optional(outcome.reason)), ("count", .integer(outcome.count)),
+                ("platform", .optional(outcome.platform?.rawValue)),
             ])
         }
         let latencyJSON: JSONValue =
@@ -87,6 +88,7 @@ extension RunReport {
             ("planned", run.planned.map { .integer($0) } ?? .null), ("recipients", .integer(recipients)),
             ("delivered", .integer(delivered)), ("failed", .integer(failed)), ("outcomes", .array(outcomesJSON)),
             ("variants", readout(variantRows, latency: true)), ("locales", readout(localeRows, latency: false)),
+            ("platforms", readout(platformRows, latency: true)),
             ("readout", self.readout?.json ?? .null),
             (
                 "retries",

@@ -47,7 +47,7 @@ extension RunReport {
         out += "#### Outcomes\n\n| outcome | recipients | share |\n|---|---:|---:|\n"
         let total = max(1, recipients)
         for outcome in outcomes where outcome.count > 0 || outcome.kind == .delivered {
-            out += "| \(Markdown.text(outcome.label)) | \(outcome.count) | "
+            out += "| \(Markdown.text(label(of: outcome))) | \(outcome.count) | "
             out += String(format: "%.2f%%", Double(outcome.count) * 100 / Double(total)) + " |\n"
         }
         out += "| **total** | **\(recipients)** | |\n\n"
@@ -59,15 +59,16 @@ extension RunReport {
             if let holdoutText { out += "\nHoldout: \(Markdown.text(holdoutText)).\n" }
             out += "\n"
         }
-        for (title, rows) in [("Variants", variantRows), ("Locales", localeRows)] where !rows.isEmpty {
-            let latency = title == "Variants"
-            out +=
-                "#### \(title)\n\n| \(title == "Variants" ? "variant" : "locale") | planned | delivered | failed | rate |"
+        for (title, rows) in [("Platforms", platformRows), ("Variants", variantRows), ("Locales", localeRows)]
+        where !rows.isEmpty {
+            let latency = title != "Locales"
+            let column = ["Platforms": "platform", "Variants": "variant"][title] ?? "locale"
+            out += "#### \(title)\n\n| \(column) | planned | delivered | failed | rate |"
             out += latency ? " p50 | p99 |" : ""
             out += " top failures |\n|---|---:|---:|---:|---:|" + (latency ? "---:|---:|" : "") + "---|\n"
             for row in rows {
                 out +=
-                    "| \(Markdown.code(row.name)) | \(row.planned.map(String.init) ?? "-") | \(row.delivered) | \(row.failed) | "
+                    "| \(title == "Platforms" ? Self.platformTitle(row.name) : Markdown.code(row.name)) | \(row.planned.map(String.init) ?? "-") | \(row.delivered) | \(row.failed) | "
                 out += (row.deliveryRate.map { String(format: "%.1f%%", $0 * 100) } ?? "-") + " |"
                 if latency {
                     out +=

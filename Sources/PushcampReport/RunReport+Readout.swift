@@ -1,4 +1,5 @@
 import PushcampJournal
+import PushcampModel
 
 extension RunReport {
     /// One variant's or locale's line of the readout.
@@ -40,6 +41,18 @@ extension RunReport {
         guard !planned.isEmpty || Set(stats.variants.keys).subtracting(["default"]).count > 0 else { return [] }
         return rows(stats.variants, planned: planned, ordered: false)
     }
+
+    /// Per platform, when the run reached Android phones (named `ios` and `android`; `Platform.title`
+    /// says them to people).
+    public var platformRows: [ReadoutRow] {
+        guard showsPlatforms else { return [] }
+        return rows(stats.platforms, planned: stats.plan?.platforms ?? [:], ordered: false).sorted {
+            (Platform(rawValue: $0.name) ?? .android) < (Platform(rawValue: $1.name) ?? .android)
+        }
+    }
+
+    /// `iOS` or `Android` for a platform row's name.
+    static func platformTitle(_ name: String) -> String { Platform(rawValue: name)?.title ?? name }
 
     /// Per locale, when the campaign is localized.
     public var localeRows: [ReadoutRow] {

@@ -20,7 +20,7 @@ extension RunReport {
         out += "Outcomes\n"
         let total = max(1, recipients)
         for outcome in outcomes where outcome.count > 0 || outcome.kind == .delivered {
-            out += "  " + pad(outcome.label, 32) + pad(String(outcome.count), 10, right: true)
+            out += "  " + pad(label(of: outcome), 32) + pad(String(outcome.count), 10, right: true)
             out += String(format: "  %6.2f%%", Double(outcome.count) * 100 / Double(total)) + "\n"
         }
         out += "  " + pad("total", 32) + pad(String(recipients), 10, right: true)
@@ -36,17 +36,20 @@ extension RunReport {
             if let holdoutText { out += "  holdout \(holdoutText)\n" }
             out += "\n"
         }
-        for (title, rows) in [("Variants", variantRows), ("Locales", localeRows)] where !rows.isEmpty {
+        for (title, rows) in [("Platforms", platformRows), ("Variants", variantRows), ("Locales", localeRows)]
+        where !rows.isEmpty {
+            let latency = title != "Locales"
             out += title + "\n"
             out += "  " + pad("", 16) + pad("planned", 10, right: true) + pad("delivered", 11, right: true)
             out += pad("failed", 8, right: true) + pad("rate", 9, right: true)
-            out += title == "Variants" ? pad("p50", 10, right: true) + pad("p99", 10, right: true) : ""
+            out += latency ? pad("p50", 10, right: true) + pad("p99", 10, right: true) : ""
             out += "\n"
             for row in rows {
-                out += "  " + pad(row.name, 16) + pad(row.planned.map(String.init) ?? "-", 10, right: true)
+                let name = title == "Platforms" ? Self.platformTitle(row.name) : row.name
+                out += "  " + pad(name, 16) + pad(row.planned.map(String.init) ?? "-", 10, right: true)
                 out += pad(String(row.delivered), 11, right: true) + pad(String(row.failed), 8, right: true)
                 out += pad(row.deliveryRate.map { String(format: "%.1f%%", $0 * 100) } ?? "-", 9, right: true)
-                if title == "Variants" {
+                if latency {
                     out += pad(row.p50.map(Durations.milliseconds) ?? "-", 10, right: true)
                     out += pad(row.p99.map(Durations.milliseconds) ?? "-", 10, right: true)
                 }

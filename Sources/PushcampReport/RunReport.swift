@@ -1,4 +1,5 @@
 import PushcampJournal
+import PushcampModel
 
 /// Everything `pushcamp report` says about one run, read back from the journal: every recipient's
 /// outcome by status and reason, retries, possible duplicates, latency percentiles, answers per
@@ -20,15 +21,18 @@ public struct RunReport: Sendable {
         public var kind: Kind
         /// APNs' HTTP status: 200 for delivered, the failure's status, nil when no answer came.
         public var status: Int?
-        /// APNs' reason (or Pushcamp's, like `connection-lost`) for failures.
+        /// The provider's reason (or Pushcamp's, like `connection-lost`) for failures.
         public var reason: String?
         public var count: Int
+        /// Whose answer it is, for failures: the platform of the recipients' tokens.
+        public var platform: Platform?
 
-        public init(kind: Kind, status: Int?, reason: String?, count: Int) {
+        public init(kind: Kind, status: Int?, reason: String?, count: Int, platform: Platform? = nil) {
             self.kind = kind
             self.status = status
             self.reason = reason
             self.count = count
+            self.platform = platform
         }
 
         /// How people call it: `delivered`, `410 Unregistered`, `waiting to retry`…
@@ -108,13 +112,16 @@ public struct RunReport: Sendable {
         from journal: any JournalStore & SliceStore & EngagementStore
     ) async throws -> RunReport? {
         guard let run = try await journal.run(id) else { return nil }
-        // Failures by status and reason from their rows; everything else from the journal's counts.
+        // Failures by platform, status and reason from their rows (the journal keeps each token as
+        // its provider takes it, and only APNs' are hexadecimal alone); everything else from the
+        // journal's counts.
         var failures: [String: Outcome] = [:]
         try await journal.forEachRecipient(of: id) { row in
             guard case .failed(let status, let reason, _) = row.state else { return }
+            let platform = Platform(tokenShape: row.token)
             failures[
-                "\(status.map(String.init) ?? "-") \(reason)",
-                default: Outcome(kind: .failed, status: status, reason: reason, count: 0)
+                "\(platform) \(status.map(String.init) ?? "-") \(reason)",
+                default: Outcome(kind: .failed, status: status, reason: reason, count: 0, platform: platform)
             ]
             .count += 1
         }
@@ -177,6 +184,17 @@ public struct RunReport: Sendable {
 
     /// Final failures by reason, most first.
     public var failures: [Outcome] { outcomes.filter { $0.kind == .failed } }
+
+    /// Whether the run reached Android phones: then outcomes and the readout say each one's platform.
+    public var showsPlatforms: Bool {
+        stats.platforms["android"] != nil || (stats.plan?.platforms?["android"] ?? 0) > 0
+    }
+
+    /// `outcome`'s label, its platform first when the run reached both (`Android 404 UNREGISTERED`).
+    public func label(of outcome: Outcome) -> String {
+        guard showsPlatforms, outcome.kind == .failed, let platform = outcome.platform else { return outcome.label }
+        return "\(platform.title) \(outcome.label)"
+    }
 
     public var latency: Latency? {
         let histogram = stats.latency

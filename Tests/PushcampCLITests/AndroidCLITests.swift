@@ -174,9 +174,22 @@ struct AndroidCLITests {
         #expect((android["notification"] as? [String: Any])?["tag"] as? String == "mixed")
         #expect(summary.contains("fcm access tokens: 1 issued"), "\(summary)")
 
-        // The report names the FCM reason; a person's devices share one arm.
+        // The send, then the report, say what each platform got; the failure names its platform.
+        #expect(
+            send.stdout.contains("by platform:\n  iOS      40 delivered, 0 failed\n  Android  19 delivered, 1 failed")
+        )
         let report = try CLI.run(["report", "--format", "json"], in: project.root)
-        #expect(report.stdout.contains("fcm/UNREGISTERED"), "\(report.stdout)")
+        let readout = try #require(try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any])
+        let rows = try #require(readout["platforms"] as? [[String: Any]], "\(report.stdout)")
+        #expect(rows.map { $0["name"] as? String } == ["ios", "android"])
+        #expect(rows.map { $0["planned"] as? Int } == [40, 20])
+        #expect(rows.map { $0["delivered"] as? Int } == [40, 19])
+        #expect((rows[1]["failed_by_reason"] as? [String: Int]) == ["fcm/UNREGISTERED": 1])
+        let failed = (readout["outcomes"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "failed" }
+        #expect(failed.map { $0["platform"] as? String } == ["android"], "\(report.stdout)")
+        let reportText = try CLI.run(["report"], in: project.root).stdout
+        #expect(reportText.contains("  Android 404 fcm/UNREGISTERED"), "\(reportText)")
+        #expect(reportText.contains("Platforms\n"), "\(reportText)")
 
         // The dead Android token is passed over next time, as APNs' 410 is.
         let again = try CLI.run(["plan", "campaigns/mixed.yaml"], in: project.root)

@@ -39,6 +39,14 @@ extension ScaleOutCLITests {
 
         // Two slots sent; the node that sent them leaves, so the others send the next ones.
         #expect(try ConsoleBrowserTests.eventually(60) { try finished() >= 2 })
+        // The sender's metrics count Android's answers under their platform.
+        let metrics = try #require(senders().first).get("/metrics").body
+        let label = #"campaign="android-tick",platform="android""#
+        #expect(
+            metrics.contains(#"pushcamp_pushes_total{campaign="android-tick",outcome="delivered",platform="android"}"#)
+        )
+        #expect(metrics.contains("pushcamp_apns_answers_total{\(label),status=\"200\"}"), "\(metrics)")
+        #expect(metrics.contains("pushcamp_apns_request_duration_seconds_bucket{\(label),le=\"+Inf\"}"))
         for node in senders() {
             node.process.terminate()
             node.process.waitUntilExit()

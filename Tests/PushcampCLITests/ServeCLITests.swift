@@ -288,11 +288,15 @@ struct ServeCLITests {
         // The metrics move.
         let firedAfter = Self.value(of: "pushcamp_scheduler_slots_fired_total{campaign=\"tick\"}", in: metrics)
         #expect(firedBefore >= 1 && firedAfter >= firedBefore + 2, "\(firedBefore) then \(firedAfter)")
-        #expect(metrics.contains("pushcamp_pushes_total{campaign=\"tick\",outcome=\"delivered\"}"))
+        #expect(metrics.contains("pushcamp_pushes_total{campaign=\"tick\",outcome=\"delivered\",platform=\"ios\"}"))
         #expect(metrics.contains("pushcamp_campaigns_invalid 1"))
         #expect(metrics.contains("pushcamp_scheduler_last_tick_timestamp_seconds"))
-        #expect(metrics.contains("pushcamp_apns_answers_total{campaign=\"tick\",status=\"200\"}"))
-        #expect(metrics.contains("pushcamp_apns_request_duration_seconds_bucket{campaign=\"tick\",le=\"+Inf\"}"))
+        #expect(metrics.contains("pushcamp_apns_answers_total{campaign=\"tick\",platform=\"ios\",status=\"200\"}"))
+        #expect(
+            metrics.contains(
+                "pushcamp_apns_request_duration_seconds_bucket{campaign=\"tick\",platform=\"ios\",le=\"+Inf\"}"
+            )
+        )
         // Every metric serve exports, and every one the shipped alert rules use, is documented.
         let documented = try Self.names(in: "docs/metrics.md")
         for name in Self.names(inText: metrics) {

@@ -37,12 +37,17 @@ struct RunStatsTests {
             "b": Readout(delivered: 0, failed: [:], latency: LatencyHistogram()),
         ]
         full.locales = ["fr-CA": Readout(delivered: 2, failed: ["Unregistered": 2]), "é": Readout(delivered: 1)]
+        full.platforms = [
+            "ios": Readout(delivered: 3, failed: ["BadDeviceToken": 1], latency: variantLatency),
+            "android": Readout(delivered: 2, failed: ["fcm/UNREGISTERED": 1]),
+        ]
         var plan = PlanFunnel()
         (plan.read, plan.invalid, plan.duplicates, plan.filteredOut, plan.excluded) = (100, 1, 2, 3, 4)
         (plan.noSubscription, plan.suppressed, plan.capped, plan.heldOut, plan.refused) = (5, 6, 7, 8, 9)
         (plan.planned, plan.holdoutBasisPoints) = (55, 1_000)
         plan.variants = ["a": 30, "b": 25]
         plan.locales = ["en": 55]
+        plan.platforms = ["ios": 40, "android": 15]
         full.plan = plan
         full.sent = SentFacts(
             app: "shop",
@@ -57,8 +62,8 @@ struct RunStatsTests {
         let object = try #require(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
         #expect(
             object.keys.sorted() == [
-                "connections_opened", "disconnects", "latency", "locales", "plan", "retries", "seconds", "sent",
-                "variants",
+                "connections_opened", "disconnects", "latency", "locales", "plan", "platforms", "retries", "seconds",
+                "sent", "variants",
             ]
         )
         #expect(text.hasPrefix(#"{"connections_opened":2,"disconnects":{"GOAWAY":1},"latency":[["#))

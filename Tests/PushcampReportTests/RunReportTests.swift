@@ -30,12 +30,12 @@ struct RunReportTests {
                     RecipientUpdate(seq: 6, token: "t6", state: .delivered(attempt: 2)),
                     RecipientUpdate(
                         seq: 7,
-                        token: "t7",
+                        token: String(repeating: "a7", count: 32),
                         state: .failed(status: 410, reason: "Unregistered", apnsTimestamp: 5)
                     ),
                     RecipientUpdate(
                         seq: 8,
-                        token: "t8",
+                        token: String(repeating: "a8", count: 32),
                         state: .failed(status: 400, reason: "BadDeviceToken", apnsTimestamp: nil)
                     ),
                 ],
@@ -94,7 +94,8 @@ struct RunReportTests {
         #expect(
             Array(object.keys).sorted() == [
                 "campaign", "connections", "copy", "delivered", "description", "failed", "file", "latency", "locales",
-                "outcomes", "plan", "planned", "possible_duplicate_recipients", "possible_duplicates", "readout",
+                "outcomes", "plan", "planned", "platforms", "possible_duplicate_recipients", "possible_duplicates",
+                "readout",
                 "recipients", "rehearsal", "replay_of", "retries", "revision", "run", "sending_seconds", "sent",
                 "slices", "started_at", "status", "throughput", "timeline", "updated_at", "variants", "wall_seconds",
             ]
@@ -104,10 +105,74 @@ struct RunReportTests {
                 #"{"run":1,"rehearsal":false,"campaign":"spring","revision":"abc","status":"interrupted","file":null,"#
             )
         )
-        #expect(json.contains(#"{"kind":"failed","status":410,"reason":"Unregistered","count":1}"#))
+        #expect(json.contains(#"{"kind":"failed","status":410,"reason":"Unregistered","count":1,"platform":"ios"}"#))
         #expect(json.contains(#""retries":{"total":1,"by_cause":{"TooManyRequests":1}}"#))
         #expect(json.contains(#""per_second":[{"at":"1970-01-01T00:16:40Z","delivered":4,"failed":0,"retried":0},"#))
         #expect(json.contains(#""possible_duplicates":1,"possible_duplicate_recipients":[],"slices":null,"#))
+    }
+
+    /// A run that reached iPhones and Android phones: each failure names its platform (told by the
+    /// token the journal kept), and a readout per platform counts what each provider answered.
+    @Test func aMixedRunIsReadOutPerPlatform() async throws {
+        let journal = MemoryJournal()
+        let run = try await journal.createRun(campaign: "mixed", revision: "abc", now: 1_000)
+        let apnsToken = String(repeating: "0f", count: 32)
+        let fcmToken = "fcm-device:APA91b" + String(repeating: "x", count: 40)
+        var stats = RunStats()
+        stats.platforms = [
+            "ios": Readout(delivered: 3, failed: ["Unregistered": 1]),
+            "android": Readout(delivered: 2, failed: ["fcm/UNREGISTERED": 1]),
+        ]
+        var funnel = PlanFunnel()
+        funnel.planned = 7
+        funnel.platforms = ["ios": 4, "android": 3]
+        stats.plan = funnel
+        try await journal.record(
+            JournalBatch(
+                updates: [
+                    RecipientUpdate(
+                        seq: 5,
+                        token: apnsToken,
+                        state: .failed(status: 410, reason: "Unregistered", apnsTimestamp: 5)
+                    ),
+                    RecipientUpdate(
+                        seq: 6,
+                        token: fcmToken,
+                        state: .failed(status: 404, reason: "fcm/UNREGISTERED", apnsTimestamp: nil)
+                    ),
+                ],
+                delivered: [DeliveredRange(first: 0, tokens: ["a", "b", "c", "d", "e"])],
+                stats: stats
+            ),
+            run: run.id,
+            now: 1_001
+        )
+        try await journal.setPlanned(7, of: run.id)
+        let report = try #require(try await RunReport.load(run.id, from: journal))
+        #expect(report.showsPlatforms)
+        let labels = report.failures.map { report.label(of: $0) }.sorted()
+        #expect(labels == ["Android 404 fcm/UNREGISTERED", "iOS 410 Unregistered"])
+        let rows = report.platformRows
+        #expect(rows.map(\.name) == ["ios", "android"])
+        #expect(rows.map(\.planned) == [4, 3])
+        #expect(rows.map(\.delivered) == [3, 2])
+        #expect(rows.map(\.failed) == [1, 1])
+
+        let text = report.text()
+        #expect(text.contains("  Android 404 fcm/UNREGISTERED"), "\(text)")
+        #expect(text.contains("Platforms\n"), "\(text)")
+        #expect(text.contains("  Android                  3          2       1    66.7%"), "\(text)")
+        #expect(report.markdown().contains("| Android | 3 | 2 | 1 | 66.7% |"), "\(report.markdown())")
+        #expect(report.html().contains("By platform"))
+        let json = report.json()
+        #expect(json.contains(#""reason":"fcm/UNREGISTERED","count":1,"platform":"android"}"#), "\(json)")
+        #expect(json.contains(#""platforms":[{"name":"ios","planned":4,"delivered":3,"failed":1,"#), "\(json)")
+
+        // A run that reached only iPhones says nothing of platforms.
+        let (plain, id) = try await Self.journal()
+        let iosOnly = try #require(try await RunReport.load(id, from: plain))
+        #expect(!iosOnly.showsPlatforms && iosOnly.platformRows.isEmpty)
+        #expect(!iosOnly.text().contains("Platforms"))
     }
 
     /// A run cut into slices: two workers each sent a slice, one slice is still free; the

@@ -58,6 +58,39 @@ struct FCMExecutorTests {
         #expect(decide(nil, status: 502) == .retry(after: 1, cause: "fcm/UNAVAILABLE"))
     }
 
+    /// A request's group carries its platform beside its variant and locale, so a send's readout
+    /// counts per platform and the variants still add both platforms up.
+    @Test func readoutsAreKeptPerPlatform() {
+        let groups = ReadoutGroups()
+        let iosA = groups.group(variant: "a", locale: "fr")
+        let androidA = groups.group(variant: "a", locale: "fr", platform: .android)
+        let androidB = groups.group(variant: "b", locale: nil, platform: .android)
+        #expect(iosA != androidA)
+        #expect(groups.names(of: androidA) == ("a", "fr", .android))
+        #expect(groups.names(of: androidB) == ("b", nil, .android))
+        #expect(groups.names(of: iosA).platform == .ios)
+
+        var report = SendReport(campaign: "mixed", revision: "r", endpoint: "e")
+        report.groupNames = groups
+        report.groups = [
+            iosA: Readout(delivered: 5, failed: ["Unregistered": 1]),
+            androidA: Readout(delivered: 3),
+            androidB: Readout(delivered: 1, failed: ["fcm/UNREGISTERED": 2]),
+        ]
+        var latency = LatencyHistogram()
+        latency.record(nanoseconds: 4_000_000)
+        report.variantLatency[androidA >> 16] = latency
+        let stats = report.stats
+        #expect(stats.platforms["ios"] == Readout(delivered: 5, failed: ["Unregistered": 1]))
+        #expect(stats.platforms["android"]?.delivered == 4)
+        #expect(stats.platforms["android"]?.failed == ["fcm/UNREGISTERED": 2])
+        #expect(stats.platforms["android"]?.latency?.count == 1)
+        #expect(stats.variants["a"]?.delivered == 8)
+        #expect(stats.variants["a"]?.latency?.count == 1)
+        #expect(stats.locales["fr"]?.delivered == 8)
+        #expect(report.platforms(latency: false)[.android]?.latency == nil)
+    }
+
     /// The project's quota runs out at 1 s: every message answered QUOTA_EXCEEDED retries after the
     /// server's 30 s, and nothing at all is written meanwhile; then every message is delivered once.
     @Test func aQuotaStopsTheWholeRunForItsMinute() {

@@ -36,6 +36,7 @@ public struct PlanSummary: Sendable {
     /// resumed run's funnel counts them as planned there.
     public var skippedVariants: [String: Int] = [:]
     public var skippedLocales: [String: Int] = [:]
+    public var skippedPlatforms: [Platform: Int] = [:]
     /// Recipients passed over because APNs called their token dead for this topic.
     public var suppressed = 0
     /// Recipients held back by the frequency cap: delivered `max` notifications within its window.

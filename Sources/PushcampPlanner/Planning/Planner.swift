@@ -74,6 +74,7 @@ public struct Planner: Sendable {
                 let (variant, locale) = state.assignment(of: recipient)
                 if let variant { state.skippedVariants[campaign.variants[variant].name, default: 0] += 1 }
                 if let locale { state.skippedLocales[locale, default: 0] += 1 }
+                state.skippedPlatforms[recipient.platform, default: 0] += 1
                 return
             }
             if let history {
@@ -155,6 +156,7 @@ struct PlanState {
     var skipped = 0
     var skippedVariants: [String: Int] = [:]
     var skippedLocales: [String: Int] = [:]
+    var skippedPlatforms: [Platform: Int] = [:]
     var suppressed = 0
     var capped = 0
     var unsubscribed = 0
@@ -539,6 +541,7 @@ struct PlanState {
         summary.skipped = skipped
         summary.skippedVariants = skippedVariants
         summary.skippedLocales = skippedLocales
+        summary.skippedPlatforms = skippedPlatforms
         summary.suppressed = suppressed
         summary.capped = capped
         summary.unsubscribed = unsubscribed

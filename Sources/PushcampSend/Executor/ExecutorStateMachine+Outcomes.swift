@@ -3,6 +3,7 @@ import PushcampAPNs
 import PushcampAPNsCore
 import PushcampFCMCore
 import PushcampJournal
+import PushcampModel
 
 extension ExecutorStateMachine {
     /// Answers and losses: delivered, failed, or waiting in the retry heap, as `RetryPolicy` decides;
@@ -51,7 +52,7 @@ extension ExecutorStateMachine {
             case .delivered:
                 if request.isFCM { fcmAccepted = true }
                 report.delivered += 1
-                report.statuses[200, default: 0] += 1
+                report.statuses[.init(request.isFCM ? .android : .ios, 200), default: 0] += 1
                 report.groups[request.group, default: Readout()].delivered += 1
                 if request.attempt == 0 {
                     // The common case: no token text taken (its reference count lives on the planner's
@@ -133,7 +134,9 @@ extension ExecutorStateMachine {
 
     mutating func fail(_ outcome: APNsOutcome, reason: String) {
         report.failures[reason, default: 0] += 1
-        if let status = outcome.status { report.statuses[status, default: 0] += 1 }
+        if let status = outcome.status {
+            report.statuses[.init(outcome.request.isFCM ? .android : .ios, status), default: 0] += 1
+        }
         guard InvalidToken.reasons.contains(reason) || FCMReason.deadTokenReasons.contains(reason) else { return }
         if report.deadTokens.count < SendReport.deadTokenLimit {
             var timestamp: Int64?

@@ -105,7 +105,7 @@ final class PlanProducer: Sendable {
         var batch = ExecutorStateMachine.PlanBatch(requests: [])
         batch.requests.reserveCapacity(batchSize)
         var notBefore: Double?
-        var last: (variant: String, locale: String?, group: UInt32)?
+        var last: (variant: String, locale: String?, platform: Platform, group: UInt32)?
         func handOver() throws {
             guard !batch.requests.isEmpty || !batch.waiting.isEmpty || !batch.abandoned.isEmpty else { return }
             batch.notBefore = notBefore
@@ -117,11 +117,11 @@ final class PlanProducer: Sendable {
             // An Android message's ttl is the time left when it is handed over, not at the run's start.
             let at = push.platform == .android ? Timestamp(secondsSince1970: Int64(clock.now())) : sendTime
             var (request, kind) = Self.request(for: push, sendTime: at, resume: resume, fcmPath: fcmPath)
-            if let last, last.variant == push.variant, last.locale == push.locale {
+            if let last, last.variant == push.variant, last.locale == push.locale, last.platform == push.platform {
                 request.group = last.group
             } else {
-                request.group = groups.group(variant: push.variant, locale: push.locale)
-                last = (push.variant, push.locale, request.group)
+                request.group = groups.group(variant: push.variant, locale: push.locale, platform: push.platform)
+                last = (push.variant, push.locale, push.platform, request.group)
             }
             switch kind {
             case .waiting(let until):
@@ -270,6 +270,12 @@ extension PlanFunnel {
             .merging(summary.skippedVariants, uniquingKeysWith: +)
         locales = Dictionary(summary.locales.map { ($0.locale, $0.planned) }, uniquingKeysWith: +)
             .merging(summary.skippedLocales, uniquingKeysWith: +)
+        platforms = Dictionary(
+            summary.platforms.merging(summary.skippedPlatforms, uniquingKeysWith: +).map {
+                ($0.key.rawValue, $0.value)
+            },
+            uniquingKeysWith: +
+        )
         samples = summary.samples.map { summary.sample($0) }
         description = summary.description
         copies = summary.copies.map { push in

@@ -1,3 +1,6 @@
+import PushcampJournal
+import PushcampModel
+
 /// A moment of a running send, for the progress line.
 public struct SendProgress: Sendable {
     /// Every recipient of the run with a row: those settled before a resume included.
@@ -6,6 +9,8 @@ public struct SendProgress: Sendable {
     /// This process's outcomes.
     public var delivered: Int
     public var failed: Int
+    /// This process's final outcomes per platform.
+    public var platforms: [Platform: (delivered: Int, failed: Int)] = [:]
     /// Recipients a resumed run had settled before this process started.
     public var settledBefore = 0
     /// Answers a second over the last few seconds (`RateWindow`), when the caller measures it; the
@@ -53,6 +58,7 @@ public struct SendProgress: Sendable {
         planFinished = machine.planFinished
         delivered = report.delivered
         failed = report.failed
+        platforms = report.platforms(latency: false).mapValues { ($0.delivered, $0.failedTotal) }
         settledBefore = machine.settledBefore
         waitingToRetry = machine.waitingToRetry
         nextRetryIn = machine.nextRetry.map { max(0, $0 - now) }
@@ -74,6 +80,10 @@ extension SendProgress {
         total.planned += before.planned
         total.delivered += before.delivered
         total.failed += before.failed
+        for (platform, answers) in before.platforms(latency: false) {
+            let now = total.platforms[platform] ?? (0, 0)
+            total.platforms[platform] = (now.delivered + answers.delivered, now.failed + answers.failedTotal)
+        }
         total.seconds += before.seconds
         return total
     }

@@ -45,10 +45,22 @@ extension SendReport {
                     + "(counted as possible duplicates)"
             )
         }
+        // A send that reached Android phones says each platform's part.
+        let platforms = platforms(latency: false)
+        let named = statuses.keys.contains { $0.platform == .android } || platforms[.android] != nil
+        if named {
+            lines.append("by platform:")
+            for (platform, readout) in platforms.sorted(by: { $0.key < $1.key }) {
+                lines.append(
+                    "  \(platform.title.padding(toLength: 8, withPad: " ", startingAt: 0)) \(readout.delivered) delivered, "
+                        + "\(readout.failedTotal) failed"
+                )
+            }
+        }
         if !statuses.isEmpty {
             lines.append("by status:")
-            for (status, count) in statuses.sorted(by: { $0.key < $1.key }) {
-                lines.append("  \(status)  \(count)")
+            for (answer, count) in statuses.sorted(by: { $0.key < $1.key }) {
+                lines.append("  " + (named ? "\(answer.platform.title) " : "") + "\(answer.status)  \(count)")
             }
         }
         if !failures.isEmpty {

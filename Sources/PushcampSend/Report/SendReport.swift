@@ -60,8 +60,8 @@ public struct SendReport: Sendable {
     public var delivered = 0
     /// Final failures by reason.
     public var failures: [String: Int] = [:]
-    /// Final answers by HTTP status (200 included).
-    public var statuses: [Int: Int] = [:]
+    /// Final answers by platform and HTTP status (200 included).
+    public var statuses: [AnswerStatus: Int] = [:]
     /// Sends beyond the first, by cause.
     public var retries: [String: Int] = [:]
     /// Requests queued or waiting to retry when the run stopped: never answered.
@@ -89,8 +89,8 @@ public struct SendReport: Sendable {
     /// Recipients sent again although APNs may have had their earlier request (in flight when a
     /// connection died or the process was killed).
     public var possibleDuplicates = 0
-    /// Final outcomes per `APNsRequest.group` (variant and locale), latencies per variant index,
-    /// and the names of both; kept in the run's statistics for `pushcamp report`.
+    /// Final outcomes per `APNsRequest.group` (variant, locale and platform), latencies per variant
+    /// and platform (`group >> 16`), and the names; kept in the run's statistics for `pushcamp report`.
     public var groups: [UInt32: Readout] = [:]
     public var variantLatency: [UInt32: LatencyHistogram] = [:]
     public var groupNames: ReadoutGroups?
@@ -111,6 +111,36 @@ public struct SendReport: Sendable {
 
     public var failed: Int { failures.values.reduce(0, +) }
 
+    /// An HTTP status one provider answered.
+    public struct AnswerStatus: Sendable, Hashable, Comparable {
+        public var platform: Platform
+        public var status: Int
+
+        public static func < (lhs: AnswerStatus, rhs: AnswerStatus) -> Bool {
+            lhs.platform != rhs.platform ? lhs.platform < rhs.platform : lhs.status < rhs.status
+        }
+
+        public init(_ platform: Platform, _ status: Int) {
+            self.platform = platform
+            self.status = status
+        }
+    }
+
+    /// Final outcomes per platform: delivered, failures by reason and, when `latency`, the
+    /// answers' latencies.
+    public func platforms(latency: Bool = true) -> [Platform: Readout] {
+        var platforms: [Platform: Readout] = [:]
+        for (group, readout) in groups {
+            let platform = ReadoutGroups.platform(of: group)
+            platforms[platform] = platforms[platform, default: Readout()].adding(readout)
+        }
+        for (index, histogram) in variantLatency where latency {
+            let platform = ReadoutGroups.platform(of: index << 16)
+            platforms[platform] = platforms[platform, default: Readout()].adding(Readout(latency: histogram))
+        }
+        return platforms
+    }
+
     /// What the journal keeps of this send beyond outcomes; `seconds` is the time spent so far.
     public func stats(seconds: Double) -> RunStats {
         var stats = RunStats()
@@ -122,27 +152,20 @@ public struct SendReport: Sendable {
         stats.plan = funnel
         stats.sent = sent
         stats.events = events
-        if let names = groupNames {
-            for (group, readout) in groups {
-                let (variant, locale) = names.names(of: group)
-                if let variant {
-                    stats.variants[variant, default: Readout()] = stats.variants[variant, default: Readout()].adding(
-                        readout
-                    )
-                }
-                if let locale {
-                    stats.locales[locale, default: Readout()] = stats.locales[locale, default: Readout()].adding(
-                        readout
-                    )
-                }
-            }
-            for (index, latency) in variantLatency {
-                guard let variant = names.names(of: index << 16).variant else { continue }
-                stats.variants[variant, default: Readout()] = stats.variants[variant, default: Readout()].adding(
-                    Readout(latency: latency)
-                )
-            }
+        guard let names = groupNames else { return stats }
+        func add(_ readout: Readout, to table: inout [String: Readout], as name: String?) {
+            guard let name else { return }
+            table[name] = table[name, default: Readout()].adding(readout)
         }
+        for (group, readout) in groups {
+            let (variant, locale, _) = names.names(of: group)
+            add(readout, to: &stats.variants, as: variant)
+            add(readout, to: &stats.locales, as: locale)
+        }
+        for (index, latency) in variantLatency {
+            add(Readout(latency: latency), to: &stats.variants, as: names.names(of: index << 16).variant)
+        }
+        for (platform, readout) in platforms() { add(readout, to: &stats.platforms, as: platform.rawValue) }
         return stats
     }
 

@@ -2,6 +2,7 @@ import Prometheus
 import PushcampAPNs
 import PushcampBuildInfo
 import PushcampJournal
+import PushcampModel
 import PushcampSend
 import Synchronization
 
@@ -80,14 +81,16 @@ public struct ServeMetrics: Sendable {
         "pushcamp_campaigns_invalid": "Campaign files in the watched folders that do not validate.",
         "pushcamp_credentials_problems":
             "Apps of scheduled or triggered campaigns whose credentials cannot be used (serve is not ready).",
-        "pushcamp_pushes_total": "Pushes with a final answer, delivered or failed.",
+        "pushcamp_pushes_total": "Pushes with a final answer, delivered or failed, per platform (ios, android).",
         "pushcamp_run_pending_recipients": "Recipients of the running run planned so far without a final answer.",
         "pushcamp_runs_total": "Sends that ended, by how they ended.",
         "pushcamp_runs_refused_total": "Slot and trigger sends refused before they started.",
-        "pushcamp_apns_answers_total": "APNs answers by HTTP status, retries included.",
-        "pushcamp_apns_failures_total": "Final failures by APNs reason.",
+        "pushcamp_apns_answers_total":
+            "Provider answers by platform and HTTP status, retries included (FCM's too, platform=\"android\").",
+        "pushcamp_apns_failures_total": "Final failures by platform and reason (APNs' or FCM's).",
         "pushcamp_retries_total": "Sends beyond a push's first, by cause.",
-        "pushcamp_apns_request_duration_seconds": "Request latency, from writing the request to its answer.",
+        "pushcamp_apns_request_duration_seconds":
+            "Request latency per platform, from writing the request to its answer.",
         "pushcamp_connections_opened_total": "HTTP/2 connections opened to APNs.",
         "pushcamp_connections_closed_total": "HTTP/2 connections to APNs that ended, by cause.",
         "pushcamp_provider_tokens_minted_total":
@@ -195,14 +198,27 @@ public struct ServeMetrics: Sendable {
     }
 
     func progressed(_ campaign: String, from old: SendProgress?, to new: SendProgress) {
-        pushes(campaign, delivered: new.delivered - (old?.delivered ?? 0), failed: new.failed - (old?.failed ?? 0))
+        pushes(campaign, now: new.platforms, before: old?.platforms ?? [:])
         pending(campaign, max(0, new.planned - new.delivered - new.failed))
     }
 
-    private func pushes(_ campaign: String, delivered: Int, failed: Int) {
-        for (outcome, count) in [("delivered", delivered), ("failed", failed)] where count > 0 {
-            counter("pushcamp_pushes_total", [("campaign", campaign), ("outcome", outcome)])
+    /// Counts the final answers per platform in `now` beyond those in `before`.
+    private func pushes(
+        _ campaign: String,
+        now: [Platform: (delivered: Int, failed: Int)],
+        before: [Platform: (delivered: Int, failed: Int)]
+    ) {
+        for (platform, answers) in now {
+            let counted = before[platform] ?? (0, 0)
+            for (outcome, count) in [
+                ("delivered", answers.delivered - counted.delivered), ("failed", answers.failed - counted.failed),
+            ] where count > 0 {
+                counter(
+                    "pushcamp_pushes_total",
+                    [("campaign", campaign), ("outcome", outcome), ("platform", platform.rawValue)]
+                )
                 .increment(by: Int64(count))
+            }
         }
     }
 
@@ -210,32 +226,38 @@ public struct ServeMetrics: Sendable {
         gauge("pushcamp_run_pending_recipients", [("campaign", campaign)]).set(Int64(count))
     }
 
-    /// A send ended: the answers since its last progress, its failures by APNs reason, retries by
-    /// cause, and the run's end.
+    /// A send ended: the answers since its last progress, its final failures by reason, answers by
+    /// status and latencies (each per platform), retries by cause, and the run's end.
     func ended(_ campaign: String, report: SendReport, lastProgress: SendProgress?) {
+        let platforms = report.platforms()
         pushes(
             campaign,
-            delivered: report.delivered - (lastProgress?.delivered ?? 0),
-            failed: report.failed - (lastProgress?.failed ?? 0)
+            now: platforms.mapValues { ($0.delivered, $0.failedTotal) },
+            before: lastProgress?.platforms ?? [:]
         )
-        for (reason, count) in report.failures where count > 0 {
-            counter("pushcamp_apns_failures_total", [("campaign", campaign), ("reason", reason)])
-                .increment(by: Int64(count))
+        for (platform, readout) in platforms {
+            let labels = [("campaign", campaign), ("platform", platform.rawValue)]
+            for (reason, count) in readout.failed where count > 0 {
+                counter("pushcamp_apns_failures_total", labels + [("reason", reason)]).increment(by: Int64(count))
+            }
+            let latency = registry.makeDurationHistogram(
+                descriptor: Self.descriptor("pushcamp_apns_request_duration_seconds"),
+                labels: labels,
+                buckets: Self.latencyBuckets
+            )
+            for bucket in readout.latency?.buckets ?? [] {
+                for _ in 0..<bucket.count { latency.record(.microseconds(bucket.microseconds)) }
+            }
         }
         for (cause, count) in report.retries where count > 0 {
             counter("pushcamp_retries_total", [("campaign", campaign), ("cause", cause)]).increment(by: Int64(count))
         }
-        for (status, count) in report.statuses where count > 0 {
-            counter("pushcamp_apns_answers_total", [("campaign", campaign), ("status", String(status))])
-                .increment(by: Int64(count))
-        }
-        let latency = registry.makeDurationHistogram(
-            descriptor: Self.descriptor("pushcamp_apns_request_duration_seconds"),
-            labels: [("campaign", campaign)],
-            buckets: Self.latencyBuckets
-        )
-        for bucket in report.latency.buckets {
-            for _ in 0..<bucket.count { latency.record(.microseconds(bucket.microseconds)) }
+        for (answer, count) in report.statuses where count > 0 {
+            counter(
+                "pushcamp_apns_answers_total",
+                [("campaign", campaign), ("platform", answer.platform.rawValue), ("status", String(answer.status))]
+            )
+            .increment(by: Int64(count))
         }
         counter("pushcamp_connections_opened_total", [("campaign", campaign)])
             .increment(by: Int64(report.connectionsOpened))
