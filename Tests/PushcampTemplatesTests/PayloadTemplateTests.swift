@@ -18,6 +18,23 @@ struct PayloadTemplateTests {
         return writer.string
     }
 
+    /// JSON strings written a run of plain bytes at a time read back as written, whatever they
+    /// hold: every ASCII character (controls, quotes, backslashes), runs of them at either end, and
+    /// non-ASCII text.
+    @Test func everyStringReadsBackAsWritten() throws {
+        let ascii = String((0..<128).map { Character(Unicode.Scalar(UInt8($0))) })
+        let texts = [
+            "", "plain", ascii, "\"", "\\", "\n\nx", "x\t", "\u{1F}\u{0}ü", "ünï 💥 \"quoted\" end\\", ascii + ascii,
+            String(repeating: "a", count: 300) + "\"",
+        ]
+        for text in texts {
+            var writer = JSONWriter()
+            writer.string(text)
+            let back = try JSONSerialization.jsonObject(with: Data(writer.bytes), options: .fragmentsAllowed)
+            #expect(back as? String == text, "\(writer.string)")
+        }
+    }
+
     @Test func rendersValidJSONWhateverTheDataHolds() throws {
         let (payload, diagnostics) = try compile(
             """

@@ -111,37 +111,40 @@ public struct FCMMessage: Sendable, Hashable {
         var json = JSONWriter(capacity: 512)
         json.raw(#"{"validate_only":false,"message":{"token":"#)
         json.string(token)
-        var android = JSONWriter(capacity: 256)
+        // The android object is written in place, and taken back when it stays empty (and no
+        // expiration needs it for the ttl).
+        json.raw(#","android":{"#)
+        let androidStart = json.bytes.count
         var first = true
-        field(&android, "priority", priority?.rawValue, first: &first)
-        field(&android, "collapse_key", collapseKey, first: &first)
-        field(&android, "restricted_package_name", restrictedPackageName, first: &first)
+        field(&json, "priority", priority?.rawValue, first: &first)
+        field(&json, "collapse_key", collapseKey, first: &first)
+        field(&json, "restricted_package_name", restrictedPackageName, first: &first)
         if let androidData {
-            android.raw(first ? #""data":"# : #","data":"#)
+            json.raw(first ? #""data":"# : #","data":"#)
             first = false
-            Self.map(&android, androidData)
+            Self.map(&json, androidData)
         }
         if !notification.isEmpty {
-            android.raw(first ? #""notification":{"# : #","notification":{"#)
+            json.raw(first ? #""notification":{"# : #","notification":{"#)
             var inner = true
-            field(&android, "title", notification.title, first: &inner)
-            field(&android, "body", notification.body, first: &inner)
-            field(&android, "channel_id", notification.channelID, first: &inner)
-            field(&android, "tag", notification.tag, first: &inner)
-            field(&android, "click_action", notification.clickAction, first: &inner)
-            field(&android, "sound", notification.sound, first: &inner)
-            field(&android, "icon", notification.icon, first: &inner)
-            field(&android, "color", notification.color, first: &inner)
+            field(&json, "title", notification.title, first: &inner)
+            field(&json, "body", notification.body, first: &inner)
+            field(&json, "channel_id", notification.channelID, first: &inner)
+            field(&json, "tag", notification.tag, first: &inner)
+            field(&json, "click_action", notification.clickAction, first: &inner)
+            field(&json, "sound", notification.sound, first: &inner)
+            field(&json, "icon", notification.icon, first: &inner)
+            field(&json, "color", notification.color, first: &inner)
             if let count = notification.notificationCount {
-                android.raw(inner ? #""notification_count":"# : #","notification_count":"#)
-                android.integer(count)
+                json.raw(inner ? #""notification_count":"# : #","notification_count":"#)
+                json.integer(count)
             }
-            android.raw("}")
-        }
-        if !android.bytes.isEmpty || expiration != nil {
-            json.raw(#","android":{"#)
-            json.bytes += android.bytes
             json.raw("}")
+        }
+        if json.bytes.count > androidStart || expiration != nil {
+            json.raw("}")
+        } else {
+            json.bytes.removeLast(Self.androidOpening.count)
         }
         if title != nil || body != nil || image != nil {
             json.raw(#","notification":{"#)
@@ -194,15 +197,18 @@ public struct FCMMessage: Sendable, Hashable {
     }
 
     private static func firstRange(of needle: [UInt8], in haystack: ArraySlice<UInt8>) -> Range<Int>? {
-        guard haystack.count >= needle.count else { return nil }
-        var index = haystack.startIndex
-        while index + needle.count <= haystack.endIndex {
-            if haystack[index] == needle[0], haystack[index..<(index + needle.count)].elementsEqual(needle) {
-                return index..<(index + needle.count)
+        guard let head = needle.first, haystack.count >= needle.count else { return nil }
+        // Over the bytes themselves: this runs for every message as it goes out.
+        return haystack.withUnsafeBufferPointer { bytes -> Range<Int>? in
+            var index = 0
+            while index <= bytes.count - needle.count {
+                if bytes[index] == head, needle.indices.allSatisfy({ bytes[index + $0] == needle[$0] }) {
+                    return (haystack.startIndex + index)..<(haystack.startIndex + index + needle.count)
+                }
+                index += 1
             }
-            index += 1
+            return nil
         }
-        return nil
     }
 
     /// Where the token's string ends (after its closing quote).
