@@ -82,7 +82,7 @@ expect "pushcamp.yaml and 1 campaign valid" -C /home/ci/demo pushcamp validate
 step "pushcamp plan"
 expect "→ APNs sandbox (api.sandbox.push.apple.com)" -C /home/ci/demo pushcamp plan campaigns/welcome.yaml
 step "pushcamp rehearse"
-expect "delivered 3, failed 0" -C /home/ci/demo pushcamp rehearse campaigns/welcome.yaml
+expect "delivered 5, failed 0" -C /home/ci/demo pushcamp rehearse campaigns/welcome.yaml
 step "pushcamp status and runs on a project that has sent nothing"
 expect "Runs being sent or interrupted" -C /home/ci/demo pushcamp status
 expect "no runs yet" -C /home/ci/demo pushcamp runs

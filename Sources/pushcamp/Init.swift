@@ -9,13 +9,16 @@ struct Init: ParsableCommand {
         abstract: "Start a project: pushcamp.yaml, a campaign, its template and audience, CI.",
         discussion: """
             Writes, into DIR (default: the current folder), a project that validates, plans and \
-            rehearses as it is: pushcamp.yaml with its keys commented, campaigns/welcome.yaml with \
-            templates/welcome.yaml and a four-row audiences/welcome.csv, a .gitignore for the \
-            journal (.pushcamp/), and .github/workflows/pushcamp.yml. On each pull request that \
+            rehearses as it is: pushcamp.yaml with an iOS app (app-ios) and an Android app \
+            (app-android, sent through FCM) and their keys commented, campaigns/welcome.yaml to \
+            both with templates/welcome.yaml (the iOS payload; Android phones show the campaign's \
+            title and body) and a six-row audiences/welcome.csv of both platforms, a .gitignore for \
+            the journal (.pushcamp/), and .github/workflows/pushcamp.yml. A team without an Android \
+            app deletes app-android and names app-ios alone in the campaign. On each pull request that \
             workflow installs this very pushcamp (the release tarball of this version, checked \
             against the SHA-256 of the binary running init), runs `validate --format github`, posts \
             `plan --format markdown` of every campaign and fails when a campaign is invalid or would \
-            send pushes APNs refuses. It never overwrites: a folder that holds anything is refused \
+            send pushes APNs or FCM refuses. It never overwrites: a folder that holds anything is refused \
             and nothing is written.
 
             Examples:
@@ -92,8 +95,9 @@ struct Init: ParsableCommand {
 
             Next:
               \(cd)pushcamp plan campaigns/welcome.yaml        # what would be sent, to whom
-              pushcamp rehearse campaigns/welcome.yaml              # the whole send, against a local APNs simulator
-            Then put your team id, key id and key file in pushcamp.yaml, and `pushcamp send`.
+              pushcamp rehearse campaigns/welcome.yaml              # the whole send, against a local APNs and FCM simulator
+            Then put your team id, key id and key file in pushcamp.yaml, your Firebase service account's \
+            key in FCM_SERVICE_ACCOUNT (docs/android.md), and `pushcamp send`.
             """
         )
         if !BuildInfo.packaged {

@@ -155,8 +155,16 @@ struct CLITests {
         let plan = try CLI.run(["plan", "--format", "json", "campaigns/welcome.yaml"], in: project)
         #expect(plan.status == 0, "\(plan.stderr)")
         let object = try JSONSerialization.jsonObject(with: Data(plan.stdout.utf8)) as? [String: Any]
-        #expect(object?["planned"] as? Int == 3)
+        // Three iPhones and two Android phones opted in, of six rows.
+        #expect(object?["planned"] as? Int == 5)
         #expect(object?["topic"] as? String == "com.example.shop")
+        let platforms = object?["platforms"] as? [String: [String: Any]]
+        #expect(platforms?["ios"]?["planned"] as? Int == 3)
+        #expect(platforms?["android"]?["planned"] as? Int == 2)
+        // It rehearses as it is: both platforms, against the local simulator, with no credentials set.
+        let rehearsal = try CLI.run(["rehearse", "campaigns/welcome.yaml"], in: project)
+        #expect(rehearsal.status == 0, "\(rehearsal.stdout)\(rehearsal.stderr)")
+        #expect(rehearsal.stdout.contains("  iOS      3 delivered, 0 failed\n  Android  2 delivered, 0 failed\n"))
         // The workflow runs the commands it names.
         let workflow = try String(
             contentsOf: project.appendingPathComponent(".github/workflows/pushcamp.yml"),

@@ -31,7 +31,15 @@ struct WorkflowCLITests {
         #expect(passing.ran == ["Install pushcamp", "Validate and plan", "Post the plans on the pull request"])
         #expect(passing.log.contains("bin/pushcamp: OK"), "the binary's checksum was checked: \(passing.log)")
         let comment = try #require(passing.postedComment, "\(passing.log)")
-        #expect(comment.hasPrefix("→ APNs sandbox (api.sandbox.push.apple.com)\n\n### Plan: `welcome`"), "\(comment)")
+        // The scaffold's campaign goes to both apps; the Android one always reaches real phones, so
+        // the destination is in bold.
+        #expect(
+            comment.hasPrefix(
+                "**→ APNs sandbox (api.sandbox.push.apple.com)<br>Android app app-android → FCM (fcm.googleapis.com)**"
+                    + "\n\n### Plan: `welcome`"
+            ),
+            "\(comment)"
+        )
         #expect(passing.ghCalls.first == ["pr", "comment", "7", "--edit-last", "--body-file", passing.planPath])
 
         // A campaign APNs would refuse pushes of (a payload over 4 KB for one recipient): the plan is
@@ -39,7 +47,7 @@ struct WorkflowCLITests {
         let audience = project.appendingPathComponent("audiences/welcome.csv")
         let rows = try String(contentsOf: audience, encoding: .utf8)
         let long = String(repeating: "x", count: 5000)
-        try (rows + "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa,\(long),true\n").write(
+        try (rows + "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa,ios,\(long),true\n").write(
             to: audience,
             atomically: true,
             encoding: .utf8
@@ -50,7 +58,9 @@ struct WorkflowCLITests {
         let refused = try #require(failing.postedComment, "\(failing.log)")
         #expect(refused.contains("| refused | 1 |"), "\(refused)")
         #expect(
-            refused.contains("**campaigns/welcome.yaml: APNs would refuse some of these pushes (plan exit 3).**"),
+            refused.contains(
+                "**campaigns/welcome.yaml: APNs or FCM would refuse some of these pushes (plan exit 3).**"
+            ),
             "\(refused)"
         )
 

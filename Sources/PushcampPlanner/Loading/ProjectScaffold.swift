@@ -1,8 +1,9 @@
 import Foundation
 
 /// What `pushcamp init` writes: a project that validates, plans and rehearses as it is — pushcamp.yaml
-/// with every key commented, one campaign with its template and a tiny audience, a .gitignore for the
-/// journal, and a GitHub Actions workflow that checks campaigns and posts their plan on pull requests.
+/// with an iOS app and an Android app and every key commented, one campaign to both with its iOS
+/// template and a tiny audience of both platforms, a .gitignore for the journal, and a GitHub Actions
+/// workflow that checks campaigns and posts their plan on pull requests.
 public enum ProjectScaffold {
     /// The pushcamp release the CI workflow installs: the tarball's URL, and the SHA-256 of the
     /// binary in it (the workflow refuses any other binary).
@@ -97,13 +98,18 @@ public enum ProjectScaffold {
             #   bundle_id: \(bundleID)
             #   app_apple_id: 1234567890
             #   environments: [production, sandbox]
+          app-android:
+            service_account: ${env:FCM_SERVICE_ACCOUNT}   # the Firebase service account's JSON key (a path, or
+                                                          # the JSON itself), read only when sending
+            # project_id: my-project          # default: the service account's project
+            # quota: 600000/min               # the project's FCM quota: no run sends faster
 
         journal:
           path: .pushcamp/journal.sqlite      # every run, dead tokens, schedule slots (git-ignored)
 
         defaults:
           throttle: { rate: 1000/s, connections: 1 }
-          expiration: 24h                     # how long APNs keeps trying an offline device
+          expiration: 24h                     # how long APNs and FCM keep trying an offline device
           # frequency_cap: { max: 2, per: 24h }
 
         # serve:                              # `pushcamp serve`: scheduled campaigns, health, metrics
@@ -117,14 +123,17 @@ public enum ProjectScaffold {
         # A first campaign: `pushcamp validate`, `pushcamp plan` and `pushcamp rehearse` work on it as it is.
         campaign: welcome
         description: Say hello to new users
-        app: app-ios
+        app: [app-ios, app-android]                # one app, or an iOS app and an Android app
 
         audience:
-          source: { csv: audiences/welcome.csv }   # a token column and any attributes
+          source: { csv: audiences/welcome.csv }   # a token column, a platform column and any attributes
           where: "opted_in"                        # optional filter on attributes
 
         message:
-          payload: templates/welcome.yaml
+          payload: templates/welcome.yaml          # what iPhones get (APNs JSON)
+          title: "Welcome{{#first_name}}, {{.}}{{/first_name}}!"   # what Android phones show
+          body: "Thanks for joining. Here is what is new this week."
+          android: { channel_id: news }            # FCM's own fields (docs/android.md)
           collapse_id: welcome
 
         # schedule: { cron: "0 9 * * MON", timezone: Europe/Paris }   # sent by `pushcamp serve`
@@ -143,23 +152,25 @@ public enum ProjectScaffold {
         """
 
     static let audience = """
-        token,first_name,opted_in
-        3f1d6f0c2b9a4e7d8c5b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d,Ada,true
-        8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b,Grace,true
-        0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0,,true
-        c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00,Linus,false
+        token,platform,first_name,opted_in
+        3f1d6f0c2b9a4e7d8c5b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d,ios,Ada,true
+        8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b,ios,Grace,true
+        0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0,ios,,true
+        c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00,ios,Linus,false
+        eHcV1xQ0TlqG3zFw8mRk2p:APA91bFq7Kx2Nw5Yt8Jr3Lc6Vb9Hs1Dp4Gm7Qz0Xe3Wa6Ru9Ti2Oy5Pk8Lj1Mh4Nf7Bd0Cs3,android,Hedy,true
+        dK8sLq2Wm5Xp0Ry3Tz6Vb:APA91bHn4Qe7Ur0Ix3Ok6Pl9As2Df5Gh8Jk1Lz4Xc7Vb0Nm3Qw6Er9Ty2Ui5Op8As1Dg4Fh7,android,,true
 
         """
 
     /// The GitHub Actions workflow: installs the pinned release, checks the project and every
     /// campaign, posts their plans on the pull request, and fails when a campaign is invalid or has
-    /// pushes APNs would refuse. Its `run:` steps use no `${{ }}` expressions (values come in through
+    /// pushes APNs or FCM would refuse. Its `run:` steps use no `${{ }}` expressions (values come in through
     /// `env:`), so a pull request's text never becomes shell, and a test runs them as written.
     static func workflow(_ release: Release) -> String {
         """
         # Checks the project and every campaign on pull requests, and posts what each campaign would
         # send. The job fails when a campaign is invalid (validate, or plan exit 1) or would send
-        # pushes that APNs refuses (plan exit 3), so such a change cannot be merged unnoticed.
+        # pushes that APNs or FCM refuses (plan exit 3), so such a change cannot be merged unnoticed.
         name: pushcamp
         on:
           pull_request:
@@ -205,7 +216,7 @@ public enum ProjectScaffold {
                     pushcamp plan --format markdown "$campaign" >> "$plan" || code=$?
                     case "$code" in
                       0) ;;
-                      3) echo "**$campaign: APNs would refuse some of these pushes (plan exit 3).**" >> "$plan"; status=1 ;;
+                      3) echo "**$campaign: APNs or FCM would refuse some of these pushes (plan exit 3).**" >> "$plan"; status=1 ;;
                       *) echo "**$campaign: not planned (plan exit $code); the job's log says why.**" >> "$plan"; status=1 ;;
                     esac
                     echo >> "$plan"
