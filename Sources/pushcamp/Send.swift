@@ -107,7 +107,8 @@ struct Send: AsyncParsableCommand {
         help: """
             On a PostgreSQL journal with journal.slice: plan the run into the journal, cut into \
             slices, and leave it to the `pushcamp serve` nodes on that journal instead of sending \
-            from here (`pushcamp runs` shows how it goes). Without it, this process sends slices too.
+            from here (`pushcamp runs` shows how it goes). Without it, this process sends slices too. \
+            Campaigns with an Android app are sent whole, by one process, under their project's FCM quota.
             """
     )
     var detach = false
@@ -157,12 +158,13 @@ struct Send: AsyncParsableCommand {
         let access = try journalLocation.access(campaign.journal)
         if detach {
             guard case .postgres = access.kind, journalLocation.setting(campaign.journal).slice != nil,
-                !campaign.timesEachRecipient
+                campaign.isSliceable(as: .send)
             else {
                 printError(
                     "\(campaign.path): error: --detach leaves a run to the serve nodes of a shared journal: it needs "
-                        + "a PostgreSQL journal cut into slices (journal.url and journal.slice) and a campaign whose "
-                        + "recipients all go at once (no recipient-local schedule or quiet hours); nothing was sent"
+                        + "a PostgreSQL journal cut into slices (journal.url and journal.slice) and an iOS campaign whose "
+                        + "recipients all go at once (no recipient-local schedule or quiet hours; a campaign with an "
+                        + "Android app is sent whole, by one node, under its Firebase project's quota); nothing was sent"
                 )
                 throw ExitCode(1)
             }

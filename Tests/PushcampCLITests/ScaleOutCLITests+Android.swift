@@ -26,6 +26,11 @@ extension ScaleOutCLITests {
             throttle: "{ rate: 1000/s }",
             extra: "schedule: { every: 2s }\n"
         )
+        // The journal is cut into slices, but a campaign with an Android app is sent whole by one
+        // node under its project's quota, so it cannot be left to the nodes as slices.
+        let detached = try CLI.run(["send", "--detach", "--yes", "campaigns/a.yaml"], in: project.root)
+        #expect(detached.status == 1, "\(detached.stdout)\(detached.stderr)")
+        #expect(detached.stderr.contains("a campaign with an Android app is sent whole"), "\(detached.stderr)")
         let nodes = try (0..<3).map { _ in try ServeProcess(in: project.root) }
         defer { for node in nodes where node.process.isRunning { node.process.terminate() } }
         func finished() throws -> Int {

@@ -389,12 +389,13 @@ public final class SliceWorker: Service, Sendable {
 }
 
 extension LoadedCampaign {
-    /// Whether a run of this kind can be cut into slices: a send or a slot of a campaign whose
+    /// Whether a run of this kind can be cut into slices: a send or a slot of an iOS campaign whose
     /// recipients all go at once (a moment per recipient is planned moment by moment instead);
     /// replays, rehearsals and trigger runs are sent whole.
-    func isSliceable(as kind: SendRun.Kind) -> Bool {
-        // A run's snapshot keeps APNs pushes; a campaign with Android recipients is sent by one
-        // worker (its lease and resume hold as for any unsliced run).
+    public func isSliceable(as kind: SendRun.Kind) -> Bool {
+        // A campaign with Android recipients is sent by one worker (its lease and resume hold as
+        // for any unsliced run): the Firebase project's quota caps the whole run, and workers
+        // pacing each on their own would send it several times over (docs/android.md).
         if android != nil { return false }
         switch kind {
         case .send, .slot: return !timesEachRecipient
