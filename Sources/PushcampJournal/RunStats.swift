@@ -187,6 +187,9 @@ public struct PlanFunnel: Sendable, Equatable, Codable {
     public var locales: [String: Int] = [:]
     /// Planned per platform (`ios`, `android`); nil in runs recorded before it was kept.
     public var platforms: [String: Int]?
+    /// What assigned variants and the holdout: `device`, or `person (user_id)` when the audience
+    /// names a user key; nil in runs recorded before it was kept.
+    public var assignmentUnit: String?
     /// The first pushes planned, as sent (headers and payload): what `pushcamp diff` compares a
     /// campaign's plan of now with. Nil in runs recorded before they were kept.
     public var samples: [PlanSample]?
@@ -205,6 +208,7 @@ public struct PlanFunnel: Sendable, Equatable, Codable {
         case noSubscription = "no_subscription"
         case heldOut = "held_out"
         case holdoutBasisPoints = "holdout_basis_points"
+        case assignmentUnit = "assignment_unit"
     }
 }
 
@@ -465,6 +469,7 @@ extension PlanFunnel {
 
     fileprivate func write(to json: inout JSONWriter) {
         json.object([
+            ("assignment_unit", assignmentUnit.map { unit in { $0.string(unit) } }),
             ("capped", { $0.integer(capped) }),
             ("copies", copies.map(Self.samplesWriter)),
             ("description", description.map { description in { $0.string(description) } }),

@@ -100,7 +100,8 @@ extension RunReport {
             body += "</section>\n"
         }
         for (title, column, rows) in [
-            ("By platform", "platform", platformRows), ("By variant (A/B readout)", "variant", variantRows),
+            ("By platform", "platform", platformRows),
+            ("By variant (A/B readout)" + assignmentNote, "variant", variantRows),
         ] where !rows.isEmpty {
             body += "<section class=\"readout\">"
             body += table(

@@ -87,7 +87,9 @@ extension RunReport {
             ("sending_seconds", .number(Self.rounded(stats.seconds))),
             ("planned", run.planned.map { .integer($0) } ?? .null), ("recipients", .integer(recipients)),
             ("delivered", .integer(delivered)), ("failed", .integer(failed)), ("outcomes", .array(outcomesJSON)),
-            ("variants", readout(variantRows, latency: true)), ("locales", readout(localeRows, latency: false)),
+            ("variants", readout(variantRows, latency: true)),
+            ("assignment_unit", .optional(stats.plan?.assignmentUnit)),
+            ("locales", readout(localeRows, latency: false)),
             ("platforms", readout(platformRows, latency: true)),
             ("readout", self.readout?.json ?? .null),
             (

@@ -63,7 +63,8 @@ extension RunReport {
         where !rows.isEmpty {
             let latency = title != "Locales"
             let column = ["Platforms": "platform", "Variants": "variant"][title] ?? "locale"
-            out += "#### \(title)\n\n| \(column) | planned | delivered | failed | rate |"
+            out +=
+                "#### \(title)\(title == "Variants" ? Markdown.text(assignmentNote) : "")\n\n| \(column) | planned | delivered | failed | rate |"
             out += latency ? " p50 | p99 |" : ""
             out += " top failures |\n|---|---:|---:|---:|---:|" + (latency ? "---:|---:|" : "") + "---|\n"
             for row in rows {

@@ -107,6 +107,13 @@ extension RunReport {
             + "throttle \(sent.rate) over \(sent.connections) connection\(sent.connections == 1 ? "" : "s")"
     }
 
+    /// " (assigned per person (user_id))" when variants and the holdout were assigned per person;
+    /// empty when per device (or not known).
+    public var assignmentNote: String {
+        guard let unit = stats.plan?.assignmentUnit, unit != "device" else { return "" }
+        return " (assigned per \(unit))"
+    }
+
     /// The holdout, when the plan had one: "10% (1,920 held out)".
     public var holdoutText: String? {
         guard let plan = stats.plan, plan.holdoutBasisPoints > 0 else { return nil }

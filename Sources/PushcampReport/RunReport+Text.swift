@@ -39,7 +39,7 @@ extension RunReport {
         for (title, rows) in [("Platforms", platformRows), ("Variants", variantRows), ("Locales", localeRows)]
         where !rows.isEmpty {
             let latency = title != "Locales"
-            out += title + "\n"
+            out += title + (title == "Variants" ? assignmentNote : "") + "\n"
             out += "  " + pad("", 16) + pad("planned", 10, right: true) + pad("delivered", 11, right: true)
             out += pad("failed", 8, right: true) + pad("rate", 9, right: true)
             out += latency ? pad("p50", 10, right: true) + pad("p99", 10, right: true) : ""

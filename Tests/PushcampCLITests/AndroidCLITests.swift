@@ -190,6 +190,9 @@ struct AndroidCLITests {
         let reportText = try CLI.run(["report"], in: project.root).stdout
         #expect(reportText.contains("  Android 404 fcm/UNREGISTERED"), "\(reportText)")
         #expect(reportText.contains("Platforms\n"), "\(reportText)")
+        // The readout counts per arm and says what assigned them.
+        #expect(reportText.contains("Variants (assigned per person (user_id))\n"), "\(reportText)")
+        #expect(readout["assignment_unit"] as? String == "person (user_id)")
 
         // The dead Android token is passed over next time, as APNs' 410 is.
         let again = try CLI.run(["plan", "campaigns/mixed.yaml"], in: project.root)

@@ -48,6 +48,7 @@ struct RunStatsTests {
         plan.variants = ["a": 30, "b": 25]
         plan.locales = ["en": 55]
         plan.platforms = ["ios": 40, "android": 15]
+        plan.assignmentUnit = "person (user_id)"
         full.plan = plan
         full.sent = SentFacts(
             app: "shop",

@@ -93,7 +93,8 @@ struct RunReportTests {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
         #expect(
             Array(object.keys).sorted() == [
-                "campaign", "connections", "copy", "delivered", "description", "failed", "file", "latency", "locales",
+                "assignment_unit", "campaign", "connections", "copy", "delivered", "description", "failed", "file",
+                "latency", "locales",
                 "outcomes", "plan", "planned", "platforms", "possible_duplicate_recipients", "possible_duplicates",
                 "readout",
                 "recipients", "rehearsal", "replay_of", "retries", "revision", "run", "sending_seconds", "sent",

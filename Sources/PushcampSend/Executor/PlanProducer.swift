@@ -266,6 +266,7 @@ extension PlanFunnel {
         // A resumed pass's settled recipients were planned (and sent) by the passes before.
         planned = summary.planned + summary.skipped
         holdoutBasisPoints = summary.holdout.basisPoints
+        assignmentUnit = summary.assignmentUnit
         variants = Dictionary(summary.variants.map { ($0.name, $0.planned) }, uniquingKeysWith: +)
             .merging(summary.skippedVariants, uniquingKeysWith: +)
         locales = Dictionary(summary.locales.map { ($0.locale, $0.planned) }, uniquingKeysWith: +)
