@@ -192,7 +192,7 @@ let package = Package(
             name: "PushcampRehearsal",
             dependencies: [
                 "PushcampSend", "PushcampSimulator", "PushcampAPNs", "PushcampAPNsCore", "PushcampPlanner",
-                "PushcampModel",
+                "PushcampModel", "PushcampJournal",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
