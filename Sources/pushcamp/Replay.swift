@@ -13,12 +13,14 @@ struct Replay: AsyncParsableCommand {
             After fixing what made pushes fail (the app's topic or key in pushcamp.yaml, an outage that outlasted the \
             retries), replay sends the same notification to exactly those recipients: the ones \
             whose final outcome in run RUN had one of the --reason values (APNs reasons such as \
-            TopicDisallowed or ServiceUnavailable, or Pushcamp's connection-lost; in any case). \
+            TopicDisallowed or ServiceUnavailable, FCM's as the report names them, such as \
+            fcm/UNAVAILABLE, or Pushcamp's connection-lost; in any case). \
             Nobody else is sent anything. Recipients held back by refused credentials are not \
             failures: sending the campaign again resumes its run and sends them. Reasons APNs \
             never retries (DeviceTokenNotForTopic, Forbidden, PayloadTooLarge) need --force, given \
-            once their cause is fixed; dead tokens (BadDeviceToken, Unregistered, ExpiredToken) \
-            reach nobody and need it too.
+            once their cause is fixed, as do FCM's fcm/SENDER_ID_MISMATCH, fcm/INVALID_ARGUMENT and \
+            fcm/THIRD_PARTY_AUTH_ERROR; dead tokens (BadDeviceToken, Unregistered, ExpiredToken, \
+            fcm/UNREGISTERED) reach nobody and need it too.
 
             The replay plans the campaign file RUN was sent from again, so that file, its \
             templates and its audience must be unchanged (the same revision). It is a run of its \

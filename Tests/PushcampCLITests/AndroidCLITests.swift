@@ -83,6 +83,40 @@ struct AndroidCLITests {
         )
     }
 
+    /// A simulator for `project` whose FCM answers each listed phone as its behaviour says (the
+    /// `--tokens` file; `--retry-after 1`, recorded in fcm.jsonl), and an Android-only campaign `id`
+    /// to `count` phones at 1000/s, retried up to `attempts` times.
+    static func simulate(
+        _ behaviours: [(phone: Int, behaviour: String)],
+        in project: TemporaryProject,
+        id: String,
+        count: Int,
+        attempts: Int
+    ) throws -> SimulatorProcess {
+        try project.write(
+            "tokens.txt",
+            behaviours.map { "\(fcmToken($0.phone)) \($0.behaviour)" }.joined(separator: "\n") + "\n"
+        )
+        let sim = try SimulatorProcess(
+            ["--state-dir", "sim", "--tokens", "tokens.txt", "--record-fcm", "fcm.jsonl", "--retry-after", "1"],
+            in: project.root
+        )
+        do {
+            try writeProject(project, port: sim.port)
+            try writeAndroidCampaign(
+                project,
+                id: id,
+                count: count,
+                throttle: "{ rate: 1000/s }",
+                extra: "retry: { max_attempts: \(attempts) }\n"
+            )
+        } catch {
+            _ = sim.stop()
+            throw error
+        }
+        return sim
+    }
+
     /// An Android-only campaign of `count` phones sent once against a simulator started with `flags`
     /// (and `--record-fcm`): what the send printed, the simulator's summary, what it received, and
     /// `runs --format json` afterwards.
@@ -204,27 +238,17 @@ struct AndroidCLITests {
     @Test func everyFCMReasonGetsItsReaction() throws {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }
-        let behaviours = [
-            (1, "unregistered"), (2, "bad"), (3, "reason SENDER_ID_MISMATCH"), (4, "flaky 2"),
-            (5, "reason THIRD_PARTY_AUTH_ERROR"), (6, "reason INTERNAL"), (7, "throttled 1"),
-        ]
-        try project.write(
-            "tokens.txt",
-            behaviours.map { "\(Self.fcmToken($0.0)) \($0.1)" }.joined(separator: "\n") + "\n"
-        )
-        let sim = try SimulatorProcess(
-            ["--state-dir", "sim", "--tokens", "tokens.txt", "--record-fcm", "fcm.jsonl", "--retry-after", "1"],
-            in: project.root
-        )
-        defer { if sim.process.isRunning { _ = sim.stop() } }
-        try Self.writeProject(project, port: sim.port)
-        try Self.writeAndroidCampaign(
-            project,
+        let sim = try Self.simulate(
+            [
+                (1, "unregistered"), (2, "bad"), (3, "reason SENDER_ID_MISMATCH"), (4, "flaky 2"),
+                (5, "reason THIRD_PARTY_AUTH_ERROR"), (6, "reason INTERNAL"), (7, "throttled 1"),
+            ],
+            in: project,
             id: "android-only",
             count: 40,
-            throttle: "{ rate: 1000/s }",
-            extra: "retry: { max_attempts: 3 }\n"
+            attempts: 3
         )
+        defer { if sim.process.isRunning { _ = sim.stop() } }
         let send = try CLI.run(["send", "--quiet", "--format", "json", "campaigns/a.yaml"], in: project.root)
         _ = sim.stop()
         #expect(send.status == 4, "\(send.stdout)\(send.stderr)")
@@ -258,6 +282,58 @@ struct AndroidCLITests {
         // are suppressed next time.
         let again = try CLI.run(["plan", "campaigns/a.yaml"], in: project.root)
         #expect(again.stdout.contains("  suppressed               2"), "\(again.stdout)")
+    }
+
+    /// Replay and the frequency cap work for Android phones as for iPhones: a message that failed
+    /// for a reason worth trying again goes again to exactly its recipient; dead tokens and reasons
+    /// FCM never retries need --force; deliveries count toward the next campaign's cap.
+    @Test func androidFailuresReplayAndDeliveriesCountTowardTheCap() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let sim = try Self.simulate(
+            [(1, "flaky 2"), (2, "unregistered"), (3, "reason SENDER_ID_MISMATCH")],
+            in: project,
+            id: "replayed",
+            count: 10,
+            attempts: 2
+        )
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        let send = try CLI.run(["send", "--quiet", "campaigns/a.yaml"], in: project.root)
+        #expect(send.status == 4, "\(send.stdout)\(send.stderr)")
+        #expect(send.stdout.contains("delivered 7, failed 3\n"), "\(send.stdout)")
+
+        let dead = try CLI.run(["replay", "1", "--reason", "fcm/UNREGISTERED"], in: project.root)
+        #expect(dead.status == 1)
+        #expect(dead.stderr.contains("FCM called those tokens dead (fcm/UNREGISTERED)"), "\(dead.stderr)")
+        let mismatch = try CLI.run(["replay", "1", "--reason", "fcm/sender_id_mismatch"], in: project.root)
+        #expect(mismatch.status == 1)
+        #expect(mismatch.stderr.contains("FCM never retries fcm/SENDER_ID_MISMATCH"), "\(mismatch.stderr)")
+
+        // The phone FCM answered UNAVAILABLE twice goes again, alone, and gets it.
+        let replay = try CLI.run(["replay", "1", "--reason", "fcm/UNAVAILABLE", "--quiet"], in: project.root)
+        _ = sim.stop()
+        #expect(replay.status == 0, "\(replay.stdout)\(replay.stderr)")
+        #expect(replay.stdout.contains("delivered 1, failed 0\n"), "\(replay.stdout)")
+        let records = try Self.fcmRecords(project, "fcm.jsonl")
+        #expect(records.filter { $0["token"] as? String == Self.fcmToken(1) }.count == 3)
+        #expect(records.count == 12, "ten, one retry, one replay")
+
+        // Eight phones were delivered to: a campaign capped at one message a day passes them over.
+        try project.write(
+            "campaigns/b.yaml",
+            """
+            campaign: capped
+            app: shop-android
+            audience:
+              source: { csv: audiences/a.csv }
+            message: { title: Again, body: Soon }
+            frequency_cap: { max: 1, per: 24h }
+
+            """
+        )
+        let plan = try CLI.run(["plan", "campaigns/b.yaml"], in: project.root)
+        #expect(Self.number(after: "  capped", in: plan.stdout) == 8, "\(plan.stdout)")
+        #expect(Self.number(after: "  suppressed", in: plan.stdout) == 1, "\(plan.stdout)")
     }
 
     /// `plan --fcm-dry-run N`: Google (the simulator) checks the first N Android messages with
@@ -422,6 +498,6 @@ struct AndroidCLITests {
 
     static func number(after prefix: String, in text: String) -> Int {
         guard let range = text.range(of: prefix) else { return -1 }
-        return Int(text[range.upperBound...].prefix { $0.isNumber }) ?? -1
+        return Int(text[range.upperBound...].drop { $0 == " " }.prefix { $0.isNumber }) ?? -1
     }
 }

@@ -1,4 +1,5 @@
 import PushcampAPNsCore
+import PushcampFCMCore
 import PushcampJournal
 import PushcampModel
 
@@ -14,8 +15,8 @@ public struct ReplaySelection: Sendable, Equatable {
     /// Reads run `id`'s failures from `journal` (at `path`, for messages). Reasons match whatever
     /// their case (`baddevicetoken` is BadDeviceToken). Refuses (exit 1) a run that does not exist,
     /// that has no failure with those reasons (listing the ones it has, with a did-you-mean), or
-    /// that does not record its campaign file; and, unless `force`, a reason APNs never retries
-    /// (dead tokens above all: sending to them again reaches nobody).
+    /// that does not record its campaign file; and, unless `force`, a reason APNs or FCM never
+    /// retries (dead tokens above all: sending to them again reaches nobody).
     public static func select(
         run id: RunID,
         reasons: [String],
@@ -72,8 +73,9 @@ public struct ReplaySelection: Sendable, Equatable {
         }
     }
 
-    /// The refusal of a replay for reasons APNs never retries, when one is asked for.
+    /// The refusal of a replay for reasons APNs or FCM never retries, when one is asked for.
     static func neverRetried(_ reasons: [String], run: RunID) -> RunRefusal? {
+        if let refusal = fcmNeverRetried(reasons, run: run) { return refusal }
         let named = reasons.compactMap { reason in
             APNsReason.documented.first { $0.description.lowercased() == reason.lowercased() }
         }
@@ -94,5 +96,37 @@ public struct ReplaySelection: Sendable, Equatable {
                 + "same way. Replay run \(run) only after fixing the cause (the app's topic or key in pushcamp.yaml, "
                 + "the payload's size) and pass --force to say so; nothing was sent"
         )
+    }
+
+    /// The same for FCM's reasons (`fcm/CODE`, as the journal names them).
+    static func fcmNeverRetried(_ reasons: [String], run: RunID) -> RunRefusal? {
+        let asked = reasons.filter { $0.lowercased().hasPrefix(FCMReason.prefix) }.map { $0.uppercased() }
+        let deadNames = FCMReason.deadTokenReasons.map { $0.uppercased() }
+        let dead = asked.filter { deadNames.contains($0) }
+        if !dead.isEmpty {
+            return RunRefusal(
+                .refused,
+                "FCM called those tokens dead (\(dead.map(Self.fcmSpelling).joined(separator: ", "))): sending to "
+                    + "them again reaches nobody; they are remembered and skipped by later campaigns. Nothing was "
+                    + "sent; --force replays them anyway"
+            )
+        }
+        let final = asked.filter { name in
+            let code = FCMReason(String(name.dropFirst(FCMReason.prefix.count)))
+            return code.reaction == .neverRetry || code.reaction == .requestBug
+        }
+        guard !final.isEmpty else { return nil }
+        return RunRefusal(
+            .refused,
+            "FCM never retries \(final.map(Self.fcmSpelling).joined(separator: ", ")): the same message would fail the "
+                + "same way. Replay run \(run) only after fixing the cause (the app's service account or project in "
+                + "pushcamp.yaml, the message) and pass --force to say so; nothing was sent"
+        )
+    }
+
+    /// `fcm/UNREGISTERED` as the journal spells it, from any case.
+    private static func fcmSpelling(_ upper: String) -> String {
+        let code = upper.dropFirst(FCMReason.prefix.count)
+        return FCMReason.prefix + (code.hasSuffix(":TOKEN") ? code.dropLast(6) + ":token" : code)
     }
 }
