@@ -336,6 +336,44 @@ struct AndroidCLITests {
         #expect(Self.number(after: "  suppressed", in: plan.stdout) == 1, "\(plan.stdout)")
     }
 
+    /// Quiet hours on each recipient's clock hold for Android phones: the phones where it is night
+    /// are passed over (`action: drop`), the others get the message.
+    @Test func quietHoursFollowEachAndroidPhonesClock() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let sim = try SimulatorProcess(["--state-dir", "sim", "--record-fcm", "fcm.jsonl"], in: project.root)
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        try Self.writeProject(project, port: sim.port)
+        // Quiet from an hour ago to an hour from now on the phone's clock: now for the phones in UTC,
+        // not for those in Kolkata (UTC+5:30, five and a half hours later).
+        func clock(_ seconds: Double) -> String {
+            let minutes = (Int(seconds / 60) % 1440 + 1440) % 1440
+            return String(format: "%02d:%02d", minutes / 60, minutes % 60)
+        }
+        let now = Date().timeIntervalSince1970
+        let zones = ["UTC", "Asia/Kolkata", "UTC", "Asia/Kolkata"]
+        let rows = zones.enumerated().map { "\(Self.fcmToken($0.offset)),android,\($0.element)" }
+        try project.write("audiences/a.csv", "token,platform,timezone\n" + rows.joined(separator: "\n") + "\n")
+        try project.write(
+            "campaigns/a.yaml",
+            """
+            campaign: night
+            app: shop-android
+            audience:
+              source: { csv: audiences/a.csv }
+            message: { title: Hello, body: There }
+            quiet_hours: { from: "\(clock(now - 3600))", to: "\(clock(now + 3600))", action: drop }
+
+            """
+        )
+        let send = try CLI.run(["send", "--quiet", "campaigns/a.yaml"], in: project.root)
+        _ = sim.stop()
+        #expect(send.stdout.contains("delivered 2, failed 0\n"), "\(send.stdout)\(send.stderr)")
+        #expect(send.stdout.contains("quiet-hours"), "\(send.stdout)")
+        let sent = try Self.fcmRecords(project, "fcm.jsonl").compactMap { $0["token"] as? String }
+        #expect(sent.sorted() == [Self.fcmToken(1), Self.fcmToken(3)].sorted())
+    }
+
     /// `plan --fcm-dry-run N`: Google (the simulator) checks the first N Android messages with
     /// `validate_only`, answers are counted by reason, and nothing is delivered.
     @Test func googlesDryRunChecksASampleWithoutDelivering() throws {
