@@ -69,18 +69,25 @@ struct AndroidCLITests {
     ) throws {
         let rows = (0..<count).map { "\(fcmToken($0)),android" }
         try project.write("audiences/a.csv", "token,platform\n" + rows.joined(separator: "\n") + "\n")
-        try project.write(
-            "campaigns/a.yaml",
-            """
-            campaign: \(id)
-            app: shop-android
-            audience:
-              source: { csv: audiences/a.csv }
-            message: { title: Hello, body: There }
-            throttle: \(throttle)
+        try project.write("campaigns/a.yaml", androidCampaign(id, extra: "throttle: \(throttle)\n" + extra))
+    }
 
-            """ + extra
-        )
+    /// An Android-only campaign `id` to audiences/a.csv saying `message`, with `extra` keys.
+    static func androidCampaign(
+        _ id: String,
+        message: String = "{ title: Hello, body: There }",
+        extra: String
+    )
+        -> String
+    {
+        """
+        campaign: \(id)
+        app: shop-android
+        audience:
+          source: { csv: audiences/a.csv }
+        message: \(message)
+
+        """ + extra
     }
 
     /// A simulator for `project` whose FCM answers each listed phone as its behaviour says (the
@@ -321,15 +328,11 @@ struct AndroidCLITests {
         // Eight phones were delivered to: a campaign capped at one message a day passes them over.
         try project.write(
             "campaigns/b.yaml",
-            """
-            campaign: capped
-            app: shop-android
-            audience:
-              source: { csv: audiences/a.csv }
-            message: { title: Again, body: Soon }
-            frequency_cap: { max: 1, per: 24h }
-
-            """
+            Self.androidCampaign(
+                "capped",
+                message: "{ title: Again, body: Soon }",
+                extra: "frequency_cap: { max: 1, per: 24h }\n"
+            )
         )
         let plan = try CLI.run(["plan", "campaigns/b.yaml"], in: project.root)
         #expect(Self.number(after: "  capped", in: plan.stdout) == 8, "\(plan.stdout)")
@@ -356,15 +359,10 @@ struct AndroidCLITests {
         try project.write("audiences/a.csv", "token,platform,timezone\n" + rows.joined(separator: "\n") + "\n")
         try project.write(
             "campaigns/a.yaml",
-            """
-            campaign: night
-            app: shop-android
-            audience:
-              source: { csv: audiences/a.csv }
-            message: { title: Hello, body: There }
-            quiet_hours: { from: "\(clock(now - 3600))", to: "\(clock(now + 3600))", action: drop }
-
-            """
+            Self.androidCampaign(
+                "night",
+                extra: "quiet_hours: { from: \"\(clock(now - 3600))\", to: \"\(clock(now + 3600))\", action: drop }\n"
+            )
         )
         let send = try CLI.run(["send", "--quiet", "campaigns/a.yaml"], in: project.root)
         _ = sim.stop()
