@@ -1,7 +1,7 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// Module rules (see DESIGN.md): the model, templates, audiences and planner never import NIO;
+// Module rules (README.md lists the modules): the model, templates, audiences and planner never import NIO;
 // the `pushcamp` executable only parses arguments, builds the pipeline and prints.
 // Our own targets build with warnings as errors: a warning in our sources fails the build (never
 // the dependencies', which keep their own settings).
@@ -179,7 +179,7 @@ let package = Package(
             name: "PushcampSend",
             dependencies: [
                 "PushcampPlanner", "PushcampModel", "PushcampAudience", "PushcampAPNs", "PushcampAPNsCore",
-                "PushcampJournal", "PushcampFCM", "PushcampFCMCore",
+                "PushcampJournal", "PushcampFCM", "PushcampFCMCore", "PushcampTemplates",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
@@ -287,6 +287,7 @@ let package = Package(
             name: "PushcampAPNsTests",
             dependencies: [
                 "PushcampAPNs", "PushcampAPNsCore", "PushcampSimulator", "PushcampTestSupport", "PushcampFCMCore",
+                "PushcampModel", "CNghttp2",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -352,7 +353,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PushcampReportTests",
-            dependencies: ["PushcampReport", "PushcampJournal", "PushcampTestSupport"],
+            dependencies: ["PushcampReport", "PushcampJournal", "PushcampModel", "PushcampTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
