@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PushcampJournal
+import PushcampModel
 
 /// How every command reaches its journal: a SQLite file, a PostgreSQL database (by URL), or
 /// memory (`:memory:`, gone when the process ends). The only place outside the stores that
@@ -26,7 +27,7 @@ public struct JournalAccess: Sendable {
         passwordVariable: String? = nil,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(JournalError) {
-        if address.hasPrefix("postgres://") || address.hasPrefix("postgresql://") {
+        if Project.namesPostgres(address) {
             kind = .postgres(try PostgresJournal.Address(url: address))
         } else if address == Self.inMemory {
             kind = .memory

@@ -205,3 +205,11 @@ public struct ListenAddress: Hashable, Sendable, CustomStringConvertible {
         return .success(ListenAddress(host: String(host), port: number))
     }
 }
+
+extension Project {
+    /// Whether a journal address (`journal.url`, `--journal`) names a PostgreSQL server, by its
+    /// scheme (`postgres://` or `postgresql://`), rather than a SQLite file or `:memory:`.
+    public static func namesPostgres(_ address: String) -> Bool {
+        address.hasPrefix("postgres://") || address.hasPrefix("postgresql://")
+    }
+}

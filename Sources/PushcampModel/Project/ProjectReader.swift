@@ -52,7 +52,7 @@ public enum ProjectReader {
         {
             if let path = map["path"].flatMap({ reader.string($0, "journal.path") }) { journalPath = path }
             if let node = map["url"], let url = reader.string(node, "journal.url") {
-                if !(url.hasPrefix("postgres://") || url.hasPrefix("postgresql://")) {
+                if !Project.namesPostgres(url) {
                     reader.error(
                         "'journal.url' names a PostgreSQL journal, like postgres://pushcamp@db.internal:5432/pushcamp; "
                             + "a SQLite file is 'journal.path'",

@@ -94,7 +94,7 @@ public struct JournalSetting: Sendable, Hashable {
     public func overridden(by option: String?) -> JournalSetting {
         guard let option else { return self }
         var setting = self
-        if option.hasPrefix("postgres://") || option.hasPrefix("postgresql://") {
+        if Project.namesPostgres(option) {
             setting.url = option
         } else {
             setting.url = nil
