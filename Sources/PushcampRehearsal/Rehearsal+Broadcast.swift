@@ -34,8 +34,32 @@ extension Rehearsal {
         adjust(&configuration)
         let simulator = try APNsSimulator(configuration: configuration)
         let port = try await simulator.start()
-        defer { Task { await simulator.stop() } }
+        // Stopped before returning, whatever happened: awaited, not left to a task of its own.
+        do {
+            let result = try await broadcast(
+                target,
+                to: simulator,
+                port: port,
+                credentials: (caFile, keyFile, teamID, keyID),
+                paths: paths
+            )
+            await simulator.stop()
+            return result
+        } catch {
+            await simulator.stop()
+            throw error
+        }
+    }
 
+    /// The broadcast campaign `target` belongs to, sent to `simulator` listening on `port`.
+    private func broadcast(
+        _ target: BroadcastTarget,
+        to simulator: APNsSimulator,
+        port: Int,
+        credentials: (caFile: String, keyFile: String, teamID: String, keyID: String),
+        paths: ProjectPaths
+    ) async throws -> BroadcastResult {
+        let (caFile, keyFile, teamID, keyID) = credentials
         // The campaign as it would go, pointed at the simulator with its credentials.
         var rehearsed = campaign
         var app = target.app
