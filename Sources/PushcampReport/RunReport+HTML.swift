@@ -109,7 +109,7 @@ extension RunReport {
                 [column, "planned", "delivered", "failed", "rate", "p50", "p99", "top failures"],
                 rows.map { row in
                     [
-                        column == "platform" ? Self.platformTitle(row.name) : row.name,
+                        row.label,
                         row.planned.map(String.init) ?? "–", "\(row.delivered)", "\(row.failed)", rate(row),
                         row.p50.map(Durations.milliseconds) ?? "–", row.p99.map(Durations.milliseconds) ?? "–",
                         row.reasonsText(),

@@ -69,7 +69,7 @@ extension RunReport {
             out += " top failures |\n|---|---:|---:|---:|---:|" + (latency ? "---:|---:|" : "") + "---|\n"
             for row in rows {
                 out +=
-                    "| \(title == "Platforms" ? Self.platformTitle(row.name) : Markdown.code(row.name)) | \(row.planned.map(String.init) ?? "-") | \(row.delivered) | \(row.failed) | "
+                    "| \(title == "Platforms" ? row.label : Markdown.code(row.name)) | \(row.planned.map(String.init) ?? "-") | \(row.delivered) | \(row.failed) | "
                 out += (row.deliveryRate.map { String(format: "%.1f%%", $0 * 100) } ?? "-") + " |"
                 if latency {
                     out +=

@@ -5,6 +5,8 @@ extension RunReport {
     /// One variant's or locale's line of the readout.
     public struct ReadoutRow: Sendable, Hashable {
         public var name: String
+        /// How people read it: the name, or a platform's title (`iOS`, `Android`).
+        public var label: String
         /// Planned by the run's plan (nil when the plan's funnel was not kept: a resumed pass).
         public var planned: Int?
         public var delivered: Int
@@ -46,26 +48,30 @@ extension RunReport {
     /// says them to people).
     public var platformRows: [ReadoutRow] {
         guard showsPlatforms else { return [] }
-        return rows(stats.platforms, planned: stats.plan?.platforms ?? [:], ordered: false).sorted {
+        let title = { (name: String) in Platform(rawValue: name)?.title ?? name }
+        return rows(stats.platforms, planned: stats.plan?.platforms ?? [:], ordered: false, label: title).sorted {
             (Platform(rawValue: $0.name) ?? .android) < (Platform(rawValue: $1.name) ?? .android)
         }
     }
-
-    /// `iOS` or `Android` for a platform row's name.
-    static func platformTitle(_ name: String) -> String { Platform(rawValue: name)?.title ?? name }
 
     /// Per locale, when the campaign is localized.
     public var localeRows: [ReadoutRow] {
         rows(stats.locales, planned: stats.plan?.locales ?? [:], ordered: true)
     }
 
-    private func rows(_ readouts: [String: Readout], planned: [String: Int], ordered: Bool) -> [ReadoutRow] {
+    private func rows(
+        _ readouts: [String: Readout],
+        planned: [String: Int],
+        ordered: Bool,
+        label: (String) -> String = { $0 }
+    ) -> [ReadoutRow] {
         let names = Set(readouts.keys).union(planned.keys)
         let rows = names.map { name -> ReadoutRow in
             let readout = readouts[name] ?? Readout()
             let latency = readout.latency
             return ReadoutRow(
                 name: name,
+                label: label(name),
                 planned: stats.plan == nil ? nil : planned[name] ?? 0,
                 delivered: readout.delivered,
                 failed: readout.failedTotal,

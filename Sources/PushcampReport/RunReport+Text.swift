@@ -45,8 +45,7 @@ extension RunReport {
             out += latency ? pad("p50", 10, right: true) + pad("p99", 10, right: true) : ""
             out += "\n"
             for row in rows {
-                let name = title == "Platforms" ? Self.platformTitle(row.name) : row.name
-                out += "  " + pad(name, 16) + pad(row.planned.map(String.init) ?? "-", 10, right: true)
+                out += "  " + pad(row.label, 16) + pad(row.planned.map(String.init) ?? "-", 10, right: true)
                 out += pad(String(row.delivered), 11, right: true) + pad(String(row.failed), 8, right: true)
                 out += pad(row.deliveryRate.map { String(format: "%.1f%%", $0 * 100) } ?? "-", 9, right: true)
                 if latency {

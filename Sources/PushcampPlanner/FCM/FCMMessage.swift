@@ -113,7 +113,7 @@ public struct FCMMessage: Sendable, Hashable {
         json.string(token)
         // The android object is written in place, and taken back when it stays empty (and no
         // expiration needs it for the ttl).
-        json.raw(#","android":{"#)
+        json.bytes += Self.androidOpening
         let androidStart = json.bytes.count
         var first = true
         field(&json, "priority", priority?.rawValue, first: &first)
