@@ -344,7 +344,9 @@ let package = Package(
             name: "PushcampServeTests",
             dependencies: [
                 "PushcampServe", "PushcampModel", "PushcampJournal", "PushcampTestSupport", "PushcampAppStore",
-                "PushcampPlanner", "PushcampAPNs",
+                "PushcampPlanner", "PushcampAPNs", "PushcampAPNsCore", "PushcampSend",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -1,3 +1,4 @@
+import PushcampJournal
 import PushcampModel
 import PushcampServe
 import Testing
@@ -410,5 +411,90 @@ extension SchedulerStateMachineTests {
         #expect(machine.slotBusy("news", slot: Self.t0 + 60, overlapping: false).isEmpty)
         #expect(machine.runEnded("news", now: Self.t0 + 60).isEmpty)
         #expect(machine.tick(now: Self.t0 + 61) == [.fire(campaign: "news", slot: Self.t0 + 60)])
+    }
+
+    @Test func theLooksComeAtTheirCadenceAndStopWithTheShutdown() {
+        var machine = Machine(startedAt: Self.t0, orphanLookInterval: 3, credentialsRecheckInterval: 30)
+        let now = Double(Self.t0)
+        // The first tick reads everything.
+        #expect(
+            machine.beginTick(now: now, catalogChanged: false, credentialsTroubled: false)
+                == .init(sync: true, credentials: true, orphans: true)
+        )
+        // Then the folders when a file changed, runs nobody holds every 3 s, and unusable
+        // credentials every 30 s.
+        #expect(machine.beginTick(now: now + 1, catalogChanged: false, credentialsTroubled: true) == .init())
+        #expect(
+            machine.beginTick(now: now + 3, catalogChanged: true, credentialsTroubled: true)
+                == .init(sync: true, credentials: true, orphans: true)
+        )
+        #expect(
+            machine.beginTick(now: now + 32, catalogChanged: false, credentialsTroubled: false) == .init(orphans: true)
+        )
+        #expect(
+            machine.beginTick(now: now + 33, catalogChanged: false, credentialsTroubled: true)
+                == .init(credentials: true)
+        )
+        machine.shutdown()
+        #expect(machine.beginTick(now: now + 40, catalogChanged: true, credentialsTroubled: true) == nil)
+        #expect(machine.isDrained)
+    }
+
+    @Test func runsNobodyHoldsAreTakenOverOnceAndSlicedRunsJoinedUntilRefused() {
+        var machine = Machine(startedAt: Self.t0)
+        machine.schedule("news", every(3600), cursor: Self.t0, recorded: true)
+        machine.setTriggers(["card"])
+        let sliced = RunRecord(
+            id: RunID(7),
+            campaign: "big",
+            revision: "r1",
+            status: .running,
+            startedAt: Double(Self.t0),
+            updatedAt: Double(Self.t0),
+            cancelRequested: false
+        )
+        var look = Machine.Look(now: Double(Self.t0 + 10))
+        look.orphanedSlots = [.init(campaign: "news", slot: Self.t0, newestFired: Self.t0)]
+        look.orphanedTriggerRuns = [.init(campaign: "card", run: 5, notifications: ["n1"])]
+        look.slicedRuns = [sliced]
+        #expect(
+            machine.tick(look) == [
+                .takeOver(campaign: "news", what: .slot(Self.t0)),
+                .resume(campaign: "news", slot: Self.t0),
+                .takeOver(campaign: "card", what: .triggerRun(5)),
+                .fireTrigger(campaign: "card", notifications: ["n1"]),
+                .join(sliced),
+            ]
+        )
+        #expect(machine.launched == ["news", "card"] && machine.joined == [RunID(7)])
+        // Seen again while this process sends them: left alone.
+        #expect(machine.tick(look).isEmpty)
+        // The join refused (another revision here): never tried again, even once it ended.
+        #expect(machine.ended(.join(sliced), .refused, now: Self.t0 + 11).isEmpty)
+        look.orphanedSlots = []
+        look.orphanedTriggerRuns = []
+        #expect(machine.tick(look).isEmpty)
+        // A shutdown drains once the last launch ended; nothing more is decided meanwhile.
+        machine.shutdown()
+        #expect(!machine.isDrained)
+        #expect(machine.ended(.resume(campaign: "news", slot: Self.t0), .done, now: Self.t0 + 12).isEmpty)
+        #expect(!machine.isDrained)
+        #expect(machine.ended(.fireTrigger(campaign: "card", notifications: ["n1"]), .done, now: Self.t0 + 12).isEmpty)
+        #expect(machine.isDrained)
+    }
+
+    @Test func aSlotBehindAnUnfinishedRunTakesThatRunOverFirst() {
+        var machine = Machine(startedAt: Self.t0)
+        machine.schedule("news", every(60), cursor: Self.t0, recorded: true)
+        #expect(machine.tick(now: Self.t0 + 60) == [.fire(campaign: "news", slot: Self.t0 + 60)])
+        let end = Machine.LaunchEnd.behind(slot: Self.t0 + 60, unfinished: Self.t0, newestFired: Self.t0)
+        #expect(
+            machine.ended(.fire(campaign: "news", slot: Self.t0 + 60), end, now: Self.t0 + 61) == [
+                .takeOver(campaign: "news", what: .slot(Self.t0)),
+                .resume(campaign: "news", slot: Self.t0),
+                .skip(campaign: "news", first: Self.t0 + 60, through: Self.t0 + 60, count: 1, reason: .overlap),
+            ]
+        )
+        #expect(machine.launched == ["news"])
     }
 }

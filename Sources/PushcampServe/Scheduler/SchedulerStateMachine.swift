@@ -1,3 +1,4 @@
+import PushcampJournal
 import PushcampModel
 
 /// Decides which slots of which scheduled campaigns fire, and which are skipped and why. A plain
@@ -28,6 +29,10 @@ import PushcampModel
 /// Trigger campaigns (fired by App Store notifications) are decided here too: the due firings of a
 /// campaign go out in one run, one run per campaign at a time (firings that come due meanwhile
 /// wait for the next tick), and those of a campaign no longer in the folders are skipped.
+///
+/// It also keeps what the service would otherwise keep beside it (`+Driver`): the campaigns this
+/// process sends, the sliced runs of other nodes it joined or may not join, when to look for runs
+/// nobody holds and to check credentials again, and whether a graceful shutdown has drained.
 public struct SchedulerStateMachine: Sendable {
     public enum SkipReason: String, Sendable, CaseIterable {
         /// Due longer ago than `catch_up.within` when it could be fired.
@@ -72,6 +77,11 @@ public struct SchedulerStateMachine: Sendable {
         case leaveTriggerRun(campaign: String, run: Int64)
         /// Resume the unfinished run of `slot`.
         case resume(campaign: String, slot: Int64)
+        /// Work on the free slices of `run`, which another node cut and started.
+        case join(RunRecord)
+        /// An unfinished run nobody holds is about to be decided here (said and counted): the
+        /// actions after it resume or close it.
+        case takeOver(campaign: String, what: TakenOver)
         /// Close the unfinished run of `slot` without sending more of it.
         case close(campaign: String, slot: Int64, reason: CloseReason)
         /// `count` slots from `first` through `through`, skipped together.
@@ -94,13 +104,22 @@ public struct SchedulerStateMachine: Sendable {
     private(set) var entries: [String: Entry] = [:]
     /// The trigger campaigns in the folders.
     private(set) var triggers: Set<String> = []
-    /// Trigger campaigns with a run in this process.
-    private(set) var sendingTriggers: Set<String> = []
     /// Missed slots beyond this many are not looked at one by one (they are counted as this many).
     public static let countLimit = 100_000
 
-    public init(startedAt: Int64) {
+    /// Campaigns this process sends a slot or trigger run of (a launch not yet ended).
+    public internal(set) var launched: Set<String> = []
+    /// Runs of other nodes this process works slices of, and those it may not (another revision,
+    /// credentials): not tried again.
+    public internal(set) var joined: Set<RunID> = []
+    var refusedRuns: Set<RunID> = []
+    /// A graceful shutdown began: nothing more is fired.
+    public internal(set) var stopping = false
+    var cadence: Cadence
+
+    public init(startedAt: Int64, orphanLookInterval: Double = 3, credentialsRecheckInterval: Double = 30) {
         self.startedAt = startedAt
+        cadence = Cadence(orphanLook: orphanLookInterval, credentialsRecheck: credentialsRecheckInterval)
     }
 
     /// A campaign to schedule, or its new schedule. `cursor` is the latest slot the journal has
@@ -134,6 +153,7 @@ public struct SchedulerStateMachine: Sendable {
             return [.close(campaign: campaign, slot: slot, reason: .superseded)]
         }
         entry.running = slot
+        launched.insert(campaign)
         entry.cursor = max(entry.cursor, slot)
         var actions: [Action] = [.resume(campaign: campaign, slot: slot)]
         let later = entry.busy.filter { $0 > slot }
@@ -216,7 +236,8 @@ public struct SchedulerStateMachine: Sendable {
             guard triggers.contains(campaign) else {
                 return .skipFirings(campaign: campaign, notifications: notifications, reason: .notTriggered)
             }
-            guard sendingTriggers.insert(campaign).inserted else { return nil }
+            guard !launched.contains(campaign) else { return nil }
+            launched.insert(campaign)
             return .fireTrigger(campaign: campaign, notifications: notifications)
         }
     }
@@ -225,7 +246,7 @@ public struct SchedulerStateMachine: Sendable {
     /// resumed, unless its campaign is no longer a trigger campaign (left as it is) or is sending.
     public mutating func unfinishedTriggerRun(_ campaign: String, run: Int64, notifications: [String]) -> [Action] {
         guard triggers.contains(campaign) else { return [.leaveTriggerRun(campaign: campaign, run: run)] }
-        guard sendingTriggers.insert(campaign).inserted else { return [] }
+        guard launched.insert(campaign).inserted else { return [] }
         return [.fireTrigger(campaign: campaign, notifications: notifications)]
     }
 
@@ -256,7 +277,7 @@ public struct SchedulerStateMachine: Sendable {
     /// The run of `campaign`'s current slot or firings ended (or never started): a queued slot may
     /// fire, and firings of the campaign that came due meanwhile go out at the next tick.
     public mutating func runEnded(_ campaign: String, now: Int64) -> [Action] {
-        sendingTriggers.remove(campaign)
+        launched.remove(campaign)
         guard var entry = entries[campaign] else { return [] }
         entry.running = nil
         var actions: [Action] = []
@@ -268,6 +289,7 @@ public struct SchedulerStateMachine: Sendable {
                 continue
             }
             entry.running = slot
+            launched.insert(campaign)
             actions.append(.fire(campaign: campaign, slot: slot))
             break
         }
@@ -285,6 +307,7 @@ public struct SchedulerStateMachine: Sendable {
             actions.append(.skip(campaign: campaign, first: slot, through: slot, count: 1, reason: .missed))
         } else {
             entry.running = slot
+            launched.insert(campaign)
             actions.append(.fire(campaign: campaign, slot: slot))
         }
         entries[campaign] = entry
@@ -364,6 +387,7 @@ public struct SchedulerStateMachine: Sendable {
                     entry.busy.removeAll { $0 < slot }
                 }
                 entry.running = slot
+                launched.insert(campaign)
                 actions.append(.fire(campaign: campaign, slot: slot))
             } else if schedule.overlap == .queue || schedule.catchUp.mode == .all {
                 entry.queued.append(slot)
