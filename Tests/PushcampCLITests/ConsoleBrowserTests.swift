@@ -127,12 +127,7 @@ struct ConsoleBrowserTests {
 
     /// Waits (at most `timeout` seconds) for `check` to hold.
     static func eventually(_ timeout: Double = 60, _ check: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if try check() { return true }
-            Thread.sleep(forTimeInterval: 0.1)
-        }
-        return false
+        try PushcampTestSupport.eventually(within: timeout, every: 0.1, check)
     }
 
     @Test func theConsoleShowsARunProgressingAndLinksItsReport() async throws {

@@ -239,13 +239,10 @@ struct EngagementCLITests {
             send.standardOutput = FileHandle.nullDevice
             send.standardError = FileHandle.nullDevice
             try send.run()
-            let deadline = Date().addingTimeInterval(30)
-            var delivered = 0
-            while delivered < count, Date() < deadline {
-                Thread.sleep(forTimeInterval: 0.05)
+            try eventually(within: 30) {
                 let runs = try CLI.run(["runs", "--format", "json"], in: project.root)
                 let list = try? JSONSerialization.jsonObject(with: Data(runs.stdout.utf8)) as? [[String: Any]]
-                delivered = list?.first?["delivered"] as? Int ?? 0
+                return list?.first?["delivered"] as? Int ?? 0 >= count
             }
             kill(send.processIdentifier, signal)
             send.waitUntilExit()

@@ -102,11 +102,10 @@ struct ScaleOutCLITests {
         timeout: Double,
         until done: ((owner: Int32?, delivered: Int, status: String?)) -> Bool
     ) throws -> (owner: Int32?, delivered: Int, status: String?) {
-        let deadline = Date().addingTimeInterval(timeout)
         var last = try state(server, campaign: campaign)
-        while !done(last), Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.1)
+        try eventually(within: timeout, every: 0.1) {
             last = try state(server, campaign: campaign)
+            return done(last)
         }
         return last
     }
@@ -238,7 +237,7 @@ struct ScaleOutCLITests {
             "the frozen node did not say it lost the run: \(survivor.output.suffix(3000))"
         )
         // A few more ticks on the two nodes left, then a graceful stop.
-        Thread.sleep(forTimeInterval: 4)
+        for node in nodes where node.process.isRunning { #expect(node.waitForTicks(4)) }
         for node in nodes where node.process.isRunning { #expect(node.stop() == 0) }
         _ = sim.stop()
 
@@ -308,8 +307,7 @@ struct ScaleOutCLITests {
         let detached = try CLI.run(["send", "--detach", "campaigns/d.yaml"], in: project.root)
         #expect(detached.status == 0, "\(detached.stderr)")
         #expect(detached.stdout.contains("\(count) pushes planned into the journal in 12 slices"), "\(detached.stdout)")
-        let deadline = Date().addingTimeInterval(90)
-        while try run("d").dropFirst().first != "finished", Date() < deadline { Thread.sleep(forTimeInterval: 0.2) }
+        try eventually(within: 90, every: 0.2) { try run("d").dropFirst().first == "finished" }
         #expect(try run("d").dropFirst().first == "finished")
         let heldD = try holders("d")
         #expect(!heldD.isEmpty && heldD.isSubset(of: nodePids), "slices held by \(heldD)")
@@ -326,8 +324,7 @@ struct ScaleOutCLITests {
                 ).first ?? ""
             ) ?? -1
         }
-        let sending = Date().addingTimeInterval(30)
-        while try delivered() < 600, Date() < sending { Thread.sleep(forTimeInterval: 0.1) }
+        try eventually(within: 30, every: 0.1) { try delivered() >= 600 }
         let listed = try CLI.run(["runs"], in: project.root)
         let line = listed.stdout.split(separator: "\n").first { $0.hasPrefix("\(e) ") } ?? ""
         #expect(line.contains(" running "), "\(listed.stdout)")
@@ -346,7 +343,8 @@ struct ScaleOutCLITests {
         #expect(Date().timeIntervalSince(started) < 5, "the cancel took \(Date().timeIntervalSince(started)) s")
         #expect(try run("e")[1] == "cancelled")
         let atCancel = try delivered()
-        Thread.sleep(forTimeInterval: 2)
+        // Two more ticks of every node: none sends more of it.
+        for node in nodes { #expect(node.waitForTicks(2)) }
         #expect(try delivered() == atCancel, "sent after the cancel")
         #expect(atCancel < count, "\(atCancel)")
 
@@ -419,7 +417,7 @@ struct ScaleOutCLITests {
         try network.mend(0)
         let ready = try a.readiness { $0.hasPrefix("ready") }
         #expect(ready.status == 200, "\(ready)")
-        Thread.sleep(forTimeInterval: 4)
+        #expect(a.waitForTicks(4) && b.waitForTicks(1))
         #expect(a.stop() == 0)
         #expect(b.stop() == 0)
         _ = sim.stop()
@@ -467,7 +465,7 @@ struct ScaleOutCLITests {
         let given = try Self.wait(server, timeout: 30) { $0.status == "superseded" }
         #expect(given.status == "superseded", "\(given)")
         #expect(new.waitFor("the campaign changed since", timeout: 10), "\(new.output.suffix(3000))")
-        Thread.sleep(forTimeInterval: 3)
+        #expect(new.waitForTicks(3))
         #expect(new.stop() == 0)
         _ = sim.stop()
 
@@ -504,13 +502,11 @@ struct ScaleOutAppStoreCLITests {
         timeout: Double = 60
     ) -> [(status: Int, body: String)] {
         var answers: [(status: Int, body: String)] = []
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+        eventually(within: timeout, every: 0.3) {
             let answer: (status: Int, body: String) =
                 (try? node.post("/app-store/notifications", body: body)) ?? (0, "")
             answers.append(answer)
-            if answer.status == 200 { break }
-            Thread.sleep(forTimeInterval: 0.3)
+            return answer.status == 200
         }
         return answers
     }
@@ -580,8 +576,7 @@ struct ScaleOutAppStoreCLITests {
         let sending = {
             (try? TestPostgres.query(server, "SELECT count(*) FROM run WHERE status = 'running'").first) ?? nil
         }
-        let deadline = Date().addingTimeInterval(30)
-        while sending() != "1", Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        eventually(within: 30) { sending() == "1" }
         try #require(sending() == "1", "no trigger run is being sent")
         try cluster.halt()
         // Answered 503 within seconds (the receiver's deadline is 2 s), not the journal's 10 s.
@@ -603,14 +598,9 @@ struct ScaleOutAppStoreCLITests {
         // every run finished.
         let firings = "SELECT count(*) FROM trigger_firing WHERE status = 'fired'"
         let unfinished = "SELECT count(*) FROM run WHERE status <> 'finished'"
-        let settled = Date().addingTimeInterval(120)
-        while Date() < settled {
-            if try TestPostgres.query(server, firings).first == "\(Self.accounts)",
-                try TestPostgres.query(server, unfinished).first == "0"
-            {
-                break
-            }
-            Thread.sleep(forTimeInterval: 0.2)
+        try eventually(within: 120, every: 0.2) {
+            try TestPostgres.query(server, firings).first == "\(Self.accounts)"
+                && TestPostgres.query(server, unfinished).first == "0"
         }
         for node in nodes { #expect(node.stop() == 0) }
         _ = sim.stop()

@@ -342,10 +342,7 @@ struct ResumeCLITests {
             try send.run()
             // Killed once it is sending: the journal exists, then `delay` more seconds.
             let journal = project.root.appendingPathComponent(".pushcamp/journal.sqlite").path
-            let deadline = Date().addingTimeInterval(20)
-            while !FileManager.default.fileExists(atPath: journal), Date() < deadline {
-                Thread.sleep(forTimeInterval: 0.02)
-            }
+            eventually(within: 20, every: 0.02) { FileManager.default.fileExists(atPath: journal) }
             Thread.sleep(forTimeInterval: delay)
             kill(send.processIdentifier, SIGKILL)
             send.waitUntilExit()

@@ -17,6 +17,7 @@ final class ServeProcess: Sendable {
     let process: Process
     let port: Int
     private let log = Mutex("")
+    private let logEnded = Mutex(false)
 
     /// `environment` replaces the test's own (for a variable left unset); `descriptorLimit` starts it
     /// under `ulimit -n`.
@@ -66,6 +67,7 @@ final class ServeProcess: Sendable {
                 if chunk.isEmpty { break }
                 self.log.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
             }
+            self.logEnded.withLock { $0 = true }
         }
     }
 
@@ -73,12 +75,16 @@ final class ServeProcess: Sendable {
 
     /// Waits (at most `timeout` seconds) until the log holds `count` lines containing `text`.
     func waitFor(_ text: String, count: Int = 1, timeout: Double = 30) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if output.components(separatedBy: text).count - 1 >= count { return true }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        return false
+        eventually(within: timeout) { output.components(separatedBy: text).count - 1 >= count }
+    }
+
+    /// Waits until the scheduler has decided `count` more ticks (its last tick, in `/metrics`, moved
+    /// on by as many seconds): for tests that check what serve does not do.
+    func waitForTicks(_ count: Int, timeout: Double = 30) -> Bool {
+        let series = "pushcamp_scheduler_last_tick_timestamp_seconds"
+        let tick = { ServeCLITests.value(of: series, in: (try? self.get("/metrics").body) ?? "") }
+        let first = tick()
+        return eventually(within: timeout, every: 0.1) { first > 0 && tick() >= first + Double(count) }
     }
 
     /// CPU seconds the process has used so far (user and system, from /proc).
@@ -95,17 +101,17 @@ final class ServeProcess: Sendable {
     func stop() -> Int32 {
         process.interrupt()
         process.waitUntilExit()
-        Thread.sleep(forTimeInterval: 0.1)
+        // Its last lines read.
+        eventually(within: 5) { logEnded.withLock { $0 } }
         return process.terminationStatus
     }
 
     /// `/readyz` once its body passes `check` (the first ticks take a moment), or after 15 s.
     func readiness(_ check: (String) -> Bool) throws -> (status: Int, body: String) {
-        let deadline = Date().addingTimeInterval(15)
         var answer = try get("/readyz")
-        while !check(answer.body), Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.1)
+        try eventually(within: 15, every: 0.1) {
             answer = try get("/readyz")
+            return check(answer.body)
         }
         return answer
     }
@@ -245,6 +251,11 @@ struct ServeCLITests {
         return -1
     }
 
+    /// What the journal records as delivered by the newest run, while it sends.
+    static func delivered(_ project: TemporaryProject) -> Int {
+        ((try? runs(project)) ?? []).first?["delivered"] as? Int ?? 0
+    }
+
     static func runs(_ project: TemporaryProject) throws -> [[String: Any]] {
         let runs = try CLI.run(["runs", "--format", "json", "--limit", "1000"], in: project.root)
         return try JSONSerialization.jsonObject(with: Data(runs.stdout.utf8)) as? [[String: Any]] ?? []
@@ -353,7 +364,8 @@ struct ServeCLITests {
         let second = try ServeProcess(in: project.root)
         #expect(first.waitFor("delivered", count: 3, timeout: 20), "\(first.output)")
         #expect(second.waitFor("scheduled tick", timeout: 20))
-        Thread.sleep(forTimeInterval: 3)
+        // Three more slots, with both serves ticking.
+        #expect(eventually(within: 20) { ((try? Self.runs(project)) ?? []).count >= 6 })
         #expect(first.stop() == 0)
         #expect(second.stop() == 0)
 
@@ -384,7 +396,7 @@ struct ServeCLITests {
         defer { if sim.process.isRunning { _ = sim.stop() } }
         let first = try ServeProcess(in: project.root)
         #expect(first.waitFor("sending", timeout: 30), "\(first.output)")
-        Thread.sleep(forTimeInterval: 1.5)
+        #expect(eventually(within: 30) { Self.delivered(project) >= 2_000 })
         kill(first.process.processIdentifier, SIGKILL)
         first.process.waitUntilExit()
 
@@ -392,7 +404,8 @@ struct ServeCLITests {
         // that resumes it again and finishes it.
         let second = try ServeProcess(in: project.root)
         #expect(second.waitFor("resuming run 1", timeout: 30), "\(second.output)")
-        Thread.sleep(forTimeInterval: 1)
+        let resumedAt = Self.delivered(project)
+        #expect(eventually(within: 30) { Self.delivered(project) >= resumedAt + 1_000 })
         second.process.terminate()
         second.process.waitUntilExit()
         #expect(second.process.terminationStatus == 0)
@@ -574,11 +587,9 @@ struct ServeCLITests {
         let sent = "pushcamp_trigger_firings_total{campaign=\"card-failed\",outcome=\"sent\"}"
         let nobody = "pushcamp_trigger_firings_total{campaign=\"card-failed\",outcome=\"no_recipient\"}"
         var metrics = ""
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
+        try eventually(within: 60, every: 0.2) {
             metrics = try serve.get("/metrics").body
-            if Self.value(of: sent, in: metrics) + Self.value(of: nobody, in: metrics) >= 2 { break }
-            Thread.sleep(forTimeInterval: 0.2)
+            return Self.value(of: sent, in: metrics) + Self.value(of: nobody, in: metrics) >= 2
         }
         #expect(Self.value(of: sent, in: metrics) == 1 && Self.value(of: nobody, in: metrics) == 1, "\(metrics)")
         #expect(serve.stop() == 0)
@@ -586,7 +597,7 @@ struct ServeCLITests {
         // Apple's retry of the first notification reaches the next serve: a duplicate, no second send.
         let again = try ServeProcess(in: project.root)
         #expect(try again.post("/app-store/notifications", body: failed) == (200, "duplicate\n"))
-        Thread.sleep(forTimeInterval: 2.5)
+        #expect(again.waitForTicks(3))
         #expect(again.stop() == 0)
         #expect(!again.output.contains("trigger of card-failed"), "\(again.output)")
         _ = sim.stop()
@@ -634,7 +645,7 @@ struct ServeCLITests {
         let body = AppStoreTestChain.body(try chain.sign(payload))
         #expect(try first.post("/app-store/notifications", body: body) == (200, "stored\n"))
         #expect(first.waitFor("run 1 sending", timeout: 30), "\(first.output)")
-        Thread.sleep(forTimeInterval: 1.2)
+        #expect(eventually(within: 30) { Self.delivered(project) >= 1_500 })
         kill(first.process.processIdentifier, SIGKILL)
         first.process.waitUntilExit()
 
@@ -643,7 +654,7 @@ struct ServeCLITests {
         #expect(second.waitFor("run 1 finished", timeout: 60), "\(second.output)")
         // Apple's retry, had the first answer been lost: a duplicate.
         #expect(try second.post("/app-store/notifications", body: body) == (200, "duplicate\n"))
-        Thread.sleep(forTimeInterval: 1.5)
+        #expect(second.waitForTicks(2))
         #expect(second.stop() == 0)
 
         let runs = try Self.runs(project)

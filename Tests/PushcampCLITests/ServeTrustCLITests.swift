@@ -93,7 +93,7 @@ struct ServeTrustCLITests {
 
         let serve = try ServeProcess(in: project.root)
         #expect(serve.waitFor("run 1 sending", timeout: 30), "\(serve.output)")
-        Thread.sleep(forTimeInterval: 1)
+        #expect(serve.waitForTicks(1))
         let asked = Date()
         serve.process.terminate()
         serve.process.waitUntilExit()
@@ -102,7 +102,7 @@ struct ServeTrustCLITests {
         #expect(serve.output.contains("run 1 interrupted: 0 delivered"), "\(serve.output)")
 
         let send = try CLI.start(["send", "--yes", "campaigns/manual.yaml"], in: project.root)
-        Thread.sleep(forTimeInterval: 2)
+        #expect(eventually(within: 30) { ((try? ServeCLITests.runs(project)) ?? []).count == 2 })
         let sent = Date()
         send.terminate()
         send.waitUntilExit()
@@ -131,7 +131,7 @@ struct ServeTrustCLITests {
         )
         let first = try ServeProcess(in: project.root)
         #expect(first.waitFor("run 1 sending", timeout: 30), "\(first.output)")
-        Thread.sleep(forTimeInterval: 1)
+        #expect(eventually(within: 30) { ServeCLITests.delivered(project) >= 500 })
         kill(first.process.processIdentifier, SIGKILL)
         first.process.waitUntilExit()
         // Past the next slot and the killed slot's window.
@@ -319,7 +319,7 @@ struct ServeTrustCLITests {
             ServeCLITests.value(of: "pushcamp_appstore_store_failures_total", in: try serve.get("/metrics").body) >= 1
         )
         // The lock gone, the next notification is stored and serve is ready again.
-        while holder.isExecuting { Thread.sleep(forTimeInterval: 0.1) }
+        eventually(within: 30, every: 0.1) { !holder.isExecuting }
         let body = AppStoreTestChain.body(try chain.sign(AppStoreTestChain.notification()))
         #expect(try serve.post("/app-store/notifications", body: body) == (200, "stored\n"))
         #expect(try serve.get("/readyz").status == 200)
