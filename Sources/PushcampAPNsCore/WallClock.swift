@@ -15,6 +15,18 @@ extension WallClock {
         if seconds > 0 { try await Task.sleep(for: .seconds(min(seconds, 86_400 * 365))) }
         try Task.checkCancellation()
     }
+
+    /// Returns `seconds` from now, or throws `CancellationError` when the task is cancelled.
+    public func sleep(for seconds: Double) async throws {
+        try await sleep(until: now() + seconds)
+    }
+}
+
+extension Duration {
+    /// The duration in seconds.
+    public var inSeconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
 }
 
 /// The system's clock.

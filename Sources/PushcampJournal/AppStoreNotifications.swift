@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import PushcampAPNsCore
 import Synchronization
 
 /// An App Store Server Notification as the receiver keeps it: the raw signed payload and the
@@ -363,7 +364,7 @@ extension MemoryJournal: NotificationStore {
     ) async throws(JournalError) -> Bool {
         if let delay = state.withLock({ $0.notificationDelay }) {
             do {
-                try await Task.sleep(for: delay)
+                try await clock.sleep(for: delay.inSeconds)
             } catch {
                 throw JournalError(.failed, "the store was cancelled")
             }

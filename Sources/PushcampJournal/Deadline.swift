@@ -1,73 +1,72 @@
+import PushcampAPNsCore
 import Synchronization
 
-/// `body`'s result, or nil when it has not finished within `timeout`. The deadline holds even when
-/// `body` does not honour cancellation (a query on a connection whose packets vanish waits for
-/// TCP to give up, minutes later): `body` runs in a task of its own, cancelled and left to end
-/// by itself when time runs out. Whatever it was doing may still complete afterwards, so a
-/// caller treats nil as "may or may not have happened" (a journal write answers 503, or is
+/// `body`'s result, or nil when it has not finished within `timeout` (on `clock`). The deadline
+/// holds even when `body` does not honour cancellation (a query on a connection whose packets
+/// vanish waits for TCP to give up, minutes later): `body` runs in a task of its own, cancelled and
+/// left to end by itself when time runs out. Whatever it was doing may still complete afterwards,
+/// so a caller treats nil as "may or may not have happened" (a journal write answers 503, or is
 /// redone under a fence). Cancelling the caller ends the wait at once, with `CancellationError`.
 public func withDeadline<T: Sendable>(
     _ timeout: Duration,
+    clock: any WallClock = SystemWallClock(),
     _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T? {
-    let race = DeadlineRace<T>()
-    return try await withTaskCancellationHandler {
-        try await withCheckedThrowingContinuation { continuation in
-            race.start(
-                continuation,
-                work: Task { race.finish(await Result { try await body() }) },
-                timer: Task {
-                    try? await Task.sleep(for: timeout)
-                    race.finish(.success(nil))
-                }
-            )
+    let outcome = DeadlineOutcome<T>()
+    // Unstructured on purpose: a child of the group below would hold the caller until `body`
+    // ended, which is what the deadline is for not waiting on.
+    let work = Task { outcome.finish(await Result { try await body() }) }
+    defer { work.cancel() }
+    return try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await outcome.value() }  // body's answer, or its error
+        group.addTask {  // the deadline
+            try await clock.sleep(for: timeout.inSeconds)
+            return nil
         }
-    } onCancel: {
-        race.finish(.failure(CancellationError()))
+        defer { group.cancelAll() }
+        return try await group.next() ?? nil
     }
 }
 
-/// The first of `body`'s end, the timer and the caller's cancellation resumes the caller; the
-/// others find it resumed and do nothing. Both tasks are cancelled then.
-private final class DeadlineRace<T: Sendable>: Sendable {
+/// `body`'s result, awaited by one waiter that a cancellation releases at once.
+private final class DeadlineOutcome<T: Sendable>: Sendable {
     private struct State {
-        var continuation: CheckedContinuation<T?, any Error>?
-        var tasks: [Task<Void, Never>] = []
-        /// What ended it before `start` (a cancellation arriving first).
-        var early: Result<T?, any Error>?
-        var done = false
+        var result: Result<T?, any Error>?
+        var waiter: CheckedContinuation<T?, any Error>?
+        var cancelled = false
     }
 
     private let state = Mutex(State())
 
-    func start(_ continuation: CheckedContinuation<T?, any Error>, work: Task<Void, Never>, timer: Task<Void, Never>) {
-        let early: Result<T?, any Error>? = state.withLock { state in
-            state.tasks = [work, timer]
-            if let early = state.early { return early }
-            state.continuation = continuation
-            return nil
+    func finish(_ result: Result<T?, any Error>) {
+        let waiter = state.withLock { state -> CheckedContinuation<T?, any Error>? in
+            guard state.result == nil else { return nil }
+            state.result = result
+            defer { state.waiter = nil }
+            return state.waiter
         }
-        if let early {
-            work.cancel()
-            timer.cancel()
-            continuation.resume(with: early)
-        }
+        waiter?.resume(with: result)
     }
 
-    func finish(_ result: Result<T?, any Error>) {
-        let (continuation, tasks): (CheckedContinuation<T?, any Error>?, [Task<Void, Never>]) = state.withLock {
-            state in
-            guard !state.done else { return (nil, []) }
-            state.done = true
-            guard let continuation = state.continuation else {
-                state.early = result
-                return (nil, [])
+    func value() async throws -> T? {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let ready = state.withLock { state -> Result<T?, any Error>? in
+                    if let result = state.result { return result }
+                    if state.cancelled { return .failure(CancellationError()) }
+                    state.waiter = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(with: ready) }
             }
-            state.continuation = nil
-            return (continuation, state.tasks)
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<T?, any Error>? in
+                state.cancelled = true
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume(throwing: CancellationError())
         }
-        for task in tasks { task.cancel() }
-        continuation?.resume(with: result)
     }
 }
 
@@ -87,12 +86,13 @@ extension Result where Failure == any Error {
 /// timeout: the App Store receiver, the readiness probe).
 public func withDeadline<T: Sendable>(
     _ timeout: Duration,
+    clock: any WallClock = SystemWallClock(),
     late: @autoclosure () -> String,
     _ body: @escaping @Sendable () async throws(JournalError) -> T
 ) async throws(JournalError) -> T {
     let answer: T?
     do {
-        answer = try await withDeadline(timeout) { () async throws -> T in try await body() }
+        answer = try await withDeadline(timeout, clock: clock) { () async throws -> T in try await body() }
     } catch let error as JournalError {
         throw error
     } catch is CancellationError {

@@ -1,4 +1,5 @@
 import Foundation
+import PushcampAPNsCore
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
@@ -81,7 +82,7 @@ extension Rehearsal {
         )
         let id = try await client.create(storage: target.channel.storage)
         await client.close()
-        let now = Date().timeIntervalSince1970
+        let now = clientClock.now()
         _ = try await journal.retireChannel(named: target.channel.name, channelID: nil, now: now)
         _ = try await journal.recordChannel(
             ChannelRecord(

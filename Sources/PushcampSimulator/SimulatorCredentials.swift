@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import PushcampAPNsCore
 import SwiftASN1
 import X509
 
@@ -21,7 +22,11 @@ public struct SimulatorCredentials: Sendable {
 
     /// `addresses`: IPv4 addresses besides 127.0.0.1 the server certificate names (where the
     /// simulator listens when it is not on loopback).
-    public static func generate(now: Date = Date(), addresses: [IPv4Address] = []) throws -> SimulatorCredentials {
+    public static func generate(
+        clock: any WallClock = SystemWallClock(),
+        addresses: [IPv4Address] = []
+    ) throws -> SimulatorCredentials {
+        let now = Date(timeIntervalSince1970: clock.now())
         let caKey = P256.Signing.PrivateKey()
         let caName = try DistinguishedName { CommonName("Pushcamp simulator CA") }
         let ca = try Certificate(
@@ -71,7 +76,8 @@ public struct SimulatorCredentials: Sendable {
 
     /// A client certificate for `topic` signed by this CA, with its key, in one PEM file's text: what
     /// a certificate-auth app would hold (Apple's carry the bundle id in the subject's UID).
-    public func clientCertificatePEM(topic: String, now: Date = Date()) throws -> String {
+    public func clientCertificatePEM(topic: String, clock: any WallClock = SystemWallClock()) throws -> String {
+        let now = Date(timeIntervalSince1970: clock.now())
         let key = P256.Signing.PrivateKey()
         let ca = try Certificate(pemEncoded: caCertificatePEM)
         let certificate = try Certificate(

@@ -1,4 +1,5 @@
 import Foundation
+import PushcampAPNsCore
 import PushcampModel
 import PushcampTemplates
 
@@ -7,9 +8,12 @@ import PushcampTemplates
 /// that depend only on the campaign.
 public struct Validation: Sendable {
     public var loader: CampaignLoader
+    /// What a broadcast's request is checked at (its `timestamp`).
+    public var clock: any WallClock
 
-    public init(loader: CampaignLoader = CampaignLoader()) {
+    public init(loader: CampaignLoader = CampaignLoader(), clock: any WallClock = SystemWallClock()) {
         self.loader = loader
+        self.clock = clock
     }
 
     public struct FileResult: Sendable {
@@ -82,7 +86,7 @@ public struct Validation: Sendable {
             let (_, problems) = BroadcastMessage.make(
                 campaign,
                 channelID: nil,
-                now: Date().timeIntervalSince1970,
+                now: clock.now(),
                 requestID: "",
                 checkCreated: false
             )

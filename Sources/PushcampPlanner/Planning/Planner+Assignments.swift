@@ -19,7 +19,7 @@ extension Planner {
     /// (dead tokens, caps, suppression) are here too: the caller matches them against what the run
     /// recorded.
     public func forEachAssignment(_ body: (Recipient, Assignment) throws -> Void) throws {
-        var state = PlanState(campaign: campaign, sendTime: sendTime, sampleLimit: 0)
+        var state = PlanState(campaign: campaign, sendTime: sendTime, sampleLimit: 0, now: now)
         var seq = 0
         _ = try campaign.audience.forEachRecipient { recipient in
             defer { seq += 1 }

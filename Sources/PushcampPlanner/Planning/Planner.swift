@@ -1,4 +1,5 @@
 import Foundation
+import PushcampAPNsCore
 import PushcampAudience
 import PushcampFCMCore
 import PushcampModel
@@ -27,18 +28,23 @@ public struct Planner: Sendable {
     /// audience again for each moment instead of holding pushes due later in memory. Recipients due
     /// at other moments are passed over before rendering.
     public var onlyDue: Int64?
+    /// When planning starts (seconds since 1970), on the clock the planner was given: what a
+    /// recurring schedule's next slot, and expirations without a send time, are measured from.
+    public var now: Int64
 
     public init(
         campaign: LoadedCampaign,
         sendTime: Timestamp? = nil,
         sendTimeSource: String? = nil,
-        sampleLimit: Int = 3
+        sampleLimit: Int = 3,
+        clock: any WallClock = SystemWallClock()
     ) {
         self.campaign = campaign
+        let now = Int64(clock.now())
+        self.now = now
         // A recurring schedule is planned at its next slot: what `serve` will send next.
         let nextSlot = campaign.schedule.flatMap { schedule in
-            schedule.isRecurring
-                ? schedule.nextSlot(after: Int64(Date().timeIntervalSince1970)).map(Timestamp.init) : nil
+            schedule.isRecurring ? schedule.nextSlot(after: now).map(Timestamp.init) : nil
         }
         self.sendTime = sendTime ?? campaign.scheduledAt ?? nextSlot
         self.sendTimeSource =
@@ -56,7 +62,7 @@ public struct Planner: Sendable {
     /// `run`, passing over recipients whose seq `skip` names before rendering them (a resumed run's
     /// settled ones); the summary counts them as `skipped`, not planned.
     public func run(skipping skip: (Int) -> Bool, body: (PlannedPush) throws -> Void) throws -> PlanSummary {
-        var state = PlanState(campaign: campaign, sendTime: sendTime, sampleLimit: sampleLimit)
+        var state = PlanState(campaign: campaign, sendTime: sendTime, sampleLimit: sampleLimit, now: now)
         state.onlyDue = onlyDue
         var seq = 0
         let counts = try campaign.audience.forEachRecipient { recipient in
@@ -120,6 +126,8 @@ struct PlanState {
     /// The send time, or the moment planning started when none is known: what expirations and
     /// FCM's checks are measured against.
     let reference: Timestamp
+    /// When planning started.
+    let now: Int64
     let expiration: PlannedExpiration?
     let localeAttribute: String?
     let defaultLocale: String
@@ -189,15 +197,16 @@ struct PlanState {
     var timingSummary = PlanSummary.Timing()
     var onlyDue: Int64?
 
-    init(campaign: LoadedCampaign, sendTime: Timestamp?, sampleLimit: Int) {
+    init(campaign: LoadedCampaign, sendTime: Timestamp?, sampleLimit: Int, now: Int64) {
         self.campaign = campaign
+        self.now = now
         self.sendTime = sendTime
         self.sampleLimit = sampleLimit
         runNamespace = UUIDv5.runNamespace(campaign: campaign.id, revision: campaign.revision)
         totalWeight = UInt64(campaign.variants.reduce(0) { $0 + $1.weight })
         var issues = campaign.variants.map { StaticRules.check(campaign, variant: $0) }
         // Without a send time (plan without --at or schedule.at), an absolute expiration is checked against now.
-        let reference = sendTime ?? Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970))
+        let reference = sendTime ?? Timestamp(secondsSince1970: now)
         self.reference = reference
         if let problem = StaticRules.expirationProblem(campaign.expiration, reference: reference) {
             for index in issues.indices {
@@ -568,7 +577,6 @@ struct PlanState {
         summary.schedule = campaign.schedule
         summary.quietHours = campaign.quietHours
         if let schedule = campaign.schedule, schedule.isRecurring {
-            let now = Int64(Date().timeIntervalSince1970)
             summary.nextSlots = schedule.slots(after: now, through: .max, limit: 5)
         }
         summary.failures = failures

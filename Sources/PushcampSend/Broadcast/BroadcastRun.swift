@@ -86,7 +86,7 @@ public enum BroadcastRun {
         // Checked before anything is claimed or recorded: a broadcast that cannot go is refused
         // with nothing in the journal (a slot is then recorded as skipped, not taken over).
         _ = try await checked(campaign, journal: options.journal, now: clock.now(), run: nil)
-        let opened = try await OpenedRun.open(campaign, options: options, now: clock.now())
+        let opened = try await OpenedRun.open(campaign, options: options, now: clock.now(), clock: clock)
         let lease = opened.lease
         let sender = Sender(
             campaign: campaign,

@@ -1,4 +1,5 @@
 import Foundation
+import PushcampAPNsCore
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
@@ -11,9 +12,10 @@ extension DeliveryHistory {
     public static func read(
         for campaign: LoadedCampaign,
         from journal: any Journal,
-        now: Date = Date(),
+        clock: any WallClock = SystemWallClock(),
         triggerKeys: [String]? = nil
     ) async throws -> DeliveryHistory {
+        let now = clock.now()
         var suppression = Suppression(registeredAtAttribute: campaign.registeredAtAttribute)
         var topics: [String] = []
         if campaign.app != nil { topics.append(campaign.topic) }
@@ -25,7 +27,7 @@ extension DeliveryHistory {
         }
         var history = DeliveryHistory(suppression: suppression)
         if let spec = campaign.frequencyCap {
-            let since = now.timeIntervalSince1970 - Double(spec.per.seconds)
+            let since = now - Double(spec.per.seconds)
             let hashes = try await journal.deliveryHashes(since: since)
             history.frequencyCap = try FrequencyCap(spec) { body in for hash in hashes { try body(hash) } }
         }
@@ -72,7 +74,11 @@ extension DeliveryHistory {
 
     /// For `plan`: the project's journal if there is one (a project that never sent has none, and
     /// planning does not create it).
-    public static func read(for campaign: LoadedCampaign, journal: (any Journal)?) async throws -> DeliveryHistory {
+    public static func read(
+        for campaign: LoadedCampaign,
+        journal: (any Journal)?,
+        clock: any WallClock = SystemWallClock()
+    ) async throws -> DeliveryHistory {
         guard let journal else {
             // A project that never received App Store notifications has no subscription to join.
             return DeliveryHistory(
@@ -81,7 +87,7 @@ extension DeliveryHistory {
                     ? SubscriptionMatch(spec: campaign.subscriptionJoin, keys: []) : nil
             )
         }
-        return try await read(for: campaign, from: journal)
+        return try await read(for: campaign, from: journal, clock: clock)
     }
 }
 
@@ -94,24 +100,31 @@ extension PlanSummary {
         journal: (any Journal)?,
         sendTime: Timestamp?,
         sendTimeSource: String,
-        samples: Int
+        samples: Int,
+        clock: any WallClock = SystemWallClock()
     ) async throws -> PlanSummary {
         let campaign = try await campaign.resolvingBuiltins(
             in: journal,
-            now: sendTime.map { Double($0.secondsSince1970) } ?? Date().timeIntervalSince1970
+            now: sendTime.map { Double($0.secondsSince1970) } ?? clock.now()
         )
         var planner = Planner(
             campaign: campaign,
             sendTime: sendTime,
             sendTimeSource: sendTimeSource,
-            sampleLimit: samples
+            sampleLimit: samples,
+            clock: clock
         )
-        planner.history = try await DeliveryHistory.read(for: campaign, journal: journal)
+        planner.history = try await DeliveryHistory.read(for: campaign, journal: journal, clock: clock)
         let status = try await CampaignJournalStatus.read(for: campaign, journal: journal)
         var summary = try planner.run()
         summary.journal = status
         if let trigger = campaign.trigger {
-            summary.triggerHistory = try await triggerHistory(trigger, app: campaign.appLabel, journal: journal)
+            summary.triggerHistory = try await triggerHistory(
+                trigger,
+                app: campaign.appLabel,
+                journal: journal,
+                now: clock.now()
+            )
         }
         return summary
     }
@@ -122,14 +135,14 @@ extension PlanSummary {
         app: String,
         journal: (any Journal)?,
         days: Int = 30,
-        now: Date = Date()
+        now: Double
     ) async throws -> (days: Int, events: Int, subscriptions: Int) {
         guard let journal else { return (days, 0, 0) }
         let counts = try await journal.countNotifications(
             app: app,
             type: trigger.appStoreType,
             subtypes: trigger.subtypes,
-            since: now.timeIntervalSince1970 - Double(days * 86_400)
+            since: now - Double(days * 86_400)
         )
         return (days, counts.events, counts.subscriptions)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import PushcampAPNsCore
 import PushcampJournal
 import PushcampPlanner
 
@@ -18,14 +19,16 @@ struct OpenedRun {
     static func open(
         _ campaign: LoadedCampaign,
         options: SendRun.Options,
-        now: Double
+        now: Double,
+        clock: any WallClock
     ) async throws(RunRefusal) -> OpenedRun {
         let store = options.journal
         let lease = try await SendLease.claim(
             campaign: campaign.id,
             store: store,
             owner: options.owner,
-            duration: options.leaseDuration
+            duration: options.leaseDuration,
+            clock: clock
         )
         do {
             switch options.kind {
@@ -76,7 +79,8 @@ struct OpenedRun {
                     unfinished,
                     in: store,
                     lease: lease,
-                    named: "run \(unfinished.id) of \(campaign.id)"
+                    named: "run \(unfinished.id) of \(campaign.id)",
+                    now: now
                 )
             }
             guard options.newRun || options.kind == .rehearsal else {
@@ -242,7 +246,13 @@ struct OpenedRun {
                 """
             )
         }
-        return try await resuming(run, in: store, lease: lease, named: "run \(run.id) of \(campaign.id)\(suffix)")
+        return try await resuming(
+            run,
+            in: store,
+            lease: lease,
+            named: "run \(run.id) of \(campaign.id)\(suffix)",
+            now: now
+        )
     }
 
     /// The replay run of `original` for `reasons`: an unfinished one resumed, or a new one.
@@ -260,7 +270,8 @@ struct OpenedRun {
                     unfinished,
                     in: store,
                     lease: lease,
-                    named: "replay run \(unfinished.id) of run \(original.id)"
+                    named: "replay run \(unfinished.id) of run \(original.id)",
+                    now: now
                 )
             }
             try await store.setStatus(.superseded, of: unfinished.id, now: now)
@@ -280,10 +291,11 @@ struct OpenedRun {
         _ run: RunRecord,
         in store: any Journal,
         lease: SendLease,
-        named name: String
+        named name: String,
+        now: Double
     ) async throws -> OpenedRun {
         let resume = try await ResumePoint(journal: store, run: run.id)
-        try await store.setStatus(.running, of: run.id, now: Date().timeIntervalSince1970)
+        try await store.setStatus(.running, of: run.id, now: now)
         let duplicates = resume.possibleDuplicates
         // Killed before planning read the whole audience: what is left is unknown until it is
         // planned again, so say what is known rather than a count that looks like the total.

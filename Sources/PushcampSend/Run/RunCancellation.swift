@@ -1,4 +1,4 @@
-import Foundation
+import PushcampAPNsCore
 import PushcampJournal
 
 /// `pushcamp cancel RUN`: a run no process is sending is cancelled at once; a run being sent is
@@ -31,7 +31,8 @@ public enum RunCancellation {
         _ id: RunID,
         in journal: any Journal,
         name: String,
-        wait: Double
+        wait: Double,
+        clock: any WallClock = SystemWallClock()
     ) async throws(RunRefusal) -> Outcome {
         do {
             guard let record = try await journal.run(id) else {
@@ -40,7 +41,7 @@ public enum RunCancellation {
             guard record.status.isUnfinished else {
                 throw RunRefusal(.refused, "run \(id) of \(record.campaign) is already \(record.status.rawValue)")
             }
-            let now = Date().timeIntervalSince1970
+            let now = clock.now()
             let resource = LeaseResource.campaign(record.campaign)
             // Workers sending slices of it hold their slices' leases, not the campaign's.
             let sending = try await journal.liveSlices(of: id) > 0
@@ -59,18 +60,18 @@ public enum RunCancellation {
                 try? await journal.release(lease)
             } else {
                 try await journal.requestCancel(id, now: now)
-                let deadline = Date().addingTimeInterval(wait)
+                let deadline = clock.now() + wait
                 // Stopped once no process sends it: the run no longer running, and no worker
                 // still holding a slice of it (each drains and lets its slice go).
                 while try await Self.isSending(id, in: journal) {
-                    guard Date() < deadline else {
+                    guard clock.now() < deadline else {
                         throw RunRefusal(
                             .notStopped,
                             "asked run \(id) to stop, but its process has not stopped after \(Int(wait)) s; "
                                 + "it will stop when it next checks"
                         )
                     }
-                    try await Task.sleep(for: .milliseconds(100))
+                    try await clock.sleep(until: clock.now() + 0.1)
                 }
             }
             return Outcome(run: try await journal.run(id) ?? record, counts: try await journal.counts(of: id))

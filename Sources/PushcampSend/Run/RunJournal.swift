@@ -1,5 +1,6 @@
 import Foundation
 import PushcampAPNs
+import PushcampAPNsCore
 import PushcampJournal
 import Synchronization
 
@@ -24,6 +25,8 @@ public final class RunJournal: @unchecked Sendable {
     private let synchronousRecord: (@Sendable (JournalBatch, RunID, Double) throws(JournalError) -> Void)?
     /// How long the writer gathers answers before committing them when nobody waits.
     let gatherWindow: TimeInterval
+    /// What each commit's time is read from.
+    private let clock: any WallClock
 
     // Guarded by `condition`.
     private let condition = NSCondition()
@@ -53,9 +56,11 @@ public final class RunJournal: @unchecked Sendable {
         resume: ResumePoint = ResumePoint(),
         lease: SendLease? = nil,
         slice: RunSlice? = nil,
-        gatherWindow: TimeInterval = 0.005
+        gatherWindow: TimeInterval = 0.005,
+        clock: any WallClock = SystemWallClock()
     ) {
         self.store = store
+        self.clock = clock
         self.run = run
         self.lease = lease
         self.slice = slice
@@ -234,7 +239,7 @@ public final class RunJournal: @unchecked Sendable {
     }
 
     private func end(with close: RunClose?) async throws(JournalError) {
-        let (store, run, lease) = (self.store, self.run, self.lease)
+        let (store, run, lease, clock) = (self.store, self.run, self.lease, self.clock)
         let closed = await Task { [self] () -> JournalError? in
             // The writer resumes this once it has committed what is queued and ended.
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -261,7 +266,7 @@ public final class RunJournal: @unchecked Sendable {
             }
             do throws(JournalError) {
                 let batch = JournalBatch(lease: lease?.lease, close: close)
-                try await store.record(batch, run: run.id, now: Date().timeIntervalSince1970)
+                try await store.record(batch, run: run.id, now: clock.now())
                 return nil
             } catch {
                 return error
@@ -327,15 +332,15 @@ public final class RunJournal: @unchecked Sendable {
         let outcome: JournalError?
         if let record = synchronousRecord {
             do throws(JournalError) {
-                try record(batch, run.id, Date().timeIntervalSince1970)
+                try record(batch, run.id, clock.now())
                 outcome = nil
             } catch {
                 outcome = error
             }
         } else {
-            outcome = Self.wait { [store, run] () async -> JournalError? in
+            outcome = Self.wait { [store, run, clock] () async -> JournalError? in
                 do throws(JournalError) {
-                    try await store.record(batch, run: run.id, now: Date().timeIntervalSince1970)
+                    try await store.record(batch, run: run.id, now: clock.now())
                     return nil
                 } catch {
                     return error

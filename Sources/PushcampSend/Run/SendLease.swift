@@ -1,3 +1,4 @@
+import PushcampAPNsCore
 import PushcampJournal
 import Synchronization
 
@@ -10,7 +11,8 @@ import Synchronization
 /// margin (a third of the lease) for clock drift and requests already leaving. A renewal answered
 /// "lost" (taken over), or none succeeding for the lease's duration less the margin, stops the
 /// send. Times here are this process's monotonic clock, measured from before the renewal was
-/// asked, so a renewal that took long, or a process that was paused, errs toward stopping.
+/// asked, so a renewal that took long, or a process that was paused, errs toward stopping: a wall
+/// clock that jumps must not extend it. The heartbeat waits on the injected clock.
 public final class SendLease: Sendable {
     /// How long a lease lasts unless renewed, by default: long enough that a heartbeat or two may
     /// fail without stopping a send, short enough that a dead node's run is taken over soon.
@@ -18,6 +20,7 @@ public final class SendLease: Sendable {
 
     public let store: any LeaseStore
     public let duration: Double
+    private let clock: any WallClock
     private let state: Mutex<State>
 
     private struct State {
@@ -33,9 +36,16 @@ public final class SendLease: Sendable {
     /// How long before the lease could expire the send stops.
     public var margin: Double { duration / 3 }
 
-    init(_ lease: Lease, store: any LeaseStore, duration: Double, claimedAt: ContinuousClock.Instant) {
+    init(
+        _ lease: Lease,
+        store: any LeaseStore,
+        duration: Double,
+        claimedAt: ContinuousClock.Instant,
+        clock: any WallClock = SystemWallClock()
+    ) {
         self.store = store
         self.duration = duration
+        self.clock = clock
         state = Mutex(State(lease: lease, sendUntil: claimedAt + .seconds(duration - duration / 3)))
     }
 
@@ -44,7 +54,8 @@ public final class SendLease: Sendable {
         campaign: String,
         store: any LeaseStore,
         owner: LeaseOwner,
-        duration: Double
+        duration: Double,
+        clock: any WallClock = SystemWallClock()
     ) async throws(RunRefusal) -> SendLease {
         let asked = ContinuousClock.now
         let claim: LeaseClaim
@@ -55,7 +66,7 @@ public final class SendLease: Sendable {
         }
         switch claim {
         case .held(let lease):
-            return SendLease(lease, store: store, duration: duration, claimedAt: asked)
+            return SendLease(lease, store: store, duration: duration, claimedAt: asked, clock: clock)
         case .busy(let holder):
             throw RunRefusal(
                 .busy,
@@ -84,7 +95,7 @@ public final class SendLease: Sendable {
     package func keepRenewed() async {
         while !Task.isCancelled, problem() == nil {
             do {
-                try await Task.sleep(for: .seconds(heartbeat))
+                try await clock.sleep(until: clock.now() + heartbeat)
             } catch {
                 return
             }

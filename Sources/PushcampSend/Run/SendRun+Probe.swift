@@ -27,7 +27,8 @@ extension SendRun {
         environment: [String: String],
         tokenCache: String?,
         test: APNsRequest? = nil,
-        timeout: Duration = .seconds(15)
+        timeout: Duration = .seconds(15),
+        clock: any WallClock = SystemWallClock()
     ) async -> Probe {
         let pool: APNsConnectionPool
         do {
@@ -35,7 +36,7 @@ extension SendRun {
                 for: app,
                 paths: paths,
                 environment: environment,
-                clock: SystemWallClock(),
+                clock: clock,
                 owners: ProviderTokenOwners(),
                 tokenCache: tokenCache
             )
@@ -45,7 +46,7 @@ extension SendRun {
             return Probe(failure: error.message)
         }
         let (events, continuation) = AsyncStream.makeStream(of: TransportEvent.self)
-        let started = ContinuousClock.now
+        let started = clock.now()
         return await withTaskGroup(of: Probe?.self) { group in
             group.addTask {
                 await pool.run { continuation.yield($0) }
@@ -63,10 +64,7 @@ extension SendRun {
                         probe.failure = "the connection ended: \(reason)"
                         return probe
                     case .streamLimit(_, let limit) where probe.connected == nil:
-                        let elapsed = started.duration(to: .now)
-                        probe.connected = (
-                            Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, limit
-                        )
+                        probe.connected = (clock.now() - started, limit)
                         guard let test else { return probe }
                         _ = pool.submit([test])
                     case .outcomes(let outcomes):
@@ -87,7 +85,7 @@ extension SendRun {
                 return Probe(failure: "the connection stopped")
             }
             group.addTask {
-                try? await Task.sleep(for: timeout)
+                try? await clock.sleep(until: started + timeout.inSeconds)
                 return Task.isCancelled ? nil : Probe(failure: "no answer within \(timeout.components.seconds) s")
             }
             var result = Probe(failure: "no answer")

@@ -323,10 +323,12 @@ extension SendRun {
 /// provider tokens, the Android app's access tokens.
 struct SharedCredentials: Sendable {
     var items: [any SharedCredential]
+    let clock: any WallClock
 
     /// Nil when there is nothing to share (a given transport, a certificate).
-    init?(_ items: [(any SharedCredential)?]) {
+    init?(_ items: [(any SharedCredential)?], clock: any WallClock) {
         self.items = items.compactMap { $0 }
+        self.clock = clock
         if self.items.isEmpty { return nil }
     }
 
@@ -336,7 +338,7 @@ struct SharedCredentials: Sendable {
 
     func keepSynchronized(through journal: any Journal) async {
         await withDiscardingTaskGroup { group in
-            for item in items { group.addTask { await item.keepSynchronized(through: journal) } }
+            for item in items { group.addTask { await item.keepSynchronized(through: journal, clock: clock) } }
         }
     }
 }
@@ -357,10 +359,10 @@ extension SharedCredential {
 
     /// `synchronize(through:)` every `interval` seconds until cancelled: while a send lasts, so
     /// the refresh of its token (about every 50 minutes) is one node's, adopted by the others.
-    func keepSynchronized(through journal: any Journal, every interval: Double = 60) async {
+    func keepSynchronized(through journal: any Journal, clock: any WallClock, every interval: Double = 60) async {
         while !Task.isCancelled {
             do {
-                try await Task.sleep(for: .seconds(interval))
+                try await clock.sleep(until: clock.now() + interval)
             } catch {
                 return
             }

@@ -198,7 +198,7 @@ public final class SendRun: Service, Sendable {
             }
         }
         let (pool, endpoint, tokens) = try connections(for: campaign, over: transport, options: options, clock: clock)
-        let opened = try await OpenedRun.open(campaign, options: options, now: now)
+        let opened = try await OpenedRun.open(campaign, options: options, now: now, clock: clock)
         // The token every node on the journal shares, adopted (or minted and stored) first.
         await tokens?.synchronize(through: options.journal)
         let history: DeliveryHistory?
@@ -207,11 +207,12 @@ public final class SendRun: Service, Sendable {
         } else {
             do {
                 if let journal = options.history {
-                    history = try await DeliveryHistory.read(for: campaign, from: journal)
+                    history = try await DeliveryHistory.read(for: campaign, from: journal, clock: clock)
                 } else {
                     history = try await DeliveryHistory.read(
                         for: campaign,
                         from: opened.journal.store,
+                        clock: clock,
                         triggerKeys: opened.triggerKeys
                     )
                 }
@@ -358,7 +359,7 @@ extension SendRun {
                     group: loop
                 )
             }
-            let credentials = SharedCredentials([apns?.tokens, fcm?.tokens])
+            let credentials = SharedCredentials([apns?.tokens, fcm?.tokens], clock: clock)
             switch (apns, fcm) {
             case (let apns?, let fcm?):
                 return (

@@ -248,15 +248,18 @@ public final class SliceWorker: Service, Sendable {
         // One pool for every slice this worker sends: each new slice would otherwise pay TLS and
         // the one-stream ramp again.
         let connections = KeptConnections(make: makeTransport)
-        let watching = options.showsRun ? Task { await watchRun() } : nil
-        defer { watching?.cancel() }
-        do {
-            try await work(through: connections)
-        } catch {
+        try await withThrowingDiscardingTaskGroup { group in
+            // Where the whole run stands, for the progress line: a child cancelled when the work ends.
+            if options.showsRun { group.addTask { await self.watchRun() } }
+            do {
+                try await work(through: connections)
+            } catch {
+                await connections.close()
+                throw error
+            }
             await connections.close()
-            throw error
+            group.cancelAll()
         }
-        await connections.close()
     }
 
     /// Reads where the whole run stands every second, until cancelled; a read that fails or
@@ -277,7 +280,7 @@ public final class SliceWorker: Service, Sendable {
                 )
             }
             if let read, let read { wide.withLock { $0 = read } }
-            do { try await Task.sleep(for: .seconds(1)) } catch { return }
+            do { try await clock.sleep(until: clock.now() + 1) } catch { return }
         }
     }
 
@@ -296,14 +299,15 @@ public final class SliceWorker: Service, Sendable {
                 guard options.untilRunEnds, try await store.run(run.id)?.status == .running else { return }
                 // Slices held by others: one may end, or its holder die. A shutdown ends the wait.
                 do {
-                    try await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(pause)) }
+                    try await cancelWhenGracefulShutdown { [clock] in try await clock.sleep(until: clock.now() + pause)
+                    }
                 } catch {
                     return
                 }
                 continue
             }
             options.sliceClaimed(slice, lease)
-            let held = SendLease(lease, store: store, duration: options.leaseDuration, claimedAt: asked)
+            let held = SendLease(lease, store: store, duration: options.leaseDuration, claimedAt: asked, clock: clock)
             let report = try await send(slice, under: held, through: try connections.lend())
             sent.withLock { $0.append(report) }
             options.sliceEnded(slice, report)
@@ -321,7 +325,7 @@ public final class SliceWorker: Service, Sendable {
         through transport: any PushTransport
     ) async throws -> SendReport {
         let resume = try await ResumePoint(journal: store, slice: slice)
-        let journal = RunJournal(store: store, run: run, resume: resume, lease: lease, slice: slice)
+        let journal = RunJournal(store: store, run: run, resume: resume, lease: lease, slice: slice, clock: clock)
         let now = clock.now()
         let rate = campaign.rate.perSecond
         let configuration = ExecutorStateMachine.Configuration(
@@ -362,14 +366,14 @@ public final class SliceWorker: Service, Sendable {
                 progress(total)
             }
         )
-        let (store, run, heartbeat) = (self.store, self.run, lease.heartbeat)
+        let (store, run, heartbeat, clock) = (self.store, self.run, lease.heartbeat, self.clock)
         return await withTaskGroup(of: SendReport?.self) { group in
             group.addTask { await executor.send() }
             group.addTask {
                 // The run's rate, shared by the slices held under live leases.
                 while !Task.isCancelled {
                     do {
-                        try await Task.sleep(for: .seconds(heartbeat))
+                        try await clock.sleep(until: clock.now() + heartbeat)
                     } catch {
                         return nil
                     }

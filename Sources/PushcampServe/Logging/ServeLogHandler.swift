@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PushcampAPNsCore
 import PushcampJournal
 import PushcampModel
 
@@ -21,16 +22,20 @@ public struct ServeLogHandler: LogHandler {
     let label: String
     let format: Format
     let output: @Sendable (String) -> Void
+    /// What each line's `time` is read from.
+    let clock: any WallClock
 
     public init(
         label: String,
         format: Format,
         level: Logger.Level,
+        clock: any WallClock = SystemWallClock(),
         output: @escaping @Sendable (String) -> Void = ServeLogHandler.standardError
     ) {
         self.label = label
         self.format = format
         self.logLevel = level
+        self.clock = clock
         self.output = output
     }
 
@@ -43,7 +48,14 @@ public struct ServeLogHandler: LogHandler {
         var fields = metadata
         if let provided = metadataProvider?.get() { fields.merge(provided) { _, new in new } }
         if let extra = event.metadata { fields.merge(extra) { _, new in new } }
-        output(line(level: event.level, message: "\(event.message)", fields: fields, at: Date()))
+        output(
+            line(
+                level: event.level,
+                message: "\(event.message)",
+                fields: fields,
+                at: Date(timeIntervalSince1970: clock.now())
+            )
+        )
     }
 
     /// One line, newline included.

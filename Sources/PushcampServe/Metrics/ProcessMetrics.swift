@@ -1,5 +1,6 @@
 import Foundation
 import Prometheus
+import PushcampAPNsCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -82,6 +83,6 @@ final class ProcessMetrics: Sendable {
             }
         }
         #endif
-        return Date().timeIntervalSince1970
+        return SystemWallClock().now()
     }
 }

@@ -127,15 +127,12 @@ extension SchedulerService {
     /// Asks the journal the time: whether it answers within 2 s (`/readyz`; a cut link would
     /// otherwise be noticed only at the journal's own timeout), and how fast (metrics).
     func probe(_ journal: any Journal) async {
-        let started = ContinuousClock.now
+        let started = clock.now()
         do {
-            _ = try await withDeadline(.seconds(2), late: "no answer within 2 s") {
+            _ = try await withDeadline(.seconds(2), clock: clock, late: "no answer within 2 s") {
                 () async throws(JournalError) in try await journal.clockNow()
             }
-            let elapsed = ContinuousClock.now - started
-            metrics.journalAnswered(
-                in: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            )
+            metrics.journalAnswered(in: clock.now() - started)
             if status.snapshot.journalProblem != nil {
                 logger.notice("the journal answers again", metadata: ["event": "journal"])
                 status.update { $0.journalProblem = nil }
