@@ -119,6 +119,17 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The one place that knows the three kinds of journal (a SQLite file, PostgreSQL, memory):
+        // what the commands and `serve` open, and the scope a one-shot command uses it in.
+        .target(
+            name: "PushcampJournalAccess",
+            dependencies: [
+                "PushcampJournal", "PushcampPostgres", "PushcampModel",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
         // libnghttp2, found through pkg-config: the HTTP/2 codec of the APNs client.
         .systemLibrary(
             name: "CNghttp2",
@@ -237,7 +248,7 @@ let package = Package(
             dependencies: [
                 "PushcampPlanner", "PushcampModel", "PushcampAudience", "PushcampSend", "PushcampRehearsal",
                 "PushcampAPNsCore", "PushcampSimulator", "PushcampJournal", "PushcampReport", "PushcampServe",
-                "PushcampAppStore", "PushcampBuildInfo", "PushcampPostgres", "PushcampAPNs", "PushcampFCMCore",
+                "PushcampAppStore", "PushcampBuildInfo", "PushcampJournalAccess", "PushcampAPNs", "PushcampFCMCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

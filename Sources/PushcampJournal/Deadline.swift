@@ -17,15 +17,27 @@ public func withDeadline<T: Sendable>(
     // ended, which is what the deadline is for not waiting on.
     let work = Task { outcome.finish(await Result { try await body() }) }
     defer { work.cancel() }
-    return try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await outcome.value() }  // body's answer, or its error
+    return try await withThrowingTaskGroup(of: DeadlineArrival<T>.self) { group in
+        group.addTask { .answer(try await outcome.value()) }  // body's answer, or its error
         group.addTask {  // the deadline
             try await clock.sleep(for: timeout.inSeconds)
-            return nil
+            return .deadline
         }
         defer { group.cancelAll() }
-        return try await group.next() ?? nil
+        switch try await group.next() {
+        case .answer(let answer)?:
+            return answer
+        case .deadline?, nil:
+            // An answer that came as the deadline fell (both ready on a busy machine) counts.
+            return try outcome.ready?.get()
+        }
     }
+}
+
+/// Which of `withDeadline`'s children ended first.
+private enum DeadlineArrival<T: Sendable>: Sendable {
+    case answer(T?)
+    case deadline
 }
 
 /// `body`'s result, awaited by one waiter that a cancellation releases at once.
@@ -47,6 +59,9 @@ private final class DeadlineOutcome<T: Sendable>: Sendable {
         }
         waiter?.resume(with: result)
     }
+
+    /// The result, when `body` has ended.
+    var ready: Result<T?, any Error>? { state.withLock { $0.result } }
 
     func value() async throws -> T? {
         try await withTaskCancellationHandler {

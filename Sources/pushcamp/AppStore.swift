@@ -5,9 +5,9 @@ import Logging
 import PushcampAPNsCore
 import PushcampAppStore
 import PushcampJournal
+import PushcampJournalAccess
 import PushcampModel
 import PushcampPlanner
-import PushcampPostgres
 import PushcampReport
 import PushcampServe
 
@@ -56,24 +56,24 @@ struct AppStoreNotifications: AsyncParsableCommand {
     var format: Runs.RunsFormat = .text
 
     func run() async throws {
-        let (opened, _) = try await journalOption.open()
-        let journal = opened.journal
-        let records: [AppStoreNotificationRecord]
-        do {
-            records = try await journal.notifications(limit: limit, quarantined: quarantined)
-        } catch {
-            printError("error: \(error.message)")
-            throw ExitCode(1)
-        }
-        let listing = NotificationListing(records: records)
-        switch format {
-        case .text:
-            if records.isEmpty && quarantined {
-                print("no quarantined App Store notifications")
-            } else {
-                print(listing.text(), terminator: "")
+        try await journalOption.withJournal { journal, _ in
+            let records: [AppStoreNotificationRecord]
+            do throws(JournalError) {
+                records = try await journal.notifications(limit: limit, quarantined: quarantined)
+            } catch {
+                printError("error: \(error.message)")
+                throw ExitCode(1)
             }
-        case .json: print(listing.json())
+            let listing = NotificationListing(records: records)
+            switch format {
+            case .text:
+                if records.isEmpty && quarantined {
+                    print("no quarantined App Store notifications")
+                } else {
+                    print(listing.text(), terminator: "")
+                }
+            case .json: print(listing.json())
+            }
         }
     }
 }
@@ -108,8 +108,9 @@ struct AppStoreReprocess: AsyncParsableCommand {
                 environment: ProcessInfo.processInfo.environment,
                 logger: logger
             )
-            let store = try await journalLocation.open(JournalSetting(project, paths: paths))!.journal
-            let result = try await AppStoreReceiver.reprocess(store, intake: intake, now: Date())
+            let result = try await journalLocation.withWritableJournal(JournalSetting(project, paths: paths)) { store in
+                try await AppStoreReceiver.reprocess(store, intake: intake, now: Date())
+            }
             for (uuid, app) in result.released { print("released \(uuid.escapingControlCharacters) for \(app)") }
             for (uuid, reason) in result.stillQuarantined {
                 print("still quarantined \(uuid.escapingControlCharacters): \(reason.escapingControlCharacters)")
@@ -153,17 +154,17 @@ struct AppStoreSubscriptions: AsyncParsableCommand {
     var format: Runs.RunsFormat = .text
 
     func run() async throws {
-        let (opened, _) = try await journalOption.open()
-        let journal = opened.journal
-        let states: [SubscriptionState]
-        do {
-            states = try await journal.subscriptions(status: status, limit: limit)
-        } catch {
-            printError("error: \(error.message)")
-            throw ExitCode(1)
+        try await journalOption.withJournal { journal, _ in
+            let states: [SubscriptionState]
+            do throws(JournalError) {
+                states = try await journal.subscriptions(status: status, limit: limit)
+            } catch {
+                printError("error: \(error.message)")
+                throw ExitCode(1)
+            }
+            let listing = SubscriptionListing(states: states, status: status)
+            print(format == .json ? listing.json() : listing.text(), terminator: format == .json ? "\n" : "")
         }
-        let listing = SubscriptionListing(states: states, status: status)
-        print(format == .json ? listing.json() : listing.text(), terminator: format == .json ? "\n" : "")
     }
 }
 
@@ -196,17 +197,17 @@ struct AppStoreTriggers: AsyncParsableCommand {
     var format: Runs.RunsFormat = .text
 
     func run() async throws {
-        let (opened, _) = try await journalOption.open()
-        let journal = opened.journal
-        let firings: [TriggerFiring]
-        do {
-            firings = try await journal.firings(campaign: campaign, limit: limit)
-        } catch {
-            printError("error: \(error.message)")
-            throw ExitCode(1)
+        try await journalOption.withJournal { journal, _ in
+            let firings: [TriggerFiring]
+            do throws(JournalError) {
+                firings = try await journal.firings(campaign: campaign, limit: limit)
+            } catch {
+                printError("error: \(error.message)")
+                throw ExitCode(1)
+            }
+            let listing = FiringListing(firings: firings, campaign: campaign)
+            print(format == .json ? listing.json() : listing.text(), terminator: format == .json ? "\n" : "")
         }
-        let listing = FiringListing(firings: firings, campaign: campaign)
-        print(format == .json ? listing.json() : listing.text(), terminator: format == .json ? "\n" : "")
     }
 }
 
@@ -309,57 +310,58 @@ struct AppStoreHistory: AsyncParsableCommand {
             baseURL: api.endpoint
                 ?? (environment == .production ? AppStoreServerAPI.production : AppStoreServerAPI.sandbox)
         )
-        let receiver: AppStoreReceiver
-        do {
-            let intake = try AppStoreReceiver.requiredIntake(
-                for: project,
-                paths: paths,
-                environment: environmentVariables,
-                logger: logger
+        try await journalLocation.withWritableJournal(JournalSetting(project, paths: paths)) { store in
+            let receiver: AppStoreReceiver
+            do {
+                let intake = try AppStoreReceiver.requiredIntake(
+                    for: project,
+                    paths: paths,
+                    environment: environmentVariables,
+                    logger: logger
+                )
+                receiver = AppStoreReceiver(
+                    intake: intake,
+                    store: store,
+                    metrics: ServeMetrics(),
+                    logger: logger,
+                    triggers: fireTriggers
+                        ? TriggerTable(paths: paths, folders: project.serve.campaignFolders) : TriggerTable()
+                )
+            } catch let error as JournalError {
+                printError("error: \(error.message)")
+                throw ExitCode(1)
+            } catch {
+                printError("error: \(error)")
+                throw ExitCode(1)
+            }
+            let now = Date()
+            let span = (try? TimeSpan.parse(since).get())?.seconds ?? 72 * 3600
+            let query = NotificationHistoryQuery(
+                start: now.addingTimeInterval(-Double(span)),
+                end: now,
+                onlyFailures: onlyFailures
             )
-            let store = try await journalLocation.open(JournalSetting(project, paths: paths))!.journal
-            receiver = AppStoreReceiver(
-                intake: intake,
-                store: store,
-                metrics: ServeMetrics(),
-                logger: logger,
-                triggers: fireTriggers
-                    ? TriggerTable(paths: paths, folders: project.serve.campaignFolders) : TriggerTable()
+            let backfill = await HistoryBackfill.run(query, api: server, receiver: receiver)
+            switch backfill.failure {
+            case .api(let message, let unauthorized)?:
+                print(backfill.summary)
+                printError("error: \(message.escapingControlCharacters)")
+                throw ExitCode(unauthorized ? 2 : 1)
+            case .journal(let message)?:
+                print(backfill.summary)
+                printError("error: the journal cannot keep notifications: \(message); run the command again")
+                throw ExitCode(1)
+            case nil:
+                break
+            }
+            for refusal in backfill.refusals { printError("refused: \(refusal.escapingControlCharacters)") }
+            let pages = backfill.fetched?.pages ?? 0
+            let waits = backfill.fetched?.waits ?? 0
+            let waitText = waits > 0 ? ", \(waits) wait\(waits == 1 ? "" : "s") for Apple's rate limit" : ""
+            print(
+                "\(name) (\(environment.rawValue)), \(onlyFailures ? "failed notifications" : "notifications") since \(Timestamps.text(query.start.timeIntervalSince1970)): \(pages) page\(pages == 1 ? "" : "s")\(waitText)"
             )
-        } catch let error as JournalError {
-            printError("error: \(error.message)")
-            throw ExitCode(1)
-        } catch {
-            printError("error: \(error)")
-            throw ExitCode(1)
-        }
-        let now = Date()
-        let span = (try? TimeSpan.parse(since).get())?.seconds ?? 72 * 3600
-        let query = NotificationHistoryQuery(
-            start: now.addingTimeInterval(-Double(span)),
-            end: now,
-            onlyFailures: onlyFailures
-        )
-        let backfill = await HistoryBackfill.run(query, api: server, receiver: receiver)
-        switch backfill.failure {
-        case .api(let message, let unauthorized)?:
             print(backfill.summary)
-            printError("error: \(message.escapingControlCharacters)")
-            throw ExitCode(unauthorized ? 2 : 1)
-        case .journal(let message)?:
-            print(backfill.summary)
-            printError("error: the journal cannot keep notifications: \(message); run the command again")
-            throw ExitCode(1)
-        case nil:
-            break
         }
-        for refusal in backfill.refusals { printError("refused: \(refusal.escapingControlCharacters)") }
-        let pages = backfill.fetched?.pages ?? 0
-        let waits = backfill.fetched?.waits ?? 0
-        let waitText = waits > 0 ? ", \(waits) wait\(waits == 1 ? "" : "s") for Apple's rate limit" : ""
-        print(
-            "\(name) (\(environment.rawValue)), \(onlyFailures ? "failed notifications" : "notifications") since \(Timestamps.text(query.start.timeIntervalSince1970)): \(pages) page\(pages == 1 ? "" : "s")\(waitText)"
-        )
-        print(backfill.summary)
     }
 }

@@ -3,9 +3,9 @@ import Foundation
 import PushcampAPNs
 import PushcampAPNsCore
 import PushcampJournal
+import PushcampJournalAccess
 import PushcampModel
 import PushcampPlanner
-import PushcampPostgres
 import PushcampSend
 
 /// `pushcamp channels`: Live Activity broadcast channels as code.
@@ -48,37 +48,40 @@ struct Channels: AsyncParsableCommand {
         @OptionGroup var projectOption: ProjectOption
         @OptionGroup var location: JournalLocationOption
 
-        /// Opens the journal (a SQLite file not made yet reads as empty unless `forWriting`).
-        func open(forWriting: Bool) async throws -> Opened {
+        /// Runs `body` with the project, its journal (a SQLite file not made yet reads as empty
+        /// unless `forWriting`) and clients made on demand, closed when it ends.
+        func withOpened<T>(forWriting: Bool, _ body: (Opened) async throws -> T) async throws -> T {
             let (project, paths) = try projectOption.load()
             let setting = location.setting(JournalSetting(project, paths: paths))
             let access = try JournalLocationOption.access(setting)
-            let journal: JournalAccess.Opened
-            if !forWriting, case .file(let path) = access.kind, !FileManager.default.fileExists(atPath: path) {
-                journal = .empty()
-            } else {
-                guard let opened = try await JournalLocationOption.open(access, readOnly: !forWriting) else {
-                    throw ExitCode(1)
+            return try await JournalLocationOption.withJournal(access, readOnly: !forWriting) { journal in
+                let opened = Opened(
+                    project: project,
+                    paths: paths,
+                    // A journal not made yet: nothing is recorded in it.
+                    journal: journal ?? MemoryJournal(),
+                    tokenCache: (setting.path as NSString).deletingLastPathComponent
+                )
+                do {
+                    let result = try await body(opened)
+                    await opened.closeClients()
+                    return result
+                } catch {
+                    await opened.closeClients()
+                    throw error
                 }
-                journal = opened
             }
-            return Opened(
-                project: project,
-                paths: paths,
-                journal: journal,
-                tokenCache: (setting.path as NSString).deletingLastPathComponent
-            )
         }
     }
 
     final class Opened {
         let project: Project
         let paths: ProjectPaths
-        let journal: JournalAccess.Opened
+        let journal: any Journal
         let tokenCache: String
         private var clients: [ChannelPlan.Place: ChannelClient] = [:]
 
-        init(project: Project, paths: ProjectPaths, journal: JournalAccess.Opened, tokenCache: String) {
+        init(project: Project, paths: ProjectPaths, journal: any Journal, tokenCache: String) {
             self.project = project
             self.paths = paths
             self.journal = journal
@@ -131,7 +134,7 @@ struct Channels: AsyncParsableCommand {
                     paths: paths,
                     variables: environment,
                     tokenCache: tokenCache,
-                    journal: journal.journal
+                    journal: journal
                 )
                 clients[place] = client
                 return client
@@ -156,7 +159,7 @@ struct Channels: AsyncParsableCommand {
         /// The plan: the declarations against the journal and, when `askingAPNs`, what APNs lists
         /// (nil when it was not asked).
         func plan(askingAPNs: Bool) async throws -> (ChannelPlan, apple: [ChannelPlan.Place: [String]]?) {
-            let recorded = try await Self.orExit { try await journal.journal.channels() }
+            let recorded = try await Self.orExit { try await journal.channels() }
             let apple = askingAPNs ? try await appleChannels(recorded: recorded) : nil
             return (ChannelPlan.make(declared: declared, recorded: recorded, apple: apple), apple)
         }
@@ -174,9 +177,8 @@ struct Channels: AsyncParsableCommand {
             }
         }
 
-        func close() async {
+        func closeClients() async {
             for client in clients.values { await client.close() }
-            await journal.close()
         }
     }
 
@@ -295,11 +297,11 @@ struct Channels: AsyncParsableCommand {
         var format: Format = .text
 
         func run() async throws {
-            let opened = try await context.open(forWriting: false)
-            let (plan, apple) = try await opened.plan(askingAPNs: !offline)
-            let document = Channels.render(plan, asked: apple != nil, format: format)
-            if format == .json { print(document, terminator: "") } else { printDocument(document) }
-            await opened.close()
+            try await context.withOpened(forWriting: false) { opened in
+                let (plan, apple) = try await opened.plan(askingAPNs: !offline)
+                let document = Channels.render(plan, asked: apple != nil, format: format)
+                if format == .json { print(document, terminator: "") } else { printDocument(document) }
+            }
         }
     }
 
@@ -324,32 +326,32 @@ struct Channels: AsyncParsableCommand {
         @OptionGroup var context: Context
 
         func run() async throws {
-            let opened = try await context.open(forWriting: true)
-            let journal = opened.journal.journal
-            let (plan, _) = try await opened.plan(askingAPNs: true)
-            printDocument(Channels.render(plan, asked: true, format: .text))
-            let summary = try await Opened.orExit {
-                try await ChannelApply.apply(
-                    plan,
-                    journal: journal,
-                    client: opened.client
-                ) { step in
-                    switch step {
-                    case .created(let name, let id):
-                        print("created \(name): \(id)")
-                    case .duplicateDeleted(let name, let id):
-                        print("\(name) was created by another apply meanwhile; deleted the duplicate \(id)")
-                    case .deleted(let name, let id, let found):
-                        print(found ? "deleted \(name): \(id)" : "\(name) (\(id)) was deleted already; retired it")
+            try await context.withOpened(forWriting: true) { opened in
+                let journal = opened.journal
+                let (plan, _) = try await opened.plan(askingAPNs: true)
+                printDocument(Channels.render(plan, asked: true, format: .text))
+                let summary = try await Opened.orExit {
+                    try await ChannelApply.apply(
+                        plan,
+                        journal: journal,
+                        client: opened.client
+                    ) { step in
+                        switch step {
+                        case .created(let name, let id):
+                            print("created \(name): \(id)")
+                        case .duplicateDeleted(let name, let id):
+                            print("\(name) was created by another apply meanwhile; deleted the duplicate \(id)")
+                        case .deleted(let name, let id, let found):
+                            print(found ? "deleted \(name): \(id)" : "\(name) (\(id)) was deleted already; retired it")
+                        }
                     }
                 }
+                print(
+                    plan.changes == 0
+                        ? "Nothing to do: every declared channel exists."
+                        : "Applied: \(summary.created) created, \(summary.deleted) deleted."
+                )
             }
-            print(
-                plan.changes == 0
-                    ? "Nothing to do: every declared channel exists."
-                    : "Applied: \(summary.created) created, \(summary.deleted) deleted."
-            )
-            await opened.close()
         }
     }
 
@@ -377,38 +379,39 @@ struct Channels: AsyncParsableCommand {
         var format: Format = .text
 
         func run() async throws {
-            let opened = try await context.open(forWriting: false)
-            let (plan, apple) = try await opened.plan(askingAPNs: !offline)
-            switch format {
-            case .json: print(Channels.render(plan, asked: apple != nil, format: .json), terminator: "")
-            case .text:
-                var rows: [[String]] = []
-                for entry in plan.entries {
-                    let state: String
-                    switch entry.action {
-                    case .create: state = "declared, not created (pushcamp channels apply)"
-                    case .keep:
-                        state = "created \(Timestamps.iso(entry.recorded!.createdAt))  id \(entry.recorded!.channelID)"
-                    case .recreate: state = "recorded, but APNs no longer has \(entry.recorded!.channelID)"
-                    case .delete: state = "created, no longer declared  id \(entry.recorded!.channelID)"
+            try await context.withOpened(forWriting: false) { opened in
+                let (plan, apple) = try await opened.plan(askingAPNs: !offline)
+                switch format {
+                case .json: print(Channels.render(plan, asked: apple != nil, format: .json), terminator: "")
+                case .text:
+                    var rows: [[String]] = []
+                    for entry in plan.entries {
+                        let state: String
+                        switch entry.action {
+                        case .create: state = "declared, not created (pushcamp channels apply)"
+                        case .keep:
+                            state =
+                                "created \(Timestamps.iso(entry.recorded!.createdAt))  id \(entry.recorded!.channelID)"
+                        case .recreate: state = "recorded, but APNs no longer has \(entry.recorded!.channelID)"
+                        case .delete: state = "created, no longer declared  id \(entry.recorded!.channelID)"
+                        }
+                        rows.append([
+                            entry.name, Channels.describe(entry.place), "storage \(entry.storage.rawValue)", state,
+                        ])
                     }
-                    rows.append([
-                        entry.name, Channels.describe(entry.place), "storage \(entry.storage.rawValue)", state,
-                    ])
-                }
-                for place in plan.orphans.keys.sorted() {
-                    for id in plan.orphans[place, default: []] {
-                        rows.append(["(orphan)", Channels.describe(place), "", "id \(id)  in no journal"])
+                    for place in plan.orphans.keys.sorted() {
+                        for id in plan.orphans[place, default: []] {
+                            rows.append(["(orphan)", Channels.describe(place), "", "id \(id)  in no journal"])
+                        }
                     }
+                    var text = rows.isEmpty ? "No channels are declared or recorded.\n" : TextColumns.render(rows)
+                    for count in plan.counts {
+                        let held = count.now.map { "\($0) at APNs" } ?? "\(count.after) recorded"
+                        text += "\(Channels.describe(count.place)): \(held), of Apple's 10,000\n"
+                    }
+                    printDocument(text)
                 }
-                var text = rows.isEmpty ? "No channels are declared or recorded.\n" : TextColumns.render(rows)
-                for count in plan.counts {
-                    let held = count.now.map { "\($0) at APNs" } ?? "\(count.after) recorded"
-                    text += "\(Channels.describe(count.place)): \(held), of Apple's 10,000\n"
-                }
-                printDocument(text)
             }
-            await opened.close()
         }
     }
 
@@ -453,59 +456,60 @@ struct Channels: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let opened = try await context.open(forWriting: name != nil)
-            if let id, let app {
-                guard let config = opened.project.apps[app] else {
-                    printError(
-                        "error: --app \(app.escapingControlCharacters): pushcamp.yaml has no such app (it has \(opened.project.appNames.joined(separator: ", ")))"
+            try await context.withOpened(forWriting: name != nil) { opened in
+                if let id, let app {
+                    guard let config = opened.project.apps[app] else {
+                        printError(
+                            "error: --app \(app.escapingControlCharacters): pushcamp.yaml has no such app (it has \(opened.project.appNames.joined(separator: ", ")))"
+                        )
+                        throw ExitCode(64)
+                    }
+                    let place = ChannelPlan.Place(
+                        bundleID: config.topic,
+                        environment: environment ?? config.environment
                     )
-                    throw ExitCode(64)
+                    let client = try await opened.client(place)
+                    let found = try await Opened.orExit { () async throws(ChannelClient.Failure) in
+                        try await client.delete(id)
+                    }
+                    print(
+                        found
+                            ? "deleted \(id) of \(Channels.describe(place))"
+                            : "APNs has no channel \(id): nothing to delete"
+                    )
+                    return
                 }
-                let place = ChannelPlan.Place(bundleID: config.topic, environment: environment ?? config.environment)
-                let client = try await opened.client(place)
+                let name = name!
+                let recorded = try await Opened.orExit { try await opened.journal.channels() }
+                guard let record = recorded.first(where: { $0.name == name }) else {
+                    printError(
+                        "error: no channel named \(name.escapingControlCharacters) is recorded"
+                            + Suggestion.didYouMean(name, in: recorded.map(\.name))
+                    )
+                    throw ExitCode(1)
+                }
+                let client = try await opened.client(ChannelPlan.place(of: record))
                 let found = try await Opened.orExit { () async throws(ChannelClient.Failure) in
-                    try await client.delete(id)
+                    try await client.delete(record.channelID)
+                }
+                _ = try await Opened.orExit {
+                    try await opened.journal.retireChannel(
+                        named: name,
+                        channelID: record.channelID,
+                        now: SystemWallClock().now()
+                    )
                 }
                 print(
                     found
-                        ? "deleted \(id) of \(Channels.describe(place))"
-                        : "APNs has no channel \(id): nothing to delete"
+                        ? "deleted \(name) (\(record.channelID))"
+                        : "APNs no longer had \(name) (\(record.channelID)); retired it in the journal"
                 )
-                await opened.close()
-                return
+                if let spec = opened.project.channels.first(where: { $0.name == name }) {
+                    printError(
+                        "\(spec.location): warning: \(name) is still declared: the next `pushcamp channels apply` creates it again with a new id; remove it from pushcamp.yaml to retire it"
+                    )
+                }
             }
-            let name = name!
-            let recorded = try await Opened.orExit { try await opened.journal.journal.channels() }
-            guard let record = recorded.first(where: { $0.name == name }) else {
-                printError(
-                    "error: no channel named \(name.escapingControlCharacters) is recorded"
-                        + Suggestion.didYouMean(name, in: recorded.map(\.name))
-                )
-                await opened.close()
-                throw ExitCode(1)
-            }
-            let client = try await opened.client(ChannelPlan.place(of: record))
-            let found = try await Opened.orExit { () async throws(ChannelClient.Failure) in
-                try await client.delete(record.channelID)
-            }
-            _ = try await Opened.orExit {
-                try await opened.journal.journal.retireChannel(
-                    named: name,
-                    channelID: record.channelID,
-                    now: SystemWallClock().now()
-                )
-            }
-            print(
-                found
-                    ? "deleted \(name) (\(record.channelID))"
-                    : "APNs no longer had \(name) (\(record.channelID)); retired it in the journal"
-            )
-            if let spec = opened.project.channels.first(where: { $0.name == name }) {
-                printError(
-                    "\(spec.location): warning: \(name) is still declared: the next `pushcamp channels apply` creates it again with a new id; remove it from pushcamp.yaml to retire it"
-                )
-            }
-            await opened.close()
         }
     }
 }

@@ -2,9 +2,9 @@ import ArgumentParser
 import Foundation
 import PushcampAudience
 import PushcampJournal
+import PushcampJournalAccess
 import PushcampModel
 import PushcampPlanner
-import PushcampPostgres
 import PushcampSend
 
 struct Diff: AsyncParsableCommand {
@@ -60,64 +60,61 @@ struct Diff: AsyncParsableCommand {
             throw ExitCode(1)
         }
         let access = try JournalLocationOption.access(campaign.journal)
-        let journal: (any Journal)?
-        do {
-            journal = try await access.connect(readOnly: true)?.journal
-        } catch {
-            printError("\(campaign.path): error: \(error.message)")
-            throw ExitCode(1)
-        }
-        var before: PlanDiff.Side
-        var changedFiles: [String] = []
-        if let plan {
-            let planFile: PlanFile
-            do {
-                planFile = try PlanFile.read(from: plan)
-            } catch {
-                printError("error: \(error.message)")
-                throw ExitCode(1)
-            }
-            before = PlanDiff.side(planFile, path: plan)
-            changedFiles = planFile.differences(from: campaign)
-        } else {
-            let record: RunRecord?
-            do {
-                if let runNumber {
-                    record = try await journal?.run(RunID(runNumber))
-                    guard let record, record.campaign == campaign.id else {
-                        printError("error: campaign \(campaign.id) has no run \(runNumber); `pushcamp runs` lists them")
-                        throw ExitCode(1)
+        try await JournalLocationOption.withJournal(access, readOnly: true, refusing: nil) { journal in
+            var before: PlanDiff.Side
+            var changedFiles: [String] = []
+            if let plan {
+                let planFile: PlanFile
+                do throws(PlanFileError) {
+                    planFile = try PlanFile.read(from: plan)
+                } catch {
+                    printError("error: \(error.message)")
+                    throw ExitCode(1)
+                }
+                before = PlanDiff.side(planFile, path: plan)
+                changedFiles = planFile.differences(from: campaign)
+            } else {
+                let record: RunRecord?
+                do {
+                    if let runNumber {
+                        record = try await journal?.run(RunID(runNumber))
+                        guard let record, record.campaign == campaign.id else {
+                            printError(
+                                "error: campaign \(campaign.id) has no run \(runNumber); `pushcamp runs` lists them"
+                            )
+                            throw ExitCode(1)
+                        }
+                    } else {
+                        record = try await journal?.latestRun(campaign: campaign.id)
                     }
-                } else {
-                    record = try await journal?.latestRun(campaign: campaign.id)
+                    guard let record else {
+                        print(
+                            "\(campaign.id): never sent, so there is nothing to compare its plan with; "
+                                + "`pushcamp plan \(file)` shows it, `diff --plan FILE` compares it with a plan file"
+                        )
+                        return
+                    }
+                    let stats = try await journal?.stats(of: record.id)
+                    before = PlanDiff.side(record, plan: stats?.plan, sent: stats?.sent)
+                } catch let error as JournalError {
+                    printError("error: \(error.message)")
+                    throw ExitCode(1)
                 }
-                guard let record else {
-                    print(
-                        "\(campaign.id): never sent, so there is nothing to compare its plan with; "
-                            + "`pushcamp plan \(file)` shows it, `diff --plan FILE` compares it with a plan file"
-                    )
-                    return
-                }
-                let stats = try await journal?.stats(of: record.id)
-                before = PlanDiff.side(record, plan: stats?.plan, sent: stats?.sent)
-            } catch let error as JournalError {
-                printError("error: \(error.message)")
-                throw ExitCode(1)
             }
+            let summary = try await planOrExit(
+                campaign,
+                journal: journal,
+                sendTime: nil,
+                samples: max(3, before.samples?.count ?? 0)
+            )
+            let diff = PlanDiff(
+                campaign: campaign.id,
+                before: before,
+                now: PlanDiff.side(summary),
+                changedFiles: changedFiles
+            )
+            printDocument(diff.text())
+            if exitCode && diff.hasDifferences { throw ExitCode(1) }
         }
-        let summary = try await planOrExit(
-            campaign,
-            journal: journal,
-            sendTime: nil,
-            samples: max(3, before.samples?.count ?? 0)
-        )
-        let diff = PlanDiff(
-            campaign: campaign.id,
-            before: before,
-            now: PlanDiff.side(summary),
-            changedFiles: changedFiles
-        )
-        printDocument(diff.text())
-        if exitCode && diff.hasDifferences { throw ExitCode(1) }
     }
 }

@@ -3,9 +3,9 @@ import Foundation
 import PushcampAPNs
 import PushcampFCMCore
 import PushcampJournal
+import PushcampJournalAccess
 import PushcampModel
 import PushcampPlanner
-import PushcampPostgres
 import PushcampSend
 
 struct Doctor: AsyncParsableCommand {
@@ -276,18 +276,17 @@ struct Doctor: AsyncParsableCommand {
             return Line(outcome: .ok, subject: subject, detail: "no file yet; the first send creates it")
         }
         do {
-            guard let opened = try await access.connect(readOnly: true) else {
+            let runs = try await access.withJournal(readOnly: true) { journal in try await journal?.runs(limit: 1) }
+            guard let runs else {
                 return Line(outcome: .ok, subject: subject, detail: "no file yet; the first send creates it")
             }
-            let runs = try await opened.journal.runs(limit: 1)
-            await opened.close()
             return Line(
                 outcome: .ok,
                 subject: subject,
                 detail: runs.first.map { "opens; last run \($0.id) (\($0.campaign))" } ?? "opens; no runs yet"
             )
         } catch {
-            return Line(outcome: .problem, subject: subject, detail: error.message)
+            return Line(outcome: .problem, subject: subject, detail: (error as? JournalError)?.message ?? "\(error)")
         }
     }
 

@@ -3,7 +3,6 @@ import Foundation
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
-import PushcampPostgres
 import PushcampSend
 
 struct Engagement: AsyncParsableCommand {
@@ -83,59 +82,57 @@ struct Engagement: AsyncParsableCommand {
             }
             let (loaded, _) = try loadCampaign(campaign)
             let access = try journalLocation.access(loaded.journal)
-            guard let opened = try await JournalLocationOption.open(access, readOnly: false) else { throw ExitCode(1) }
-            let journal = opened.journal
-            let record: RunRecord?
-            if let run {
-                record = try await journal.run(RunID(run))
-            } else {
-                record = try await journal.latestRun(campaign: loaded.id)
-            }
-            guard let record else {
-                await opened.close()
-                printError(
-                    run.map { "error: there is no run \($0) in the journal" }
-                        ?? "error: '\(loaded.id)' has no run in the journal yet: send it first"
-                )
-                throw ExitCode(1)
-            }
-            let matcher: EngagementImport
-            do {
-                matcher = try EngagementImport(campaign: loaded, run: record)
-            } catch {
-                await opened.close()
-                printError("error: \(error)")
-                throw ExitCode(1)
-            }
-            var outcome = EngagementImport.Outcome()
-            var failure: String?
-            do {
-                // A chunk of rows at a time, each matched in one pass over the audience: memory
-                // stays bounded whatever the file's size.
-                var first = 0
-                while first < rows {
-                    let chunk =
-                        first == 0 ? firstChunk : try events.rows(from: first, count: EngagementImport.chunkSize)
-                    outcome =
-                        outcome + (try await matcher.record(chunk, in: journal, now: Date().timeIntervalSince1970))
-                    first += EngagementImport.chunkSize
+            try await JournalLocationOption.withJournal(access, readOnly: false) { opened in
+                guard let journal = opened else { throw ExitCode(1) }
+                let record: RunRecord?
+                if let run {
+                    record = try await journal.run(RunID(run))
+                } else {
+                    record = try await journal.latestRun(campaign: loaded.id)
                 }
-            } catch let refusal as EngagementImport.Refusal {
-                failure = "error: \(refusal)"
-            } catch let error as JournalError {
-                failure = "error: \(error.message)"
+                guard let record else {
+                    printError(
+                        run.map { "error: there is no run \($0) in the journal" }
+                            ?? "error: '\(loaded.id)' has no run in the journal yet: send it first"
+                    )
+                    throw ExitCode(1)
+                }
+                let matcher: EngagementImport
+                do {
+                    matcher = try EngagementImport(campaign: loaded, run: record)
+                } catch {
+                    printError("error: \(error)")
+                    throw ExitCode(1)
+                }
+                var outcome = EngagementImport.Outcome()
+                var failure: String?
+                do {
+                    // A chunk of rows at a time, each matched in one pass over the audience: memory
+                    // stays bounded whatever the file's size.
+                    var first = 0
+                    while first < rows {
+                        let chunk =
+                            first == 0 ? firstChunk : try events.rows(from: first, count: EngagementImport.chunkSize)
+                        outcome =
+                            outcome + (try await matcher.record(chunk, in: journal, now: Date().timeIntervalSince1970))
+                        first += EngagementImport.chunkSize
+                    }
+                } catch let refusal as EngagementImport.Refusal {
+                    failure = "error: \(refusal)"
+                } catch let error as JournalError {
+                    failure = "error: \(error.message)"
+                }
+                if let failure {
+                    printError(failure)
+                    printError(
+                        outcome.recorded > 0
+                            ? "note: \(outcome.recorded) events were recorded before this; importing the file again records the rest"
+                            : "note: nothing was recorded"
+                    )
+                    throw ExitCode(1)
+                }
+                print(Self.summary(outcome, rows: rows, run: record.id))
             }
-            await opened.close()
-            if let failure {
-                printError(failure)
-                printError(
-                    outcome.recorded > 0
-                        ? "note: \(outcome.recorded) events were recorded before this; importing the file again records the rest"
-                        : "note: nothing was recorded"
-                )
-                throw ExitCode(1)
-            }
-            print(Self.summary(outcome, rows: rows, run: record.id))
         }
 
         static func summary(_ outcome: EngagementImport.Outcome, rows: Int, run: RunID) -> String {

@@ -1,9 +1,9 @@
 import ArgumentParser
 import Foundation
 import PushcampJournal
+import PushcampJournalAccess
 import PushcampModel
 import PushcampPlanner
-import PushcampPostgres
 
 /// `pushcamp journal`: what a journal is, whether it answers, and its schema brought forward.
 struct JournalCommand: AsyncParsableCommand {

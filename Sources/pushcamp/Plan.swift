@@ -2,9 +2,9 @@ import ArgumentParser
 import Foundation
 import PushcampAudience
 import PushcampJournal
+import PushcampJournalAccess
 import PushcampModel
 import PushcampPlanner
-import PushcampPostgres
 import PushcampSend
 
 struct Plan: AsyncParsableCommand {
@@ -114,24 +114,33 @@ struct Plan: AsyncParsableCommand {
         let sendTime = at.flatMap { try? Timestamp.parse($0).get() }
         // Plans are made where the journal may not be reachable (a pull request's CI): without it,
         // the plan says so and leaves out what only the journal knows.
-        var journal: JournalAccess.Opened?
         let access = try JournalLocationOption.access(campaign.journal)
+        var opened = false
         do {
-            journal = try await access.connect(readOnly: true)
-        } catch  where access.isShared {
+            try await access.withJournal(readOnly: true) { journal in
+                opened = true
+                try await plan(campaign, journal: journal, sendTime: sendTime)
+            }
+        } catch let error as JournalError where !opened {
+            guard access.isShared else {
+                printError("\(campaign.path): error: \(error.message)")
+                throw ExitCode(1)
+            }
             printError(
                 "\(campaign.path): warning: the journal cannot be read (\(error.message)); planned without its dead "
                     + "tokens, frequency caps and what it says of the campaign"
             )
-        } catch {
-            printError("\(campaign.path): error: \(error.message)")
-            throw ExitCode(1)
+            try await plan(campaign, journal: nil, sendTime: sendTime)
         }
+    }
+
+    /// Plans `campaign` with what `journal` knows (nil: none, or not reachable) and prints it.
+    func plan(_ campaign: LoadedCampaign, journal: (any Journal)?, sendTime: Timestamp?) async throws {
         if campaign.broadcast != nil {
-            try await planBroadcast(campaign, journal: journal?.journal, sendTime: sendTime)
+            try await planBroadcast(campaign, journal: journal, sendTime: sendTime)
             return
         }
-        let summary = try await planOrExit(campaign, journal: journal?.journal, sendTime: sendTime, samples: samples)
+        let summary = try await planOrExit(campaign, journal: journal, sendTime: sendTime, samples: samples)
         var dryRun: FCMDryRun?
         if let fcmDryRun {
             let workingDirectory = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)

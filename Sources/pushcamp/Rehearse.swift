@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import PushcampJournal
 import PushcampPlanner
-import PushcampPostgres
 import PushcampRehearsal
 import PushcampReport
 import PushcampSend
@@ -66,43 +65,42 @@ struct Rehearse: AsyncParsableCommand {
         rehearsal.tokens = scenario.tokens
         rehearsal.adjust = { scenario.apply(to: &$0) }
         let rehearsals = try JournalLocationOption.access(JournalSetting(path: campaign.rehearsalJournalPath))
-        guard let opened = try await JournalLocationOption.open(rehearsals, readOnly: false, refusing: campaign) else {
-            throw ExitCode(1)
-        }
-        rehearsal.journal = opened.journal
-        if campaign.broadcast != nil {
-            try await rehearseBroadcast(rehearsal, paths: paths)
-            return
-        }
-        // A project that never sent has no journal: nothing is suppressed or capped.
-        let project = try JournalLocationOption.access(campaign.journal)
-        rehearsal.projectJournal =
-            try await JournalLocationOption.open(project, readOnly: true, refusing: campaign)?.journal
-            ?? MemoryJournal()
-        rehearsal.stallTimeout = stall.stallTimeout
-        let printer = ProgressPrinter()
-        let prepared: Rehearsal.Prepared
-        do {
-            prepared = try await rehearsal.prepare(progress: printer.callback(enabled: !quiet))
-        } catch let error as RunRefusal {
-            printError("\(campaign.path): error: \(error.message)")
-            throw ExitCode(error.exitCode)
-        }
-        defer { prepared.cleanUp() }
-        if let note = prepared.send.note { printError(note + " (rehearsal)") }
-        let report = try await runServices(prepared.services, until: prepared.send, printer: printer)
-        let recorder = prepared.simulator.recorder
-        try await format.print(
-            report,
-            journal: rehearsal.journal,
-            rehearsal: true,
-            textExtra: """
-                simulator: \(recorder.connections) connection(s), at most \(recorder.maxOpenStreams) streams open at once
-                recorded as rehearsal run \(prepared.send.run.id): `pushcamp runs --rehearsal`, `pushcamp report --rehearsal`
+        try await JournalLocationOption.withJournal(rehearsals, readOnly: false, refusing: campaign) { journal in
+            rehearsal.journal = journal ?? MemoryJournal()
+            if campaign.broadcast != nil {
+                try await rehearseBroadcast(rehearsal, paths: paths)
+                return
+            }
+            // A project that never sent has no journal: nothing is suppressed or capped.
+            let project = try JournalLocationOption.access(campaign.journal)
+            try await JournalLocationOption.withJournal(project, readOnly: true, refusing: campaign) { projectJournal in
+                rehearsal.projectJournal = projectJournal ?? MemoryJournal()
+                rehearsal.stallTimeout = stall.stallTimeout
+                let printer = ProgressPrinter()
+                let prepared: Rehearsal.Prepared
+                do {
+                    prepared = try await rehearsal.prepare(progress: printer.callback(enabled: !quiet))
+                } catch let error as RunRefusal {
+                    printError("\(campaign.path): error: \(error.message)")
+                    throw ExitCode(error.exitCode)
+                }
+                defer { prepared.cleanUp() }
+                if let note = prepared.send.note { printError(note + " (rehearsal)") }
+                let report = try await runServices(prepared.services, until: prepared.send, printer: printer)
+                let recorder = prepared.simulator.recorder
+                try await format.print(
+                    report,
+                    journal: rehearsal.journal,
+                    rehearsal: true,
+                    textExtra: """
+                        simulator: \(recorder.connections) connection(s), at most \(recorder.maxOpenStreams) streams open at once
+                        recorded as rehearsal run \(prepared.send.run.id): `pushcamp runs --rehearsal`, `pushcamp report --rehearsal`
 
-                """
-        )
-        if report.exitCode != 0 { throw ExitCode(report.exitCode) }
+                        """
+                )
+                if report.exitCode != 0 { throw ExitCode(report.exitCode) }
+            }
+        }
     }
 }
 

@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
 import PushcampJournal
+import PushcampJournalAccess
 import PushcampPlanner
-import PushcampPostgres
 import PushcampSend
 import ServiceLifecycle
 
@@ -72,53 +72,53 @@ struct Replay: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (opened, path) = try await journalOption.open(forWriting: true)
-        let journal = opened.journal
-        let selection: ReplaySelection
-        do {
-            selection = try await ReplaySelection.select(
-                run: RunID(number),
-                reasons: reasons,
-                force: force,
-                in: journal,
-                path: path
+        try await journalOption.withJournal(forWriting: true) { journal, path in
+            let selection: ReplaySelection
+            do throws(RunRefusal) {
+                selection = try await ReplaySelection.select(
+                    run: RunID(number),
+                    reasons: reasons,
+                    force: force,
+                    in: journal,
+                    path: path
+                )
+            } catch {
+                printError("error: \(error.message)")
+                throw ExitCode(error.exitCode)
+            }
+            let targets = selection.recipients
+            let (campaign, paths) = try loadCampaign(selection.file)
+            var options = SendRun.Options(
+                try journalOption.location.access(campaign.journal),
+                journal: journal,
+                setting: journalOption.location.setting(campaign.journal)
             )
-        } catch {
-            printError("error: \(error.message)")
-            throw ExitCode(error.exitCode)
+            options.kind = .replay(selection)
+            options.stallTimeout = stall.stallTimeout
+            try await confirmDeliberate(
+                campaign,
+                paths: paths,
+                kind: options.kind,
+                ignoreSchedule: false,
+                planFile: false,
+                confirm: confirm,
+                preview: {
+                    "  a replay of run \(number) of \(campaign.id): \(targets.count) recipient(s) that failed with "
+                        + reasons.joined(separator: ", ") + "\n"
+                }
+            )
+            try await sendToApp(
+                campaign,
+                paths: paths,
+                options: options,
+                quiet: quiet,
+                format: format,
+                announce: { send in
+                    send.note
+                        ?? "replaying run \(number) of \(campaign.id) as run \(send.run.id): \(targets.count) recipient(s) "
+                        + "that failed with \(reasons.joined(separator: ", "))"
+                }
+            )
         }
-        let targets = selection.recipients
-        let (campaign, paths) = try loadCampaign(selection.file)
-        var options = SendRun.Options(
-            try journalOption.location.access(campaign.journal),
-            opened: opened,
-            setting: journalOption.location.setting(campaign.journal)
-        )
-        options.kind = .replay(selection)
-        options.stallTimeout = stall.stallTimeout
-        try await confirmDeliberate(
-            campaign,
-            paths: paths,
-            kind: options.kind,
-            ignoreSchedule: false,
-            planFile: false,
-            confirm: confirm,
-            preview: {
-                "  a replay of run \(number) of \(campaign.id): \(targets.count) recipient(s) that failed with "
-                    + reasons.joined(separator: ", ") + "\n"
-            }
-        )
-        try await sendToApp(
-            campaign,
-            paths: paths,
-            options: options,
-            quiet: quiet,
-            format: format,
-            announce: { send in
-                send.note
-                    ?? "replaying run \(number) of \(campaign.id) as run \(send.run.id): \(targets.count) recipient(s) "
-                    + "that failed with \(reasons.joined(separator: ", "))"
-            }
-        )
     }
 }

@@ -1,10 +1,9 @@
 import ArgumentParser
 import Foundation
 import PushcampJournal
+import PushcampJournalAccess
 import PushcampPlanner
-import PushcampPostgres
 import PushcampReport
-import PushcampServe
 
 struct Report: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -58,55 +57,55 @@ struct Report: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (opened, path) = try await journalOption.open()
-        let journal = opened.journal
-        var report: RunReport
-        do {
-            let id: RunID
-            if let runNumber {
-                id = RunID(runNumber)
-            } else if let latest = try await journal.runs(limit: 1).first {
-                id = latest.id
-            } else {
-                // Nothing sent yet is a state, not an error: JSON readers get null.
-                print(
-                    format == .json
-                        ? "null"
-                        : "no runs yet: nothing has been \(journalOption.rehearsal ? "rehearsed" : "sent") from this project"
-                )
-                return
-            }
-            guard let loaded = try await RunReport.load(id, from: journal) else {
-                printError("error: no run \(id) in \(path); `pushcamp runs` lists them")
+        try await journalOption.withJournal { journal, path in
+            var report: RunReport
+            do {
+                let id: RunID
+                if let runNumber {
+                    id = RunID(runNumber)
+                } else if let latest = try await journal.runs(limit: 1).first {
+                    id = latest.id
+                } else {
+                    // Nothing sent yet is a state, not an error: JSON readers get null.
+                    print(
+                        format == .json
+                            ? "null"
+                            : "no runs yet: nothing has been \(journalOption.rehearsal ? "rehearsed" : "sent") from this project"
+                    )
+                    return
+                }
+                guard let loaded = try await RunReport.load(id, from: journal) else {
+                    printError("error: no run \(id) in \(path); `pushcamp runs` lists them")
+                    throw ExitCode(1)
+                }
+                report = loaded
+                report.rehearsal = journalOption.rehearsal
+                report.fileDisplay = RunReport.projectRelative(report.run.file)
+            } catch let error as JournalError {
+                printError("error: \(error.message)")
                 throw ExitCode(1)
             }
-            report = loaded
-            report.rehearsal = journalOption.rehearsal
-            report.fileDisplay = RunReport.projectRelative(report.run.file)
-        } catch let error as JournalError {
-            printError("error: \(error.message)")
-            throw ExitCode(1)
-        }
-        let text: String
-        switch format {
-        case .text: text = report.text()
-        case .json: text = report.json()
-        case .markdown: text = report.markdown()
-        case .html: text = report.html()
-        }
-        guard let output else {
-            if format == .text { printDocument(text) } else { print(text, terminator: "") }
-            return
-        }
-        if let refusal = ReportOutput.refusal(for: output, journalPath: path, force: force) {
-            printError("error: \(refusal)")
-            throw ExitCode(1)
-        }
-        do {
-            try Data(text.utf8).write(to: URL(fileURLWithPath: output))
-        } catch {
-            printError("error: cannot write \(output): \(error.localizedDescription)")
-            throw ExitCode(1)
+            let text: String
+            switch format {
+            case .text: text = report.text()
+            case .json: text = report.json()
+            case .markdown: text = report.markdown()
+            case .html: text = report.html()
+            }
+            guard let output else {
+                if format == .text { printDocument(text) } else { print(text, terminator: "") }
+                return
+            }
+            if let refusal = ReportOutput.refusal(for: output, journalPath: path, force: force) {
+                printError("error: \(refusal)")
+                throw ExitCode(1)
+            }
+            do {
+                try Data(text.utf8).write(to: URL(fileURLWithPath: output))
+            } catch {
+                printError("error: cannot write \(output): \(error.localizedDescription)")
+                throw ExitCode(1)
+            }
         }
     }
 }

@@ -1,9 +1,9 @@
 import ArgumentParser
 import Foundation
 import PushcampJournal
+import PushcampJournalAccess
 import PushcampModel
 import PushcampPlanner
-import PushcampPostgres
 import PushcampReport
 import PushcampSend
 
@@ -33,10 +33,22 @@ struct JournalLocationOption: ParsableArguments {
         return setting
     }
 
-    /// Opens the journal `project` names, or the one these options name; nil when `readOnly`
-    /// and there is no such file yet. Prints the problem and exits 1 when it cannot be used.
-    func open(_ project: JournalSetting, readOnly: Bool = false) async throws -> JournalAccess.Opened? {
-        try await Self.open(access(project), readOnly: readOnly)
+    /// Runs `body` with the journal `project` names, or the one these options name; nil when
+    /// `readOnly` and there is no such file yet. Prints the problem and exits 1 when it cannot be used.
+    func withJournal<T>(
+        _ project: JournalSetting,
+        readOnly: Bool = false,
+        _ body: ((any Journal)?) async throws -> T
+    ) async throws -> T {
+        try await Self.withJournal(access(project), readOnly: readOnly, body)
+    }
+
+    /// `withJournal` to write: the journal is created when there is none yet.
+    func withWritableJournal<T>(_ project: JournalSetting, _ body: (any Journal) async throws -> T) async throws -> T {
+        try await withJournal(project) { journal in
+            guard let journal else { throw ExitCode(1) }  // only a read finds no journal
+            return try await body(journal)
+        }
     }
 
     func access(_ project: JournalSetting) throws -> JournalAccess {
@@ -54,16 +66,22 @@ struct JournalLocationOption: ParsableArguments {
         }
     }
 
-    /// Opens the journal `access` reaches; prints the problem (as a refusal to send `campaign`,
-    /// when given) and exits 1 when it cannot be used.
-    static func open(
+    /// Runs `body` with the journal `access` reaches (nil when `readOnly` and there is no such
+    /// file yet), closed when it ends; prints the problem (as a refusal to send `campaign`, when
+    /// given) and exits 1 when it cannot be opened. What `body` throws goes through as it is.
+    static func withJournal<T>(
         _ access: JournalAccess,
         readOnly: Bool,
-        refusing campaign: LoadedCampaign? = nil
-    ) async throws -> JournalAccess.Opened? {
+        refusing campaign: LoadedCampaign? = nil,
+        _ body: ((any Journal)?) async throws -> T
+    ) async throws -> T {
+        var opened = false
         do {
-            return try await access.connect(readOnly: readOnly)
-        } catch {
+            return try await access.withJournal(readOnly: readOnly) { journal in
+                opened = true
+                return try await body(journal)
+            }
+        } catch let error as JournalError where !opened {
             if let campaign {
                 printError("\(campaign.path): error: \(error.message); nothing was sent")
             } else {
@@ -82,11 +100,15 @@ struct JournalOption: ParsableArguments {
     @Flag(help: "Read the rehearsal journal (what `pushcamp rehearse` recorded) instead of the real one.")
     var rehearsal = false
 
-    /// Opens the journal (read-only unless `forWriting`: reading never changes it, and works on a
-    /// journal this user may not write); prints the problem and exits 1 when it cannot be used. A
-    /// project that has sent (or rehearsed) nothing yet has no journal file: reading it gives an
-    /// empty journal, so lists are empty rather than errors; writing to it is an error.
-    func open(forWriting: Bool = false) async throws -> (JournalAccess.Opened, name: String) {
+    /// Runs `body` with the journal (read-only unless `forWriting`: reading never changes it, and
+    /// works on a journal this user may not write) and its name; prints the problem and exits 1
+    /// when it cannot be used. A project that has sent (or rehearsed) nothing yet has no journal
+    /// file: reading it gives an empty journal, so lists are empty rather than errors; writing to
+    /// it is an error.
+    func withJournal<T>(
+        forWriting: Bool = false,
+        _ body: (any Journal, _ name: String) async throws -> T
+    ) async throws -> T {
         var project: JournalSetting
         switch ProjectJournal.setting(workingDirectory: projectOption.directory) {
         case .success(let found): project = found
@@ -115,12 +137,13 @@ struct JournalOption: ParsableArguments {
             if !rehearsal && FileManager.default.fileExists(atPath: ProjectJournal.rehearsalPath(beside: path)) {
                 printError("note: \(nothing); rehearsals are kept apart: add --rehearsal")
             }
-            return (.empty(), access.name)
+            // A journal with nothing in it: its lists are empty, as they would be in a new one.
+            return try await body(MemoryJournal(), access.name)
         }
-        guard let opened = try await JournalLocationOption.open(access, readOnly: !forWriting) else {
-            throw ExitCode(1)
+        return try await JournalLocationOption.withJournal(access, readOnly: !forWriting) { journal in
+            guard let journal else { throw ExitCode(1) }
+            return try await body(journal, access.name)
         }
-        return (opened, access.name)
     }
 }
 
@@ -156,15 +179,16 @@ struct Runs: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (opened, path) = try await journalOption.open()
-        let listing = try await RunListing.read(from: opened.journal, limit: limit)
+        let listing = try await journalOption.withJournal { journal, path in
+            (try await RunListing.read(from: journal, limit: limit), path)
+        }
         switch format {
         case .text:
             if journalOption.rehearsal {
-                print("Rehearsals (against the local simulator; nothing reached APNs), from \(path)")
+                print("Rehearsals (against the local simulator; nothing reached APNs), from \(listing.1)")
             }
-            print(listing.text(), terminator: "")
-        case .json: print(listing.json())
+            print(listing.0.text(), terminator: "")
+        case .json: print(listing.0.json())
         }
     }
 }
@@ -196,13 +220,14 @@ struct Cancel: AsyncParsableCommand {
     var wait: Double = 30
 
     func run() async throws {
-        let (opened, path) = try await journalOption.open(forWriting: true)
-        let journal = opened.journal
-        do {
-            print(try await RunCancellation.cancel(RunID(number), in: journal, name: path, wait: wait).text)
-        } catch {
-            printError("error: \(error.message)")
-            throw ExitCode(error.exitCode)
+        let outcome = try await journalOption.withJournal(forWriting: true) { journal, path in
+            do throws(RunRefusal) {
+                return try await RunCancellation.cancel(RunID(number), in: journal, name: path, wait: wait)
+            } catch {
+                printError("error: \(error.message)")
+                throw ExitCode(error.exitCode)
+            }
         }
+        print(outcome.text)
     }
 }

@@ -3,7 +3,6 @@ import Foundation
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
-import PushcampPostgres
 import PushcampServe
 
 struct Schedules: AsyncParsableCommand {
@@ -37,18 +36,19 @@ struct Schedules: AsyncParsableCommand {
 
     func run() async throws {
         let (loaded, paths) = try projectOption.load()
-        let store = try await journalLocation.open(JournalSetting(loaded, paths: paths), readOnly: true)?.journal
-        let listing: ScheduleListing
-        do {
-            listing = try await ScheduleListing.read(
-                paths: paths,
-                folders: loaded.serve.campaignFolders,
-                journal: store,
-                now: Date().timeIntervalSince1970
-            )
-        } catch {
-            printError("error: \(error.message)")
-            throw ExitCode(1)
+        let listing = try await journalLocation.withJournal(JournalSetting(loaded, paths: paths), readOnly: true) {
+            store in
+            do throws(JournalError) {
+                return try await ScheduleListing.read(
+                    paths: paths,
+                    folders: loaded.serve.campaignFolders,
+                    journal: store,
+                    now: Date().timeIntervalSince1970
+                )
+            } catch {
+                printError("error: \(error.message)")
+                throw ExitCode(1)
+            }
         }
         switch format {
         case .text: print(listing.text(), terminator: "")

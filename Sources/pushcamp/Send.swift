@@ -3,9 +3,9 @@ import Foundation
 import Logging
 import PushcampAudience
 import PushcampJournal
+import PushcampJournalAccess
 import PushcampModel
 import PushcampPlanner
-import PushcampPostgres
 import PushcampReport
 import PushcampSend
 import ServiceLifecycle
@@ -183,33 +183,34 @@ struct Send: AsyncParsableCommand {
             planFile: planFile != nil,
             confirm: confirm,
             preview: {
-                let journal = try await JournalLocationOption.open(access, readOnly: true)
-                return try await PlanSummary.planned(
-                    campaign,
-                    journal: journal?.journal,
-                    sendTime: Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)),
-                    sendTimeSource: "now",
-                    samples: 0
-                ).brief()
+                try await JournalLocationOption.withJournal(access, readOnly: true) { journal in
+                    try await PlanSummary.planned(
+                        campaign,
+                        journal: journal,
+                        sendTime: Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)),
+                        sendTimeSource: "now",
+                        samples: 0
+                    ).brief()
+                }
             }
         )
-        guard let opened = try await JournalLocationOption.open(access, readOnly: false, refusing: campaign) else {
-            throw ExitCode(1)
+        try await JournalLocationOption.withJournal(access, readOnly: false, refusing: campaign) { opened in
+            guard let journal = opened else { throw ExitCode(1) }
+            var options = SendRun.Options(access, journal: journal, setting: journalLocation.setting(campaign.journal))
+            options.newRun = newRun
+            options.ignoreSchedule = now
+            options.stallTimeout = stall.stallTimeout
+            options.plan = planFile
+            options.detach = detach
+            try await sendToApp(
+                campaign,
+                paths: paths,
+                options: options,
+                quiet: quiet,
+                format: format,
+                announce: { $0.note }
+            )
         }
-        var options = SendRun.Options(access, opened: opened, setting: journalLocation.setting(campaign.journal))
-        options.newRun = newRun
-        options.ignoreSchedule = now
-        options.stallTimeout = stall.stallTimeout
-        options.plan = planFile
-        options.detach = detach
-        try await sendToApp(
-            campaign,
-            paths: paths,
-            options: options,
-            quiet: quiet,
-            format: format,
-            announce: { $0.note }
-        )
     }
 }
 
@@ -224,51 +225,52 @@ extension Send {
             planFile: false,
             confirm: confirm,
             preview: {
-                let journal = try await JournalLocationOption.open(access, readOnly: true)
-                let (message, _) = try await BroadcastRun.message(
-                    campaign,
-                    journal: journal?.journal ?? MemoryJournal(),
-                    now: Date().timeIntervalSince1970
-                )
-                return message?.text() ?? ""
+                try await JournalLocationOption.withJournal(access, readOnly: true) { journal in
+                    let (message, _) = try await BroadcastRun.message(
+                        campaign,
+                        journal: journal ?? MemoryJournal(),
+                        now: Date().timeIntervalSince1970
+                    )
+                    return message?.text() ?? ""
+                }
             }
         )
-        guard let opened = try await JournalLocationOption.open(access, readOnly: false, refusing: campaign) else {
-            throw ExitCode(1)
+        try await JournalLocationOption.withJournal(access, readOnly: false, refusing: campaign) { opened in
+            guard let journal = opened else { throw ExitCode(1) }
+            var options = SendRun.Options(access, journal: journal, setting: journalLocation.setting(campaign.journal))
+            options.newRun = newRun
+            options.ignoreSchedule = now
+            let outcome: BroadcastRun.Outcome
+            do throws(RunRefusal) {
+                outcome = try await BroadcastRun.send(
+                    campaign,
+                    options: options,
+                    paths: paths,
+                    variables: ProcessInfo.processInfo.environment
+                )
+            } catch {
+                printError(
+                    error.message.hasPrefix(campaign.path) ? error.message : "\(campaign.path): error: \(error.message)"
+                )
+                throw ExitCode(error.exitCode)
+            }
+            if let note = outcome.note { printError("note: \(note)") }
+            switch format.format {
+            case .json:
+                guard let report = try await RunReport.load(outcome.run, from: journal) else { throw ExitCode(1) }
+                print(report.json(), terminator: "")
+            case .text:
+                print(
+                    "run \(outcome.run) of \(campaign.id): broadcast to channel \(outcome.message.channel.name) "
+                        + "(\(outcome.message.channelID ?? "")): \(outcome.answer)"
+                )
+            }
+            if let stopped = outcome.stopped {
+                printError("\(campaign.path): error: \(stopped); `pushcamp send` resumes run \(outcome.run)")
+                throw ExitCode(1)
+            }
+            if !outcome.delivered { throw ExitCode(4) }
         }
-        var options = SendRun.Options(access, opened: opened, setting: journalLocation.setting(campaign.journal))
-        options.newRun = newRun
-        options.ignoreSchedule = now
-        let outcome: BroadcastRun.Outcome
-        do {
-            outcome = try await BroadcastRun.send(
-                campaign,
-                options: options,
-                paths: paths,
-                variables: ProcessInfo.processInfo.environment
-            )
-        } catch {
-            printError(
-                error.message.hasPrefix(campaign.path) ? error.message : "\(campaign.path): error: \(error.message)"
-            )
-            throw ExitCode(error.exitCode)
-        }
-        if let note = outcome.note { printError("note: \(note)") }
-        switch format.format {
-        case .json:
-            guard let report = try await RunReport.load(outcome.run, from: opened.journal) else { throw ExitCode(1) }
-            print(report.json(), terminator: "")
-        case .text:
-            print(
-                "run \(outcome.run) of \(campaign.id): broadcast to channel \(outcome.message.channel.name) "
-                    + "(\(outcome.message.channelID ?? "")): \(outcome.answer)"
-            )
-        }
-        if let stopped = outcome.stopped {
-            printError("\(campaign.path): error: \(stopped); `pushcamp send` resumes run \(outcome.run)")
-            throw ExitCode(1)
-        }
-        if !outcome.delivered { throw ExitCode(4) }
     }
 }
 
@@ -501,8 +503,8 @@ extension SendRun.Options {
     /// The options of a send recording into `opened` (reached through `access`), as the project's
     /// `journal` setting says: its lease, and where provider tokens are cached (beside the
     /// journal file; not for a journal in memory).
-    init(_ access: JournalAccess, opened: JournalAccess.Opened, setting: JournalSetting) {
-        self.init(journal: opened.journal)
+    init(_ access: JournalAccess, journal: any Journal, setting: JournalSetting) {
+        self.init(journal: journal)
         if access.kind != .memory { tokenCache = (setting.path as NSString).deletingLastPathComponent }
         if let lease = setting.lease { leaseDuration = lease }
         // Several machines share a PostgreSQL journal: with journal.slice, a run is cut into

@@ -2,9 +2,9 @@ import ArgumentParser
 import Foundation
 import Logging
 import PushcampJournal
+import PushcampJournalAccess
 import PushcampModel
 import PushcampPlanner
-import PushcampPostgres
 import PushcampSend
 import PushcampServe
 import ServiceLifecycle
@@ -122,9 +122,9 @@ struct Serve: AsyncParsableCommand {
         let access = try JournalLocationOption.access(setting)
         // The schema brought forward before anything starts (once across nodes starting together:
         // the migration holds an advisory lock), then the journal every service shares.
-        try await JournalLocationOption.open(access, readOnly: false)?.close()
+        try await JournalLocationOption.withJournal(access, readOnly: false) { _ in }
         let journal: any Journal
-        let client: PostgresJournal?
+        let client: (any Service)?
         do {
             (journal, client) = try access.open(logger: Logger(label: "pushcamp.journal"))
         } catch {

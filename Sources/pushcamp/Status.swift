@@ -3,7 +3,6 @@ import Foundation
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
-import PushcampPostgres
 import PushcampServe
 
 struct Status: AsyncParsableCommand {
@@ -30,19 +29,19 @@ struct Status: AsyncParsableCommand {
 
     func run() async throws {
         let (project, paths) = try journalOption.projectOption.load()
-        let (opened, name) = try await journalOption.open()
-        let status: ProjectStatus
-        do {
-            status = try await ProjectStatus.read(
-                paths: paths,
-                folders: project.serve.campaignFolders,
-                journal: opened.journal,
-                journalName: name,
-                now: Date().timeIntervalSince1970
-            )
-        } catch {
-            printError("error: \(error.message)")
-            throw ExitCode(1)
+        let status = try await journalOption.withJournal { journal, name in
+            do throws(JournalError) {
+                return try await ProjectStatus.read(
+                    paths: paths,
+                    folders: project.serve.campaignFolders,
+                    journal: journal,
+                    journalName: name,
+                    now: Date().timeIntervalSince1970
+                )
+            } catch {
+                printError("error: \(error.message)")
+                throw ExitCode(1)
+            }
         }
         if format == .json { print(status.json(), terminator: "") } else { printDocument(status.text()) }
     }

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import PushcampJournal
 import PushcampModel
-import PushcampPostgres
 import PushcampReport
 
 struct Tokens: ParsableCommand {
@@ -59,13 +58,13 @@ struct Tokens: ParsableCommand {
         }
 
         func run() async throws {
-            let (opened, _) = try await journalOption.open()
-            let journal = opened.journal
-            let since = try since.map { Double(try Timestamp.parse($0).get().secondsSince1970) }
-            let tokens = try await journal.invalidTokens(topic: topic, since: since)
-            switch format {
-            case .csv: print(InvalidTokenListing(tokens: tokens).csv(), terminator: "")
-            case .json: print(InvalidTokenListing(tokens: tokens).json())
+            try await journalOption.withJournal { journal, _ in
+                let since = try since.map { Double(try Timestamp.parse($0).get().secondsSince1970) }
+                let tokens = try await journal.invalidTokens(topic: topic, since: since)
+                switch format {
+                case .csv: print(InvalidTokenListing(tokens: tokens).csv(), terminator: "")
+                case .json: print(InvalidTokenListing(tokens: tokens).json())
+                }
             }
         }
     }

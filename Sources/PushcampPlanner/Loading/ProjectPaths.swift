@@ -39,6 +39,13 @@ public struct ProjectPaths: Sendable {
         path.hasPrefix("/") ? URL(fileURLWithPath: path) : root.appendingPathComponent(path).standardizedFileURL
     }
 
+    /// An absolute path inside the project, as printed: relative to the project's display root.
+    public func displayRelative(_ path: String) -> String {
+        let prefix = root.path.hasSuffix("/") ? root.path : root.path + "/"
+        guard path.hasPrefix(prefix) else { return path }
+        return display(String(path.dropFirst(prefix.count)))
+    }
+
     /// A path written in a project file, as printed in diagnostics and reports.
     public func display(_ path: String) -> String {
         if path.hasPrefix("/") || displayRoot == "." { return path }

@@ -85,12 +85,3 @@ public struct ScheduleListing: Sendable {
         return ScheduleListing(entries: entries)
     }
 }
-
-extension ProjectPaths {
-    /// An absolute path inside the project, as printed: relative to the project's display root.
-    public func displayRelative(_ path: String) -> String {
-        let root = self.root.path.hasSuffix("/") ? self.root.path : self.root.path + "/"
-        guard path.hasPrefix(root) else { return path }
-        return display(String(path.dropFirst(root.count)))
-    }
-}

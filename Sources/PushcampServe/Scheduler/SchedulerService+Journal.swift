@@ -2,6 +2,7 @@ import Logging
 import PushcampAPNsCore
 import PushcampJournal
 import PushcampModel
+import PushcampPlanner
 
 /// What the scheduler reads from the journal at a tick, for its machine to decide: the campaigns'
 /// cursors, runs nobody holds, sliced runs with a slice free, trigger firings due; and whether the

@@ -2,10 +2,16 @@ import Foundation
 import Logging
 import PushcampJournal
 import PushcampModel
+import PushcampPostgres
+import ServiceLifecycle
 
 /// How every command reaches its journal: a SQLite file, a PostgreSQL database (by URL), or
 /// memory (`:memory:`, gone when the process ends). The only place outside the stores that
 /// knows which store a journal is; everything above holds an `any Journal`.
+///
+/// A long-running process (`serve`) opens the journal with `open` and runs its PostgreSQL client
+/// as a `Service` in its group; a one-shot command uses it within `withJournal { }`, which runs
+/// the client as a child task beside the command's work and stops it, awaited, when that ends.
 public struct JournalAccess: Sendable {
     public enum Kind: Sendable, Equatable {
         case file(String)
@@ -53,11 +59,20 @@ public struct JournalAccess: Sendable {
         return false
     }
 
-    /// The journal to keep open for a long-running process, and the PostgreSQL client to run in
-    /// its `ServiceGroup` (nil for the others). Bring the schema forward first with `connect`.
+    /// The journal to keep open for a long-running process, and the service to run in its
+    /// `ServiceGroup` for it (PostgreSQL's client; nil for the others). Bring the schema forward
+    /// first with `withJournal`.
     public func open(
         maximumConnections: Int = 20,
         logger: Logger = Logger(label: "pushcamp.journal")
+    ) throws(JournalError) -> (journal: any Journal, client: (any Service)?) {
+        let (journal, client) = try openClient(maximumConnections: maximumConnections, logger: logger)
+        return (journal, client)
+    }
+
+    func openClient(
+        maximumConnections: Int,
+        logger: Logger
     ) throws(JournalError) -> (journal: any Journal, client: PostgresJournal?) {
         switch kind {
         case .file(let path):
@@ -76,49 +91,42 @@ public struct JournalAccess: Sendable {
         }
     }
 
-    /// A journal opened for one command: its PostgreSQL client runs in a task until `close()`.
-    public struct Opened: Sendable {
-        public let journal: any Journal
-        let client: Task<Void, Never>?
-
-        /// A journal with nothing in it, for reading a project that has sent nothing yet: its
-        /// lists are empty, as they would be in a new journal.
-        public static func empty() -> Opened { Opened(journal: MemoryJournal(), client: nil) }
-
-        /// Stops the PostgreSQL client (nothing to do for the others).
-        public func close() async {
-            client?.cancel()
-            await client?.value
+    /// Runs `body` with the journal open for one command, its schema brought forward (only
+    /// checked when `readOnly`: then a journal never migrated is an error, and a SQLite file that
+    /// does not exist is given as nil, since reading never creates one). A PostgreSQL client runs
+    /// as a child task beside `body` and is stopped, awaited, when `body` returns or throws.
+    public func withJournal<T>(
+        readOnly: Bool = false,
+        logger: Logger = Logger(label: "pushcamp.journal"),
+        _ body: ((any Journal)?) async throws -> T
+    ) async throws -> T {
+        switch kind {
+        case .file(let path):
+            if readOnly && !FileManager.default.fileExists(atPath: path) { return try await body(nil) }
+            return try await body(try SQLiteJournal(path: path, readOnly: readOnly))
+        case .memory:
+            return try await body(MemoryJournal())
+        case .postgres:
+            let (journal, client) = try openClient(maximumConnections: 4, logger: logger)
+            guard let client else { return try await body(journal) }
+            return try await Self.running(client) {
+                if readOnly {
+                    try await client.checkVersion()
+                } else {
+                    _ = try await client.migrate()
+                }
+                return try await body(journal)
+            }
         }
     }
 
-    /// Opens the journal for a command, its schema brought forward (only checked when
-    /// `readOnly`: then a journal never migrated is an error, and a SQLite file that does not
-    /// exist is nil, since reading never creates one).
-    public func connect(
-        readOnly: Bool = false,
-        logger: Logger = Logger(label: "pushcamp.journal")
-    ) async throws(JournalError) -> Opened? {
-        switch kind {
-        case .file(let path):
-            if readOnly && !FileManager.default.fileExists(atPath: path) { return nil }
-            return Opened(journal: try SQLiteJournal(path: path, readOnly: readOnly), client: nil)
-        case .memory:
-            return Opened(journal: MemoryJournal(), client: nil)
-        case .postgres:
-            let (journal, client) = try open(maximumConnections: 4, logger: logger)
-            let opened = Opened(journal: journal, client: Task { await client?.run() })
-            do {
-                if readOnly {
-                    try await client?.checkVersion()
-                } else {
-                    _ = try await client?.migrate()
-                }
-            } catch {
-                await opened.close()
-                throw error
-            }
-            return opened
+    /// `body` with `client` running beside it as a child task (postgres-nio's `run()`), stopped
+    /// and awaited when `body` ends.
+    static func running<T>(_ client: PostgresJournal, _ body: () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }  // the connection pool, for as long as `body` runs
+            defer { group.cancelAll() }
+            return try await body()
         }
     }
 }
@@ -143,16 +151,18 @@ extension JournalAccess {
             report("state: ready (\(runs))")
         case .postgres(let address):
             report("journal: PostgreSQL \(address.name) (\(address.tlsDescription))")
-            let (_, client) = try open(maximumConnections: 2)
+            let (_, client) = try openClient(maximumConnections: 2, logger: Logger(label: "pushcamp.journal"))
             guard let client else { return }
-            let running = Task { await client.run() }
-            defer { running.cancel() }
-            guard let version = try await client.version() else {
-                throw JournalError(.cannotOpen, "not a Pushcamp journal yet: run `pushcamp journal migrate`")
+            try await Self.typed {
+                try await Self.running(client) {
+                    guard let version = try await client.version() else {
+                        throw JournalError(.cannotOpen, "not a Pushcamp journal yet: run `pushcamp journal migrate`")
+                    }
+                    report("schema: version \(version) (this pushcamp: \(PostgresJournal.schemaVersion))")
+                    try await client.checkVersion()
+                    report("state: ready")
+                }
             }
-            report("schema: version \(version) (this pushcamp: \(PostgresJournal.schemaVersion))")
-            try await client.checkVersion()
-            report("state: ready")
         }
     }
 
@@ -165,16 +175,27 @@ extension JournalAccess {
             let journal = try SQLiteJournal(path: path)
             return "journal: SQLite file \(path) at schema version \(try await journal.appliedVersion())"
         case .postgres(let address):
-            let (_, client) = try open(maximumConnections: 2)
+            let (_, client) = try openClient(maximumConnections: 2, logger: Logger(label: "pushcamp.journal"))
             guard let client else { return "" }
-            let running = Task { await client.run() }
-            defer { running.cancel() }
-            let applied = try await client.migrate()
+            let applied = try await Self.typed { try await Self.running(client) { try await client.migrate() } }
             let what =
                 applied.isEmpty
                 ? "already at schema version \(PostgresJournal.schemaVersion)"
                 : "migrated to schema version \(PostgresJournal.schemaVersion) (applied \(applied.map(String.init).joined(separator: ", ")))"
             return "journal: PostgreSQL \(address.name) \(what)"
+        }
+    }
+}
+
+extension JournalAccess {
+    /// `body`'s journal error as it is; any other error (a cancellation) as a journal failure.
+    static func typed<T>(_ body: () async throws -> T) async throws(JournalError) -> T {
+        do {
+            return try await body()
+        } catch let error as JournalError {
+            throw error
+        } catch {
+            throw JournalError(.failed, "\(error)")
         }
     }
 }
