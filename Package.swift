@@ -189,7 +189,7 @@ let package = Package(
         .target(
             name: "PushcampSend",
             dependencies: [
-                "PushcampPlanner", "PushcampModel", "PushcampAudience", "PushcampAPNs", "PushcampAPNsCore",
+                "PushcampPlanner", "PushcampModel", "PushcampAPNs", "PushcampAPNsCore",
                 "PushcampJournal", "PushcampFCM", "PushcampFCMCore", "PushcampTemplates",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "DequeModule", package: "swift-collections"),

@@ -1,7 +1,6 @@
 import Foundation
 import PushcampAPNs
 import PushcampAPNsCore
-import PushcampAudience
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner

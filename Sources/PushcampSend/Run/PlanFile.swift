@@ -1,5 +1,4 @@
 import Foundation
-import PushcampAudience
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner

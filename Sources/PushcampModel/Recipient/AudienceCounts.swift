@@ -1,5 +1,3 @@
-import PushcampModel
-
 /// What happened to the rows of an audience on their way to the planner.
 public struct AudienceCounts: Sendable, Hashable {
     /// Rows read from the source.
@@ -24,9 +22,10 @@ public struct AudienceCounts: Sendable, Hashable {
         return counts
     }
     /// Rows handed on to iOS (counted per row without hashing: this runs once per recipient).
-    private var passedIOS = 0
+    @usableFromInline var passedIOS = 0
 
-    mutating func count(_ platform: Platform) {
+    /// A row handed on to the planner for `platform` (the stream counts `passed` itself).
+    @inlinable public mutating func count(_ platform: Platform) {
         if platform == .ios { passedIOS += 1 }
     }
     /// Rows of a platform the campaign does not send to (an Android row of an iOS campaign), passed
@@ -41,6 +40,12 @@ public struct AudienceCounts: Sendable, Hashable {
         public var location: SourceLocation
         public var token: String
         public var problem: DeviceToken.Problem
+
+        public init(location: SourceLocation, token: String, problem: DeviceToken.Problem) {
+            self.location = location
+            self.token = token
+            self.problem = problem
+        }
     }
 
     public init() {}
