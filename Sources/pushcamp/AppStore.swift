@@ -61,8 +61,7 @@ struct AppStoreNotifications: AsyncParsableCommand {
             do throws(JournalError) {
                 records = try await journal.notifications(limit: limit, quarantined: quarantined)
             } catch {
-                printError("error: \(error.message)")
-                throw ExitCode(1)
+                throw Failure("error: \(error.message)", exitCode: 1)
             }
             let listing = NotificationListing(records: records)
             switch format {
@@ -117,11 +116,9 @@ struct AppStoreReprocess: AsyncParsableCommand {
             }
             print("\(result.released.count) released, \(result.stillQuarantined.count) still quarantined")
         } catch let error as JournalError {
-            printError("error: \(error.message)")
-            throw ExitCode(1)
+            throw Failure("error: \(error.message)", exitCode: 1)
         } catch {
-            printError("error: \(error)")
-            throw ExitCode(1)
+            throw Failure("error: \(error)", exitCode: 1)
         }
     }
 }
@@ -159,8 +156,7 @@ struct AppStoreSubscriptions: AsyncParsableCommand {
             do throws(JournalError) {
                 states = try await journal.subscriptions(status: status, limit: limit)
             } catch {
-                printError("error: \(error.message)")
-                throw ExitCode(1)
+                throw Failure("error: \(error.message)", exitCode: 1)
             }
             let listing = SubscriptionListing(states: states, status: status)
             print(format == .json ? listing.json() : listing.text(), terminator: format == .json ? "\n" : "")
@@ -202,8 +198,7 @@ struct AppStoreTriggers: AsyncParsableCommand {
             do throws(JournalError) {
                 firings = try await journal.firings(campaign: campaign, limit: limit)
             } catch {
-                printError("error: \(error.message)")
-                throw ExitCode(1)
+                throw Failure("error: \(error.message)", exitCode: 1)
             }
             let listing = FiringListing(firings: firings, campaign: campaign)
             print(format == .json ? listing.json() : listing.text(), terminator: format == .json ? "\n" : "")
@@ -285,22 +280,22 @@ struct AppStoreHistory: AsyncParsableCommand {
             throw ExitCode(1)
         }
         guard let config = project.apps[name]?.appStore, let api = config.api else {
-            printError("error: app \(name) has no app_store.api key in pushcamp.yaml; see docs/app-store.md")
-            throw ExitCode(1)
+            throw Failure(
+                "error: app \(name) has no app_store.api key in pushcamp.yaml; see docs/app-store.md",
+                exitCode: 1
+            )
         }
         let keyPath: String
         switch api.keyFile.resolve(environmentVariables) {
         case .success(let resolved): keyPath = paths.url(resolved).path
         case .failure(let error):
-            printError("error: apps.\(name).app_store.api.key_file: \(error.message)")
-            throw ExitCode(1)
+            throw Failure("error: apps.\(name).app_store.api.key_file: \(error.message)", exitCode: 1)
         }
         let key: P256.Signing.PrivateKey
         do {
             key = try SigningKeyFile.read(keyPath)
         } catch {
-            printError("error: apps.\(name).app_store.api: \(error.description)")
-            throw ExitCode(1)
+            throw Failure("error: apps.\(name).app_store.api: \(error.description)", exitCode: 1)
         }
         let server = AppStoreServerAPI(
             issuerID: api.issuerID,
@@ -328,11 +323,9 @@ struct AppStoreHistory: AsyncParsableCommand {
                         ? TriggerTable(paths: paths, folders: project.serve.campaignFolders) : TriggerTable()
                 )
             } catch let error as JournalError {
-                printError("error: \(error.message)")
-                throw ExitCode(1)
+                throw Failure("error: \(error.message)", exitCode: 1)
             } catch {
-                printError("error: \(error)")
-                throw ExitCode(1)
+                throw Failure("error: \(error)", exitCode: 1)
             }
             let now = Date()
             let span = (try? TimeSpan.parse(since).get())?.seconds ?? 72 * 3600
@@ -345,12 +338,13 @@ struct AppStoreHistory: AsyncParsableCommand {
             switch backfill.failure {
             case .api(let message, let unauthorized)?:
                 print(backfill.summary)
-                printError("error: \(message.escapingControlCharacters)")
-                throw ExitCode(unauthorized ? 2 : 1)
+                throw Failure("error: \(message.escapingControlCharacters)", exitCode: unauthorized ? 2 : 1)
             case .journal(let message)?:
                 print(backfill.summary)
-                printError("error: the journal cannot keep notifications: \(message); run the command again")
-                throw ExitCode(1)
+                throw Failure(
+                    "error: the journal cannot keep notifications: \(message); run the command again",
+                    exitCode: 1
+                )
             case nil:
                 break
             }

@@ -124,8 +124,7 @@ struct Channels: AsyncParsableCommand {
             }
             let environment = ProcessInfo.processInfo.environment
             if let problem = SendRun.credentialsProblem(of: app, paths: paths, environment: environment) {
-                printError((problem.location.map { "\($0): " } ?? "") + "error: \(problem.message)")
-                throw ExitCode(2)
+                throw Failure((problem.location.map { "\($0): " } ?? "") + "error: \(problem.message)", exitCode: 2)
             }
             do {
                 let client = try await ChannelClient.make(
@@ -139,8 +138,7 @@ struct Channels: AsyncParsableCommand {
                 clients[place] = client
                 return client
             } catch {
-                printError("error: \(error.message)")
-                throw ExitCode(2)
+                throw Failure("error: \(error.message)", exitCode: 2)
             }
         }
 
@@ -169,11 +167,9 @@ struct Channels: AsyncParsableCommand {
             do {
                 return try await body()
             } catch let failure as ChannelClient.Failure {
-                printError("error: \(failure.message)")
-                throw ExitCode(2)
+                throw Failure("error: \(failure.message)", exitCode: 2)
             } catch let error as JournalError {
-                printError("error: the journal: \(error.message)")
-                throw ExitCode(1)
+                throw Failure("error: the journal: \(error.message)", exitCode: 1)
             }
         }
 

@@ -68,8 +68,7 @@ struct Diff: AsyncParsableCommand {
                 do throws(PlanFileError) {
                     planFile = try PlanFile.read(from: plan)
                 } catch {
-                    printError("error: \(error.message)")
-                    throw ExitCode(1)
+                    throw Failure("error: \(error.message)", exitCode: 1)
                 }
                 before = PlanDiff.side(planFile, path: plan)
                 changedFiles = planFile.differences(from: campaign)
@@ -97,8 +96,7 @@ struct Diff: AsyncParsableCommand {
                     let stats = try await journal?.stats(of: record.id)
                     before = PlanDiff.side(record, plan: stats?.plan, sent: stats?.sent)
                 } catch let error as JournalError {
-                    printError("error: \(error.message)")
-                    throw ExitCode(1)
+                    throw Failure("error: \(error.message)", exitCode: 1)
                 }
             }
             let summary = try await planOrExit(

@@ -72,13 +72,14 @@ struct Engagement: AsyncParsableCommand {
                     if problems <= 20 { printError(diagnostic.description) }
                 }
             } catch {
-                printError("\(error)")
-                throw ExitCode(1)
+                throw Failure("\(error)", exitCode: 1)
             }
             if problems > 0 {
                 if problems > 20 { printError("… and \(problems - 20) more") }
-                printError("error: \(problems) bad row\(problems == 1 ? "" : "s") in \(file); nothing was recorded")
-                throw ExitCode(1)
+                throw Failure(
+                    "error: \(problems) bad row\(problems == 1 ? "" : "s") in \(file); nothing was recorded",
+                    exitCode: 1
+                )
             }
             let (loaded, _) = try loadCampaign(campaign)
             let access = try journalLocation.access(loaded.journal)
@@ -101,8 +102,7 @@ struct Engagement: AsyncParsableCommand {
                 do {
                     matcher = try EngagementImport(campaign: loaded, run: record)
                 } catch {
-                    printError("error: \(error)")
-                    throw ExitCode(1)
+                    throw Failure("error: \(error)", exitCode: 1)
                 }
                 var outcome = EngagementImport.Outcome()
                 var failure: String?

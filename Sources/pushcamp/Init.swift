@@ -74,18 +74,18 @@ struct Init: ParsableCommand {
                 binarySHA256: try Self.executableSHA256()
             )
         } catch {
-            printError("error: cannot read this pushcamp's own binary to pin it in the CI workflow: \(error)")
-            throw ExitCode(1)
+            throw Failure(
+                "error: cannot read this pushcamp's own binary to pin it in the CI workflow: \(error)",
+                exitCode: 1
+            )
         }
         let written: [String]
         do {
             written = try ProjectScaffold.write(into: url, bundleID: bundleID, release: release)
         } catch let refusal as ProjectScaffold.Refusal {
-            printError("error: \(refusal)")
-            throw ExitCode(1)
+            throw Failure("error: \(refusal)", exitCode: 1)
         } catch {
-            printError("error: cannot write the project into \(directory): \(error)")
-            throw ExitCode(1)
+            throw Failure("error: cannot write the project into \(directory): \(error)", exitCode: 1)
         }
         print("Created a Pushcamp project in \(directory == "." ? "this folder" : directory):")
         for path in written { print("  \(path)") }

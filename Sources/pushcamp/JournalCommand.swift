@@ -36,8 +36,7 @@ struct JournalCommand: AsyncParsableCommand {
             case .success(let setting): return try location.access(setting)
             case .failure(let error):
                 guard let journal = location.journal else {
-                    printError(error.description)
-                    throw ExitCode(1)
+                    throw Failure(error.description, exitCode: 1)
                 }
                 return try location.access(JournalSetting(path: journal))
             }
@@ -59,8 +58,7 @@ struct JournalCommand: AsyncParsableCommand {
             do {
                 try await target.access().check { print($0) }
             } catch let error as JournalError {
-                printError("error: \(error.message)")
-                throw ExitCode(1)
+                throw Failure("error: \(error.message)", exitCode: 1)
             }
         }
     }
@@ -82,8 +80,7 @@ struct JournalCommand: AsyncParsableCommand {
             do {
                 print(try await target.access().migrate())
             } catch let error as JournalError {
-                printError("error: \(error.message)")
-                throw ExitCode(1)
+                throw Failure("error: \(error.message)", exitCode: 1)
             }
         }
     }

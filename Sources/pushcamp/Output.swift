@@ -24,3 +24,15 @@ enum Styling {
         environment: ProcessInfo.processInfo.environment
     )
 }
+
+/// A command's failure: what standard error says, and the exit code (`pushcamp --help` lists
+/// them). Thrown from anywhere in a command; `Pushcamp.main` says it and exits, in one place.
+struct Failure: Error {
+    let message: String
+    let exitCode: Int32
+
+    init(_ message: String, exitCode: Int32 = 1) {
+        self.message = message
+        self.exitCode = exitCode
+    }
+}

@@ -123,8 +123,7 @@ struct Plan: AsyncParsableCommand {
             }
         } catch let error as JournalError where !opened {
             guard access.isShared else {
-                printError("\(campaign.path): error: \(error.message)")
-                throw ExitCode(1)
+                throw Failure("\(campaign.path): error: \(error.message)", exitCode: 1)
             }
             printError(
                 "\(campaign.path): warning: the journal cannot be read (\(error.message)); planned without its dead "
@@ -157,8 +156,7 @@ struct Plan: AsyncParsableCommand {
                     environment: ProcessInfo.processInfo.environment
                 )
             } catch {
-                printError("\(campaign.path): error: \(error.message)")
-                throw ExitCode(2)
+                throw Failure("\(campaign.path): error: \(error.message)", exitCode: 2)
             }
         }
         switch format {
@@ -176,12 +174,10 @@ struct Plan: AsyncParsableCommand {
             )
         }
         if let dryRun, let failure = dryRun.failure {
-            printError("\(campaign.path): error: Google's dry run stopped: \(failure)")
-            throw ExitCode(2)
+            throw Failure("\(campaign.path): error: Google's dry run stopped: \(failure)", exitCode: 2)
         }
         if summary.audience.read == 0 {
-            printError("\(summary.source): error: the audience has no recipients")
-            throw ExitCode(1)
+            throw Failure("\(summary.source): error: the audience has no recipients", exitCode: 1)
         }
         // A trigger campaign reaches whoever its notifications name: none joined yet is not an error.
         if summary.planned == 0 && summary.failed == 0 && campaign.trigger == nil {
@@ -203,11 +199,12 @@ struct Plan: AsyncParsableCommand {
                 )
                 try PlanFile(summary, of: campaign, now: Date().timeIntervalSince1970).write(to: out)
             } catch let error as PlanFileError {
-                printError("error: \(error.message)")
-                throw ExitCode(1)
+                throw Failure("error: \(error.message)", exitCode: 1)
             } catch {
-                printError("error: cannot create the directory of \(out): \(error.localizedDescription)")
-                throw ExitCode(1)
+                throw Failure(
+                    "error: cannot create the directory of \(out): \(error.localizedDescription)",
+                    exitCode: 1
+                )
             }
             printError(
                 "plan written to \(out): `pushcamp send --plan \(out) \(file)` sends it while the campaign matches"
@@ -231,8 +228,7 @@ extension Plan {
                 now: now
             )
         } catch {
-            printError("\(campaign.path): error: the journal: \(error.message)")
-            throw ExitCode(1)
+            throw Failure("\(campaign.path): error: the journal: \(error.message)", exitCode: 1)
         }
         for diagnostic in diagnostics { printError(diagnostic.description) }
         guard let message else { throw ExitCode(1) }
@@ -260,11 +256,9 @@ func planOrExit(
             samples: samples
         )
     } catch let error as AudienceError {
-        printError(error.diagnostic.description)
-        throw ExitCode(1)
+        throw Failure(error.diagnostic.description, exitCode: 1)
     } catch {
-        printError("\(campaign.path): error: \(error)")
-        throw ExitCode(1)
+        throw Failure("\(campaign.path): error: \(error)", exitCode: 1)
     }
 }
 

@@ -38,6 +38,26 @@ struct Pushcamp: AsyncParsableCommand {
     )
 }
 
+extension Pushcamp {
+    /// Parses and runs the command; a `Failure` is said on standard error and exits with its
+    /// code, everything else as ArgumentParser says it (usage errors, `--help`, `ExitCode`).
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch let failure as Failure {
+            printError(failure.message)
+            exit(withError: ExitCode(failure.exitCode))
+        } catch {
+            exit(withError: error)
+        }
+    }
+}
+
 extension CompletionKind {
     /// Campaign arguments complete to YAML files.
     static var campaignFiles: CompletionKind { .file(extensions: ["yaml", "yml"]) }

@@ -81,8 +81,7 @@ struct Rehearse: AsyncParsableCommand {
                 do {
                     prepared = try await rehearsal.prepare(progress: printer.callback(enabled: !quiet))
                 } catch let error as RunRefusal {
-                    printError("\(campaign.path): error: \(error.message)")
-                    throw ExitCode(error.exitCode)
+                    throw Failure("\(campaign.path): error: \(error.message)", exitCode: error.exitCode)
                 }
                 defer { prepared.cleanUp() }
                 if let note = prepared.send.note { printError(note + " (rehearsal)") }
@@ -118,8 +117,7 @@ extension Rehearse {
             )
             throw ExitCode(refusal.exitCode)
         } catch {
-            printError("\(campaign.path): error: \(error)")
-            throw ExitCode(2)
+            throw Failure("\(campaign.path): error: \(error)", exitCode: 2)
         }
         let outcome = result.outcome
         switch format.format {

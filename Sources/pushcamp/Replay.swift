@@ -83,8 +83,7 @@ struct Replay: AsyncParsableCommand {
                     path: path
                 )
             } catch {
-                printError("error: \(error.message)")
-                throw ExitCode(error.exitCode)
+                throw Failure("error: \(error.message)", exitCode: error.exitCode)
             }
             let targets = selection.recipients
             let (campaign, paths) = try loadCampaign(selection.file)

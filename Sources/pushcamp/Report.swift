@@ -75,15 +75,13 @@ struct Report: AsyncParsableCommand {
                     return
                 }
                 guard let loaded = try await RunReport.load(id, from: journal) else {
-                    printError("error: no run \(id) in \(path); `pushcamp runs` lists them")
-                    throw ExitCode(1)
+                    throw Failure("error: no run \(id) in \(path); `pushcamp runs` lists them", exitCode: 1)
                 }
                 report = loaded
                 report.rehearsal = journalOption.rehearsal
                 report.fileDisplay = RunReport.projectRelative(report.run.file)
             } catch let error as JournalError {
-                printError("error: \(error.message)")
-                throw ExitCode(1)
+                throw Failure("error: \(error.message)", exitCode: 1)
             }
             let text: String
             switch format {
@@ -97,14 +95,12 @@ struct Report: AsyncParsableCommand {
                 return
             }
             if let refusal = ReportOutput.refusal(for: output, journalPath: path, force: force) {
-                printError("error: \(refusal)")
-                throw ExitCode(1)
+                throw Failure("error: \(refusal)", exitCode: 1)
             }
             do {
                 try Data(text.utf8).write(to: URL(fileURLWithPath: output))
             } catch {
-                printError("error: cannot write \(output): \(error.localizedDescription)")
-                throw ExitCode(1)
+                throw Failure("error: cannot write \(output): \(error.localizedDescription)", exitCode: 1)
             }
         }
     }

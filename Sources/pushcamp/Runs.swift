@@ -61,8 +61,7 @@ struct JournalLocationOption: ParsableArguments {
         do {
             return try JournalAccess(setting.address, passwordVariable: setting.passwordVariable)
         } catch {
-            printError("error: the journal: \(error.message)")
-            throw ExitCode(1)
+            throw Failure("error: the journal: \(error.message)", exitCode: 1)
         }
     }
 
@@ -114,8 +113,7 @@ struct JournalOption: ParsableArguments {
         case .success(let found): project = found
         case .failure(let error):
             guard let journal = location.journal else {
-                printError(error.description)
-                throw ExitCode(1)
+                throw Failure(error.description, exitCode: 1)
             }
             project = JournalSetting(path: journal)
         }
@@ -131,8 +129,7 @@ struct JournalOption: ParsableArguments {
                 rehearsal
                 ? "nothing has been rehearsed in this project yet" : "nothing has been sent from this project yet"
             if forWriting {
-                printError("error: no journal at \(path): \(nothing)")
-                throw ExitCode(1)
+                throw Failure("error: no journal at \(path): \(nothing)", exitCode: 1)
             }
             if !rehearsal && FileManager.default.fileExists(atPath: ProjectJournal.rehearsalPath(beside: path)) {
                 printError("note: \(nothing); rehearsals are kept apart: add --rehearsal")
@@ -224,8 +221,7 @@ struct Cancel: AsyncParsableCommand {
             do throws(RunRefusal) {
                 return try await RunCancellation.cancel(RunID(number), in: journal, name: path, wait: wait)
             } catch {
-                printError("error: \(error.message)")
-                throw ExitCode(error.exitCode)
+                throw Failure("error: \(error.message)", exitCode: error.exitCode)
             }
         }
         print(outcome.text)

@@ -46,8 +46,7 @@ struct Schedules: AsyncParsableCommand {
                     now: Date().timeIntervalSince1970
                 )
             } catch {
-                printError("error: \(error.message)")
-                throw ExitCode(1)
+                throw Failure("error: \(error.message)", exitCode: 1)
             }
         }
         switch format {
@@ -83,8 +82,7 @@ struct ProjectOption: ParsableArguments {
         guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue,
             FileManager.default.changeCurrentDirectoryPath(directory.path)
         else {
-            printError("error: --project \(project.escapingControlCharacters): not a folder")
-            throw ExitCode(1)
+            throw Failure("error: --project \(project.escapingControlCharacters): not a folder", exitCode: 1)
         }
     }
 
@@ -93,8 +91,7 @@ struct ProjectOption: ParsableArguments {
         switch ProjectJournal.project(workingDirectory: directory) {
         case .success(let found): return found
         case .failure(let error):
-            printError(error.description)
-            throw ExitCode(1)
+            throw Failure(error.description, exitCode: 1)
         }
     }
 }

@@ -151,8 +151,7 @@ struct Send: AsyncParsableCommand {
             do {
                 planFile = (try PlanFile.read(from: plan), plan)
             } catch {
-                printError("error: \(error.message)")
-                throw ExitCode(1)
+                throw Failure("error: \(error.message)", exitCode: 1)
             }
         }
         let access = try journalLocation.access(campaign.journal)
@@ -266,8 +265,10 @@ extension Send {
                 )
             }
             if let stopped = outcome.stopped {
-                printError("\(campaign.path): error: \(stopped); `pushcamp send` resumes run \(outcome.run)")
-                throw ExitCode(1)
+                throw Failure(
+                    "\(campaign.path): error: \(stopped); `pushcamp send` resumes run \(outcome.run)",
+                    exitCode: 1
+                )
             }
             if !outcome.delivered { throw ExitCode(4) }
         }
@@ -292,15 +293,13 @@ struct ConfirmOption: ParsableArguments {
         case .notNeeded:
             return
         case .refuse(let message):
-            printError("\(campaign.path): error: \(message)")
-            throw ExitCode(1)
+            throw Failure("\(campaign.path): error: \(message)", exitCode: 1)
         case .ask:
             let summary: String
             do {
                 summary = try await preview()
             } catch let error as AudienceError {
-                printError(error.diagnostic.description)
-                throw ExitCode(1)
+                throw Failure(error.diagnostic.description, exitCode: 1)
             }
             printError(
                 "About to send to "
@@ -313,8 +312,7 @@ struct ConfirmOption: ParsableArguments {
             FileHandle.standardError.write(Data("Type yes to send: ".utf8))
             let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased()
             guard answer == "yes" else {
-                printError("not confirmed: nothing was sent")
-                throw ExitCode(1)
+                throw Failure("not confirmed: nothing was sent", exitCode: 1)
             }
         }
     }
@@ -340,8 +338,7 @@ func confirmDeliberate(
             now: Date().timeIntervalSince1970
         )
     } catch {
-        printError("\(campaign.path): error: \(error.message)")
-        throw ExitCode(error.exitCode)
+        throw Failure("\(campaign.path): error: \(error.message)", exitCode: error.exitCode)
     }
     // Credentials that cannot be used are refused before anything is asked: a `yes` typed for a
     // send that then stops on a missing key is a question asked for nothing.
@@ -351,8 +348,10 @@ func confirmDeliberate(
         environment: ProcessInfo.processInfo.environment
     ) {
         // Blamed on pushcamp.yaml's line when a setting there is at fault, not on the campaign.
-        printError("\(problem.location?.description ?? campaign.path): error: \(problem.message); nothing was sent")
-        throw ExitCode(2)
+        throw Failure(
+            "\(problem.location?.description ?? campaign.path): error: \(problem.message); nothing was sent",
+            exitCode: 2
+        )
     }
     try await confirm.check(campaign, planFile: planFile, preview: preview)
 }
@@ -377,8 +376,7 @@ func sendToApp(
             progress: printer.callback(enabled: !quiet)
         )
     } catch {
-        printError("\(campaign.path): error: \(error.message)")
-        throw ExitCode(error.exitCode)
+        throw Failure("\(campaign.path): error: \(error.message)", exitCode: error.exitCode)
     }
     if let line = announce(send) { printError(line) }
     if options.detach {
@@ -417,20 +415,20 @@ struct SendFormatOption: ParsableArguments {
             return
         }
         guard let run = report.run else {
-            printError("error: --format json reads the run back from the journal, and this send recorded none")
-            throw ExitCode(1)
+            throw Failure(
+                "error: --format json reads the run back from the journal, and this send recorded none",
+                exitCode: 1
+            )
         }
         do {
             guard var loaded = try await RunReport.load(RunID(run), from: journal) else {
-                printError("error: run \(run) is not in the journal")
-                throw ExitCode(1)
+                throw Failure("error: run \(run) is not in the journal", exitCode: 1)
             }
             loaded.rehearsal = rehearsal
             loaded.fileDisplay = RunReport.projectRelative(loaded.run.file)
             Swift.print(loaded.json(), terminator: "")
         } catch let error as JournalError {
-            printError("error: \(error.message)")
-            throw ExitCode(1)
+            throw Failure("error: \(error.message)", exitCode: 1)
         }
     }
 }
@@ -478,8 +476,7 @@ func runServices(_ services: [any Service], until send: SendRun, printer: Progre
     try await group.run()
     printer.finish()
     guard let report = send.report else {
-        printError("error: the send ended without a report")
-        throw ExitCode(1)
+        throw Failure("error: the send ended without a report", exitCode: 1)
     }
     if report.stop == .interrupted {
         printError("interrupted: in-flight requests were drained; send the campaign again to resume")

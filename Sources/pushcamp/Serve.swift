@@ -115,8 +115,7 @@ struct Serve: AsyncParsableCommand {
 
         // A taken port is the one error said, before the journal or the scheduler start.
         if let problem = await ServeHTTP.listenProblem(address) {
-            printError("error: \(problem)")
-            throw ExitCode(1)
+            throw Failure("error: \(problem)", exitCode: 1)
         }
         let setting = journalLocation.setting(JournalSetting(loaded, paths: paths))
         let access = try JournalLocationOption.access(setting)
@@ -128,8 +127,7 @@ struct Serve: AsyncParsableCommand {
         do {
             (journal, client) = try access.open(logger: Logger(label: "pushcamp.journal"))
         } catch {
-            printError("error: \(error.message)")
-            throw ExitCode(1)
+            throw Failure("error: \(error.message)", exitCode: 1)
         }
         let metrics = ServeMetrics()
         let status = ServeStatus()
@@ -174,16 +172,14 @@ struct Serve: AsyncParsableCommand {
                 appStore = (loaded.serve.appStorePath, receiver)
             }
         } catch {
-            printError("error: App Store notifications cannot be received: \(error)")
-            throw ExitCode(1)
+            throw Failure("error: App Store notifications cannot be received: \(error)", exitCode: 1)
         }
         var console: Console?
         if loaded.serve.console {
             let environment = ProcessInfo.processInfo.environment
             let token = environment[ConsoleAccess.tokenVariable].flatMap { $0.isEmpty ? nil : $0 }
             if let problem = ConsoleAccess.problem(listen: address, token: token) {
-                printError("error: the console cannot start: \(problem)")
-                throw ExitCode(1)
+                throw Failure("error: the console cannot start: \(problem)", exitCode: 1)
             }
             console = Console(
                 access: ConsoleAccess(token: token),
@@ -230,8 +226,7 @@ struct Serve: AsyncParsableCommand {
         do {
             try await group.run()
         } catch {
-            printError("error: \(error)")
-            throw ExitCode(1)
+            throw Failure("error: \(error)", exitCode: 1)
         }
         logger.info("stopped; unfinished runs resume on the next start")
     }

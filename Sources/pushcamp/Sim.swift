@@ -160,8 +160,7 @@ struct Sim: AsyncParsableCommand {
 
     func run() async throws {
         guard let address = IPv4Address(host) else {
-            printError("error: --host takes an IPv4 address such as 127.0.0.1")
-            throw ExitCode(1)
+            throw Failure("error: --host takes an IPv4 address such as 127.0.0.1", exitCode: 1)
         }
         var credentials = try SimulatorCredentials.generate(addresses: host == "127.0.0.1" ? [] : [address])
         if let key {
@@ -170,8 +169,7 @@ struct Sim: AsyncParsableCommand {
                     pemRepresentation: String(contentsOfFile: key, encoding: .utf8)
                 )
             } catch {
-                printError("\(key): error: not a P-256 private key in PEM form (an Apple .p8 key)")
-                throw ExitCode(1)
+                throw Failure("\(key): error: not a P-256 private key in PEM form (an Apple .p8 key)", exitCode: 1)
             }
         }
         let (caFile, keyFile) = try credentials.write(to: stateDir)

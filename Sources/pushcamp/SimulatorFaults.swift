@@ -150,8 +150,7 @@ struct SimulatorFaults: ParsableArguments {
             switch SimulatorScenario.load(scenario) {
             case .success(let loaded): resolved = loaded
             case .failure(let error):
-                printError(error.description)
-                throw ExitCode(1)
+                throw Failure(error.description, exitCode: 1)
             }
         }
         if let tokens { resolved.tokens.merge(try tokenRules(tokens)) { _, flag in flag } }
@@ -176,14 +175,12 @@ struct SimulatorFaults: ParsableArguments {
         do {
             text = String(decoding: try InputFile.read(path, limit: 256 << 20), as: UTF8.self)
         } catch {
-            printError("\(path): error: the tokens file \(error.description)")
-            throw ExitCode(1)
+            throw Failure("\(path): error: the tokens file \(error.description)", exitCode: 1)
         }
         do {
             return try TokenBehaviour.parseFile(text, path: path)
         } catch {
-            printError(error.description)
-            throw ExitCode(1)
+            throw Failure(error.description, exitCode: 1)
         }
     }
 }

@@ -39,8 +39,7 @@ struct Status: AsyncParsableCommand {
                     now: Date().timeIntervalSince1970
                 )
             } catch {
-                printError("error: \(error.message)")
-                throw ExitCode(1)
+                throw Failure("error: \(error.message)", exitCode: 1)
             }
         }
         if format == .json { print(status.json(), terminator: "") } else { printDocument(status.text()) }

@@ -273,7 +273,8 @@ struct ServeTrustCLITests {
         defer { project.remove() }
         let serve = try ServeProcess(in: project.root)
         defer { if serve.process.isRunning { _ = serve.stop() } }
-        #expect(try serve.get("/readyz").status == 200)
+        // Ready once the scheduler's first tick is done (the port is bound before it may be).
+        #expect(try serve.readiness { $0.hasPrefix("ready") }.status == 200)
         let journal = try DatabaseQueue(path: project.path(".pushcamp/journal.sqlite"))
         let locked = DispatchSemaphore(value: 0)
         let holder = Thread {
