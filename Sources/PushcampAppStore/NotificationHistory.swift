@@ -191,7 +191,7 @@ public enum NotificationHistory {
             case .failed(let message):
                 throw Failure(description: message)
             case .wait(let seconds, let token):
-                try await clock.sleep(until: clock.now() + seconds)
+                try await clock.sleep(for: seconds)
                 action = .fetch(paginationToken: token)
             case .fetch(let token):
                 guard let url = api.historyURL(paginationToken: token) else {

@@ -93,7 +93,7 @@ public struct ChannelClient: Sendable {
             switch retry.decide(attempt, now: clock.now(), random: Double.random(in: 0..<1)) {
             case .retry(let after, _, _):
                 do {
-                    try await clock.sleep(until: clock.now() + after)
+                    try await clock.sleep(for: after)
                 } catch {
                     throw failure
                 }

@@ -245,7 +245,7 @@ public final class Executor: Service, Sendable {
         let journal = self.journal
         while true {
             do {
-                try await clock.sleep(until: clock.now() + step)
+                try await clock.sleep(for: step)
             } catch {
                 return
             }

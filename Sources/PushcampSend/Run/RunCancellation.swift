@@ -71,7 +71,7 @@ public enum RunCancellation {
                                 + "it will stop when it next checks"
                         )
                     }
-                    try await clock.sleep(until: clock.now() + 0.1)
+                    try await clock.sleep(for: 0.1)
                 }
             }
             return Outcome(run: try await journal.run(id) ?? record, counts: try await journal.counts(of: id))

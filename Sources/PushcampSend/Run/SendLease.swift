@@ -95,7 +95,7 @@ public final class SendLease: Sendable {
     package func keepRenewed() async {
         while !Task.isCancelled, problem() == nil {
             do {
-                try await clock.sleep(until: clock.now() + heartbeat)
+                try await clock.sleep(for: heartbeat)
             } catch {
                 return
             }

@@ -338,6 +338,7 @@ struct SharedCredentials: Sendable {
 
     func keepSynchronized(through journal: any Journal) async {
         await withDiscardingTaskGroup { group in
+            // One child per credential, each sharing its token until the send ends and cancels them.
             for item in items { group.addTask { await item.keepSynchronized(through: journal, clock: clock) } }
         }
     }
@@ -362,7 +363,7 @@ extension SharedCredential {
     func keepSynchronized(through journal: any Journal, clock: any WallClock, every interval: Double = 60) async {
         while !Task.isCancelled {
             do {
-                try await clock.sleep(until: clock.now() + interval)
+                try await clock.sleep(for: interval)
             } catch {
                 return
             }

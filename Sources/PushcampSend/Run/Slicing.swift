@@ -280,7 +280,7 @@ public final class SliceWorker: Service, Sendable {
                 )
             }
             if let read, let read { wide.withLock { $0 = read } }
-            do { try await clock.sleep(until: clock.now() + 1) } catch { return }
+            do { try await clock.sleep(for: 1) } catch { return }
         }
     }
 
@@ -299,7 +299,7 @@ public final class SliceWorker: Service, Sendable {
                 guard options.untilRunEnds, try await store.run(run.id)?.status == .running else { return }
                 // Slices held by others: one may end, or its holder die. A shutdown ends the wait.
                 do {
-                    try await cancelWhenGracefulShutdown { [clock] in try await clock.sleep(until: clock.now() + pause)
+                    try await cancelWhenGracefulShutdown { [clock] in try await clock.sleep(for: pause)
                     }
                 } catch {
                     return
@@ -373,7 +373,7 @@ public final class SliceWorker: Service, Sendable {
                 // The run's rate, shared by the slices held under live leases.
                 while !Task.isCancelled {
                     do {
-                        try await clock.sleep(until: clock.now() + heartbeat)
+                        try await clock.sleep(for: heartbeat)
                     } catch {
                         return nil
                     }
