@@ -89,7 +89,7 @@ let package = Package(
             name: "PushcampPlanner",
             dependencies: [
                 "PushcampModel", "PushcampTemplates", "PushcampAudience", "PushcampAPNsCore", "PushcampFCMCore",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "PushcampJournal", .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),

@@ -5,7 +5,6 @@ import PushcampJournal
 import PushcampJournalAccess
 import PushcampModel
 import PushcampPlanner
-import PushcampSend
 
 struct Diff: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -222,7 +222,7 @@ extension Plan {
         let now = sendTime.map { Double($0.secondsSince1970) } ?? Date().timeIntervalSince1970
         let (message, diagnostics): (BroadcastMessage?, [Diagnostic])
         do {
-            (message, diagnostics) = try await BroadcastRun.message(
+            (message, diagnostics) = try await BroadcastMessage.planned(
                 campaign,
                 journal: journal ?? MemoryJournal(),
                 now: now

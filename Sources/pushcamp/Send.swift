@@ -225,7 +225,7 @@ extension Send {
             confirm: confirm,
             preview: {
                 try await JournalLocationOption.withJournal(access, readOnly: true) { journal in
-                    let (message, _) = try await BroadcastRun.message(
+                    let (message, _) = try await BroadcastMessage.planned(
                         campaign,
                         journal: journal ?? MemoryJournal(),
                         now: Date().timeIntervalSince1970

@@ -59,20 +59,6 @@ public enum BroadcastRun {
         }
     }
 
-    /// The channel's recorded id and the request, for `campaign` at `now`.
-    public static func message(
-        _ campaign: LoadedCampaign,
-        journal: any Journal,
-        now: Double,
-        run: RunID? = nil
-    ) async throws(JournalError) -> (BroadcastMessage?, [Diagnostic]) {
-        guard let target = campaign.broadcast else { return (nil, []) }
-        let recorded = try await journal.channels().first { $0.name == target.channel.name }
-        let namespace = UUIDv5.runNamespace(campaign: campaign.id, revision: campaign.revision)
-        let requestID = UUIDv5.make(namespace: namespace, name: "broadcast-\(run?.rawValue ?? 0)").description
-        return BroadcastMessage.make(campaign, channelID: recorded?.channelID, now: now, requestID: requestID)
-    }
-
     /// Sends `campaign` (a broadcast campaign) once, recording into `options.journal`; back-offs
     /// wait on `clock`.
     public static func send(
@@ -130,7 +116,7 @@ public enum BroadcastRun {
     ) async throws(RunRefusal) -> BroadcastMessage {
         let (built, diagnostics): (BroadcastMessage?, [Diagnostic])
         do {
-            (built, diagnostics) = try await message(campaign, journal: journal, now: now, run: run)
+            (built, diagnostics) = try await BroadcastMessage.planned(campaign, journal: journal, now: now, run: run)
         } catch {
             throw RunRefusal(.journal, "the journal: \(error.message); nothing was sent")
         }

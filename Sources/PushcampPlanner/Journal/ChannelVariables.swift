@@ -1,6 +1,5 @@
 import PushcampJournal
 import PushcampModel
-import PushcampPlanner
 import PushcampTemplates
 
 extension LoadedCampaign {

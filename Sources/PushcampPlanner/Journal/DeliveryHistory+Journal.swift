@@ -2,7 +2,6 @@ import Foundation
 import PushcampAPNsCore
 import PushcampJournal
 import PushcampModel
-import PushcampPlanner
 
 extension DeliveryHistory {
     /// What `journal` knows that changes `campaign`'s plan: the dead tokens of its topic; when it

@@ -1,7 +1,6 @@
 import Foundation
 import PushcampJournal
 import PushcampModel
-import PushcampPlanner
 
 /// `pushcamp diff`: a campaign's plan of now against what its last run planned (kept with the run's
 /// statistics) or against a plan file: where it sends, the audience funnel, the split by variant,

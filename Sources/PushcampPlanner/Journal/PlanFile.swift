@@ -1,7 +1,6 @@
 import Foundation
 import PushcampJournal
 import PushcampModel
-import PushcampPlanner
 
 /// What `plan --out FILE` writes and `send --plan FILE` holds a send to — the `terraform plan` /
 /// `apply` habit for campaigns reviewed in pull requests: the campaign id and revision, the digest

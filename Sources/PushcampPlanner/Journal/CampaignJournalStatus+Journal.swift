@@ -1,6 +1,5 @@
 import Foundation
 import PushcampJournal
-import PushcampPlanner
 
 extension CampaignJournalStatus {
     /// What `journal` (nil: none yet) says of `campaign`, as `send` will act on it: its unfinished run
