@@ -335,7 +335,7 @@ let package = Package(
         .testTarget(
             name: "PushcampJournalTests",
             dependencies: [
-                "PushcampJournal", "PushcampModel", "PushcampTestSupport", "PushcampPostgres",
+                "PushcampJournal", "PushcampModel", "PushcampTestSupport", "PushcampPostgres", "PushcampAPNsCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict

@@ -37,11 +37,9 @@ public protocol JournalStore: Sendable {
     /// One group commit: recipients' new states, the seq ranges whose first attempt is about to be
     /// sent, and possible duplicates. A later update of the same recipient wins.
     func record(_ batch: JournalBatch, run: RunID, now: Double) async throws(JournalError)
-    /// `record` made on the calling thread, blocking it, for a store whose writes wait on nothing
-    /// but a local disk (SQLite, memory): the executor's journal writer, a thread of its own,
-    /// commits without a hop to another executor and back on the send's critical path. Nil for a
-    /// store that waits on the network; the writer then awaits `record`.
-    var synchronousRecord: (@Sendable (JournalBatch, RunID, Double) throws(JournalError) -> Void)? { get }
+    /// The writer of a send's batches (`record`, gathered by a `RecordingQueue`): SQLite's commits
+    /// on a thread of its own, the others' in a task (the default).
+    var recorder: any RunRecorder { get }
     /// The seq ranges recorded as dispatched, in order.
     func dispatched(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>]
     /// The seq ranges recorded as delivered on their first attempt, in order.

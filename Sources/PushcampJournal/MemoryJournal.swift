@@ -60,13 +60,13 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
     /// others.
     let clock: any WallClock
 
-    /// Whether the executor's writer commits here on its own thread (as with SQLite), or awaits
-    /// each commit as it does with a store that waits on the network (PostgreSQL).
+    /// Whether a commit costs what it holds (as with SQLite), or a round trip however small (as
+    /// with PostgreSQL): the writer then never splits a dispatch's commit from the answers before it.
     private let committedInPlace: Bool
 
     /// `failingAfter` records, every later one fails with "disk full": how tests see what a send
-    /// does when its journal stops taking writes. `clock` times leases. `awaitsCommits`: the
-    /// writer awaits each commit, as with PostgreSQL.
+    /// does when its journal stops taking writes. `clock` times leases. `awaitsCommits`: a
+    /// commit costs a round trip, as with PostgreSQL.
     public init(failingAfter records: Int? = nil, clock: any WallClock = SystemWallClock(), awaitsCommits: Bool = false)
     {
         recordsBeforeFailure = records
@@ -142,10 +142,10 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
         try recordNow(batch, run: run, now: now)
     }
 
-    public var synchronousRecord: (@Sendable (JournalBatch, RunID, Double) throws(JournalError) -> Void)? {
-        guard committedInPlace else { return nil }
-        return { [self] (batch, run, now) throws(JournalError) in try recordNow(batch, run: run, now: now) }
-    }
+    /// A writer in a task where the send's loop runs (a commit here needs no other thread), whose
+    /// commits cost what they hold (as with SQLite) or a round trip (as with PostgreSQL, with
+    /// `awaitsCommits`).
+    public var recorder: any RunRecorder { TaskRecorder(store: self, splitsAnswers: committedInPlace) }
 
     private func recordNow(_ batch: JournalBatch, run: RunID, now: Double) throws(JournalError) {
         let shared = !batch.dispatched.isEmpty && !(batch.delivered.isEmpty && batch.updates.isEmpty)

@@ -259,9 +259,6 @@ extension PostgresJournal: JournalStore, TokenHistoryStore {
             """
     }
 
-    /// Nil: a commit waits on the network, so the executor's writer awaits `record`.
-    public var synchronousRecord: (@Sendable (JournalBatch, RunID, Double) throws(JournalError) -> Void)? { nil }
-
     public func dispatched(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>] {
         try await ranges("SELECT first_seq, last_seq FROM dispatch WHERE run = \(run.rawValue) ORDER BY first_seq")
     }

@@ -63,7 +63,7 @@ struct LoopbackTests {
     @Test func everyPushOnceAndTheStreamLimitRespected() async throws {
         let result = try await Self.rehearse(rows: 3000) { $0.maxConcurrentStreams = 40 }
         #expect(result.report.delivered == 3000)
-        #expect(result.report.exitCode == 0)
+        #expect(result.report.exitCode == 0, "stopped: \(result.report.stopDetail ?? "")")
         #expect(result.recorder.deliveries().count == 3000)
         #expect(result.recorder.deliveries().values.allSatisfy { $0 == 1 })
         #expect(result.recorder.maxOpenStreams == 40)

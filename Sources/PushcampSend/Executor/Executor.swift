@@ -118,6 +118,15 @@ public final class Executor: Service, Sendable {
                     self.input.yield(.transportEnded)
                 }
                 group.addTask(executorPreference: globalConcurrentExecutor) { await self.housekeepingTicks() }
+                // A slice's producer (it awaits the journal's pages), off the event loop, and the
+                // journal's writer where its store says, or on the transport's event loop, named:
+                // a child left without a preference ran on the shared pool, and a pool kept busy
+                // (two threads blocked for 20 s) held a rehearsal's first commit back until its
+                // lease lapsed. Both end below.
+                group.addTask(executorPreference: globalConcurrentExecutor) { await self.producer.run() }
+                group.addTask(executorPreference: journal.writerExecutor ?? transport.taskExecutor) {
+                    await self.journal.write()
+                }
                 if let lease = journal.lease {
                     group.addTask(executorPreference: globalConcurrentExecutor) { await lease.keepRenewed() }
                 }
@@ -169,6 +178,11 @@ public final class Executor: Service, Sendable {
                         }
                     }
                 }
+                // Before the other children are cancelled: the producer stops at its next batch, and
+                // the writer commits what is queued (cancelled in the middle of a commit, it could not
+                // tell whether that commit was made).
+                producer.cancel()
+                await journal.finishWriting()
                 group.cancelAll()
             }
         } onGracefulShutdown: {

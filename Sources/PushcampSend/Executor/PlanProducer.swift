@@ -30,7 +30,7 @@ final class PlanProducer: Sendable {
     private let clock: any WallClock
     /// Where Android pushes go: the `messages:send` path of the app's Firebase project.
     private let fcmPath: String
-    private let feed = PlanFeed(capacity: 4)
+    private let feed = Feed<ExecutorStateMachine.PlanBatch>(capacity: 4)
     /// The variant and locale of each request, for the readout.
     let groups: ReadoutGroups
     private let result = Mutex<(summary: PlanSummaryCounts?, failure: String?)>((nil, nil))
@@ -92,68 +92,72 @@ final class PlanProducer: Sendable {
         self.only = nil
     }
 
+    /// Starts the planner on a thread of its own, when the pushes come from it (not awaited: a
+    /// cancelled plan stops at its next batch, however long the audience read before it takes).
+    /// Started by the caller, not from a task: planning then needs no thread of the shared pool.
     func start() {
-        guard let source = source.withLock({ $0.take() }) else { return }
-        let thread = Thread { [self] in produce(source) }
+        let planner = source.withLock { source -> Planner? in
+            guard case .planner(let planner)? = source else { return nil }
+            source = nil
+            return planner
+        }
+        guard let planner else { return }
+        let thread = Thread { [self] in produce(planner) }
         thread.name = "pushcamp-planner"
         thread.start()
     }
 
-    private func produce(_ source: Source) {
-        let (resume, resendUnknown) = (self.resume, self.resendUnknown)
-        var batch = ExecutorStateMachine.PlanBatch(requests: [])
-        batch.requests.reserveCapacity(batchSize)
-        var notBefore: Double?
-        var last: (variant: String, locale: String?, platform: Platform, group: UInt32)?
-        func handOver() throws {
-            guard !batch.requests.isEmpty || !batch.waiting.isEmpty || !batch.abandoned.isEmpty else { return }
-            batch.notBefore = notBefore
-            guard feed.put(batch) else { throw CancellationError() }
-            batch = ExecutorStateMachine.PlanBatch(requests: [])
-            batch.requests.reserveCapacity(batchSize)
+    /// Reads a slice of the snapshot, when the pushes come from one, awaiting each page of the
+    /// journal: a child of the executor's group. Returns at once otherwise.
+    func run() async {
+        let slice = source.withLock { source -> SnapshotSlice? in
+            guard case .snapshot(let slice)? = source else { return nil }
+            source = nil
+            return slice
         }
+        if let slice { await produce(slice) }
+    }
+
+    /// Hand-over batches, made a push at a time.
+    private func batches() -> PlanBatches {
+        PlanBatches(
+            batchSize: batchSize,
+            sendTime: sendTime,
+            resume: resume,
+            resendUnknown: resendUnknown,
+            clock: clock,
+            groups: groups,
+            fcmPath: fcmPath
+        )
+    }
+
+    private func produce(_ slice: SnapshotSlice) async {
+        var batches = batches()
+        do {
+            try await slice.forEachPage(skipping: resume.settled) { pushes in
+                for push in pushes {
+                    if let full = batches.add(push), !(await feed.put(full)) { throw CancellationError() }
+                }
+            }
+            if let last = batches.rest(), !(await feed.put(last)) { throw CancellationError() }
+            result.withLock { $0.summary = PlanSummaryCounts(heldOut: 0, suppressed: 0, capped: 0, failed: 0) }
+        } catch is CancellationError {
+            // Stopped: the report says the plan was not finished.
+        } catch {
+            result.withLock { $0.failure = "\(error)" }
+        }
+        feed.finish()
+    }
+
+    private func produce(_ planner: Planner) {
+        let resume = self.resume
+        var batches = batches()
         func take(_ push: PlannedPush) throws {
-            // An Android message's ttl is the time left when it is handed over, not at the run's start.
-            let at = push.platform == .android ? Timestamp(secondsSince1970: Int64(clock.now())) : sendTime
-            var (request, kind) = Self.request(for: push, sendTime: at, resume: resume, fcmPath: fcmPath)
-            if let last, last.variant == push.variant, last.locale == push.locale, last.platform == push.platform {
-                request.group = last.group
-            } else {
-                request.group = groups.group(variant: push.variant, locale: push.locale, platform: push.platform)
-                last = (push.variant, push.locale, push.platform, request.group)
-            }
-            switch kind {
-            case .waiting(let until):
-                // A retry keeps its due time across the restart.
-                batch.waiting.append((due: until, request: request))
-                if batch.waiting.count >= batchSize { try handOver() }
-                return
-            case .possibleDuplicate where !resendUnknown:
-                batch.abandoned.append(request)
-                if batch.abandoned.count >= batchSize { try handOver() }
-                return
-            case .possibleDuplicate:
-                batch.possibleDuplicates += 1
-            case .new:
-                break
-            }
-            batch.requests.append(request)
-            if batch.requests.count == batchSize { try handOver() }
+            if let full = batches.add(push), !feed.put(full) { throw CancellationError() }
         }
-        if case .snapshot(let slice) = source {
-            do {
-                try slice.forEachPush(skipping: resume.settled) { push in try take(push) }
-                try handOver()
-                result.withLock { $0.summary = PlanSummaryCounts(heldOut: 0, suppressed: 0, capped: 0, failed: 0) }
-            } catch is CancellationError {
-                // Stopped: the report says the plan was not finished.
-            } catch {
-                result.withLock { $0.failure = "\(error)" }
-            }
-            feed.finish()
-            return
+        func handOver() throws {
+            if let last = batches.rest(), !feed.put(last) { throw CancellationError() }
         }
-        guard case .planner(let planner) = source else { return }
         do {
             let skip: (Int) -> Bool =
                 only.map { only in { seq in !only.contains(seq) || resume.settled.contains(seq) } }
@@ -173,7 +177,7 @@ final class PlanProducer: Sendable {
             for due in later.sorted() {
                 var pass = planner
                 pass.onlyDue = due
-                notBefore = Double(due)
+                batches.notBefore = Double(due)
                 _ = try pass.run(skipping: skip) { (push: PlannedPush) in try take(push) }
                 try handOver()
             }
@@ -245,5 +249,84 @@ final class PlanProducer: Sendable {
         case .unsent?, nil:
             return (request, .new)
         }
+    }
+}
+
+/// The executor's hand-over batches, filled a push at a time: a batch is handed over when it holds
+/// `batchSize` requests (or waiting retries, or abandoned requests).
+struct PlanBatches {
+    let batchSize: Int
+    let sendTime: Timestamp
+    let resume: ResumePoint
+    /// Whether requests a resumed run found in flight go again (`retry.resend_unknown`).
+    let resendUnknown: Bool
+    let clock: any WallClock
+    let groups: ReadoutGroups
+    let fcmPath: String
+    /// The moment the pushes being added are due (nil: now).
+    var notBefore: Double?
+    private var batch = Self.empty(0)
+    private var last: (variant: String, locale: String?, platform: Platform, group: UInt32)?
+
+    init(
+        batchSize: Int,
+        sendTime: Timestamp,
+        resume: ResumePoint,
+        resendUnknown: Bool,
+        clock: any WallClock,
+        groups: ReadoutGroups,
+        fcmPath: String
+    ) {
+        self.batchSize = batchSize
+        self.sendTime = sendTime
+        self.resume = resume
+        self.resendUnknown = resendUnknown
+        self.clock = clock
+        self.groups = groups
+        self.fcmPath = fcmPath
+        batch = Self.empty(batchSize)
+    }
+
+    private static func empty(_ capacity: Int) -> ExecutorStateMachine.PlanBatch {
+        var batch = ExecutorStateMachine.PlanBatch(requests: [])
+        batch.requests.reserveCapacity(capacity)
+        return batch
+    }
+
+    /// Adds `push`; answers the batch to hand over when this one filled it.
+    mutating func add(_ push: PlannedPush) -> ExecutorStateMachine.PlanBatch? {
+        // An Android message's ttl is the time left when it is handed over, not at the run's start.
+        let at = push.platform == .android ? Timestamp(secondsSince1970: Int64(clock.now())) : sendTime
+        var (request, kind) = PlanProducer.request(for: push, sendTime: at, resume: resume, fcmPath: fcmPath)
+        if let last, last.variant == push.variant, last.locale == push.locale, last.platform == push.platform {
+            request.group = last.group
+        } else {
+            request.group = groups.group(variant: push.variant, locale: push.locale, platform: push.platform)
+            last = (push.variant, push.locale, push.platform, request.group)
+        }
+        switch kind {
+        case .waiting(let until):
+            // A retry keeps its due time across the restart.
+            batch.waiting.append((due: until, request: request))
+            return batch.waiting.count >= batchSize ? rest() : nil
+        case .possibleDuplicate where !resendUnknown:
+            batch.abandoned.append(request)
+            return batch.abandoned.count >= batchSize ? rest() : nil
+        case .possibleDuplicate:
+            batch.possibleDuplicates += 1
+        case .new:
+            break
+        }
+        batch.requests.append(request)
+        return batch.requests.count == batchSize ? rest() : nil
+    }
+
+    /// The batch so far, if it holds anything; the next one starts empty.
+    mutating func rest() -> ExecutorStateMachine.PlanBatch? {
+        guard !batch.requests.isEmpty || !batch.waiting.isEmpty || !batch.abandoned.isEmpty else { return nil }
+        var full = batch
+        full.notBefore = notBefore
+        batch = Self.empty(batchSize)
+        return full
     }
 }

@@ -4,15 +4,15 @@ import PushcampAPNsCore
 import PushcampJournal
 import Synchronization
 
-/// The executor's side of the journal: one writer thread, group commit.
+/// The executor's side of the journal: what goes in each group commit, and when.
 ///
 /// Requests are recorded in flight before they reach the transport (`dispatch` returns once that is
 /// committed); answers are recorded shortly after they come (`settle` only queues them). Whatever is
-/// queued when the writer wakes goes in one transaction (two when a dispatch waits: its own first,
-/// then the first deliveries and statistics), so a busy send makes a few hundred commits a second
-/// however many pushes it sends. First attempts are recorded as seq ranges, one per batch;
-/// only retries and answers get rows of their own.
-public final class RunJournal: @unchecked Sendable {
+/// queued when the store's writer (its `RunRecorder`, run by `write()` as a child of the send's task
+/// group) wakes goes in one commit, so a busy send makes a few hundred commits a second however many
+/// pushes it sends. First attempts are recorded as seq ranges, one per batch; only retries and
+/// answers get rows of their own.
+public final class RunJournal: Sendable {
     public let store: any Journal
     public let run: RunRecord
     /// The campaign's lease this send holds: every batch carries it, so none is recorded once
@@ -21,24 +21,11 @@ public final class RunJournal: @unchecked Sendable {
     /// The slice of the run this send works on (under `lease`, the slice's), or nil for the whole
     /// run: a slice's statistics and end go to the slice (`closeSlice`), never to the run's own.
     public let slice: RunSlice?
-    /// The store's `synchronousRecord`, read once.
-    private let synchronousRecord: (@Sendable (JournalBatch, RunID, Double) throws(JournalError) -> Void)?
-    /// How long the writer gathers answers before committing them when nobody waits.
-    let gatherWindow: TimeInterval
+    private let queue: RecordingQueue
+    /// The store's writer.
+    private let recorder: any RunRecorder
     /// What each commit's time is read from.
     private let clock: any WallClock
-
-    // Guarded by `condition`.
-    private let condition = NSCondition()
-    private var pending = JournalBatch()
-    /// First attempts delivered since the last commit; made into `pending.delivered` ranges then.
-    private var deliveries: [FirstDelivery] = []
-    private var waiters: [@Sendable (JournalError?) -> Void] = []
-    private var closing = false
-    private var failure: JournalError?
-    private var writerDone = false
-    /// The `close` waiting for the writer to end.
-    private var closeWaiter: CheckedContinuation<Void, Never>?
     /// Seqs a resume found with a row but never sent, with their tokens: their first attempt is a
     /// row, not a range.
     private let unsentRows: [Int: String]
@@ -48,15 +35,17 @@ public final class RunJournal: @unchecked Sendable {
     /// duplicates, recorded by name.
     private let inFlightBefore: Set<Int>
     /// This send's statistics, for a slice: saved to the slice when the send ends.
-    private var sliceStats: RunStats?
+    private let sliceStats = Mutex<RunStats?>(nil)
 
+    /// `gatherWindow`: how long answers wait for company before they are committed with nobody
+    /// waiting.
     public init(
         store: any Journal,
         run: RunRecord,
         resume: ResumePoint = ResumePoint(),
         lease: SendLease? = nil,
         slice: RunSlice? = nil,
-        gatherWindow: TimeInterval = 0.005,
+        gatherWindow: Double = 0.005,
         clock: any WallClock = SystemWallClock()
     ) {
         self.store = store
@@ -70,17 +59,29 @@ public final class RunJournal: @unchecked Sendable {
                 return nil
             }
         )
-        self.synchronousRecord = store.synchronousRecord
-        self.gatherWindow = gatherWindow
+        self.recorder = store.recorder
+        self.queue = RecordingQueue(gatherWindow: gatherWindow, clock: clock) { lease?.lease }
         self.unsentRows = resume.unsentTokens
         self.previousStats = resume.stats
-        let thread = Thread { [self] in write() }
-        thread.name = "pushcamp-journal"
-        thread.start()
+    }
+
+    /// Commits what the send queues, with the store's writer, until the journal is closed: a child
+    /// of the send's task group, ended by `finishWriting()` (or a cancellation, which leaves the rest
+    /// to `close`).
+    package func write() async {
+        await queue.write(with: recorder, run: run.id)
+    }
+
+    /// Where `write()` runs best: the store's say (nil: where the send's loop runs).
+    package var writerExecutor: (any TaskExecutor)? { recorder.executor }
+
+    /// Stops the writer once it has committed what is queued, and returns when it has.
+    package func finishWriting() async {
+        await queue.finishWriting()
     }
 
     /// Records `requests` as in flight, durably, before they are handed to the transport, then
-    /// calls `done` on the writer's thread (with the journal's failure, if any). `possibleDuplicates`
+    /// calls `done` from the writer (with the journal's failure, if any). `possibleDuplicates`
     /// of them are resumed requests whose first send may have arrived.
     ///
     /// A callback rather than `async`: the executor hears of the commit straight from the writer,
@@ -115,19 +116,12 @@ public final class RunJournal: @unchecked Sendable {
                 }
             }
         }
-        condition.lock()
-        if let failure {
-            condition.unlock()
-            done(failure)
-            return
+        queue.add(waiter: done) { pending, _ in
+            pending.dispatched.append(contentsOf: ranges)
+            pending.updates.append(contentsOf: rows)
+            pending.possibleDuplicates += possibleDuplicates
+            pending.duplicates.append(contentsOf: duplicates)
         }
-        pending.dispatched.append(contentsOf: ranges)
-        pending.updates.append(contentsOf: rows)
-        pending.possibleDuplicates += possibleDuplicates
-        pending.duplicates.append(contentsOf: duplicates)
-        waiters.append(done)
-        condition.signal()
-        condition.unlock()
     }
 
     /// `dispatch(_:possibleDuplicates:then:)`, awaited.
@@ -148,56 +142,42 @@ public final class RunJournal: @unchecked Sendable {
         invalidTokens: [InvalidToken] = []
     ) {
         guard !updates.isEmpty || !firstDeliveries.isEmpty || possibleDuplicates > 0 else { return }
-        condition.lock()
-        let wasEmpty = isIdle
-        pending.updates.append(contentsOf: updates)
-        for update in updates {
-            // Lost in flight: sent again, so a possible duplicate.
-            if case .unknown = update.state {
-                pending.duplicates.append(PossibleDuplicate(seq: update.seq, token: update.token))
-            }
-        }
-        if unsentRows.isEmpty {
-            deliveries.append(contentsOf: firstDeliveries)
-        } else {
-            for delivery in firstDeliveries {
-                if let token = unsentRows[delivery.seq] {
-                    pending.updates.append(
-                        RecipientUpdate(seq: delivery.seq, token: token, state: .delivered(attempt: 1))
-                    )
-                } else {
-                    deliveries.append(delivery)
+        let unsentRows = self.unsentRows
+        queue.add { pending, deliveries in
+            pending.updates.append(contentsOf: updates)
+            for update in updates {
+                // Lost in flight: sent again, so a possible duplicate.
+                if case .unknown = update.state {
+                    pending.duplicates.append(PossibleDuplicate(seq: update.seq, token: update.token))
                 }
             }
+            if unsentRows.isEmpty {
+                deliveries.append(contentsOf: firstDeliveries)
+            } else {
+                for delivery in firstDeliveries {
+                    if let token = unsentRows[delivery.seq] {
+                        pending.updates.append(
+                            RecipientUpdate(seq: delivery.seq, token: token, state: .delivered(attempt: 1))
+                        )
+                    } else {
+                        deliveries.append(delivery)
+                    }
+                }
+            }
+            pending.possibleDuplicates += possibleDuplicates
+            pending.invalidTokens.append(contentsOf: invalidTokens)
         }
-        pending.possibleDuplicates += possibleDuplicates
-        pending.invalidTokens.append(contentsOf: invalidTokens)
-        if wasEmpty { condition.signal() }
-        condition.unlock()
     }
 
     /// Queues this send's statistics so far (added to earlier sends' of the run) for the next commit.
     package func saveStats(_ stats: RunStats) {
         if slice != nil {
             // A slice's are added to the slice's own once, when the send ends.
-            condition.lock()
-            sliceStats = stats
-            condition.unlock()
+            sliceStats.withLock { $0 = stats }
             return
         }
         let total = previousStats.adding(stats)
-        condition.lock()
-        let wasEmpty = isIdle
-        pending.stats = total
-        if wasEmpty { condition.signal() }
-        condition.unlock()
-    }
-
-    /// This send's statistics as last saved, for a slice.
-    private var savedSliceStats: RunStats? {
-        condition.lock()
-        defer { condition.unlock() }
-        return sliceStats
+        queue.add { pending, _ in pending.stats = total }
     }
 
     /// Whether a first attempt of `seq` is a row rather than part of a range: a resume found it
@@ -206,15 +186,8 @@ public final class RunJournal: @unchecked Sendable {
         !unsentRows.isEmpty && unsentRows[seq] != nil
     }
 
-    /// Nothing queued (guarded by `condition`).
-    private var isIdle: Bool { pending.isEmpty && deliveries.isEmpty }
-
     /// The first write error, if any: the send must stop, it can no longer promise a resume.
-    package var error: JournalError? {
-        condition.lock()
-        defer { condition.unlock() }
-        return failure
-    }
+    package var error: JournalError? { queue.failure }
 
     /// Why the send must stop because of its lease (taken over, or not renewed in time), if it must.
     package var leaseProblem: String? { lease?.problem() }
@@ -239,142 +212,40 @@ public final class RunJournal: @unchecked Sendable {
     }
 
     private func end(with close: RunClose?) async throws(JournalError) {
-        let (store, run, lease, clock) = (self.store, self.run, self.lease, self.clock)
+        // Unstructured on purpose: a cancelled task cannot lease a PostgreSQL connection nor write
+        // through GRDB, and a run stopped by a shutdown must still say so. Awaited here.
         let closed = await Task { [self] () -> JournalError? in
-            // The writer resumes this once it has committed what is queued and ended.
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                condition.lock()
-                guard !writerDone else {
-                    condition.unlock()
-                    continuation.resume()
-                    return
-                }
-                closing = true
-                closeWaiter = continuation
-                condition.signal()
-                condition.unlock()
-            }
-            if let failure = error { return failure }
-            guard let close else { return nil }
-            if let slice, let lease = lease?.lease {
+            await queue.finishWriting()
+            // What the writer left (it was cancelled, or never ran) and the statistics queued since.
+            if let rest = queue.takeAll(), queue.shouldCommit(rest) {
                 do throws(JournalError) {
-                    _ = try await store.closeSlice(slice, status: close.status, stats: savedSliceStats, lease: lease)
-                    return nil
+                    try await store.record(rest, run: run.id, now: clock.now())
                 } catch {
-                    return error
+                    queue.failed(error)
                 }
             }
+            if let failure = queue.failure { return failure }
+            guard let close else { return nil }
             do throws(JournalError) {
-                let batch = JournalBatch(lease: lease?.lease, close: close)
-                try await store.record(batch, run: run.id, now: clock.now())
+                if let slice, let lease = lease?.lease {
+                    _ = try await store.closeSlice(
+                        slice,
+                        status: close.status,
+                        stats: sliceStats.withLock { $0 },
+                        lease: lease
+                    )
+                } else {
+                    try await store.record(
+                        JournalBatch(lease: lease?.lease, close: close),
+                        run: run.id,
+                        now: clock.now()
+                    )
+                }
                 return nil
             } catch {
                 return error
             }
         }.value
         if let closed { throw closed }
-    }
-
-    private func write() {
-        condition.lock()
-        while true {
-            while isIdle && !closing { condition.wait() }
-            if isIdle && closing { break }
-            if waiters.isEmpty && !closing {
-                // Only answers so far: let more gather, unless a dispatch comes and wants a commit now.
-                _ = condition.wait(until: Date(timeIntervalSinceNow: gatherWindow))
-            }
-            var batch = pending
-            let delivered = deliveries
-            let waiting = waiters
-            pending = JournalBatch()
-            deliveries.removeAll(keepingCapacity: true)
-            waiters = []
-            condition.unlock()
-            let ranges = DeliveredRange.ranges(of: delivered)
-            // A store that waits on the network (PostgreSQL) pays a round trip per commit, however
-            // small: everything queued goes in one. Splitting pays off only where a commit's cost
-            // is its size (SQLite, below).
-            if waiting.isEmpty || synchronousRecord == nil {
-                batch.delivered = ranges
-                commit(batch)
-                resume(waiting)
-            } else {
-                // A dispatch waits for its commit with its connection's queue running dry, so that
-                // commit carries only what must precede it. First deliveries and the statistics follow
-                // in a commit of their own while the batch is on the wire: they are final answers that
-                // no later update of the same recipient can precede.
-                let answers = JournalBatch(delivered: ranges, stats: batch.stats)
-                batch.stats = nil
-                commit(batch)
-                resume(waiting)
-                commit(answers)
-            }
-            condition.lock()
-        }
-        writerDone = true
-        let waiter = closeWaiter
-        closeWaiter = nil
-        condition.unlock()
-        waiter?.resume()
-    }
-
-    /// Writes `batch` unless an earlier write failed; a failure is kept for every later caller.
-    private func commit(_ unfenced: JournalBatch) {
-        guard !unfenced.isEmpty else { return }
-        var fenced = unfenced
-        fenced.lease = lease?.lease
-        let batch = fenced
-        condition.lock()
-        let failed = failure != nil
-        condition.unlock()
-        if failed { return }
-        let outcome: JournalError?
-        if let record = synchronousRecord {
-            do throws(JournalError) {
-                try record(batch, run.id, clock.now())
-                outcome = nil
-            } catch {
-                outcome = error
-            }
-        } else {
-            outcome = Self.wait { [store, run, clock] () async -> JournalError? in
-                do throws(JournalError) {
-                    try await store.record(batch, run: run.id, now: clock.now())
-                    return nil
-                } catch {
-                    return error
-                }
-            }
-        }
-        if let error = outcome {
-            condition.lock()
-            if failure == nil { failure = error }
-            condition.unlock()
-        }
-    }
-
-    /// Runs `body` in a task of its own (never cancelled: a commit the executor waits for is made
-    /// whatever happens to the caller) and blocks the calling thread (the writer's, the planner's;
-    /// never one of the pool's) until it ends.
-    static func wait<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<T?>(nil)
-        Task {
-            let value = await body()
-            result.withLock { $0 = value }
-            done.signal()
-        }
-        done.wait()
-        return result.withLock { $0! }
-    }
-
-    /// Answers the dispatches that waited for the last commit.
-    private func resume(_ waiting: [@Sendable (JournalError?) -> Void]) {
-        guard !waiting.isEmpty else { return }
-        condition.lock()
-        let outcome = failure
-        condition.unlock()
-        for waiter in waiting { waiter(outcome) }
     }
 }

@@ -29,7 +29,7 @@ public struct Slicing: Sendable, Hashable {
     }
 }
 
-/// One slice of a run's snapshot, read back page by page as planned pushes, on the planner's thread.
+/// One slice of a run's snapshot, read back page by page as planned pushes.
 struct SnapshotSlice: Sendable {
     let store: any SliceStore
     let slice: RunSlice
@@ -50,20 +50,13 @@ struct SnapshotSlice: Sendable {
         self.sendTime = sendTime
     }
 
-    /// Calls `body` with each push of the slice not in `settled`, in seq order; blocks the calling
-    /// thread (the planner's own) on each page's read.
-    func forEachPush(skipping settled: SeqSet, _ body: (PlannedPush) throws -> Void) throws {
+    /// Calls `body` with each page of the slice's pushes not in `settled`, in seq order: one page in
+    /// memory at a time.
+    func forEachPage(skipping settled: SeqSet, _ body: ([PlannedPush]) async throws -> Void) async throws {
         var after = slice.seqs.lowerBound - 1
         while true {
-            let (store, slice, from, limit) = (self.store, self.slice, after, pageSize)
-            let page = try RunJournal.wait { () async -> Result<[SnapshotPush], JournalError> in
-                do throws(JournalError) {
-                    return .success(try await store.snapshot(of: slice.run, in: slice.seqs, after: from, limit: limit))
-                } catch {
-                    return .failure(error)
-                }
-            }.get()
-            for push in page where !settled.contains(push.seq) { try body(planned(push)) }
+            let page = try await store.snapshot(of: slice.run, in: slice.seqs, after: after, limit: pageSize)
+            try await body(page.filter { !settled.contains($0.seq) }.map(planned))
             guard page.count == pageSize, let last = page.last else { return }
             after = last.seq
         }
@@ -112,7 +105,9 @@ public enum RunSnapshot {
         pageSize: Int = 5_000
     ) async throws -> PlanSummary {
         try await store.discardSnapshot(run: run, lease: lease)
-        let (summary, slices, planned) = try await withCheckedThrowingContinuation {
+        let pages = Feed<[SnapshotPush]>(capacity: 2)
+        // The planner on its thread hands pages over; this task writes each, awaited.
+        async let planned = withCheckedThrowingContinuation {
             (continuation: CheckedContinuation<(PlanSummary, [ClosedRange<Int>], Int), any Error>) in
             let thread = Thread {
                 do {
@@ -121,15 +116,8 @@ public enum RunSnapshot {
                     page.reserveCapacity(pageSize)
                     func flush() throws {
                         guard !page.isEmpty else { return }
-                        let pushes = page
+                        guard pages.put(page) else { throw CancellationError() }
                         page.removeAll(keepingCapacity: true)
-                        try RunJournal.wait { () async -> Result<Void, JournalError> in
-                            do throws(JournalError) {
-                                return .success(try await store.appendSnapshot(pushes, run: run, lease: lease))
-                            } catch {
-                                return .failure(error)
-                            }
-                        }.get()
                     }
                     let summary = try planner.run { push in
                         cutter.add(seq: push.seq)
@@ -147,15 +135,25 @@ public enum RunSnapshot {
                         if page.count == pageSize { try flush() }
                     }
                     try flush()
+                    pages.finish()
                     continuation.resume(returning: (summary, cutter.finished(), cutter.planned))
                 } catch {
+                    pages.finish()
                     continuation.resume(throwing: error)
                 }
             }
             thread.name = "pushcamp-snapshot"
             thread.start()
         }
-        try await store.sealSnapshot(run: run, slices: slices, planned: planned, lease: lease)
+        do {
+            while let page = await pages.next() { try await store.appendSnapshot(page, run: run, lease: lease) }
+        } catch {
+            pages.cancel()  // the planner stops at its next page
+            _ = try? await planned
+            throw error
+        }
+        let (summary, slices, count) = try await planned
+        try await store.sealSnapshot(run: run, slices: slices, planned: count, lease: lease)
         return summary
     }
 }
