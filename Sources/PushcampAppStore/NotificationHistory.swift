@@ -22,6 +22,23 @@ public struct AppStoreServerAPI: Sendable {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
     }
 
+    /// The API with the In-App Purchase key in `keyFile` (a .p8 file, PEM).
+    public init(
+        issuerID: String,
+        keyID: String,
+        keyFile: String,
+        bundleID: String,
+        baseURL: String
+    ) throws(SigningKeyFile.Problem) {
+        self.init(
+            issuerID: issuerID,
+            keyID: keyID,
+            key: try SigningKeyFile.read(keyFile),
+            bundleID: bundleID,
+            baseURL: baseURL
+        )
+    }
+
     /// The bearer token: ES256 with the key, `iss` the issuer, `aud` appstoreconnect-v1, `bid` the
     /// bundle id, valid 20 minutes (Apple allows at most 60).
     public func token(issuedAt: Int64) -> String {

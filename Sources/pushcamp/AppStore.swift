@@ -269,63 +269,21 @@ struct AppStoreHistory: AsyncParsableCommand {
         let (project, paths) = try projectOption.load()
         var logger = Logger(label: "pushcamp.appstore")
         logger.logLevel = .error
-        let environmentVariables = ProcessInfo.processInfo.environment
-        let withAPI = project.appNames.filter { project.apps[$0]?.appStore?.api != nil }
-        guard let name = app ?? (withAPI.count == 1 ? withAPI[0] : nil) else {
-            printError(
-                withAPI.isEmpty
-                    ? "error: no app in pushcamp.yaml has app_store.api (issuer_id, key_id, key_file); see docs/app-store.md"
-                    : "error: several apps have app_store.api (\(withAPI.joined(separator: ", "))); name one with --app"
-            )
-            throw ExitCode(1)
-        }
-        guard let config = project.apps[name]?.appStore, let api = config.api else {
-            throw Failure(
-                "error: app \(name) has no app_store.api key in pushcamp.yaml; see docs/app-store.md",
-                exitCode: 1
-            )
-        }
-        let keyPath: String
-        switch api.keyFile.resolve(environmentVariables) {
-        case .success(let resolved): keyPath = paths.url(resolved).path
-        case .failure(let error):
-            throw Failure("error: apps.\(name).app_store.api.key_file: \(error.message)", exitCode: 1)
-        }
-        let key: P256.Signing.PrivateKey
-        do {
-            key = try SigningKeyFile.read(keyPath)
-        } catch {
-            throw Failure("error: apps.\(name).app_store.api: \(error.description)", exitCode: 1)
-        }
-        let server = AppStoreServerAPI(
-            issuerID: api.issuerID,
-            keyID: api.keyID,
-            key: key,
-            bundleID: config.bundleID,
-            baseURL: api.endpoint
-                ?? (environment == .production ? AppStoreServerAPI.production : AppStoreServerAPI.sandbox)
-        )
         try await journalLocation.withWritableJournal(JournalSetting(project, paths: paths)) { store in
-            let receiver: AppStoreReceiver
-            do {
-                let intake = try AppStoreReceiver.requiredIntake(
-                    for: project,
+            let setup: HistoryBackfill.Setup
+            do throws(HistoryBackfill.SetupError) {
+                setup = try HistoryBackfill.setUp(
+                    project: project,
                     paths: paths,
-                    environment: environmentVariables,
+                    app: app,
+                    sandbox: environment == .sandbox,
+                    fireTriggers: fireTriggers,
+                    store: store,
+                    environment: ProcessInfo.processInfo.environment,
                     logger: logger
                 )
-                receiver = AppStoreReceiver(
-                    intake: intake,
-                    store: store,
-                    metrics: ServeMetrics(),
-                    logger: logger,
-                    triggers: fireTriggers
-                        ? TriggerTable(paths: paths, folders: project.serve.campaignFolders) : TriggerTable()
-                )
-            } catch let error as JournalError {
-                throw Failure("error: \(error.message)", exitCode: 1)
             } catch {
-                throw Failure("error: \(error)", exitCode: 1)
+                throw Failure(error.message, exitCode: 1)
             }
             let now = Date()
             let span = (try? TimeSpan.parse(since).get())?.seconds ?? 72 * 3600
@@ -334,7 +292,7 @@ struct AppStoreHistory: AsyncParsableCommand {
                 end: now,
                 onlyFailures: onlyFailures
             )
-            let backfill = await HistoryBackfill.run(query, api: server, receiver: receiver)
+            let backfill = await HistoryBackfill.run(query, api: setup.api, receiver: setup.receiver)
             switch backfill.failure {
             case .api(let message, let unauthorized)?:
                 print(backfill.summary)
@@ -353,7 +311,7 @@ struct AppStoreHistory: AsyncParsableCommand {
             let waits = backfill.fetched?.waits ?? 0
             let waitText = waits > 0 ? ", \(waits) wait\(waits == 1 ? "" : "s") for Apple's rate limit" : ""
             print(
-                "\(name) (\(environment.rawValue)), \(onlyFailures ? "failed notifications" : "notifications") since \(Timestamps.text(query.start.timeIntervalSince1970)): \(pages) page\(pages == 1 ? "" : "s")\(waitText)"
+                "\(setup.app) (\(environment.rawValue)), \(onlyFailures ? "failed notifications" : "notifications") since \(Timestamps.text(query.start.timeIntervalSince1970)): \(pages) page\(pages == 1 ? "" : "s")\(waitText)"
             )
             print(backfill.summary)
         }

@@ -48,223 +48,41 @@ struct Channels: AsyncParsableCommand {
         @OptionGroup var projectOption: ProjectOption
         @OptionGroup var location: JournalLocationOption
 
-        /// Runs `body` with the project, its journal (a SQLite file not made yet reads as empty
-        /// unless `forWriting`) and clients made on demand, closed when it ends.
-        func withOpened<T>(forWriting: Bool, _ body: (Opened) async throws -> T) async throws -> T {
+        /// Runs `body` with the project's channels: its journal (a SQLite file not made yet reads
+        /// as empty unless `forWriting`) and clients made on demand, closed when it ends. A failure
+        /// is said with its exit status: 2 for APNs, 1 for the journal, 64 for a name not in the
+        /// project.
+        func withOpened<T>(
+            forWriting: Bool,
+            _ body: (ProjectChannels) async throws(ProjectChannels.Failure) -> T
+        ) async throws -> T {
             let (project, paths) = try projectOption.load()
             let setting = location.setting(JournalSetting(project, paths: paths))
             let access = try JournalLocationOption.access(setting)
             return try await JournalLocationOption.withJournal(access, readOnly: !forWriting) { journal in
-                let opened = Opened(
+                let channels = ProjectChannels(
                     project: project,
                     paths: paths,
                     // A journal not made yet: nothing is recorded in it.
                     journal: journal ?? MemoryJournal(),
-                    tokenCache: (setting.path as NSString).deletingLastPathComponent
+                    tokenCache: (setting.path as NSString).deletingLastPathComponent,
+                    environment: ProcessInfo.processInfo.environment
                 )
-                do {
-                    let result = try await body(opened)
-                    await opened.closeClients()
+                do throws(ProjectChannels.Failure) {
+                    let result = try await body(channels)
+                    await channels.close()
                     return result
                 } catch {
-                    await opened.closeClients()
-                    throw error
-                }
-            }
-        }
-    }
-
-    final class Opened {
-        let project: Project
-        let paths: ProjectPaths
-        let journal: any Journal
-        let tokenCache: String
-        private var clients: [ChannelPlan.Place: ChannelClient] = [:]
-
-        init(project: Project, paths: ProjectPaths, journal: any Journal, tokenCache: String) {
-            self.project = project
-            self.paths = paths
-            self.journal = journal
-            self.tokenCache = tokenCache
-        }
-
-        /// Each declaration with its app's bundle id.
-        var declared: [(spec: ChannelSpec, bundleID: String)] {
-            project.channels.compactMap { spec in project.apps[spec.app].map { (spec, $0.topic) } }
-        }
-
-        /// Every place a channel is declared or recorded.
-        func places(recorded: [ChannelRecord]) -> [ChannelPlan.Place] {
-            var places = Set(
-                declared.map { ChannelPlan.Place(bundleID: $0.bundleID, environment: $0.spec.environment) }
-            )
-            for record in recorded {
-                places.insert(
-                    ChannelPlan.Place(
-                        bundleID: record.bundleID,
-                        environment: APNsEnvironment(rawValue: record.environment) ?? .production
-                    )
-                )
-            }
-            return places.sorted()
-        }
-
-        /// The client for `place`, with the credentials of the first app of that bundle id;
-        /// prints why there is none and exits 2.
-        func client(_ place: ChannelPlan.Place) async throws -> ChannelClient {
-            if let client = clients[place] { return client }
-            guard
-                let app = project.appNames.compactMap({ project.apps[$0] }).first(where: { $0.topic == place.bundleID })
-            else {
-                printError(
-                    "error: no app in pushcamp.yaml has the bundle id \(place.bundleID) of channels in the journal; "
-                        + "add the app back to manage them"
-                )
-                throw ExitCode(2)
-            }
-            let environment = ProcessInfo.processInfo.environment
-            if let problem = SendRun.credentialsProblem(of: app, paths: paths, environment: environment) {
-                throw Failure((problem.location.map { "\($0): " } ?? "") + "error: \(problem.message)", exitCode: 2)
-            }
-            do {
-                let client = try await ChannelClient.make(
-                    app: app,
-                    environment: place.environment,
-                    paths: paths,
-                    variables: environment,
-                    tokenCache: tokenCache,
-                    journal: journal
-                )
-                clients[place] = client
-                return client
-            } catch {
-                throw Failure("error: \(error.message)", exitCode: 2)
-            }
-        }
-
-        /// What APNs lists per place; prints the failure and exits 2.
-        func appleChannels(recorded: [ChannelRecord]) async throws -> [ChannelPlan.Place: [String]] {
-            var lists: [ChannelPlan.Place: [String]] = [:]
-            for place in places(recorded: recorded) {
-                let client = try await self.client(place)
-                lists[place] = try await Self.orExit { () async throws(ChannelClient.Failure) in
-                    try await client.list()
-                }
-            }
-            return lists
-        }
-
-        /// The plan: the declarations against the journal and, when `askingAPNs`, what APNs lists
-        /// (nil when it was not asked).
-        func plan(askingAPNs: Bool) async throws -> (ChannelPlan, apple: [ChannelPlan.Place: [String]]?) {
-            let recorded = try await Self.orExit { try await journal.channels() }
-            let apple = askingAPNs ? try await appleChannels(recorded: recorded) : nil
-            return (ChannelPlan.make(declared: declared, recorded: recorded, apple: apple), apple)
-        }
-
-        /// Runs a management request; prints its failure and exits 2.
-        static func orExit<T>(_ body: () async throws -> T) async throws -> T {
-            do {
-                return try await body()
-            } catch let failure as ChannelClient.Failure {
-                throw Failure("error: \(failure.message)", exitCode: 2)
-            } catch let error as JournalError {
-                throw Failure("error: the journal: \(error.message)", exitCode: 1)
-            }
-        }
-
-        func closeClients() async {
-            for client in clients.values { await client.close() }
-        }
-    }
-
-    static func describe(_ place: ChannelPlan.Place) -> String {
-        "\(place.bundleID) (\(place.environment.rawValue))"
-    }
-
-    /// The plan in words, or as JSON.
-    static func render(_ plan: ChannelPlan, asked apple: Bool, format: Format) -> String {
-        switch format {
-        case .json:
-            return JSONValue.members([
-                (
-                    "channels",
-                    .array(
-                        plan.entries.map { entry in
-                            JSONValue.members([
-                                ("name", .string(entry.name)), ("action", .string(entry.action.rawValue)),
-                                ("bundle_id", .string(entry.place.bundleID)),
-                                ("environment", .string(entry.place.environment.rawValue)),
-                                ("storage", .string(entry.storage.rawValue)),
-                                ("channel_id", entry.recorded.map { .string($0.channelID) }),
-                                ("drift", entry.drift.map(JSONValue.string)),
-                            ])
+                    await channels.close()
+                    let code: Int32 =
+                        switch error.kind {
+                        case .apns: 2
+                        case .journal: 1
+                        case .project: 64
                         }
-                    )
-                ),
-                (
-                    "orphans",
-                    .array(
-                        plan.orphans.keys.sorted().flatMap { place in
-                            plan.orphans[place, default: []].map { id in
-                                JSONValue.members([
-                                    ("bundle_id", .string(place.bundleID)),
-                                    ("environment", .string(place.environment.rawValue)), ("channel_id", .string(id)),
-                                ])
-                            }
-                        }
-                    )
-                ),
-                (
-                    "counts",
-                    .array(
-                        plan.counts.map { count in
-                            JSONValue.members([
-                                ("bundle_id", .string(count.place.bundleID)),
-                                ("environment", .string(count.place.environment.rawValue)),
-                                ("now", count.now.map(JSONValue.integer)), ("after", .integer(count.after)),
-                                ("cap", .integer(10_000)),
-                            ])
-                        }
-                    )
-                ),
-                ("asked_apns", .bool(apple)),
-            ]).text + "\n"
-        case .text:
-            var text = ""
-            let symbols: [ChannelPlan.Action: String] = [.create: "+", .keep: " ", .recreate: "!", .delete: "-"]
-            let rows = plan.entries.map { entry -> [String] in
-                let detail: String
-                switch entry.action {
-                case .create: detail = "(create)"
-                case .keep: detail = "id \(entry.recorded!.channelID)"
-                case .recreate: detail = "(create again: APNs no longer has \(entry.recorded!.channelID))"
-                case .delete: detail = "id \(entry.recorded!.channelID)  (delete: no longer declared)"
-                }
-                return [entry.name, describe(entry.place), "storage \(entry.storage.rawValue)", detail]
-            }
-            let lines = TextColumns.render(rows).split(separator: "\n")
-            for (entry, line) in zip(plan.entries, lines) {
-                text += "\(symbols[entry.action]!) \(line)\n"
-                if let drift = entry.drift {
-                    text +=
-                        "    warning: \(drift); a channel cannot be changed: `pushcamp channels delete \(entry.name)`, then apply, makes a new one (devices must subscribe to its new id)\n"
+                    throw Failure(error.message, exitCode: code)
                 }
             }
-            if plan.entries.isEmpty { text += "No channels are declared or recorded.\n" }
-            for place in plan.orphans.keys.sorted() {
-                let ids = plan.orphans[place, default: []]
-                text +=
-                    "\(ids.count) channel\(ids.count == 1 ? "" : "s") of \(describe(place)) at APNs \(ids.count == 1 ? "is" : "are") in no journal: "
-                    + ids.prefix(5).joined(separator: ", ") + (ids.count > 5 ? ", …" : "")
-                    + " (pushcamp channels delete --id ID --app APP)\n"
-            }
-            for count in plan.counts {
-                let now = count.now.map { "\($0) now, " } ?? ""
-                text += "\(describe(count.place)): \(now)\(count.after) after apply, of Apple's 10,000\n"
-            }
-            if !apple { text += "note: APNs was not asked (--offline): recorded channels are assumed to exist\n" }
-            return text
         }
     }
 
@@ -293,10 +111,12 @@ struct Channels: AsyncParsableCommand {
         var format: Format = .text
 
         func run() async throws {
-            try await context.withOpened(forWriting: false) { opened in
-                let (plan, apple) = try await opened.plan(askingAPNs: !offline)
-                let document = Channels.render(plan, asked: apple != nil, format: format)
-                if format == .json { print(document, terminator: "") } else { printDocument(document) }
+            try await context.withOpened(forWriting: false) { channels throws(ProjectChannels.Failure) in
+                let (plan, apple) = try await channels.plan(askingAPNs: !offline)
+                switch format {
+                case .json: print(plan.json(asked: apple != nil), terminator: "")
+                case .text: printDocument(plan.text(asked: apple != nil))
+                }
             }
         }
     }
@@ -322,24 +142,16 @@ struct Channels: AsyncParsableCommand {
         @OptionGroup var context: Context
 
         func run() async throws {
-            try await context.withOpened(forWriting: true) { opened in
-                let journal = opened.journal
-                let (plan, _) = try await opened.plan(askingAPNs: true)
-                printDocument(Channels.render(plan, asked: true, format: .text))
-                let summary = try await Opened.orExit {
-                    try await ChannelApply.apply(
-                        plan,
-                        journal: journal,
-                        client: opened.client
-                    ) { step in
-                        switch step {
-                        case .created(let name, let id):
-                            print("created \(name): \(id)")
-                        case .duplicateDeleted(let name, let id):
-                            print("\(name) was created by another apply meanwhile; deleted the duplicate \(id)")
-                        case .deleted(let name, let id, let found):
-                            print(found ? "deleted \(name): \(id)" : "\(name) (\(id)) was deleted already; retired it")
-                        }
+            try await context.withOpened(forWriting: true) { channels throws(ProjectChannels.Failure) in
+                let (plan, _) = try await channels.plan(askingAPNs: true)
+                printDocument(plan.text(asked: true))
+                let summary = try await channels.apply(plan) { step in
+                    switch step {
+                    case .created(let name, let id): print("created \(name): \(id)")
+                    case .duplicateDeleted(let name, let id):
+                        print("\(name) was created by another apply meanwhile; deleted the duplicate \(id)")
+                    case .deleted(let name, let id, let found):
+                        print(found ? "deleted \(name): \(id)" : "\(name) (\(id)) was deleted already; retired it")
                     }
                 }
                 print(
@@ -375,37 +187,11 @@ struct Channels: AsyncParsableCommand {
         var format: Format = .text
 
         func run() async throws {
-            try await context.withOpened(forWriting: false) { opened in
-                let (plan, apple) = try await opened.plan(askingAPNs: !offline)
+            try await context.withOpened(forWriting: false) { channels throws(ProjectChannels.Failure) in
+                let (plan, apple) = try await channels.plan(askingAPNs: !offline)
                 switch format {
-                case .json: print(Channels.render(plan, asked: apple != nil, format: .json), terminator: "")
-                case .text:
-                    var rows: [[String]] = []
-                    for entry in plan.entries {
-                        let state: String
-                        switch entry.action {
-                        case .create: state = "declared, not created (pushcamp channels apply)"
-                        case .keep:
-                            state =
-                                "created \(Timestamps.iso(entry.recorded!.createdAt))  id \(entry.recorded!.channelID)"
-                        case .recreate: state = "recorded, but APNs no longer has \(entry.recorded!.channelID)"
-                        case .delete: state = "created, no longer declared  id \(entry.recorded!.channelID)"
-                        }
-                        rows.append([
-                            entry.name, Channels.describe(entry.place), "storage \(entry.storage.rawValue)", state,
-                        ])
-                    }
-                    for place in plan.orphans.keys.sorted() {
-                        for id in plan.orphans[place, default: []] {
-                            rows.append(["(orphan)", Channels.describe(place), "", "id \(id)  in no journal"])
-                        }
-                    }
-                    var text = rows.isEmpty ? "No channels are declared or recorded.\n" : TextColumns.render(rows)
-                    for count in plan.counts {
-                        let held = count.now.map { "\($0) at APNs" } ?? "\(count.after) recorded"
-                        text += "\(Channels.describe(count.place)): \(held), of Apple's 10,000\n"
-                    }
-                    printDocument(text)
+                case .json: print(plan.json(asked: apple != nil), terminator: "")
+                case .text: printDocument(plan.listing())
                 }
             }
         }
@@ -452,55 +238,21 @@ struct Channels: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await context.withOpened(forWriting: name != nil) { opened in
+            try await context.withOpened(forWriting: name != nil) { channels throws(ProjectChannels.Failure) in
                 if let id, let app {
-                    guard let config = opened.project.apps[app] else {
-                        printError(
-                            "error: --app \(app.escapingControlCharacters): pushcamp.yaml has no such app (it has \(opened.project.appNames.joined(separator: ", ")))"
-                        )
-                        throw ExitCode(64)
-                    }
-                    let place = ChannelPlan.Place(
-                        bundleID: config.topic,
-                        environment: environment ?? config.environment
-                    )
-                    let client = try await opened.client(place)
-                    let found = try await Opened.orExit { () async throws(ChannelClient.Failure) in
-                        try await client.delete(id)
-                    }
-                    print(
-                        found
-                            ? "deleted \(id) of \(Channels.describe(place))"
-                            : "APNs has no channel \(id): nothing to delete"
-                    )
+                    let (found, place) = try await channels.deleteOrphan(id, app: app, environment: environment)
+                    let described = ChannelPlan.describe(place)
+                    print(found ? "deleted \(id) of \(described)" : "APNs has no channel \(id): nothing to delete")
                     return
                 }
                 let name = name!
-                let recorded = try await Opened.orExit { try await opened.journal.channels() }
-                guard let record = recorded.first(where: { $0.name == name }) else {
-                    printError(
-                        "error: no channel named \(name.escapingControlCharacters) is recorded"
-                            + Suggestion.didYouMean(name, in: recorded.map(\.name))
-                    )
-                    throw ExitCode(1)
-                }
-                let client = try await opened.client(ChannelPlan.place(of: record))
-                let found = try await Opened.orExit { () async throws(ChannelClient.Failure) in
-                    try await client.delete(record.channelID)
-                }
-                _ = try await Opened.orExit {
-                    try await opened.journal.retireChannel(
-                        named: name,
-                        channelID: record.channelID,
-                        now: SystemWallClock().now()
-                    )
-                }
+                let (record, found) = try await channels.delete(named: name)
                 print(
                     found
                         ? "deleted \(name) (\(record.channelID))"
                         : "APNs no longer had \(name) (\(record.channelID)); retired it in the journal"
                 )
-                if let spec = opened.project.channels.first(where: { $0.name == name }) {
+                if let spec = channels.project.channels.first(where: { $0.name == name }) {
                     printError(
                         "\(spec.location): warning: \(name) is still declared: the next `pushcamp channels apply` creates it again with a new id; remove it from pushcamp.yaml to retire it"
                     )

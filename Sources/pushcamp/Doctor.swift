@@ -60,35 +60,20 @@ struct Doctor: AsyncParsableCommand {
         if timeout < 1 { throw ValidationError("--timeout must be at least 1 second") }
     }
 
-    /// One check's line: `ok`, `problem` or `skipped`, what was checked, what was found.
-    struct Line {
-        enum Outcome: String {
-            case ok, problem, skipped
-        }
-        var outcome: Outcome
-        var subject: String
-        var detail: String
-
-        var text: String {
-            outcome.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0) + "\(subject): \(detail)"
-        }
-    }
-
     func run() async throws {
         let (project, paths) = try projectOption.load()
-        var lines = [
-            Line(
+        print(
+            CheckLine(
                 outcome: .ok,
                 subject: paths.projectFileDisplay,
                 detail:
                     "\(project.apps.count + project.fcmApps.count) app\(project.apps.count + project.fcmApps.count == 1 ? "" : "s")"
                     + (project.fcmApps.isEmpty ? "" : " (\(project.fcmApps.count) on FCM)")
-            )
-        ]
+            ).text
+        )
         let setting = journalLocation.setting(JournalSetting(project, paths: paths))
         let journalLine = await Self.checkJournal(try JournalLocationOption.access(setting))
-        lines.append(journalLine)
-        for line in lines { print(line.text) }
+        print(journalLine.text)
 
         var apps = project.apps.values.sorted { $0.name < $1.name }
         var fcmApps = project.fcmApps.values.sorted { $0.name < $1.name }
@@ -97,96 +82,44 @@ struct Doctor: AsyncParsableCommand {
             apps = apps.filter { $0.name == app }
             fcmApps = fcmApps.filter { $0.name == app }
             if apps.isEmpty && fcmApps.isEmpty {
-                printError(
-                    "error: --app \(app.escapingControlCharacters): pushcamp.yaml has no such app (it has \(allNames))"
+                throw Failure(
+                    "error: --app \(app.escapingControlCharacters): pushcamp.yaml has no such app (it has \(allNames))",
+                    exitCode: 64
                 )
-                throw ExitCode(64)
             }
             if sendTest != nil && !fcmApps.isEmpty {
-                printError(
+                throw Failure(
                     "error: --send-test sends an APNs push; \(app.escapingControlCharacters) is an FCM app, which doctor "
-                        + "checks without sending"
+                        + "checks without sending",
+                    exitCode: 64
                 )
-                throw ExitCode(64)
             }
         } else if sendTest != nil && apps.count > 1 {
-            printError(
-                "error: --send-test sends with one app: name it with --app (\(project.apps.keys.sorted().joined(separator: ", ")))"
+            throw Failure(
+                "error: --send-test sends with one app: name it with --app (\(project.apps.keys.sorted().joined(separator: ", ")))",
+                exitCode: 64
             )
-            throw ExitCode(64)
         }
         let environment = ProcessInfo.processInfo.environment
         var appProblems = 0
         for app in apps {
-            let subject = "app \(app.name)"
-            print("\(subject) \(app.destination.text)")
-            if let problem = SendRun.credentialsProblem(of: app, paths: paths, environment: environment) {
-                appProblems += 1
-                // The problem names the app already; the line's subject does.
-                let message = problem.message
-                let detail =
-                    (problem.location.map { "\($0): " } ?? "")
-                    + (message.hasPrefix("\(subject): ") ? String(message.dropFirst(subject.count + 2)) : message)
-                print(Line(outcome: .problem, subject: "\(subject) credentials", detail: detail).text)
-                print(
-                    Line(
-                        outcome: .skipped,
-                        subject: "\(subject) TLS and HTTP/2",
-                        detail: "not tried without usable credentials"
-                    ).text
-                )
-                continue
-            }
-            print(Line(outcome: .ok, subject: "\(subject) credentials", detail: Self.describe(app.credentials)).text)
-            let test = sendTest.map { Self.testPush(to: $0, app: app) }
-            let probe = await SendRun.probe(
+            appProblems += await Checkup.apns(
                 app,
                 paths: paths,
                 environment: environment,
                 tokenCache: (setting.path as NSString).deletingLastPathComponent,
-                test: test,
-                timeout: .seconds(timeout)
-            )
-            if let connected = probe.connected {
-                print(
-                    Line(
-                        outcome: .ok,
-                        subject: "\(subject) TLS and HTTP/2",
-                        detail:
-                            "\(app.destination.endpoint) answered in \(Int((connected.seconds * 1000).rounded())) ms"
-                    ).text
-                )
-            }
-            if let failure = probe.failure {
-                appProblems += 1
-                let what = probe.connected == nil ? "TLS and HTTP/2" : "test push"
-                let detail = failure.hasPrefix("\(subject): ") ? String(failure.dropFirst(subject.count + 2)) : failure
-                print(Line(outcome: .problem, subject: "\(subject) \(what)", detail: detail).text)
-                continue
-            }
-            if let answer = probe.answer, let test {
-                let accepted = answer.status == 200
-                if !accepted { appProblems += 1 }
-                let status = answer.status.map(String.init) ?? "no status"
-                print(
-                    Line(
-                        outcome: accepted ? .ok : .problem,
-                        subject: "\(subject) test push to \(DeviceToken.masked(test.deviceToken))",
-                        detail: accepted
-                            ? "\(status), apns-id \(answer.apnsID)"
-                            : "\(status) \(answer.reason ?? "")".trimmingCharacters(in: .whitespaces)
-                    ).text
-                )
-            }
+                sendTest: sendTest,
+                timeout: timeout
+            ) { print($0) }
         }
         if sendTest == nil {
             for app in fcmApps {
-                appProblems += await Self.checkFCM(
+                appProblems += await Checkup.fcm(
                     app,
                     paths: paths,
                     environment: environment,
                     timeout: Double(timeout)
-                )
+                ) { print($0) }
             }
         }
         let problems = appProblems + (journalLine.outcome == .problem ? 1 : 0)
@@ -195,121 +128,27 @@ struct Doctor: AsyncParsableCommand {
         if appProblems > 0 { throw ExitCode(2) }
     }
 
-    /// An FCM app's lines: credentials, the token endpoint, FCM's endpoint. Returns the problems found.
-    static func checkFCM(
-        _ app: FCMAppConfig,
-        paths: ProjectPaths,
-        environment: [String: String],
-        timeout: Double
-    ) async -> Int {
-        let subject = "app \(app.name)"
-        print("\(subject) \(app.destinationText)")
-        let credentials: FCMCredentials
-        do {
-            credentials = try FCMCredentials.load(app, paths: paths, environment: environment)
-        } catch {
-            let message =
-                error.message.hasPrefix("\(subject): ")
-                ? String(error.message.dropFirst(subject.count + 2)) : error.message
-            let detail = (error.location.map { "\($0): " } ?? "") + message
-            print(Line(outcome: .problem, subject: "\(subject) credentials", detail: detail).text)
-            for step in ["token endpoint", "TLS and HTTP/2"] {
-                print(
-                    Line(
-                        outcome: .skipped,
-                        subject: "\(subject) \(step)",
-                        detail: "not tried without usable credentials"
-                    ).text
-                )
-            }
-            return 1
-        }
-        let account = credentials.account
-        var detail =
-            "service account \(account.clientEmail), key \(account.privateKeyID.prefix(8)), project \(credentials.projectID)"
-        if credentials.sharedReadable {
-            detail += "; note: \(credentials.source) can be read by others (chmod 600 it)"
-        }
-        print(Line(outcome: .ok, subject: "\(subject) credentials", detail: detail).text)
-        let probe = await FCMProbe.run(
-            app,
-            credentials: credentials,
-            timeout: timeout,
-            environment: ProcessInfo.processInfo.environment
-        )
-        if let issued = probe.issued {
-            print(
-                Line(
-                    outcome: .ok,
-                    subject: "\(subject) token endpoint",
-                    detail: "\(account.tokenURI) issued an access token (it lives \(Int(issued.lifetime)) s) in "
-                        + "\(Int((issued.took * 1000).rounded())) ms"
-                ).text
-            )
-        }
-        if let connected = probe.connected {
-            print(
-                Line(
-                    outcome: .ok,
-                    subject: "\(subject) TLS and HTTP/2",
-                    detail: "\(app.sendEndpoint) answered in \(Int((connected * 1000).rounded())) ms"
-                ).text
-            )
-        }
-        guard let failure = probe.failure else { return 0 }
-        print(Line(outcome: .problem, subject: "\(subject) \(failure.step)", detail: failure.message).text)
-        if failure.step == "token endpoint" {
-            print(
-                Line(
-                    outcome: .skipped,
-                    subject: "\(subject) TLS and HTTP/2",
-                    detail: "not tried without an access token"
-                ).text
-            )
-        }
-        return 1
-    }
-
-    static func checkJournal(_ access: JournalAccess) async -> Line {
+    static func checkJournal(_ access: JournalAccess) async -> CheckLine {
         let subject = "journal \(access.name)"
         if case .file(let path) = access.kind, !FileManager.default.fileExists(atPath: path) {
-            return Line(outcome: .ok, subject: subject, detail: "no file yet; the first send creates it")
+            return CheckLine(outcome: .ok, subject: subject, detail: "no file yet; the first send creates it")
         }
         do {
             let runs = try await access.withJournal(readOnly: true) { journal in try await journal?.runs(limit: 1) }
             guard let runs else {
-                return Line(outcome: .ok, subject: subject, detail: "no file yet; the first send creates it")
+                return CheckLine(outcome: .ok, subject: subject, detail: "no file yet; the first send creates it")
             }
-            return Line(
+            return CheckLine(
                 outcome: .ok,
                 subject: subject,
                 detail: runs.first.map { "opens; last run \($0.id) (\($0.campaign))" } ?? "opens; no runs yet"
             )
         } catch {
-            return Line(outcome: .problem, subject: subject, detail: (error as? JournalError)?.message ?? "\(error)")
+            return CheckLine(
+                outcome: .problem,
+                subject: subject,
+                detail: (error as? JournalError)?.message ?? "\(error)"
+            )
         }
-    }
-
-    static func describe(_ credentials: AppConfig.Credentials) -> String {
-        switch credentials {
-        case .token(let teamID, let keyID, _): return "provider token, key \(keyID) of team \(teamID)"
-        case .certificate: return "client certificate"
-        }
-    }
-
-    /// The test push: an alert a person recognizes, with an id of its own.
-    static func testPush(to token: String, app: AppConfig) -> APNsRequest {
-        let payload = #"{"aps":{"alert":{"title":"Pushcamp doctor","body":"A test push from pushcamp doctor."}}}"#
-        return APNsRequest(
-            tag: 0,
-            deviceToken: (try? DeviceToken.normalize(token).get()) ?? token,
-            apnsID: UUID().uuidString.lowercased(),
-            topic: app.topic,
-            pushType: "alert",
-            priority: 10,
-            expiration: 0,
-            collapseID: nil,
-            payload: Array(payload.utf8)
-        )
     }
 }

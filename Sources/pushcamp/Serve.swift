@@ -129,91 +129,29 @@ struct Serve: AsyncParsableCommand {
         } catch {
             throw Failure("error: \(error.message)", exitCode: 1)
         }
-        let metrics = ServeMetrics()
-        let status = ServeStatus()
-        var configuration = SchedulerService.Configuration(
-            paths: paths,
-            campaignFolders: loaded.serve.campaignFolders,
-            journal: journal,
-            environment: ProcessInfo.processInfo.environment
-        )
-        configuration.stallTimeout = stall.stallTimeout
-        configuration.tokenCache = (setting.path as NSString).deletingLastPathComponent
-        if let lease = setting.lease { configuration.leaseDuration = lease }
-        if case .postgres = access.kind, let seconds = setting.slice {
-            configuration.slicing = Slicing(seconds: seconds)
-        }
-        // Read before the receiver starts, so a notification that comes first still fires its triggers.
-        let triggers = TriggerTable(paths: paths, folders: loaded.serve.campaignFolders)
-        let scheduler = SchedulerService(
-            configuration: configuration,
-            metrics: metrics,
-            status: status,
-            logger: logger,
-            triggers: triggers
-        )
-        let folders = loaded.serve.campaignFolders.map { paths.display($0) }.joined(separator: ", ")
-        var appStore: (path: String, receiver: AppStoreReceiver)?
-        do {
-            if let intake = try AppStoreReceiver.intake(
-                for: loaded,
+        var options = ServeNode.Options(stallTimeout: stall.stallTimeout)
+        options.tokenCache = (setting.path as NSString).deletingLastPathComponent
+        options.leaseDuration = setting.lease
+        if case .postgres = access.kind, let seconds = setting.slice { options.slicing = Slicing(seconds: seconds) }
+        let node: ServeNode
+        do throws(ServeNode.Failure) {
+            node = try ServeNode(
+                project: loaded,
                 paths: paths,
-                environment: ProcessInfo.processInfo.environment,
-                logger: logger
-            ) {
-                let receiver = AppStoreReceiver(
-                    intake: intake,
-                    store: journal,
-                    metrics: metrics,
-                    logger: logger,
-                    triggers: triggers,
-                    status: status
-                )
-                appStore = (loaded.serve.appStorePath, receiver)
-            }
-        } catch {
-            throw Failure("error: App Store notifications cannot be received: \(error)", exitCode: 1)
-        }
-        var console: Console?
-        if loaded.serve.console {
-            let environment = ProcessInfo.processInfo.environment
-            let token = environment[ConsoleAccess.tokenVariable].flatMap { $0.isEmpty ? nil : $0 }
-            if let problem = ConsoleAccess.problem(listen: address, token: token) {
-                throw Failure("error: the console cannot start: \(problem)", exitCode: 1)
-            }
-            console = Console(
-                access: ConsoleAccess(token: token),
                 journal: journal,
                 journalName: access.name,
-                paths: paths,
-                folders: loaded.serve.campaignFolders,
-                status: status
+                listen: address,
+                options: options,
+                environment: ProcessInfo.processInfo.environment,
+                logger: logger,
+                httpLogger: httpLogger
             )
-        }
-        let receiving =
-            (appStore.map { "; App Store notifications at POST \($0.path)" } ?? "")
-            + (console.map { "; the console at / (\($0.access.token == nil ? "open on loopback" : "token required"))" }
-                ?? "")
-        let descriptors = ServeHTTP.raiseDescriptorLimit()
-        let http = ServeHTTP.application(
-            listen: address,
-            status: status,
-            metrics: metrics,
-            logger: httpLogger,
-            appStore: appStore,
-            console: console,
-            limits: ServeHTTP.Limits(descriptors: descriptors)
-        ) { port in
-            logger.notice(
-                "listening on http://\(ListenAddress(host: address.host, port: port)) (/healthz, /readyz, /metrics\(receiving)); watching \(folders)"
-            )
+        } catch {
+            throw Failure(error.message, exitCode: 1)
         }
         var groupLogger = Logger(label: "pushcamp.lifecycle")
         groupLogger.logLevel = .warning
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: scheduler, successTerminationBehavior: .gracefullyShutdownGroup),
-            .init(service: http, successTerminationBehavior: .gracefullyShutdownGroup),
-        ]
+        var services = node.services
         // First in, last out: the PostgreSQL client stops after the sends have recorded their end.
         if let client { services.insert(.init(service: client), at: 0) }
         let group = ServiceGroup(

@@ -230,65 +230,12 @@ struct Sim: AsyncParsableCommand {
             try await tasks.waitForAll()
         }
         let recorder = simulator.recorder
-        print(
-            "received \(recorder.records.count) request(s) on \(recorder.connections) connection(s); at most \(recorder.maxOpenStreams) streams open at once"
-        )
-        if recorder.resets > 0 {
-            print(
-                "reset \(recorder.resets) request(s) whose headers HTTP/2 forbids (control characters, bad pseudo-headers)"
-            )
-        }
-        for (answer, count) in recorder.summary().sorted(by: { $0.key < $1.key }) {
-            print("  \(answer)  \(count)")
-        }
-        if let verifier = configuration.verifier {
-            let (tokens, tooSoon) = verifier.statistics
-            print(
-                "provider tokens: \(tokens) accepted, \(tooSoon) refused as too frequent"
-            )
-        }
-        if let record {
-            var csv = "token,status,reason,apns_id,collapse_id,connection,peer,time\n"
-            for entry in recorder.records where entry.path == "/3/device/" {
-                // The client chose the token, apns-id and collapse id: quoted as CSV wants.
-                csv += "\(csvField(entry.token)),\(entry.status),\(entry.reason.map { "\($0)" } ?? ""),"
-                csv +=
-                    "\(csvField(entry.apnsID ?? "")),\(csvField(entry.collapseID ?? "")),\(entry.connection),\(entry.peer),"
-                csv += String(format: "%.3f", entry.time) + "\n"
-            }
-            try csv.write(toFile: record, atomically: true, encoding: .utf8)
-        }
+        print(recorder.summaryText(verifier: configuration.verifier), terminator: "")
+        if let record { try recorder.deviceCSV().write(toFile: record, atomically: true, encoding: .utf8) }
         if let recordBroadcast {
-            var lines = ""
-            for entry in recorder.records where entry.path != "/3/device/" && !entry.isFCM && entry.path != "/token" {
-                lines +=
-                    JSONValue.members([
-                        ("method", .string(entry.method)), ("path", .string(entry.path)),
-                        ("channel_id", entry.channelID.map(JSONValue.string)),
-                        ("push_type", entry.pushType.map(JSONValue.string)),
-                        ("priority", entry.priority.map(JSONValue.string)),
-                        ("expiration", entry.expiration.map(JSONValue.string)),
-                        ("status", .integer(entry.status)),
-                        ("reason", entry.reason.map { .string("\($0)") }),
-                        ("payload", .string(String(decoding: entry.payload, as: UTF8.self))),
-                    ]).text + "\n"
-            }
-            try lines.write(toFile: recordBroadcast, atomically: true, encoding: .utf8)
+            try recorder.broadcastLines().write(toFile: recordBroadcast, atomically: true, encoding: .utf8)
         }
-        if let recordFcm {
-            var lines = ""
-            for entry in recorder.records where entry.isFCM {
-                lines +=
-                    JSONValue.members([
-                        ("token", .string(entry.token)), ("status", .integer(entry.status)),
-                        ("reason", entry.fcmReason.map { .string("\($0)") }),
-                        ("validate_only", .bool(entry.validateOnly)), ("connection", .integer(entry.connection)),
-                        ("time", .number((entry.time * 1000).rounded() / 1000)),
-                        ("message", .string(String(decoding: entry.payload, as: UTF8.self))),
-                    ]).text + "\n"
-            }
-            try lines.write(toFile: recordFcm, atomically: true, encoding: .utf8)
-        }
+        if let recordFcm { try recorder.fcmLines().write(toFile: recordFcm, atomically: true, encoding: .utf8) }
         if let fcm = simulator.fcm, fcm.accessTokensIssued > 0 {
             print("fcm access tokens: \(fcm.accessTokensIssued) issued")
         }

@@ -1,0 +1,132 @@
+import Logging
+import PushcampJournal
+import PushcampModel
+import PushcampPlanner
+import PushcampSend
+import ServiceLifecycle
+
+/// One `serve` node's services over a journal it shares: the scheduler (slots, triggers, orphaned
+/// runs), and the HTTP server (health, readiness, metrics, App Store notifications when
+/// pushcamp.yaml asks, the console when it is on). The caller runs them in one `ServiceGroup`,
+/// with the journal's client (PostgreSQL's) first in, last out.
+public struct ServeNode {
+    /// What the command line sets.
+    public struct Options: Sendable {
+        /// Seconds without an answer before a send gives up on its connections.
+        public var stallTimeout: Double
+        /// Where provider tokens are cached (the journal's folder).
+        public var tokenCache: String?
+        /// The campaign lease's duration (nil: the default).
+        public var leaseDuration: Double?
+        /// How runs are cut into slices for several nodes (nil: not sliced).
+        public var slicing: Slicing?
+
+        public init(stallTimeout: Double) {
+            self.stallTimeout = stallTimeout
+        }
+    }
+
+    /// Why the node cannot start (the message says what to fix).
+    public struct Failure: Error, Sendable, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
+    }
+
+    /// The scheduler and the HTTP server, in start order.
+    public let services: [ServiceGroupConfiguration.ServiceConfiguration]
+
+    /// The node of `project` on `journal` (named `journalName` on the console), listening on
+    /// `listen`; its notice of the address is logged once the port is bound.
+    public init(
+        project: Project,
+        paths: ProjectPaths,
+        journal: any Journal,
+        journalName: String,
+        listen: ListenAddress,
+        options: Options,
+        environment: [String: String],
+        logger: Logger,
+        httpLogger: Logger
+    ) throws(Failure) {
+        let metrics = ServeMetrics()
+        let status = ServeStatus()
+        var configuration = SchedulerService.Configuration(
+            paths: paths,
+            campaignFolders: project.serve.campaignFolders,
+            journal: journal,
+            environment: environment
+        )
+        configuration.stallTimeout = options.stallTimeout
+        configuration.tokenCache = options.tokenCache
+        if let lease = options.leaseDuration { configuration.leaseDuration = lease }
+        configuration.slicing = options.slicing
+        // Read before the receiver starts, so a notification that comes first still fires its triggers.
+        let triggers = TriggerTable(paths: paths, folders: project.serve.campaignFolders)
+        let scheduler = SchedulerService(
+            configuration: configuration,
+            metrics: metrics,
+            status: status,
+            logger: logger,
+            triggers: triggers
+        )
+        let folders = project.serve.campaignFolders.map { paths.display($0) }.joined(separator: ", ")
+        var appStore: (path: String, receiver: AppStoreReceiver)?
+        do {
+            if let intake = try AppStoreReceiver.intake(
+                for: project,
+                paths: paths,
+                environment: environment,
+                logger: logger
+            ) {
+                let receiver = AppStoreReceiver(
+                    intake: intake,
+                    store: journal,
+                    metrics: metrics,
+                    logger: logger,
+                    triggers: triggers,
+                    status: status
+                )
+                appStore = (project.serve.appStorePath, receiver)
+            }
+        } catch {
+            throw Failure(message: "error: App Store notifications cannot be received: \(error)")
+        }
+        var console: Console?
+        if project.serve.console {
+            let token = environment[ConsoleAccess.tokenVariable].flatMap { $0.isEmpty ? nil : $0 }
+            if let problem = ConsoleAccess.problem(listen: listen, token: token) {
+                throw Failure(message: "error: the console cannot start: \(problem)")
+            }
+            console = Console(
+                access: ConsoleAccess(token: token),
+                journal: journal,
+                journalName: journalName,
+                paths: paths,
+                folders: project.serve.campaignFolders,
+                status: status
+            )
+        }
+        let receiving =
+            (appStore.map { "; App Store notifications at POST \($0.path)" } ?? "")
+            + (console.map { "; the console at / (\($0.access.token == nil ? "open on loopback" : "token required"))" }
+                ?? "")
+        let descriptors = ServeHTTP.raiseDescriptorLimit()
+        let http = ServeHTTP.application(
+            listen: listen,
+            status: status,
+            metrics: metrics,
+            logger: httpLogger,
+            appStore: appStore,
+            console: console,
+            limits: ServeHTTP.Limits(descriptors: descriptors)
+        ) { port in
+            logger.notice(
+                "listening on http://\(ListenAddress(host: listen.host, port: port)) (/healthz, /readyz, /metrics\(receiving)); watching \(folders)"
+            )
+        }
+        self.services = [
+            .init(service: scheduler, successTerminationBehavior: .gracefullyShutdownGroup),
+            .init(service: http, successTerminationBehavior: .gracefullyShutdownGroup),
+        ]
+    }
+}
