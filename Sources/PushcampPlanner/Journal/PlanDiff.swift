@@ -47,18 +47,7 @@ public struct PlanDiff: Sendable {
             destination: summary.destination.map { "\($0.environment.rawValue) \($0.endpoint)" }
                 ?? summary.destinationLines.joined(separator: "; "),
             topic: summary.topic,
-            counts: rows(
-                read: summary.audience.read,
-                invalid: summary.audience.invalidTotal,
-                duplicates: summary.audience.duplicates,
-                filteredOut: summary.audience.filteredOut,
-                excluded: summary.audience.excluded,
-                suppressed: summary.suppressed,
-                capped: summary.capped,
-                heldOut: summary.heldOut,
-                planned: summary.planned,
-                refused: summary.failed
-            ),
+            counts: PlanFile.Counts(summary).rows,
             variants: Dictionary(summary.variants.map { ($0.name, $0.planned) }) { $0 + $1 },
             samples: summary.samples.map { summary.sample($0) }
         )
@@ -72,9 +61,9 @@ public struct PlanDiff: Sendable {
             destination: sent.map { "\($0.environment) \($0.endpoint)" },
             topic: sent?.topic,
             counts: plan.map {
-                rows(
+                PlanFile.Counts(
                     read: $0.read,
-                    invalid: $0.invalid,
+                    invalidTokens: $0.invalid,
                     duplicates: $0.duplicates,
                     filteredOut: $0.filteredOut,
                     excluded: $0.excluded,
@@ -83,7 +72,7 @@ public struct PlanDiff: Sendable {
                     heldOut: $0.heldOut,
                     planned: $0.planned,
                     refused: $0.refused
-                )
+                ).rows
             },
             variants: plan?.variants ?? [:],
             samples: plan?.samples
@@ -92,7 +81,6 @@ public struct PlanDiff: Sendable {
 
     /// A plan file made by `plan --out`.
     public static func side(_ file: PlanFile, path: String) -> Side {
-        let counts = file.counts
         let destination = Destination(
             environment: APNsEnvironment(rawValue: file.environment) ?? .sandbox,
             customEndpoint: file.endpoint
@@ -102,40 +90,10 @@ public struct PlanDiff: Sendable {
             revision: file.revision,
             destination: "\(file.environment) \(destination.endpoint)",
             topic: file.topic,
-            counts: rows(
-                read: counts.read,
-                invalid: counts.invalidTokens,
-                duplicates: counts.duplicates,
-                filteredOut: counts.filteredOut,
-                excluded: counts.excluded,
-                suppressed: counts.suppressed,
-                capped: counts.capped,
-                heldOut: counts.heldOut,
-                planned: counts.planned,
-                refused: counts.refused
-            ),
+            counts: file.counts.rows,
             variants: file.variants ?? [:],
             samples: file.samples
         )
-    }
-
-    static func rows(
-        read: Int,
-        invalid: Int,
-        duplicates: Int,
-        filteredOut: Int,
-        excluded: Int,
-        suppressed: Int,
-        capped: Int,
-        heldOut: Int,
-        planned: Int,
-        refused: Int
-    ) -> [(name: String, value: Int)] {
-        [
-            ("read", read), ("invalid tokens", invalid), ("duplicates", duplicates), ("filtered out", filteredOut),
-            ("excluded", excluded), ("suppressed", suppressed), ("capped", capped), ("held out", heldOut),
-            ("planned", planned), ("refused", refused),
-        ]
     }
 
     // MARK: what differs

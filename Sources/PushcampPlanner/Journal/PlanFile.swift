@@ -28,6 +28,15 @@ public struct PlanFile: Codable, Sendable, Equatable {
         public var planned: Int
         public var refused: Int
 
+        /// Each count with its name, in funnel order, as `diff` shows them.
+        var rows: [(name: String, value: Int)] {
+            [
+                ("read", read), ("invalid tokens", invalidTokens), ("duplicates", duplicates),
+                ("filtered out", filteredOut), ("excluded", excluded), ("suppressed", suppressed),
+                ("capped", capped), ("held out", heldOut), ("planned", planned), ("refused", refused),
+            ]
+        }
+
         enum CodingKeys: String, CodingKey {
             case read, duplicates, excluded, suppressed, capped, planned, refused
             case invalidTokens = "invalid_tokens"
@@ -71,18 +80,7 @@ public struct PlanFile: Codable, Sendable, Equatable {
         topic = campaign.topic
         journal = summary.journal?.text
         inputs = campaign.inputs.map { Input(role: $0.role.rawValue, path: $0.path, sha256: $0.sha256) }
-        counts = Counts(
-            read: summary.audience.read,
-            invalidTokens: summary.audience.invalidTotal,
-            duplicates: summary.audience.duplicates,
-            filteredOut: summary.audience.filteredOut,
-            excluded: summary.audience.excluded,
-            suppressed: summary.suppressed,
-            capped: summary.capped,
-            heldOut: summary.heldOut,
-            planned: summary.planned,
-            refused: summary.failed
-        )
+        counts = Counts(summary)
         variants =
             summary.variants.isEmpty ? nil : Dictionary(summary.variants.map { ($0.name, $0.planned) }) { $0 + $1 }
         samples = summary.samples.map { summary.sample($0) }
@@ -155,4 +153,22 @@ public struct PlanFileError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { message }
+}
+
+extension PlanFile.Counts {
+    /// The funnel of `summary`.
+    init(_ summary: PlanSummary) {
+        self.init(
+            read: summary.audience.read,
+            invalidTokens: summary.audience.invalidTotal,
+            duplicates: summary.audience.duplicates,
+            filteredOut: summary.audience.filteredOut,
+            excluded: summary.audience.excluded,
+            suppressed: summary.suppressed,
+            capped: summary.capped,
+            heldOut: summary.heldOut,
+            planned: summary.planned,
+            refused: summary.failed
+        )
+    }
 }
