@@ -29,7 +29,7 @@ final class Feed<Element: Sendable>: Sendable {
     private let capacity: Int
     /// How a producing thread waits for room: a thread cannot await, and the planner is a thread
     /// (it reads files and renders, work that must not hold a thread of the cooperative pool).
-    private let room = DispatchSemaphore(value: 0)
+    private let room = DispatchSemaphore(value: 0)  // the planner's thread only; a task awaits room instead
 
     init(capacity: Int) {
         self.capacity = capacity
