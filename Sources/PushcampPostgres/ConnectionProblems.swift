@@ -44,6 +44,9 @@ package final class ConnectionProblems: Sendable {
         if error.contains("No route to host") || error.contains("Network is unreachable") {
             return "no route to the server (its network is down or cut off)"
         }
+        if error.contains("Connection reset by peer") || error.contains("Broken pipe") {
+            return "the connection was dropped (the server closed it, or its network cut it)"
+        }
         if error.contains("connectTimeout") || error.contains("timed out") {
             return "the connection timed out (the server or its network does not answer)"
         }

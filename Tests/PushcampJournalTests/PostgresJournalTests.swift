@@ -88,7 +88,7 @@ struct PostgresJournalTests {
     }
 
     /// How postgres-nio's connection failures are said, from the descriptions it gives them: a
-    /// refused port, a cut link, a silent one, pg_hba, a wrong password.
+    /// refused port, a cut link, a dropped connection, a silent one, pg_hba, a wrong password.
     @Test(
         arguments: [
             (
@@ -98,6 +98,10 @@ struct PostgresJournalTests {
             (
                 "SingleConnectionFailure(target: [IPv4]10.231.40.2/10.231.40.2:46425, error: connection reset (error set): No route to host) (errno: 113)",
                 "no route to the server (its network is down or cut off)"
+            ),
+            (
+                "PSQLError(code: connectionError, underlying: Connection errors: SingleConnectionFailure(target: [IPv4]10.231.221.2/10.231.221.2:53259, error: connection reset (no error set): Connection reset by peer) (errno: 104)))",
+                "the connection was dropped (the server closed it, or its network cut it)"
             ),
             (
                 "connectTimeout(TimeAmount(nanoseconds: 5000000000))",
