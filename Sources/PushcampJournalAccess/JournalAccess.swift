@@ -166,6 +166,20 @@ extension JournalAccess {
         }
     }
 
+    /// What `pushcamp doctor` says of the journal in one line: whether it opens for reading, and
+    /// its latest run; `problem` when it cannot be used.
+    public func checkup() async -> (problem: Bool, detail: String) {
+        let notYet = "no file yet; the first send creates it"
+        if case .file(let path) = kind, !FileManager.default.fileExists(atPath: path) { return (false, notYet) }
+        do {
+            let runs = try await withJournal(readOnly: true) { journal in try await journal?.runs(limit: 1) }
+            guard let runs else { return (false, notYet) }
+            return (false, runs.first.map { "opens; last run \($0.id) (\($0.campaign))" } ?? "opens; no runs yet")
+        } catch {
+            return (true, (error as? JournalError)?.message ?? "\(error)")
+        }
+    }
+
     /// Creates the journal, or brings its schema to this pushcamp's version; says which.
     public func migrate() async throws(JournalError) -> String {
         switch kind {

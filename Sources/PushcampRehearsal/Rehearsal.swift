@@ -49,6 +49,15 @@ public struct Rehearsal: Sendable {
         /// The services to run in a `ServiceGroup`, in start order: the simulator, then the send.
         public var services: [any Service] { [simulator, send] }
 
+        /// What the rehearsal's text report ends with: what the simulator saw, and where the run is kept.
+        public var trailer: String {
+            """
+            simulator: \(simulator.recorder.connections) connection(s), at most \(simulator.recorder.maxOpenStreams) streams open at once
+            recorded as rehearsal run \(send.run.id): `pushcamp runs --rehearsal`, `pushcamp report --rehearsal`
+
+            """
+        }
+
         /// Removes the throwaway credentials.
         public func cleanUp() {
             try? FileManager.default.removeItem(atPath: directory)

@@ -130,3 +130,16 @@ public struct ServeNode {
         ]
     }
 }
+
+extension ServeNode {
+    /// Runs the node's services in one `ServiceGroup`, after `journalClient` (first in, last out:
+    /// the PostgreSQL client stops after the sends have recorded their end), until SIGINT, SIGTERM
+    /// or SIGHUP drains them.
+    public func run(after journalClient: (any Service)?) async throws {
+        var logger = Logger(label: "pushcamp.lifecycle")
+        logger.logLevel = .warning
+        var services = services
+        if let journalClient { services.insert(.init(service: journalClient), at: 0) }
+        try await ServiceGroup.drainedBySignals(services, logger: logger).run()
+    }
+}

@@ -57,12 +57,10 @@ struct AppStoreNotifications: AsyncParsableCommand {
 
     func run() async throws {
         try await journalOption.withJournal { journal, _ in
-            let records: [AppStoreNotificationRecord]
-            do throws(JournalError) {
-                records = try await journal.notifications(limit: limit, quarantined: quarantined)
-            } catch {
-                throw Failure("error: \(error.message)", exitCode: 1)
-            }
+            let records: [AppStoreNotificationRecord] = try await journal.notifications(
+                limit: limit,
+                quarantined: quarantined
+            )
             let listing = NotificationListing(records: records)
             switch format {
             case .text:
@@ -100,26 +98,20 @@ struct AppStoreReprocess: AsyncParsableCommand {
         let (project, paths) = try projectOption.load()
         var logger = Logger(label: "pushcamp.appstore")
         logger.logLevel = .error
-        do {
-            let intake = try AppStoreReceiver.requiredIntake(
-                for: project,
-                paths: paths,
-                environment: ProcessInfo.processInfo.environment,
-                logger: logger
-            )
-            let result = try await journalLocation.withWritableJournal(JournalSetting(project, paths: paths)) { store in
-                try await AppStoreReceiver.reprocess(store, intake: intake, now: Date())
-            }
-            for (uuid, app) in result.released { print("released \(uuid.escapingControlCharacters) for \(app)") }
-            for (uuid, reason) in result.stillQuarantined {
-                print("still quarantined \(uuid.escapingControlCharacters): \(reason.escapingControlCharacters)")
-            }
-            print("\(result.released.count) released, \(result.stillQuarantined.count) still quarantined")
-        } catch let error as JournalError {
-            throw Failure("error: \(error.message)", exitCode: 1)
-        } catch {
-            throw Failure("error: \(error)", exitCode: 1)
+        let intake = try AppStoreReceiver.requiredIntake(
+            for: project,
+            paths: paths,
+            environment: ProcessInfo.processInfo.environment,
+            logger: logger
+        )
+        let result = try await journalLocation.withWritableJournal(JournalSetting(project, paths: paths)) { store in
+            try await AppStoreReceiver.reprocess(store, intake: intake, now: Date())
         }
+        for (uuid, app) in result.released { print("released \(uuid.escapingControlCharacters) for \(app)") }
+        for (uuid, reason) in result.stillQuarantined {
+            print("still quarantined \(uuid.escapingControlCharacters): \(reason.escapingControlCharacters)")
+        }
+        print("\(result.released.count) released, \(result.stillQuarantined.count) still quarantined")
     }
 }
 
@@ -152,12 +144,7 @@ struct AppStoreSubscriptions: AsyncParsableCommand {
 
     func run() async throws {
         try await journalOption.withJournal { journal, _ in
-            let states: [SubscriptionState]
-            do throws(JournalError) {
-                states = try await journal.subscriptions(status: status, limit: limit)
-            } catch {
-                throw Failure("error: \(error.message)", exitCode: 1)
-            }
+            let states: [SubscriptionState] = try await journal.subscriptions(status: status, limit: limit)
             let listing = SubscriptionListing(states: states, status: status)
             print(format == .json ? listing.json() : listing.text(), terminator: format == .json ? "\n" : "")
         }
@@ -194,12 +181,7 @@ struct AppStoreTriggers: AsyncParsableCommand {
 
     func run() async throws {
         try await journalOption.withJournal { journal, _ in
-            let firings: [TriggerFiring]
-            do throws(JournalError) {
-                firings = try await journal.firings(campaign: campaign, limit: limit)
-            } catch {
-                throw Failure("error: \(error.message)", exitCode: 1)
-            }
+            let firings: [TriggerFiring] = try await journal.firings(campaign: campaign, limit: limit)
             let listing = FiringListing(firings: firings, campaign: campaign)
             print(format == .json ? listing.json() : listing.text(), terminator: format == .json ? "\n" : "")
         }
@@ -270,21 +252,16 @@ struct AppStoreHistory: AsyncParsableCommand {
         var logger = Logger(label: "pushcamp.appstore")
         logger.logLevel = .error
         try await journalLocation.withWritableJournal(JournalSetting(project, paths: paths)) { store in
-            let setup: HistoryBackfill.Setup
-            do throws(HistoryBackfill.SetupError) {
-                setup = try HistoryBackfill.setUp(
-                    project: project,
-                    paths: paths,
-                    app: app,
-                    sandbox: environment == .sandbox,
-                    fireTriggers: fireTriggers,
-                    store: store,
-                    environment: ProcessInfo.processInfo.environment,
-                    logger: logger
-                )
-            } catch {
-                throw Failure(error.message, exitCode: 1)
-            }
+            let setup = try HistoryBackfill.setUp(
+                project: project,
+                paths: paths,
+                app: app,
+                sandbox: environment == .sandbox,
+                fireTriggers: fireTriggers,
+                store: store,
+                environment: ProcessInfo.processInfo.environment,
+                logger: logger
+            )
             let now = Date()
             let span = (try? TimeSpan.parse(since).get())?.seconds ?? 72 * 3600
             let query = NotificationHistoryQuery(
@@ -293,26 +270,12 @@ struct AppStoreHistory: AsyncParsableCommand {
                 onlyFailures: onlyFailures
             )
             let backfill = await HistoryBackfill.run(query, api: setup.api, receiver: setup.receiver)
-            switch backfill.failure {
-            case .api(let message, let unauthorized)?:
+            if let (message, exitCode) = backfill.failureMessage {
                 print(backfill.summary)
-                throw Failure("error: \(message.escapingControlCharacters)", exitCode: unauthorized ? 2 : 1)
-            case .journal(let message)?:
-                print(backfill.summary)
-                throw Failure(
-                    "error: the journal cannot keep notifications: \(message); run the command again",
-                    exitCode: 1
-                )
-            case nil:
-                break
+                throw Failure(message, exitCode: exitCode)
             }
             for refusal in backfill.refusals { printError("refused: \(refusal.escapingControlCharacters)") }
-            let pages = backfill.fetched?.pages ?? 0
-            let waits = backfill.fetched?.waits ?? 0
-            let waitText = waits > 0 ? ", \(waits) wait\(waits == 1 ? "" : "s") for Apple's rate limit" : ""
-            print(
-                "\(setup.app) (\(environment.rawValue)), \(onlyFailures ? "failed notifications" : "notifications") since \(Timestamps.text(query.start.timeIntervalSince1970)): \(pages) page\(pages == 1 ? "" : "s")\(waitText)"
-            )
+            print(backfill.heading(app: setup.app, environment: environment.rawValue, query: query))
             print(backfill.summary)
         }
     }

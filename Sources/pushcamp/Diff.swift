@@ -60,43 +60,14 @@ struct Diff: AsyncParsableCommand {
         }
         let access = try JournalLocationOption.access(campaign.journal)
         try await JournalLocationOption.withJournal(access, readOnly: true, refusing: nil) { journal in
-            var before: PlanDiff.Side
-            var changedFiles: [String] = []
-            if let plan {
-                let planFile: PlanFile
-                do throws(PlanFileError) {
-                    planFile = try PlanFile.read(from: plan)
-                } catch {
-                    throw Failure("error: \(error.message)", exitCode: 1)
-                }
-                before = PlanDiff.side(planFile, path: plan)
-                changedFiles = planFile.differences(from: campaign)
-            } else {
-                let record: RunRecord?
-                do {
-                    if let runNumber {
-                        record = try await journal?.run(RunID(runNumber))
-                        guard let record, record.campaign == campaign.id else {
-                            printError(
-                                "error: campaign \(campaign.id) has no run \(runNumber); `pushcamp runs` lists them"
-                            )
-                            throw ExitCode(1)
-                        }
-                    } else {
-                        record = try await journal?.latestRun(campaign: campaign.id)
-                    }
-                    guard let record else {
-                        print(
-                            "\(campaign.id): never sent, so there is nothing to compare its plan with; "
-                                + "`pushcamp plan \(file)` shows it, `diff --plan FILE` compares it with a plan file"
-                        )
-                        return
-                    }
-                    let stats = try await journal?.stats(of: record.id)
-                    before = PlanDiff.side(record, plan: stats?.plan, sent: stats?.sent)
-                } catch let error as JournalError {
-                    throw Failure("error: \(error.message)", exitCode: 1)
-                }
+            let baseline: PlanDiff.Baseline = plan.map { .planFile($0) } ?? .run(runNumber.map(RunID.init))
+            guard let (before, changedFiles) = try await PlanDiff.before(campaign, baseline: baseline, journal: journal)
+            else {
+                print(
+                    "\(campaign.id): never sent, so there is nothing to compare its plan with; "
+                        + "`pushcamp plan \(file)` shows it, `diff --plan FILE` compares it with a plan file"
+                )
+                return
             }
             let summary = try await planOrExit(
                 campaign,

@@ -62,47 +62,22 @@ struct Doctor: AsyncParsableCommand {
 
     func run() async throws {
         let (project, paths) = try projectOption.load()
-        print(
-            CheckLine(
-                outcome: .ok,
-                subject: paths.projectFileDisplay,
-                detail:
-                    "\(project.apps.count + project.fcmApps.count) app\(project.apps.count + project.fcmApps.count == 1 ? "" : "s")"
-                    + (project.fcmApps.isEmpty ? "" : " (\(project.fcmApps.count) on FCM)")
-            ).text
-        )
+        print(Checkup.projectLine(project, paths: paths).text)
         let setting = journalLocation.setting(JournalSetting(project, paths: paths))
-        let journalLine = await Self.checkJournal(try JournalLocationOption.access(setting))
-        print(journalLine.text)
-
-        var apps = project.apps.values.sorted { $0.name < $1.name }
-        var fcmApps = project.fcmApps.values.sorted { $0.name < $1.name }
-        let allNames = (Array(project.apps.keys) + Array(project.fcmApps.keys)).sorted().joined(separator: ", ")
-        if let app {
-            apps = apps.filter { $0.name == app }
-            fcmApps = fcmApps.filter { $0.name == app }
-            if apps.isEmpty && fcmApps.isEmpty {
-                throw Failure(
-                    "error: --app \(app.escapingControlCharacters): pushcamp.yaml has no such app (it has \(allNames))",
-                    exitCode: 64
-                )
-            }
-            if sendTest != nil && !fcmApps.isEmpty {
-                throw Failure(
-                    "error: --send-test sends an APNs push; \(app.escapingControlCharacters) is an FCM app, which doctor "
-                        + "checks without sending",
-                    exitCode: 64
-                )
-            }
-        } else if sendTest != nil && apps.count > 1 {
-            throw Failure(
-                "error: --send-test sends with one app: name it with --app (\(project.apps.keys.sorted().joined(separator: ", ")))",
-                exitCode: 64
-            )
+        let access = try JournalLocationOption.access(setting)
+        let (journalProblem, detail) = await access.checkup()
+        print(
+            CheckLine(outcome: journalProblem ? .problem : .ok, subject: "journal \(access.name)", detail: detail).text
+        )
+        let apps: (apns: [AppConfig], fcm: [FCMAppConfig])
+        do throws(Checkup.Refusal) {
+            apps = try Checkup.apps(of: project, named: app, sendTest: sendTest != nil)
+        } catch {
+            throw Failure("error: \(error.message)", exitCode: 64)
         }
         let environment = ProcessInfo.processInfo.environment
         var appProblems = 0
-        for app in apps {
+        for app in apps.apns {
             appProblems += await Checkup.apns(
                 app,
                 paths: paths,
@@ -112,43 +87,14 @@ struct Doctor: AsyncParsableCommand {
                 timeout: timeout
             ) { print($0) }
         }
-        if sendTest == nil {
-            for app in fcmApps {
-                appProblems += await Checkup.fcm(
-                    app,
-                    paths: paths,
-                    environment: environment,
-                    timeout: Double(timeout)
-                ) { print($0) }
+        for app in apps.fcm {
+            appProblems += await Checkup.fcm(app, paths: paths, environment: environment, timeout: Double(timeout)) {
+                print($0)
             }
         }
-        let problems = appProblems + (journalLine.outcome == .problem ? 1 : 0)
+        let problems = appProblems + (journalProblem ? 1 : 0)
         print(problems == 0 ? "\neverything checked is ok" : "\n\(problems) problem\(problems == 1 ? "" : "s")")
-        if journalLine.outcome == .problem { throw ExitCode(1) }
+        if journalProblem { throw ExitCode(1) }
         if appProblems > 0 { throw ExitCode(2) }
-    }
-
-    static func checkJournal(_ access: JournalAccess) async -> CheckLine {
-        let subject = "journal \(access.name)"
-        if case .file(let path) = access.kind, !FileManager.default.fileExists(atPath: path) {
-            return CheckLine(outcome: .ok, subject: subject, detail: "no file yet; the first send creates it")
-        }
-        do {
-            let runs = try await access.withJournal(readOnly: true) { journal in try await journal?.runs(limit: 1) }
-            guard let runs else {
-                return CheckLine(outcome: .ok, subject: subject, detail: "no file yet; the first send creates it")
-            }
-            return CheckLine(
-                outcome: .ok,
-                subject: subject,
-                detail: runs.first.map { "opens; last run \($0.id) (\($0.campaign))" } ?? "opens; no runs yet"
-            )
-        } catch {
-            return CheckLine(
-                outcome: .problem,
-                subject: subject,
-                detail: (error as? JournalError)?.message ?? "\(error)"
-            )
-        }
     }
 }

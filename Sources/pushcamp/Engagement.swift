@@ -76,77 +76,23 @@ struct Engagement: AsyncParsableCommand {
             }
             if problems > 0 {
                 if problems > 20 { printError("… and \(problems - 20) more") }
-                throw Failure(
-                    "error: \(problems) bad row\(problems == 1 ? "" : "s") in \(file); nothing was recorded",
-                    exitCode: 1
-                )
+                throw Failure("error: \(problems) bad row\(problems == 1 ? "" : "s") in \(file); nothing was recorded")
             }
             let (loaded, _) = try loadCampaign(campaign)
-            let access = try journalLocation.access(loaded.journal)
-            try await JournalLocationOption.withJournal(access, readOnly: false) { opened in
-                guard let journal = opened else { throw ExitCode(1) }
-                let record: RunRecord?
-                if let run {
-                    record = try await journal.run(RunID(run))
-                } else {
-                    record = try await journal.latestRun(campaign: loaded.id)
-                }
-                guard let record else {
-                    printError(
-                        run.map { "error: there is no run \($0) in the journal" }
-                            ?? "error: '\(loaded.id)' has no run in the journal yet: send it first"
-                    )
-                    throw ExitCode(1)
-                }
-                let matcher: EngagementImport
-                do {
-                    matcher = try EngagementImport(campaign: loaded, run: record)
-                } catch {
-                    throw Failure("error: \(error)", exitCode: 1)
-                }
+            try await journalLocation.withWritableJournal(loaded.journal) { journal in
+                let matcher = try await EngagementImport.forRun(run.map(RunID.init), of: loaded, in: journal)
                 var outcome = EngagementImport.Outcome()
-                var failure: String?
                 do {
-                    // A chunk of rows at a time, each matched in one pass over the audience: memory
-                    // stays bounded whatever the file's size.
-                    var first = 0
-                    while first < rows {
-                        let chunk =
-                            first == 0 ? firstChunk : try events.rows(from: first, count: EngagementImport.chunkSize)
-                        outcome =
-                            outcome + (try await matcher.record(chunk, in: journal, now: Date().timeIntervalSince1970))
-                        first += EngagementImport.chunkSize
-                    }
-                } catch let refusal as EngagementImport.Refusal {
-                    failure = "error: \(refusal)"
-                } catch let error as JournalError {
-                    failure = "error: \(error.message)"
-                }
-                if let failure {
-                    printError(failure)
-                    printError(
+                    try await matcher.record(events, rows: rows, firstChunk: firstChunk, in: journal, outcome: &outcome)
+                } catch {
+                    let said =
                         outcome.recorded > 0
-                            ? "note: \(outcome.recorded) events were recorded before this; importing the file again records the rest"
-                            : "note: nothing was recorded"
-                    )
-                    throw ExitCode(1)
+                        ? "note: \(outcome.recorded) events were recorded before this; importing the file again records the rest"
+                        : "note: nothing was recorded"
+                    throw Failure((Failure(error)?.message ?? "error: \(error)") + "\n" + said)
                 }
-                print(Self.summary(outcome, rows: rows, run: record.id))
+                print(outcome.summary(rows: rows, run: matcher.run.id))
             }
-        }
-
-        static func summary(_ outcome: EngagementImport.Outcome, rows: Int, run: RunID) -> String {
-            var lines = [
-                "run \(run): \(outcome.recorded) event\(outcome.recorded == 1 ? "" : "s") recorded from \(rows) row\(rows == 1 ? "" : "s")"
-            ]
-            if outcome.alreadyRecorded > 0 { lines.append("  \(outcome.alreadyRecorded) already recorded") }
-            if outcome.notSent > 0 {
-                lines.append("  \(outcome.notSent) named a recipient the run did not send to (left out)")
-            }
-            if outcome.unmatched > 0 {
-                lines.append("  \(outcome.unmatched) named no recipient of the run (left out)")
-            }
-            return lines.joined(separator: "\n")
         }
     }
 }

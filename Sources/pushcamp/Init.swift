@@ -1,5 +1,4 @@
 import ArgumentParser
-import Crypto
 import Foundation
 import PushcampBuildInfo
 import PushcampPlanner
@@ -68,11 +67,7 @@ struct Init: ParsableCommand {
         ).standardizedFileURL
         let release: ProjectScaffold.Release
         do {
-            release = ProjectScaffold.Release(
-                version: BuildInfo.version,
-                url: releaseURL,
-                binarySHA256: try Self.executableSHA256()
-            )
+            release = try .running(version: BuildInfo.version, url: releaseURL)
         } catch {
             throw Failure(
                 "error: cannot read this pushcamp's own binary to pin it in the CI workflow: \(error)",
@@ -89,32 +84,7 @@ struct Init: ParsableCommand {
         }
         print("Created a Pushcamp project in \(directory == "." ? "this folder" : directory):")
         for path in written { print("  \(path)") }
-        let cd = directory == "." ? "" : "cd \(directory) && "
-        print(
-            """
-
-            Next:
-              \(cd)pushcamp plan campaigns/welcome.yaml        # what would be sent, to whom
-              pushcamp rehearse campaigns/welcome.yaml              # the whole send, against a local APNs and FCM simulator
-            Then put your team id, key id and key file in pushcamp.yaml, your Firebase service account's \
-            key in FCM_SERVICE_ACCOUNT (docs/android.md), and `pushcamp send`.
-            """
-        )
-        if !BuildInfo.packaged {
-            printError(
-                """
-                warning: this pushcamp is built from source, so the CI workflow pins the checksum of this \
-                binary, which the release's binary does not match; run init with a packaged pushcamp, or put \
-                the checksum from the release's SHA256SUMS in PUSHCAMP_SHA256 (.github/workflows/pushcamp.yml)
-                """
-            )
-        }
-    }
-
-    /// The SHA-256 of the binary running now, in hex.
-    static func executableSHA256() throws -> String {
-        let executable = Bundle.main.executableURL ?? URL(fileURLWithPath: "/proc/self/exe")
-        let data = try Data(contentsOf: executable.resolvingSymlinksInPath())
-        return SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+        print(ProjectScaffold.nextSteps(directory: directory))
+        if !BuildInfo.packaged { printError(ProjectScaffold.Release.sourceBuildWarning) }
     }
 }

@@ -55,11 +55,7 @@ struct JournalCommand: AsyncParsableCommand {
         @OptionGroup var target: Target
 
         func run() async throws {
-            do {
-                try await target.access().check { print($0) }
-            } catch let error as JournalError {
-                throw Failure("error: \(error.message)", exitCode: 1)
-            }
+            try await target.access().check { print($0) }
         }
     }
 
@@ -77,11 +73,7 @@ struct JournalCommand: AsyncParsableCommand {
         @OptionGroup var target: Target
 
         func run() async throws {
-            do {
-                print(try await target.access().migrate())
-            } catch let error as JournalError {
-                throw Failure("error: \(error.message)", exitCode: 1)
-            }
+            print(try await target.access().migrate())
         }
     }
 }

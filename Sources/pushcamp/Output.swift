@@ -1,5 +1,10 @@
 import Foundation
+import PushcampAudience
+import PushcampJournal
 import PushcampModel
+import PushcampPlanner
+import PushcampSend
+import PushcampServe
 
 /// Writes a line to standard error; on a terminal, its `error:` and `warning:` in colour.
 func printError(_ line: String) {
@@ -34,5 +39,36 @@ struct Failure: Error {
     init(_ message: String, exitCode: Int32 = 1) {
         self.message = message
         self.exitCode = exitCode
+    }
+}
+
+extension Failure {
+    /// What the libraries' errors mean on the command line, in one place: the line standard error
+    /// says and the exit code. Nil for an error that is not one of them (ArgumentParser's own go
+    /// through as they are). A command catches an error itself only to say more than this.
+    init?(_ error: any Error) {
+        switch error {
+        case let failure as Failure: self = failure
+        case let error as JournalError: self.init("error: \(error.message)", exitCode: 1)
+        case let error as PlanFileError: self.init("error: \(error.message)", exitCode: 1)
+        case let error as PlanDiff.Refusal: self.init("error: \(error.message)", exitCode: 1)
+        case let error as AudienceError: self.init(error.diagnostic.description, exitCode: 1)
+        case let error as RunRefusal: self.init("error: \(error.message)", exitCode: error.exitCode)
+        case let error as EngagementImport.Refusal: self.init("error: \(error)", exitCode: 1)
+        case let error as ServeNode.Failure: self.init(error.message, exitCode: 1)
+        case let error as HistoryBackfill.SetupError: self.init(error.message, exitCode: 1)
+        case let error as AppStoreSetupError: self.init("error: \(error)", exitCode: 1)
+        case let error as Checkup.Refusal: self.init("error: \(error.message)", exitCode: 64)
+        default: return nil
+        }
+    }
+}
+
+extension Failure {
+    /// A refusal to send `campaign`, said at its file (unless the refusal names a place of its own).
+    init(_ refusal: RunRefusal, of campaign: LoadedCampaign) {
+        let said =
+            refusal.message.hasPrefix(campaign.path) ? refusal.message : "\(campaign.path): error: \(refusal.message)"
+        self.init(said, exitCode: refusal.exitCode)
     }
 }

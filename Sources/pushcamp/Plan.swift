@@ -141,24 +141,7 @@ struct Plan: AsyncParsableCommand {
         }
         let summary = try await planOrExit(campaign, journal: journal, sendTime: sendTime, samples: samples)
         var dryRun: FCMDryRun?
-        if let fcmDryRun {
-            let workingDirectory = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
-            let url = URL(fileURLWithPath: file, relativeTo: workingDirectory).standardizedFileURL
-            guard let paths = ProjectPaths.locate(campaign: url, workingDirectory: workingDirectory) else {
-                throw ExitCode(1)
-            }
-            do {
-                dryRun = try await FCMDryRun.run(
-                    campaign,
-                    sample: fcmDryRun,
-                    sendTime: sendTime ?? Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)),
-                    paths: paths,
-                    environment: ProcessInfo.processInfo.environment
-                )
-            } catch {
-                throw Failure("\(campaign.path): error: \(error.message)", exitCode: 2)
-            }
-        }
+        if let fcmDryRun { dryRun = try await askGoogle(campaign, sample: fcmDryRun, sendTime: sendTime) }
         switch format {
         case .text: printDocument(summary.text() + (dryRun.map { "\n" + $0.text(source: summary.source) } ?? ""))
         case .json:
@@ -173,44 +156,33 @@ struct Plan: AsyncParsableCommand {
                 terminator: ""
             )
         }
-        if let dryRun, let failure = dryRun.failure {
+        if let failure = dryRun?.failure {
             throw Failure("\(campaign.path): error: Google's dry run stopped: \(failure)", exitCode: 2)
         }
-        if summary.audience.read == 0 {
-            throw Failure("\(summary.source): error: the audience has no recipients", exitCode: 1)
-        }
-        // A trigger campaign reaches whoever its notifications name: none joined yet is not an error.
-        if summary.planned == 0 && summary.failed == 0 && campaign.trigger == nil {
-            let unsubscribed = campaign.subscriptions != nil ? ", with no subscription in the selected states" : ""
-            printError(
-                "\(campaign.path): error: nobody would be sent anything: all \(summary.audience.read) rows were invalid, duplicates, filtered out, excluded\(unsubscribed), suppressed, capped"
-                    + (summary.timing == nil
-                        ? " or held out"
-                        : ", held out or dropped by the campaign's timing (quiet hours, on_passed; see the timeline)")
-            )
-            throw ExitCode(1)
-        }
+        if let emptiness = summary.emptiness(of: campaign) { throw Failure(emptiness) }
         if let out {
-            do {
-                try FileManager.default.createDirectory(
-                    atPath: (out as NSString).deletingLastPathComponent.isEmpty
-                        ? "." : (out as NSString).deletingLastPathComponent,
-                    withIntermediateDirectories: true
-                )
-                try PlanFile(summary, of: campaign, now: Date().timeIntervalSince1970).write(to: out)
-            } catch let error as PlanFileError {
-                throw Failure("error: \(error.message)", exitCode: 1)
-            } catch {
-                throw Failure(
-                    "error: cannot create the directory of \(out): \(error.localizedDescription)",
-                    exitCode: 1
-                )
-            }
+            try PlanFile(summary, of: campaign, now: Date().timeIntervalSince1970).write(to: out)
             printError(
                 "plan written to \(out): `pushcamp send --plan \(out) \(file)` sends it while the campaign matches"
             )
         }
         if summary.failed > 0 || dryRun?.refusesMessages == true { throw ExitCode(3) }
+    }
+
+    /// Google's dry run of the first `sample` Android messages (`--fcm-dry-run`).
+    func askGoogle(_ campaign: LoadedCampaign, sample: Int, sendTime: Timestamp?) async throws -> FCMDryRun {
+        guard let paths = ProjectPaths.locate(campaignFile: file) else { throw ExitCode(1) }
+        do throws(RunRefusal) {
+            return try await FCMDryRun.run(
+                campaign,
+                sample: sample,
+                sendTime: sendTime ?? Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)),
+                paths: paths,
+                environment: ProcessInfo.processInfo.environment
+            )
+        } catch {
+            throw Failure("\(campaign.path): error: \(error.message)", exitCode: 2)
+        }
     }
 }
 

@@ -39,8 +39,9 @@ struct Pushcamp: AsyncParsableCommand {
 }
 
 extension Pushcamp {
-    /// Parses and runs the command; a `Failure` is said on standard error and exits with its
-    /// code, everything else as ArgumentParser says it (usage errors, `--help`, `ExitCode`).
+    /// Parses and runs the command; a `Failure`, or a library error `Failure` maps, is said on
+    /// standard error and exits with its code, everything else as ArgumentParser says it (usage
+    /// errors, `--help`, `ExitCode`).
     static func main() async {
         do {
             var command = try parseAsRoot()
@@ -49,11 +50,10 @@ extension Pushcamp {
             } else {
                 try command.run()
             }
-        } catch let failure as Failure {
+        } catch {
+            guard let failure = Failure(error) else { exit(withError: error) }
             printError(failure.message)
             exit(withError: ExitCode(failure.exitCode))
-        } catch {
-            exit(withError: error)
         }
     }
 }

@@ -81,22 +81,13 @@ struct Rehearse: AsyncParsableCommand {
                 do {
                     prepared = try await rehearsal.prepare(progress: printer.callback(enabled: !quiet))
                 } catch let error as RunRefusal {
-                    throw Failure("\(campaign.path): error: \(error.message)", exitCode: error.exitCode)
+                    throw Failure(error, of: campaign)
                 }
                 defer { prepared.cleanUp() }
                 if let note = prepared.send.note { printError(note + " (rehearsal)") }
                 let report = try await runServices(prepared.services, until: prepared.send, printer: printer)
-                let recorder = prepared.simulator.recorder
-                try await format.print(
-                    report,
-                    journal: rehearsal.journal,
-                    rehearsal: true,
-                    textExtra: """
-                        simulator: \(recorder.connections) connection(s), at most \(recorder.maxOpenStreams) streams open at once
-                        recorded as rehearsal run \(prepared.send.run.id): `pushcamp runs --rehearsal`, `pushcamp report --rehearsal`
-
-                        """
-                )
+                let journal = rehearsal.journal
+                try await format.print(report, journal: journal, rehearsal: true, textExtra: prepared.trailer)
                 if report.exitCode != 0 { throw ExitCode(report.exitCode) }
             }
         }
@@ -111,11 +102,7 @@ extension Rehearse {
         do {
             result = try await rehearsal.broadcast(paths: paths)
         } catch let refusal as RunRefusal {
-            printError(
-                refusal.message.hasPrefix(campaign.path)
-                    ? refusal.message : "\(campaign.path): error: \(refusal.message)"
-            )
-            throw ExitCode(refusal.exitCode)
+            throw Failure(refusal, of: campaign)
         } catch {
             throw Failure("\(campaign.path): error: \(error)", exitCode: 2)
         }

@@ -73,19 +73,13 @@ struct Replay: AsyncParsableCommand {
 
     func run() async throws {
         try await journalOption.withJournal(forWriting: true) { journal, path in
-            let selection: ReplaySelection
-            do throws(RunRefusal) {
-                selection = try await ReplaySelection.select(
-                    run: RunID(number),
-                    reasons: reasons,
-                    force: force,
-                    in: journal,
-                    path: path
-                )
-            } catch {
-                throw Failure("error: \(error.message)", exitCode: error.exitCode)
-            }
-            let targets = selection.recipients
+            let selection = try await ReplaySelection.select(
+                run: RunID(number),
+                reasons: reasons,
+                force: force,
+                in: journal,
+                path: path
+            )
             let (campaign, paths) = try loadCampaign(selection.file)
             var options = SendRun.Options(
                 try journalOption.location.access(campaign.journal),
@@ -101,10 +95,7 @@ struct Replay: AsyncParsableCommand {
                 ignoreSchedule: false,
                 planFile: false,
                 confirm: confirm,
-                preview: {
-                    "  a replay of run \(number) of \(campaign.id): \(targets.count) recipient(s) that failed with "
-                        + reasons.joined(separator: ", ") + "\n"
-                }
+                preview: { selection.preview(of: campaign.id) }
             )
             try await sendToApp(
                 campaign,
@@ -112,11 +103,7 @@ struct Replay: AsyncParsableCommand {
                 options: options,
                 quiet: quiet,
                 format: format,
-                announce: { send in
-                    send.note
-                        ?? "replaying run \(number) of \(campaign.id) as run \(send.run.id): \(targets.count) recipient(s) "
-                        + "that failed with \(reasons.joined(separator: ", "))"
-                }
+                announce: { send in send.note ?? selection.announcement(of: campaign.id, as: send.run.id) }
             )
         }
     }

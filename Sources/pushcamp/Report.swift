@@ -58,38 +58,25 @@ struct Report: AsyncParsableCommand {
 
     func run() async throws {
         try await journalOption.withJournal { journal, path in
-            var report: RunReport
-            do {
-                let id: RunID
-                if let runNumber {
-                    id = RunID(runNumber)
-                } else if let latest = try await journal.runs(limit: 1).first {
-                    id = latest.id
-                } else {
-                    // Nothing sent yet is a state, not an error: JSON readers get null.
-                    print(
-                        format == .json
-                            ? "null"
-                            : "no runs yet: nothing has been \(journalOption.rehearsal ? "rehearsed" : "sent") from this project"
-                    )
-                    return
-                }
-                guard let loaded = try await RunReport.load(id, from: journal) else {
-                    throw Failure("error: no run \(id) in \(path); `pushcamp runs` lists them", exitCode: 1)
-                }
-                report = loaded
-                report.rehearsal = journalOption.rehearsal
-                report.fileDisplay = RunReport.projectRelative(report.run.file)
-            } catch let error as JournalError {
-                throw Failure("error: \(error.message)", exitCode: 1)
+            let latest = runNumber == nil ? try await journal.runs(limit: 1).first?.id : nil
+            guard let id = runNumber.map(RunID.init) ?? latest else {
+                // Nothing sent yet is a state, not an error: JSON readers get null.
+                let nothing = "nothing has been \(journalOption.rehearsal ? "rehearsed" : "sent") from this project"
+                print(format == .json ? "null" : "no runs yet: \(nothing)")
+                return
             }
-            let text: String
-            switch format {
-            case .text: text = report.text()
-            case .json: text = report.json()
-            case .markdown: text = report.markdown()
-            case .html: text = report.html()
+            guard var report = try await RunReport.load(id, from: journal) else {
+                throw Failure("error: no run \(id) in \(path); `pushcamp runs` lists them", exitCode: 1)
             }
+            report.rehearsal = journalOption.rehearsal
+            report.fileDisplay = RunReport.projectRelative(report.run.file)
+            let text =
+                switch format {
+                case .text: report.text()
+                case .json: report.json()
+                case .markdown: report.markdown()
+                case .html: report.html()
+                }
             guard let output else {
                 if format == .text { printDocument(text) } else { print(text, terminator: "") }
                 return

@@ -218,11 +218,7 @@ struct Cancel: AsyncParsableCommand {
 
     func run() async throws {
         let outcome = try await journalOption.withJournal(forWriting: true) { journal, path in
-            do throws(RunRefusal) {
-                return try await RunCancellation.cancel(RunID(number), in: journal, name: path, wait: wait)
-            } catch {
-                throw Failure("error: \(error.message)", exitCode: error.exitCode)
-            }
+            try await RunCancellation.cancel(RunID(number), in: journal, name: path, wait: wait)
         }
         print(outcome.text)
     }

@@ -38,16 +38,12 @@ struct Schedules: AsyncParsableCommand {
         let (loaded, paths) = try projectOption.load()
         let listing = try await journalLocation.withJournal(JournalSetting(loaded, paths: paths), readOnly: true) {
             store in
-            do throws(JournalError) {
-                return try await ScheduleListing.read(
-                    paths: paths,
-                    folders: loaded.serve.campaignFolders,
-                    journal: store,
-                    now: Date().timeIntervalSince1970
-                )
-            } catch {
-                throw Failure("error: \(error.message)", exitCode: 1)
-            }
+            try await ScheduleListing.read(
+                paths: paths,
+                folders: loaded.serve.campaignFolders,
+                journal: store,
+                now: Date().timeIntervalSince1970
+            )
         }
         switch format {
         case .text: print(listing.text(), terminator: "")

@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import Logging
 import PushcampAudience
 import PushcampJournal
 import PushcampJournalAccess
@@ -9,7 +8,6 @@ import PushcampPlanner
 import PushcampReport
 import PushcampSend
 import ServiceLifecycle
-import UnixSignals
 
 struct Send: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -146,27 +144,11 @@ struct Send: AsyncParsableCommand {
     func run() async throws {
         try projectOption.enter()
         let (campaign, paths) = try loadCampaign(file)
-        var planFile: (PlanFile, String)?
-        if let plan {
-            do {
-                planFile = (try PlanFile.read(from: plan), plan)
-            } catch {
-                throw Failure("error: \(error.message)", exitCode: 1)
-            }
-        }
+        let planFile = try plan.map { (try PlanFile.read(from: $0), $0) }
         let access = try journalLocation.access(campaign.journal)
-        if detach {
-            guard case .postgres = access.kind, journalLocation.setting(campaign.journal).slice != nil,
-                campaign.isSliceable(as: .send)
-            else {
-                printError(
-                    "\(campaign.path): error: --detach leaves a run to the serve nodes of a shared journal: it needs "
-                        + "a PostgreSQL journal cut into slices (journal.url and journal.slice) and an iOS campaign whose "
-                        + "recipients all go at once (no recipient-local schedule or quiet hours; a campaign with an "
-                        + "Android app is sent whole, by one node, under its Firebase project's quota); nothing was sent"
-                )
-                throw ExitCode(1)
-            }
+        let sliced = access.isShared && journalLocation.setting(campaign.journal).slice != nil
+        if detach, let problem = SendRun.detachProblem(campaign, sliced: sliced) {
+            throw Failure("\(campaign.path): error: \(problem)")
         }
         if campaign.broadcast != nil {
             try await sendBroadcast(campaign, paths: paths, access: access)
@@ -181,23 +163,10 @@ struct Send: AsyncParsableCommand {
             ignoreSchedule: now,
             planFile: planFile != nil,
             confirm: confirm,
-            preview: {
-                try await JournalLocationOption.withJournal(access, readOnly: true) { journal in
-                    try await PlanSummary.planned(
-                        campaign,
-                        journal: journal,
-                        sendTime: Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)),
-                        sendTimeSource: "now",
-                        samples: 0
-                    ).brief()
-                }
-            }
+            preview: { try await Self.preview(campaign, access: access) }
         )
         try await JournalLocationOption.withJournal(access, readOnly: false, refusing: campaign) { opened in
-            guard let journal = opened else { throw ExitCode(1) }
-            var options = SendRun.Options(access, journal: journal, setting: journalLocation.setting(campaign.journal))
-            options.newRun = newRun
-            options.ignoreSchedule = now
+            var options = try options(access, opened: opened, campaign: campaign)
             options.stallTimeout = stall.stallTimeout
             options.plan = planFile
             options.detach = detach
@@ -209,6 +178,37 @@ struct Send: AsyncParsableCommand {
                 format: format,
                 announce: { $0.note }
             )
+        }
+    }
+
+    /// The send's options in the journal `opened` (nil: it could not be, and was said).
+    func options(_ access: JournalAccess, opened: (any Journal)?, campaign: LoadedCampaign) throws -> SendRun.Options {
+        guard let journal = opened else { throw ExitCode(1) }
+        var options = SendRun.Options(access, journal: journal, setting: journalLocation.setting(campaign.journal))
+        options.newRun = newRun
+        options.ignoreSchedule = now
+        return options
+    }
+
+    /// The plan's summary (a broadcast's message), as the question before a production send shows it.
+    static func preview(_ campaign: LoadedCampaign, access: JournalAccess) async throws -> String {
+        try await JournalLocationOption.withJournal(access, readOnly: true) { journal in
+            guard campaign.broadcast == nil else {
+                let now = Date().timeIntervalSince1970
+                let (message, _) = try await BroadcastMessage.planned(
+                    campaign,
+                    journal: journal ?? MemoryJournal(),
+                    now: now
+                )
+                return message?.text() ?? ""
+            }
+            return try await PlanSummary.planned(
+                campaign,
+                journal: journal,
+                sendTime: Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)),
+                sendTimeSource: "now",
+                samples: 0
+            ).brief()
         }
     }
 }
@@ -223,22 +223,10 @@ extension Send {
             ignoreSchedule: now,
             planFile: false,
             confirm: confirm,
-            preview: {
-                try await JournalLocationOption.withJournal(access, readOnly: true) { journal in
-                    let (message, _) = try await BroadcastMessage.planned(
-                        campaign,
-                        journal: journal ?? MemoryJournal(),
-                        now: Date().timeIntervalSince1970
-                    )
-                    return message?.text() ?? ""
-                }
-            }
+            preview: { try await Self.preview(campaign, access: access) }
         )
         try await JournalLocationOption.withJournal(access, readOnly: false, refusing: campaign) { opened in
-            guard let journal = opened else { throw ExitCode(1) }
-            var options = SendRun.Options(access, journal: journal, setting: journalLocation.setting(campaign.journal))
-            options.newRun = newRun
-            options.ignoreSchedule = now
+            let options = try options(access, opened: opened, campaign: campaign)
             let outcome: BroadcastRun.Outcome
             do throws(RunRefusal) {
                 outcome = try await BroadcastRun.send(
@@ -248,27 +236,19 @@ extension Send {
                     variables: ProcessInfo.processInfo.environment
                 )
             } catch {
-                printError(
-                    error.message.hasPrefix(campaign.path) ? error.message : "\(campaign.path): error: \(error.message)"
-                )
-                throw ExitCode(error.exitCode)
+                throw Failure(error, of: campaign)
             }
             if let note = outcome.note { printError("note: \(note)") }
             switch format.format {
             case .json:
-                guard let report = try await RunReport.load(outcome.run, from: journal) else { throw ExitCode(1) }
+                guard let report = try await RunReport.load(outcome.run, from: options.journal) else {
+                    throw ExitCode(1)
+                }
                 print(report.json(), terminator: "")
-            case .text:
-                print(
-                    "run \(outcome.run) of \(campaign.id): broadcast to channel \(outcome.message.channel.name) "
-                        + "(\(outcome.message.channelID ?? "")): \(outcome.answer)"
-                )
+            case .text: print(outcome.line(campaign: campaign.id))
             }
             if let stopped = outcome.stopped {
-                throw Failure(
-                    "\(campaign.path): error: \(stopped); `pushcamp send` resumes run \(outcome.run)",
-                    exitCode: 1
-                )
+                throw Failure("\(campaign.path): error: \(stopped); `pushcamp send` resumes run \(outcome.run)")
             }
             if !outcome.delivered { throw ExitCode(4) }
         }
@@ -301,14 +281,7 @@ struct ConfirmOption: ParsableArguments {
             } catch let error as AudienceError {
                 throw Failure(error.diagnostic.description, exitCode: 1)
             }
-            printError(
-                "About to send to "
-                    + [
-                        campaign.app.map { "APNs production (\($0.environment.host))" },
-                        campaign.android.map { "FCM (\($0.app.name))" },
-                    ].compactMap { $0 }.joined(separator: " and ") + ":\n"
-                    + summary.trimmingCharacters(in: .newlines)
-            )
+            printError(SendRun.confirmationQuestion(for: campaign, summary: summary))
             FileHandle.standardError.write(Data("Type yes to send: ".utf8))
             let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased()
             guard answer == "yes" else {
@@ -338,7 +311,7 @@ func confirmDeliberate(
             now: Date().timeIntervalSince1970
         )
     } catch {
-        throw Failure("\(campaign.path): error: \(error.message)", exitCode: error.exitCode)
+        throw Failure(error, of: campaign)
     }
     // Credentials that cannot be used are refused before anything is asked: a `yes` typed for a
     // send that then stops on a missing key is a question asked for nothing.
@@ -376,16 +349,11 @@ func sendToApp(
             progress: printer.callback(enabled: !quiet)
         )
     } catch {
-        throw Failure("\(campaign.path): error: \(error.message)", exitCode: error.exitCode)
+        throw Failure(error, of: campaign)
     }
     if let line = announce(send) { printError(line) }
     if options.detach {
-        let slices = (try? await options.journal.slices(of: send.run.id).count) ?? 0
-        let planned = (try? await options.journal.run(send.run.id))?.planned ?? 0
-        print(
-            "run \(send.run.id) of \(campaign.id): \(planned) pushes planned into the journal in \(slices) slices; "
-                + "the serve nodes on this journal send it (`pushcamp runs` shows how it goes)"
-        )
+        print(await send.detachedLine(journal: options.journal))
         return
     }
     let report = try await runServices([send], until: send, printer: printer)
@@ -420,16 +388,12 @@ struct SendFormatOption: ParsableArguments {
                 exitCode: 1
             )
         }
-        do {
-            guard var loaded = try await RunReport.load(RunID(run), from: journal) else {
-                throw Failure("error: run \(run) is not in the journal", exitCode: 1)
-            }
-            loaded.rehearsal = rehearsal
-            loaded.fileDisplay = RunReport.projectRelative(loaded.run.file)
-            Swift.print(loaded.json(), terminator: "")
-        } catch let error as JournalError {
-            throw Failure("error: \(error.message)", exitCode: 1)
+        guard var loaded = try await RunReport.load(RunID(run), from: journal) else {
+            throw Failure("error: run \(run) is not in the journal", exitCode: 1)
         }
+        loaded.rehearsal = rehearsal
+        loaded.fileDisplay = RunReport.projectRelative(loaded.run.file)
+        Swift.print(loaded.json(), terminator: "")
     }
 }
 
@@ -454,30 +418,12 @@ struct StallOption: ParsableArguments {
     }
 }
 
-/// Runs `services` in a ServiceGroup until `send` ends (or SIGINT, SIGTERM or SIGHUP drains it),
-/// with the progress line, and returns its report.
+/// Runs `services` until `send` ends (or a signal drains it), with the progress line, and returns
+/// its report.
 func runServices(_ services: [any Service], until send: SendRun, printer: ProgressPrinter) async throws -> SendReport {
-    var configurations = services.map {
-        ServiceGroupConfiguration.ServiceConfiguration(service: $0, successTerminationBehavior: .ignore)
-    }
-    if let index = configurations.firstIndex(where: { $0.service as? SendRun === send }) {
-        configurations[index].successTerminationBehavior = .gracefullyShutdownGroup
-        configurations[index].failureTerminationBehavior = .gracefullyShutdownGroup
-    }
-    var logger = Logger(label: "pushcamp")
-    logger.logLevel = .critical
-    let group = ServiceGroup(
-        configuration: ServiceGroupConfiguration(
-            services: configurations,
-            gracefulShutdownSignals: [.sigint, .sigterm, .sighup],
-            logger: logger
-        )
-    )
-    try await group.run()
+    let report = try await send.runInGroup(with: services)
     printer.finish()
-    guard let report = send.report else {
-        throw Failure("error: the send ended without a report", exitCode: 1)
-    }
+    guard let report else { throw Failure("error: the send ended without a report", exitCode: 1) }
     if report.stop == .interrupted {
         printError("interrupted: in-flight requests were drained; send the campaign again to resume")
     }
@@ -488,12 +434,17 @@ func runServices(_ services: [any Service], until send: SendRun, printer: Progre
 func loadCampaign(_ file: String) throws -> (LoadedCampaign, ProjectPaths) {
     let loaded = CampaignLoader().load(file)
     for diagnostic in loaded.diagnostics { printError(diagnostic.description) }
-    let workingDirectory = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
-    let url = URL(fileURLWithPath: file, relativeTo: workingDirectory).standardizedFileURL
-    guard let campaign = loaded.campaign,
-        let paths = ProjectPaths.locate(campaign: url, workingDirectory: workingDirectory)
-    else { throw ExitCode(1) }
+    guard let campaign = loaded.campaign, let paths = ProjectPaths.locate(campaignFile: file) else { throw ExitCode(1) }
     return (campaign, paths)
+}
+
+extension ProjectPaths {
+    /// The project around campaign `file` (a path as typed, from the working directory).
+    static func locate(campaignFile file: String) -> ProjectPaths? {
+        let workingDirectory = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        let url = URL(fileURLWithPath: file, relativeTo: workingDirectory).standardizedFileURL
+        return ProjectPaths.locate(campaign: url, workingDirectory: workingDirectory)
+    }
 }
 
 extension SendRun.Options {
@@ -502,10 +453,20 @@ extension SendRun.Options {
     /// journal file; not for a journal in memory).
     init(_ access: JournalAccess, journal: any Journal, setting: JournalSetting) {
         self.init(journal: journal)
-        if access.kind != .memory { tokenCache = (setting.path as NSString).deletingLastPathComponent }
-        if let lease = setting.lease { leaseDuration = lease }
-        // Several machines share a PostgreSQL journal: with journal.slice, a run is cut into
-        // slices every node sends.
-        if case .postgres = access.kind, let seconds = setting.slice { slicing = Slicing(seconds: seconds) }
+        let (cache, lease, slicing) = setting.sending(through: access)
+        if access.kind != .memory { tokenCache = cache }
+        if let lease { leaseDuration = lease }
+        self.slicing = slicing
+    }
+}
+
+extension JournalSetting {
+    /// What a send takes from the journal setting, reached through `access`: where provider tokens
+    /// are cached (beside the journal file), the lease, and slices: several machines share a
+    /// PostgreSQL journal, and with journal.slice a run is cut into slices every node sends.
+    func sending(through access: JournalAccess) -> (tokenCache: String, lease: Double?, slicing: Slicing?) {
+        let slicing: Slicing? =
+            if case .postgres = access.kind, let seconds = slice { Slicing(seconds: seconds) } else { nil }
+        return ((path as NSString).deletingLastPathComponent, lease, slicing)
     }
 }

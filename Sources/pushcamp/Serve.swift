@@ -101,14 +101,8 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let (loaded, paths) = try projectOption.load()
-        var given = loaded.serve.listen
-        if let listen, case .success(let parsed) = ListenAddress.parse(listen) { given = parsed }
-        let address = given
-        let level = Logger.Level(rawValue: logLevel) ?? .info
-        let format = logFormat
-        LoggingSystem.bootstrap { label in
-            ServeLogHandler(label: label, format: format, level: level)
-        }
+        let address = listen.flatMap { try? ListenAddress.parse($0).get() } ?? loaded.serve.listen
+        ServeLogHandler.bootstrap(format: logFormat, level: Logger.Level(rawValue: logLevel) ?? .info)
         let logger = Logger(label: "pushcamp.serve")
         var httpLogger = Logger(label: "pushcamp.http")
         httpLogger.logLevel = .warning
@@ -122,47 +116,22 @@ struct Serve: AsyncParsableCommand {
         // The schema brought forward before anything starts (once across nodes starting together:
         // the migration holds an advisory lock), then the journal every service shares.
         try await JournalLocationOption.withJournal(access, readOnly: false) { _ in }
-        let journal: any Journal
-        let client: (any Service)?
-        do {
-            (journal, client) = try access.open(logger: Logger(label: "pushcamp.journal"))
-        } catch {
-            throw Failure("error: \(error.message)", exitCode: 1)
-        }
+        let (journal, client) = try access.open(logger: Logger(label: "pushcamp.journal"))
         var options = ServeNode.Options(stallTimeout: stall.stallTimeout)
-        options.tokenCache = (setting.path as NSString).deletingLastPathComponent
-        options.leaseDuration = setting.lease
-        if case .postgres = access.kind, let seconds = setting.slice { options.slicing = Slicing(seconds: seconds) }
-        let node: ServeNode
-        do throws(ServeNode.Failure) {
-            node = try ServeNode(
-                project: loaded,
-                paths: paths,
-                journal: journal,
-                journalName: access.name,
-                listen: address,
-                options: options,
-                environment: ProcessInfo.processInfo.environment,
-                logger: logger,
-                httpLogger: httpLogger
-            )
-        } catch {
-            throw Failure(error.message, exitCode: 1)
-        }
-        var groupLogger = Logger(label: "pushcamp.lifecycle")
-        groupLogger.logLevel = .warning
-        var services = node.services
-        // First in, last out: the PostgreSQL client stops after the sends have recorded their end.
-        if let client { services.insert(.init(service: client), at: 0) }
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: services,
-                gracefulShutdownSignals: [.sigint, .sigterm, .sighup],
-                logger: groupLogger
-            )
+        (options.tokenCache, options.leaseDuration, options.slicing) = setting.sending(through: access)
+        let node = try ServeNode(
+            project: loaded,
+            paths: paths,
+            journal: journal,
+            journalName: access.name,
+            listen: address,
+            options: options,
+            environment: ProcessInfo.processInfo.environment,
+            logger: logger,
+            httpLogger: httpLogger
         )
         do {
-            try await group.run()
+            try await node.run(after: client)
         } catch {
             throw Failure("error: \(error)", exitCode: 1)
         }

@@ -1,13 +1,11 @@
 import ArgumentParser
-import Crypto
 import Foundation
 import Logging
 import PushcampAPNsCore
-import PushcampFCMCore
 import PushcampModel
+import PushcampSend
 import PushcampSimulator
 import ServiceLifecycle
-import UnixSignals
 
 struct Sim: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -159,85 +157,33 @@ struct Sim: AsyncParsableCommand {
     @OptionGroup var faults: SimulatorFaults
 
     func run() async throws {
-        guard let address = IPv4Address(host) else {
-            throw Failure("error: --host takes an IPv4 address such as 127.0.0.1", exitCode: 1)
+        var options = SimulatorLaunch.Options()
+        (options.host, options.port, options.stateDir, options.keyFile) = (host, port, stateDir, key)
+        (options.teamID, options.keyID, options.topic) = (teamID, keyID, topic)
+        (options.clientCertificates, options.fcmProject) = (clientCertificates, fcmProject)
+        (options.broadcastEnabled, options.broadcastReason) = (!noBroadcast, broadcastReason)
+        options.scenario = try faults.resolve()
+        let launch: SimulatorLaunch
+        do {
+            launch = try SimulatorLaunch(options)
+        } catch let failure as SimulatorLaunch.Failure {
+            throw Failure(failure.description, exitCode: 1)
         }
-        var credentials = try SimulatorCredentials.generate(addresses: host == "127.0.0.1" ? [] : [address])
-        if let key {
-            do {
-                credentials.signingKey = try P256.Signing.PrivateKey(
-                    pemRepresentation: String(contentsOfFile: key, encoding: .utf8)
-                )
-            } catch {
-                throw Failure("\(key): error: not a P-256 private key in PEM form (an Apple .p8 key)", exitCode: 1)
-            }
-        }
-        let (caFile, keyFile) = try credentials.write(to: stateDir)
-        var configuration = SimulatorConfiguration(
-            credentials: credentials,
-            teamID: teamID,
-            keyID: keyID,
-            bundleID: topic
-        )
-        configuration.port = port
-        configuration.host = host
-        // Channels outlive the simulator, as Apple's do.
-        configuration.channelsFile = (stateDir as NSString).appendingPathComponent("channels.json")
-        configuration.broadcast.enabled = !noBroadcast
-        configuration.broadcast.forcedReason = broadcastReason.map(APNsReason.init)
-        configuration.fcm = FCMSimulation(
-            account: try FCMSimulation.generateAccount(projectID: fcmProject, tokenURI: "https://\(host):\(port)/token")
-        )
-        try faults.resolve().apply(to: &configuration)
-        var clientFile: String?
-        if clientCertificates {
-            configuration.acceptsClientCertificates = true
-            let file = (stateDir as NSString).appendingPathComponent("client.pem")
-            // Its private key with it: the owner's alone.
-            try SimulatorCredentials.writePrivate(
-                credentials.clientCertificatePEM(topic: topic ?? "com.example.app"),
-                to: file
-            )
-            clientFile = file
-        }
-        let simulator = try APNsSimulator(configuration: configuration)
+        let simulator = try APNsSimulator(configuration: launch.configuration)
         var logger = Logger(label: "pushcamp-sim")
         logger.logLevel = .critical
         // Listening first, then the group (and its signal handlers) runs before the first line is
         // printed: whoever reads it may stop us at once.
-        let bound = try await simulator.start()
-        let fcmFile = (stateDir as NSString).appendingPathComponent("fcm-service-account.json")
-        if let fcm = simulator.fcm {
-            // A private key: the owner's alone, as a downloaded key file should be.
-            try SimulatorCredentials.writePrivate(fcm.account.json, to: fcmFile)
-        }
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: [.init(service: simulator)],
-                gracefulShutdownSignals: [.sigint, .sigterm, .sighup],
-                logger: logger
-            )
-        )
+        let bound = try await launch.start(simulator)
+        let group = ServiceGroup.drainedBySignals([.init(service: simulator)], logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             await Task.yield()
-            print("pushcamp sim: listening on https://\(host):\(bound)")
-            print("  trust:  \(caFile)")
-            print("  key:    \(key ?? keyFile)")
-            if let clientFile { print("  client certificate: \(clientFile)") }
-            print("  fcm:    \(fcmFile) (project \(fcmProject))")
+            print(launch.banner(port: bound), terminator: "")
             fflush(nil)
             try await tasks.waitForAll()
         }
-        let recorder = simulator.recorder
-        print(recorder.summaryText(verifier: configuration.verifier), terminator: "")
-        if let record { try recorder.deviceCSV().write(toFile: record, atomically: true, encoding: .utf8) }
-        if let recordBroadcast {
-            try recorder.broadcastLines().write(toFile: recordBroadcast, atomically: true, encoding: .utf8)
-        }
-        if let recordFcm { try recorder.fcmLines().write(toFile: recordFcm, atomically: true, encoding: .utf8) }
-        if let fcm = simulator.fcm, fcm.accessTokensIssued > 0 {
-            print("fcm access tokens: \(fcm.accessTokensIssued) issued")
-        }
+        print(launch.farewell(simulator), terminator: "")
+        try simulator.recorder.export(devices: record, broadcast: recordBroadcast, fcm: recordFcm)
     }
 }

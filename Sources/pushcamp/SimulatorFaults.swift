@@ -153,7 +153,13 @@ struct SimulatorFaults: ParsableArguments {
                 throw Failure(error.description, exitCode: 1)
             }
         }
-        if let tokens { resolved.tokens.merge(try tokenRules(tokens)) { _, flag in flag } }
+        if let tokens {
+            do throws(SimulatorError) {
+                resolved.tokens.merge(try TokenBehaviour.readFile(tokens)) { _, flag in flag }
+            } catch {
+                throw Failure(error.description, exitCode: 1)
+            }
+        }
         resolved.maxStreams = maxStreams ?? resolved.maxStreams
         resolved.goawayAfter = goawayAfter ?? resolved.goawayAfter
         resolved.dropAfter = dropAfter ?? resolved.dropAfter
@@ -168,19 +174,5 @@ struct SimulatorFaults: ParsableArguments {
         resolved.fcmRevokeAfter = fcmRevokeAfter ?? resolved.fcmRevokeAfter
         resolved.fcmDeleteKeyAfter = fcmDeleteKeyAfter ?? resolved.fcmDeleteKeyAfter
         return resolved
-    }
-
-    private func tokenRules(_ path: String) throws -> [String: TokenBehaviour] {
-        let text: String
-        do {
-            text = String(decoding: try InputFile.read(path, limit: 256 << 20), as: UTF8.self)
-        } catch {
-            throw Failure("\(path): error: the tokens file \(error.description)", exitCode: 1)
-        }
-        do {
-            return try TokenBehaviour.parseFile(text, path: path)
-        } catch {
-            throw Failure(error.description, exitCode: 1)
-        }
     }
 }

@@ -30,17 +30,13 @@ struct Status: AsyncParsableCommand {
     func run() async throws {
         let (project, paths) = try journalOption.projectOption.load()
         let status = try await journalOption.withJournal { journal, name in
-            do throws(JournalError) {
-                return try await ProjectStatus.read(
-                    paths: paths,
-                    folders: project.serve.campaignFolders,
-                    journal: journal,
-                    journalName: name,
-                    now: Date().timeIntervalSince1970
-                )
-            } catch {
-                throw Failure("error: \(error.message)", exitCode: 1)
-            }
+            try await ProjectStatus.read(
+                paths: paths,
+                folders: project.serve.campaignFolders,
+                journal: journal,
+                journalName: name,
+                now: Date().timeIntervalSince1970
+            )
         }
         if format == .json { print(status.json(), terminator: "") } else { printDocument(status.text()) }
     }

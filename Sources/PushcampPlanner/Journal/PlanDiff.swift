@@ -223,3 +223,46 @@ public struct PlanDiff: Sendable {
         return out
     }
 }
+
+extension PlanDiff {
+    /// What `diff` compares the plan of now with: a plan file, a run of the campaign, or (nil)
+    /// its latest run.
+    public enum Baseline: Sendable {
+        case planFile(String)
+        case run(RunID?)
+    }
+
+    /// A run to compare with that is not the campaign's.
+    public struct Refusal: Error, Sendable {
+        public var message: String
+    }
+
+    /// The side `baseline` names for `campaign`, with the campaign's files changed since (a plan
+    /// file's); nil when the campaign was never sent. Throws `PlanFileError` for a plan file that
+    /// cannot be read, `Refusal` for a run that is not the campaign's, `JournalError` when the
+    /// journal cannot be read.
+    public static func before(
+        _ campaign: LoadedCampaign,
+        baseline: Baseline,
+        journal: (any Journal)?
+    ) async throws -> (side: Side, changedFiles: [String])? {
+        switch baseline {
+        case .planFile(let path):
+            let file = try PlanFile.read(from: path)
+            return (side(file, path: path), file.differences(from: campaign))
+        case .run(let number?):
+            guard let record = try await journal?.run(number), record.campaign == campaign.id else {
+                throw Refusal(message: "campaign \(campaign.id) has no run \(number); `pushcamp runs` lists them")
+            }
+            return (try await side(of: record, in: journal), [])
+        case .run(nil):
+            guard let record = try await journal?.latestRun(campaign: campaign.id) else { return nil }
+            return (try await side(of: record, in: journal), [])
+        }
+    }
+
+    static func side(of record: RunRecord, in journal: (any Journal)?) async throws -> Side {
+        let stats = try await journal?.stats(of: record.id)
+        return side(record, plan: stats?.plan, sent: stats?.sent)
+    }
+}

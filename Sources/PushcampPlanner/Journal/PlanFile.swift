@@ -95,6 +95,15 @@ public struct PlanFile: Codable, Sendable, Equatable {
     }
 
     public func write(to path: String) throws(PlanFileError) {
+        let directory = (path as NSString).deletingLastPathComponent
+        do {
+            try FileManager.default.createDirectory(
+                atPath: directory.isEmpty ? "." : directory,
+                withIntermediateDirectories: true
+            )
+        } catch {
+            throw PlanFileError("cannot create the directory of \(path): \(error.localizedDescription)")
+        }
         do {
             try encoded().write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {

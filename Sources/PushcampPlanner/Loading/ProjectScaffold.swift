@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// What `pushcamp init` writes: a project that validates, plans and rehearses as it is — pushcamp.yaml
@@ -18,6 +19,21 @@ public enum ProjectScaffold {
             self.binarySHA256 = binarySHA256
         }
 
+        /// The release of the binary running now (version `version`), pinned by its own SHA-256.
+        public static func running(version: String, url: String?) throws -> Release {
+            let executable = Bundle.main.executableURL ?? URL(fileURLWithPath: "/proc/self/exe")
+            let data = try Data(contentsOf: executable.resolvingSymlinksInPath())
+            let hash = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+            return Release(version: version, url: url, binarySHA256: hash)
+        }
+
+        /// Said when the binary pinning the workflow was built from source: no release has it.
+        public static let sourceBuildWarning = """
+            warning: this pushcamp is built from source, so the CI workflow pins the checksum of this \
+            binary, which the release's binary does not match; run init with a packaged pushcamp, or put \
+            the checksum from the release's SHA256SUMS in PUSHCAMP_SHA256 (.github/workflows/pushcamp.yml)
+            """
+
         /// Where releases are published: `scripts/package.sh`'s tarball, attached to the
         /// release tagged `v`VERSION.
         public static func url(version: String) -> String {
@@ -35,6 +51,19 @@ public enum ProjectScaffold {
             (".gitignore", ".pushcamp/\n"),
             (".github/workflows/pushcamp.yml", workflow(release)),
         ]
+    }
+
+    /// What to do next in a project written into `directory` (as the user typed it).
+    public static func nextSteps(directory: String) -> String {
+        let cd = directory == "." ? "" : "cd \(directory) && "
+        return """
+
+            Next:
+              \(cd)pushcamp plan campaigns/welcome.yaml        # what would be sent, to whom
+              pushcamp rehearse campaigns/welcome.yaml              # the whole send, against a local APNs and FCM simulator
+            Then put your team id, key id and key file in pushcamp.yaml, your Firebase service account's \
+            key in FCM_SERVICE_ACCOUNT (docs/android.md), and `pushcamp send`.
+            """
     }
 
     public struct Refusal: Error, CustomStringConvertible {

@@ -162,3 +162,19 @@ public struct SizeStatistics: Sendable, Hashable {
         return maximum
     }
 }
+
+extension PlanSummary {
+    /// Why a plan of `campaign` is no plan at all, located where the fault is: an audience with no
+    /// recipients, or one nobody of which would be sent anything. A trigger campaign reaches whoever
+    /// its notifications name: none joined yet is not a fault.
+    public func emptiness(of campaign: LoadedCampaign) -> String? {
+        if audience.read == 0 { return "\(source): error: the audience has no recipients" }
+        guard planned == 0 && failed == 0 && campaign.trigger == nil else { return nil }
+        let unsubscribed = campaign.subscriptions != nil ? ", with no subscription in the selected states" : ""
+        return "\(campaign.path): error: nobody would be sent anything: all \(audience.read) rows were invalid, "
+            + "duplicates, filtered out, excluded\(unsubscribed), suppressed, capped"
+            + (timing == nil
+                ? " or held out"
+                : ", held out or dropped by the campaign's timing (quiet hours, on_passed; see the timeline)")
+    }
+}

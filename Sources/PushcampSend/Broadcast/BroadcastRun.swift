@@ -43,6 +43,11 @@ public enum BroadcastRun {
 
         public var delivered: Bool { status == 200 }
 
+        /// `run N of CAMPAIGN: broadcast to channel NAME (ID): ANSWER`, what `send` says of it.
+        public func line(campaign: String) -> String {
+            "run \(run) of \(campaign): broadcast to channel \(message.channel.name) (\(message.channelID ?? "")): \(answer)"
+        }
+
         /// The outcome in words: `200 …`, or the status and reason and why it was not sent again,
         /// with the attempts and possible duplicates when there were several.
         public var answer: String {

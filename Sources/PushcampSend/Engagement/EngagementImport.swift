@@ -1,3 +1,4 @@
+import PushcampAPNsCore
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
@@ -36,6 +37,27 @@ public struct EngagementImport: Sendable {
     /// Why rows cannot be matched to `run` at all.
     public struct Refusal: Error, Sendable, CustomStringConvertible {
         public var description: String
+        /// The run named is not in the journal (or the campaign has none yet).
+        public var noSuchRun = false
+    }
+
+    /// Run `number` of `campaign` (nil: its latest), ready to match rows against: what
+    /// `pushcamp engagement import` and the console's engagement POST both resolve.
+    public static func forRun(
+        _ number: RunID?,
+        of campaign: LoadedCampaign,
+        in journal: any JournalStore
+    ) async throws -> EngagementImport {
+        let record =
+            if let number { try await journal.run(number) } else { try await journal.latestRun(campaign: campaign.id) }
+        guard let record else {
+            throw Refusal(
+                description: number.map { "there is no run \($0) in the journal" }
+                    ?? "'\(campaign.id)' has no run in the journal yet: send it first",
+                noSuchRun: true
+            )
+        }
+        return try EngagementImport(campaign: campaign, run: record)
     }
 
     /// Rows matched per pass over the audience.
@@ -129,6 +151,25 @@ public struct EngagementImport: Sendable {
         return outcome
     }
 
+    /// Matches and records the `rows` well-formed rows of `file` a chunk at a time (the first
+    /// chunk, `firstChunk`, already read), each chunk one pass over the audience: memory stays
+    /// bounded whatever the file's size. `outcome` holds what was recorded, also when a chunk fails.
+    public func record(
+        _ file: EngagementFile,
+        rows: Int,
+        firstChunk: [EngagementRow],
+        in journal: any JournalStore & EngagementStore,
+        clock: any WallClock = SystemWallClock(),
+        outcome: inout Outcome
+    ) async throws {
+        var first = 0
+        while first < rows {
+            let chunk = first == 0 ? firstChunk : try file.rows(from: first, count: Self.chunkSize)
+            outcome = outcome + (try await record(chunk, in: journal, now: clock.now()))
+            first += Self.chunkSize
+        }
+    }
+
     /// `ranges` sorted, with overlapping and adjacent ones joined.
     static func merged(_ ranges: [ClosedRange<Int>]) -> [ClosedRange<Int>] {
         var merged: [ClosedRange<Int>] = []
@@ -151,5 +192,19 @@ public struct EngagementImport: Sendable {
             if ranges[middle].upperBound < seq { low = middle + 1 } else { high = middle }
         }
         return low < ranges.count && ranges[low].contains(seq)
+    }
+}
+
+extension EngagementImport.Outcome {
+    /// What `pushcamp engagement import` says when it is done: the events recorded from `rows`
+    /// rows into `run`, and the rows left out, with why.
+    public func summary(rows: Int, run: RunID) -> String {
+        var lines = [
+            "run \(run): \(recorded) event\(recorded == 1 ? "" : "s") recorded from \(rows) row\(rows == 1 ? "" : "s")"
+        ]
+        if alreadyRecorded > 0 { lines.append("  \(alreadyRecorded) already recorded") }
+        if notSent > 0 { lines.append("  \(notSent) named a recipient the run did not send to (left out)") }
+        if unmatched > 0 { lines.append("  \(unmatched) named no recipient of the run (left out)") }
+        return lines.joined(separator: "\n")
     }
 }

@@ -205,3 +205,58 @@ public enum Checkup {
         )
     }
 }
+
+extension Checkup {
+    /// Why doctor cannot check what it was asked to (a usage error: exit 64).
+    public struct Refusal: Error, Sendable {
+        public var message: String
+    }
+
+    /// The project's line: where pushcamp.yaml is, and how many apps it has.
+    public static func projectLine(_ project: Project, paths: ProjectPaths) -> CheckLine {
+        let apps = project.apps.count + project.fcmApps.count
+        return CheckLine(
+            outcome: .ok,
+            subject: paths.projectFileDisplay,
+            detail: "\(apps) app\(apps == 1 ? "" : "s")"
+                + (project.fcmApps.isEmpty ? "" : " (\(project.fcmApps.count) on FCM)")
+        )
+    }
+
+    /// The apps to check, by name: every one, or the one `name` picks. A test push is sent with one
+    /// APNs app, so `sendTest` needs a single APNs app to be chosen, and checks no FCM app.
+    public static func apps(
+        of project: Project,
+        named name: String?,
+        sendTest: Bool
+    ) throws(Refusal) -> (apns: [AppConfig], fcm: [FCMAppConfig]) {
+        var apps = project.apps.values.sorted { $0.name < $1.name }
+        var fcmApps = project.fcmApps.values.sorted { $0.name < $1.name }
+        guard let name else {
+            if sendTest && apps.count > 1 {
+                throw Refusal(
+                    message:
+                        "--send-test sends with one app: name it with --app (\(project.apps.keys.sorted().joined(separator: ", ")))"
+                )
+            }
+            // A test push checks an APNs app; FCM apps are checked without sending, another time.
+            return (apps, sendTest ? [] : fcmApps)
+        }
+        apps = apps.filter { $0.name == name }
+        fcmApps = fcmApps.filter { $0.name == name }
+        if apps.isEmpty && fcmApps.isEmpty {
+            let names = (Array(project.apps.keys) + Array(project.fcmApps.keys)).sorted().joined(separator: ", ")
+            throw Refusal(
+                message: "--app \(name.escapingControlCharacters): pushcamp.yaml has no such app (it has \(names))"
+            )
+        }
+        if sendTest && !fcmApps.isEmpty {
+            throw Refusal(
+                message:
+                    "--send-test sends an APNs push; \(name.escapingControlCharacters) is an FCM app, which doctor "
+                    + "checks without sending"
+            )
+        }
+        return (apps, fcmApps)
+    }
+}

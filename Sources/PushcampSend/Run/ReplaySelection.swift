@@ -130,3 +130,17 @@ public struct ReplaySelection: Sendable, Equatable {
         return FCMReason.prefix + (code.hasSuffix(":TOKEN") ? code.dropLast(6) + ":token" : code)
     }
 }
+
+extension ReplaySelection {
+    /// What a replay of `campaign` would send, for the question before a production send.
+    public func preview(of campaign: String) -> String {
+        "  a replay of run \(original.id) of \(campaign): \(recipients.count) recipient(s) that failed with "
+            + reasons.joined(separator: ", ") + "\n"
+    }
+
+    /// The line said when the replay starts as run `replay`.
+    public func announcement(of campaign: String, as replay: RunID) -> String {
+        "replaying run \(original.id) of \(campaign) as run \(replay): \(recipients.count) recipient(s) "
+            + "that failed with \(reasons.joined(separator: ", "))"
+    }
+}

@@ -524,3 +524,35 @@ extension SendRun {
         )
     }
 }
+
+extension SendRun {
+    /// The question asked on the terminal before a send to production: where it goes, what the plan's
+    /// `summary` says it sends.
+    public static func confirmationQuestion(for campaign: LoadedCampaign, summary: String) -> String {
+        let places = [
+            campaign.app.map { "APNs production (\($0.environment.host))" },
+            campaign.android.map { "FCM (\($0.app.name))" },
+        ]
+        return "About to send to \(places.compactMap { $0 }.joined(separator: " and ")):\n"
+            + summary.trimmingCharacters(in: .newlines)
+    }
+
+    /// What `send --detach` says once the run is planned into `journal` and left to the serve nodes.
+    public func detachedLine(journal: any Journal) async -> String {
+        let slices = (try? await journal.slices(of: run.id).count) ?? 0
+        let planned = (try? await journal.run(run.id))?.planned ?? 0
+        return "run \(run.id) of \(run.campaign): \(planned) pushes planned into the journal in \(slices) slices; "
+            + "the serve nodes on this journal send it (`pushcamp runs` shows how it goes)"
+    }
+
+    /// Why `campaign` cannot be left to the serve nodes (`send --detach`), or nil when it can:
+    /// detaching needs a PostgreSQL journal cut into slices (`sliced`) and a campaign all of whose
+    /// recipients go at once to iOS.
+    public static func detachProblem(_ campaign: LoadedCampaign, sliced: Bool) -> String? {
+        if sliced && campaign.isSliceable(as: .send) { return nil }
+        return "--detach leaves a run to the serve nodes of a shared journal: it needs "
+            + "a PostgreSQL journal cut into slices (journal.url and journal.slice) and an iOS campaign whose "
+            + "recipients all go at once (no recipient-local schedule or quiet hours; a campaign with an "
+            + "Android app is sent whole, by one node, under its Firebase project's quota); nothing was sent"
+    }
+}

@@ -256,8 +256,6 @@ public final class AppStoreReceiver: Sendable {
         )
     }
 
-    /// The intake for the apps of `project` with `app_store:` (nil when none has): Apple Root CA - G3,
-    /// plus the `trusted_roots` of tests, with a warning for each.
     /// The intake for `project` (see `intake(for:paths:environment:logger:)`), throwing when no app
     /// has an `app_store:` key.
     public static func requiredIntake(
@@ -274,6 +272,8 @@ public final class AppStoreReceiver: Sendable {
         return intake
     }
 
+    /// The intake for the apps of `project` with `app_store:` (nil when none has): Apple Root CA - G3,
+    /// plus the `trusted_roots` of tests, with a warning for each.
     public static func intake(
         for project: Project,
         paths: ProjectPaths,

@@ -1,5 +1,7 @@
+import Foundation
 import PushcampAppStore
 import PushcampJournal
+import PushcampModel
 
 /// `pushcamp appstore history`: the App Store Server API's notification history, page by page,
 /// each notification taken in as `serve` takes one in (verified, stored once, quarantined when the
@@ -58,5 +60,28 @@ public struct HistoryBackfill: Sendable {
         return "\(total) notification\(total == 1 ? "" : "s"): \(new) new (\(counts["stored"] ?? 0) stored, "
             + "\(counts["quarantined"] ?? 0) quarantined), \(counts["duplicate"] ?? 0) already kept, "
             + "\(counts["refused"] ?? 0) refused"
+    }
+}
+
+extension HistoryBackfill {
+    /// `APP (ENVIRONMENT), notifications since TIME: N pages, M waits for Apple's rate limit`.
+    public func heading(app: String, environment: String, query: NotificationHistoryQuery) -> String {
+        let pages = fetched?.pages ?? 0
+        let waits = fetched?.waits ?? 0
+        let waitText = waits > 0 ? ", \(waits) wait\(waits == 1 ? "" : "s") for Apple's rate limit" : ""
+        let what = query.onlyFailures ? "failed notifications" : "notifications"
+        return "\(app) (\(environment)), \(what) since \(Timestamps.text(query.start.timeIntervalSince1970)): "
+            + "\(pages) page\(pages == 1 ? "" : "s")\(waitText)"
+    }
+
+    /// The failure as the command says it (after the summary), with its exit code: 2 when Apple
+    /// refused the key, else 1.
+    public var failureMessage: (message: String, exitCode: Int32)? {
+        switch failure {
+        case .api(let message, let unauthorized)?: ("error: \(message.escapingControlCharacters)", unauthorized ? 2 : 1)
+        case .journal(let message)?:
+            ("error: the journal cannot keep notifications: \(message); run the command again", 1)
+        case nil: nil
+        }
     }
 }

@@ -113,21 +113,13 @@ public enum EngagementPost {
             return error(404, ["no valid campaign '\(request.campaign)' in the watched folders"])
         }
         do {
-            let record: RunRecord?
-            if let run = request.run {
-                record = try await journal.run(RunID(run))
-            } else {
-                record = try await journal.latestRun(campaign: campaign.id)
-            }
-            guard let record else {
-                return error(404, [request.run.map { "there is no run \($0)" } ?? "'\(campaign.id)' has no run yet"])
-            }
             let matcher: EngagementImport
             do {
-                matcher = try EngagementImport(campaign: campaign, run: record)
-            } catch {
-                return Self.error(409, [error.description])
+                matcher = try await EngagementImport.forRun(request.run.map(RunID.init), of: campaign, in: journal)
+            } catch let refusal as EngagementImport.Refusal {
+                return Self.error(refusal.noSuchRun ? 404 : 409, [refusal.description])
             }
+            let record = matcher.run
             let outcome = try await matcher.record(request.rows, in: journal, now: now)
             let body: JSONValue = .object([
                 ("run", .integer(Int(record.id.rawValue))), ("recorded", .integer(outcome.recorded)),

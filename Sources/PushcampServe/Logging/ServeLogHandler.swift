@@ -25,6 +25,11 @@ public struct ServeLogHandler: LogHandler {
     /// What each line's `time` is read from.
     let clock: any WallClock
 
+    /// Makes every logger of the process log as `serve` does, from `level` up, in `format`.
+    public static func bootstrap(format: Format, level: Logger.Level) {
+        LoggingSystem.bootstrap { label in ServeLogHandler(label: label, format: format, level: level) }
+    }
+
     public init(
         label: String,
         format: Format,

@@ -1,3 +1,4 @@
+import Foundation
 import PushcampAPNsCore
 import PushcampFCMCore
 
@@ -30,6 +31,18 @@ public enum TokenBehaviour: Hashable, Sendable {
     case reason(APNsReason)
     /// An FCM error code (FCM tokens only; an APNs request to such a token gets 200).
     case fcm(FCMReason)
+
+    /// Reads and parses the tokens file at `path` (`--tokens`); the error names the file, and the
+    /// line when one is wrong.
+    public static func readFile(_ path: String) throws(SimulatorError) -> [String: TokenBehaviour] {
+        let text: String
+        do {
+            text = String(decoding: try InputFile.read(path, limit: 256 << 20), as: UTF8.self)
+        } catch {
+            throw SimulatorError("\(path): error: the tokens file \(error.description)")
+        }
+        return try parseFile(text, path: path)
+    }
 
     /// Parses a tokens file: `token behaviour [argument]` per line, `#` starts a comment.
     public static func parseFile(_ text: String, path: String) throws(SimulatorError) -> [String: TokenBehaviour] {
