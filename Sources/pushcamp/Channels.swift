@@ -49,9 +49,7 @@ struct Channels: AsyncParsableCommand {
         @OptionGroup var location: JournalLocationOption
 
         /// Runs `body` with the project's channels: its journal (a SQLite file not made yet reads
-        /// as empty unless `forWriting`) and clients made on demand, closed when it ends. A failure
-        /// is said with its exit status: 2 for APNs, 1 for the journal, 64 for a name not in the
-        /// project.
+        /// as empty unless `forWriting`) and clients made on demand, closed when it ends.
         func withOpened<T>(
             forWriting: Bool,
             _ body: (ProjectChannels) async throws(ProjectChannels.Failure) -> T
@@ -68,20 +66,7 @@ struct Channels: AsyncParsableCommand {
                     tokenCache: (setting.path as NSString).deletingLastPathComponent,
                     environment: ProcessInfo.processInfo.environment
                 )
-                do throws(ProjectChannels.Failure) {
-                    let result = try await body(channels)
-                    await channels.close()
-                    return result
-                } catch {
-                    await channels.close()
-                    let code: Int32 =
-                        switch error.kind {
-                        case .apns: 2
-                        case .journal: 1
-                        case .project: 64
-                        }
-                    throw Failure(error.message, exitCode: code)
-                }
+                return try await channels.use(body)
             }
         }
     }

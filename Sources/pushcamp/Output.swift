@@ -58,6 +58,14 @@ extension Failure {
         case let error as ServeNode.Failure: self.init(error.message, exitCode: 1)
         case let error as HistoryBackfill.SetupError: self.init(error.message, exitCode: 1)
         case let error as AppStoreSetupError: self.init("error: \(error)", exitCode: 1)
+        case let error as ProjectChannels.Failure:
+            let code: Int32 =
+                switch error.kind {
+                case .apns: 2  // APNs refused or could not be reached
+                case .journal: 1
+                case .project: 64  // a name the project does not have
+                }
+            self.init(error.message, exitCode: code)
         case let error as Checkup.Refusal: self.init("error: \(error.message)", exitCode: 64)
         default: return nil
         }

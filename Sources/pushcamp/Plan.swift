@@ -5,6 +5,8 @@ import PushcampJournal
 import PushcampJournalAccess
 import PushcampModel
 import PushcampPlanner
+// Only for --fcm-dry-run: Google's dry run is a send (validate_only) over the campaign's FCM
+// connections, the one thing plan takes from the send module; planning itself imports no send.
 import PushcampSend
 
 struct Plan: AsyncParsableCommand {

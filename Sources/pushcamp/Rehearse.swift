@@ -108,10 +108,7 @@ extension Rehearse {
         }
         let outcome = result.outcome
         switch format.format {
-        case .json:
-            guard var report = try await RunReport.load(outcome.run, from: rehearsal.journal) else { throw ExitCode(1) }
-            report.rehearsal = true
-            print(report.json(), terminator: "")
+        case .json: try await format.printJSON(outcome.run, journal: rehearsal.journal, rehearsal: true)
         case .text:
             print(outcome.message.text(), terminator: "")
             let answer =

@@ -65,11 +65,7 @@ struct Report: AsyncParsableCommand {
                 print(format == .json ? "null" : "no runs yet: \(nothing)")
                 return
             }
-            guard var report = try await RunReport.load(id, from: journal) else {
-                throw Failure("error: no run \(id) in \(path); `pushcamp runs` lists them", exitCode: 1)
-            }
-            report.rehearsal = journalOption.rehearsal
-            report.fileDisplay = RunReport.projectRelative(report.run.file)
+            let report = try await RunReport.shown(id, from: journal, name: path, rehearsal: journalOption.rehearsal)
             let text =
                 switch format {
                 case .text: report.text()
@@ -94,6 +90,22 @@ struct Report: AsyncParsableCommand {
 }
 
 extension RunReport {
+    /// Run `id`'s report as the commands print it: its file relative to the project, marked as a
+    /// rehearsal's when it is one. A run not in `journal` (called `name`) is an error naming it.
+    static func shown(
+        _ id: RunID,
+        from journal: any Journal,
+        name: String = "the journal",
+        rehearsal: Bool
+    ) async throws -> RunReport {
+        guard var report = try await load(id, from: journal) else {
+            throw Failure("error: no run \(id) in \(name); `pushcamp runs` lists them", exitCode: 1)
+        }
+        report.rehearsal = rehearsal
+        report.fileDisplay = projectRelative(report.run.file)
+        return report
+    }
+
     /// `file` relative to the project around the working directory, when it lies inside it.
     static func projectRelative(_ file: String?) -> String? {
         guard let file else { return nil }

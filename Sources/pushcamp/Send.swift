@@ -240,11 +240,7 @@ extension Send {
             }
             if let note = outcome.note { printError("note: \(note)") }
             switch format.format {
-            case .json:
-                guard let report = try await RunReport.load(outcome.run, from: options.journal) else {
-                    throw ExitCode(1)
-                }
-                print(report.json(), terminator: "")
+            case .json: try await format.printJSON(outcome.run, journal: options.journal, rehearsal: false)
             case .text: print(outcome.line(campaign: campaign.id))
             }
             if let stopped = outcome.stopped {
@@ -388,12 +384,12 @@ struct SendFormatOption: ParsableArguments {
                 exitCode: 1
             )
         }
-        guard var loaded = try await RunReport.load(RunID(run), from: journal) else {
-            throw Failure("error: run \(run) is not in the journal", exitCode: 1)
-        }
-        loaded.rehearsal = rehearsal
-        loaded.fileDisplay = RunReport.projectRelative(loaded.run.file)
-        Swift.print(loaded.json(), terminator: "")
+        try await printJSON(RunID(run), journal: journal, rehearsal: rehearsal)
+    }
+
+    /// Prints run `run`'s JSON report, read back from `journal`.
+    func printJSON(_ run: RunID, journal: any Journal, rehearsal: Bool) async throws {
+        Swift.print(try await RunReport.shown(run, from: journal, rehearsal: rehearsal).json(), terminator: "")
     }
 }
 

@@ -182,6 +182,18 @@ public final class ProjectChannels {
         clients = [:]
     }
 
+    /// Runs `body` with these channels and closes their clients when it ends, thrown or not.
+    public func use<T>(_ body: (ProjectChannels) async throws(Failure) -> T) async throws(Failure) -> T {
+        do {
+            let result = try await body(self)
+            await close()
+            return result
+        } catch {
+            await close()
+            throw error
+        }
+    }
+
     private static func apns<T>(
         _ body: () async throws(ChannelClient.Failure) -> T
     ) async throws(Failure) -> T {
