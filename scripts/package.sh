@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The release artifact: a pushcamp binary that runs on a Linux machine with no Swift on it, packed
-# with the README, the docs and the example alert rules.
+# with its licence (Apache-2.0), the README, the docs and the example alert rules.
 #
 #   scripts/package.sh                  build it (release, the Swift runtime and Foundation, libnghttp2
 #                                       and SQLite linked in), strip it and pack it into dist/
@@ -10,7 +10,7 @@
 #
 # Writes DIR/pushcamp-VERSION-linux-ARCH.tar.gz and, beside it, its checksum (.sha256, the format
 # `sha256sum --check` reads). The tarball holds one folder, pushcamp-VERSION/, with bin/pushcamp,
-# SHA256SUMS (the binary's checksum, which the CI workflow of `pushcamp init` pins), README.md,
+# SHA256SUMS (the binary's checksum, which the CI workflow of `pushcamp init` pins), LICENSE, README.md,
 # docs/ (docs/alerts/ has the example Prometheus rules) and VERSION (what `--version` says).
 # docs/install.md says how to install it; scripts/install-test.sh proves it on a bare Debian.
 set -euo pipefail
@@ -69,7 +69,7 @@ root="$work/pushcamp-$version"
 mkdir -p "$root/bin"
 cp "$binary" "$root/bin/pushcamp"
 strip "$root/bin/pushcamp"
-cp README.md "$root/"
+cp LICENSE README.md "$root/"
 cp -R docs "$root/docs"
 "$root/bin/pushcamp" --version > "$root/VERSION"
 (cd "$root" && sha256sum bin/pushcamp > SHA256SUMS)
