@@ -2,9 +2,9 @@
 # The packaged binary on a bare Debian, as a server or a CI runner gets it: debootstrap makes a
 # minimal root (minbase: no Swift, no compiler, no -dev package, no libcurl, no libnghttp2, no
 # SQLite library, no CA certificates), the tarball is unpacked into it, and a user who is not root
-# runs `pushcamp --version`, `init`, `validate`, `plan`, `rehearse`, `status` and `runs` inside it
-# (chroot). The Docker image cannot be built on the machines this project is made on; this test
-# stands in for it (docs/install.md).
+# runs `pushcamp --version`, `init`, `validate`, `plan`, `rehearse`, `status`, `runs` and `doctor`
+# inside it (chroot); doctor must name the missing CA certificates. The Docker image cannot be
+# built on the machines this project is made on; this test stands in for it (docs/install.md).
 #
 #   scripts/install-test.sh [TARBALL]   default: the newest dist/pushcamp-*.tar.gz (scripts/package.sh)
 #
@@ -52,6 +52,7 @@ tar -xzf "$tarball" -C "$root/opt"
 install_dir=$(cd "$root/opt" && ls -d pushcamp-*)
 ln -s "/opt/$install_dir/bin/pushcamp" "$root/usr/local/bin/pushcamp"
 (cd "$root/opt/$install_dir" && sha256sum --check --strict SHA256SUMS)
+grep -q "Apache License" "$root/opt/$install_dir/LICENSE" || fail "the release carries no LICENSE"
 mount -t proc proc "$root/proc"
 chroot "$root" useradd --create-home --shell /bin/sh ci
 
@@ -73,6 +74,17 @@ expect() {
     grep -qF -- "$expected" <<<"$output" || fail "$* did not print: $expected"
 }
 
+# Runs it and checks it exits `status` and its output holds `expected` (a fixed string).
+expect_status() {
+    local wanted=$1 expected=$2
+    shift 2
+    local output status=0
+    output=$(inside "$@" 2>&1) || status=$?
+    printf '%s\n' "$output"
+    [[ $status -eq $wanted ]] || fail "$* exited $status, not $wanted"
+    grep -qF -- "$expected" <<<"$output" || fail "$* did not print: $expected"
+}
+
 step "pushcamp --version"
 expect ", release)" pushcamp --version
 step "pushcamp init"
@@ -87,6 +99,18 @@ step "pushcamp status and runs on a project that has sent nothing"
 expect "Runs being sent or interrupted" -C /home/ci/demo pushcamp status
 expect "no runs yet" -C /home/ci/demo pushcamp runs
 expect "welcome" -C /home/ci/demo pushcamp runs --rehearsal
+
+step "pushcamp doctor on a machine without the system's certificate authorities (minbase has none)"
+if [[ -e "$root/etc/ssl/certs/ca-certificates.crt" ]]; then
+    fail "the root has ca-certificates: this step checks the error of a machine without them"
+fi
+# A real key named as Apple names it, so what fails is TLS's set-up, not the credentials.
+mkdir -p "$root/home/ci/keyed"
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$root/home/ci/keyed/AuthKey_PUSHCAMP01.p8"
+printf 'apps:\n  shop:\n    topic: com.example.shop\n    team_id: TEAMID0001\n    key_id: PUSHCAMP01\n    key_file: AuthKey_PUSHCAMP01.p8\n' \
+    > "$root/home/ci/keyed/pushcamp.yaml"
+chroot "$root" chown -R ci:ci /home/ci/keyed
+expect_status 2 "apt-get install ca-certificates" -C /home/ci/keyed pushcamp doctor
 
 echo
 echo "install test passed: $(basename "$tarball") runs on a bare Debian bookworm"

@@ -151,6 +151,11 @@ struct CLITests {
         ] {
             #expect(FileManager.default.fileExists(atPath: project.appendingPathComponent(file).path), "\(file)")
         }
+        // Credentials never go in git: Apple's keys and certificates, Firebase service-account keys.
+        let ignored = try String(contentsOf: project.appendingPathComponent(".gitignore"), encoding: .utf8)
+        for pattern in [".pushcamp/", "*.p8", "*.p12", "*service-account*.json", "*firebase-adminsdk*.json"] {
+            #expect(ignored.split(separator: "\n").contains(Substring(pattern)), "\(pattern)")
+        }
         #expect(try CLI.run(["validate", "campaigns/welcome.yaml"], in: project).stdout == "1 campaign valid\n")
         let plan = try CLI.run(["plan", "--format", "json", "campaigns/welcome.yaml"], in: project)
         #expect(plan.status == 0, "\(plan.stderr)")

@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -143,13 +144,53 @@ public struct APNsClientConfiguration: Sendable {
         do {
             return try NIOSSLContext(configuration: tls)
         } catch {
-            if let caFile {
-                throw APNsClientError(
-                    .connect,
-                    "cannot use ca_file \(caFile): it must hold PEM certificates (-----BEGIN CERTIFICATE-----)"
-                )
-            }
-            throw APNsClientError(.credentials, "TLS set-up failed: the client certificate and key do not fit together")
+            var certificate: String?
+            if case .certificate(let path, _) = authentication { certificate = path }
+            throw Self.setupProblem(
+                caFile: caFile,
+                certificate: certificate,
+                systemTrustFound: Self.systemTrustStores.contains { FileManager.default.fileExists(atPath: $0) },
+                error: error
+            )
         }
+    }
+
+    /// Where the system's certificate authorities are looked for when no `ca_file` is given: the
+    /// places swift-nio-ssl tries on Linux (Debian's, Fedora's, the directory).
+    package static let systemTrustStores = [
+        "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/certs",
+    ]
+
+    /// Why the TLS context for a connection could not be made, by its cause: a `ca_file` that holds
+    /// no certificates; a machine without the system's certificate authorities (a minimal image
+    /// without the ca-certificates package); a client certificate whose key does not fit it;
+    /// else what TLS said.
+    package static func setupProblem(
+        caFile: String?,
+        certificate: String?,
+        systemTrustFound: Bool,
+        error: any Error
+    ) -> APNsClientError {
+        if let caFile {
+            return APNsClientError(
+                .connect,
+                "cannot use ca_file \(caFile): it must hold PEM certificates (-----BEGIN CERTIFICATE-----)"
+            )
+        }
+        if !systemTrustFound {
+            return APNsClientError(
+                .connect,
+                "this machine has no certificate authorities to check the server with (no "
+                    + "/etc/ssl/certs/ca-certificates.crt): install them (Debian, Ubuntu: apt-get install "
+                    + "ca-certificates), or name the authorities to trust with ca_file"
+            )
+        }
+        if let certificate {
+            return APNsClientError(
+                .credentials,
+                "TLS set-up failed: the client certificate in \(certificate) and its private key do not fit together"
+            )
+        }
+        return APNsClientError(.connect, "TLS set-up failed: \(error)")
     }
 }

@@ -3,8 +3,8 @@ import Foundation
 
 /// What `pushcamp init` writes: a project that validates, plans and rehearses as it is — pushcamp.yaml
 /// with an iOS app and an Android app and every key commented, one campaign to both with its iOS
-/// template and a tiny audience of both platforms, a .gitignore for the journal, and a GitHub Actions
-/// workflow that checks campaigns and posts their plan on pull requests.
+/// template and a tiny audience of both platforms, a .gitignore for the journal and credentials, and
+/// a GitHub Actions workflow that checks campaigns and posts their plan on pull requests.
 public enum ProjectScaffold {
     /// The pushcamp release the CI workflow installs: the tarball's URL, and the SHA-256 of the
     /// binary in it (the workflow refuses any other binary).
@@ -48,10 +48,23 @@ public enum ProjectScaffold {
             ("campaigns/welcome.yaml", campaign),
             ("templates/welcome.yaml", template),
             ("audiences/welcome.csv", audience),
-            (".gitignore", ".pushcamp/\n"),
+            (".gitignore", gitignore),
             (".github/workflows/pushcamp.yml", workflow(release)),
         ]
     }
+
+    /// The journal, and credentials, which never go in git: Apple's keys and certificates, and
+    /// Firebase service-account keys as Google names their downloads.
+    static let gitignore = """
+        .pushcamp/
+        # Credentials: Apple's .p8 keys and .p12 certificates, Firebase service-account keys.
+        *.p8
+        *.p12
+        *.pfx
+        *service-account*.json
+        *firebase-adminsdk*.json
+
+        """
 
     /// What to do next in a project written into `directory` (as the user typed it).
     public static func nextSteps(directory: String) -> String {

@@ -248,6 +248,14 @@ extension SendRun {
         case .token(let teamID, let keyID, let keyFile):
             blame = keyFile.location
             let path = paths.url(try resolvePath(keyFile, "key_file")).path
+            if let named = Self.keyID(inFileName: path), named != keyID {
+                throw APNsClientError(
+                    .credentials,
+                    "app \(app.name): key_id \(keyID) is not the id in the key file's name, "
+                        + "\((path as NSString).lastPathComponent): Apple names a key AuthKey_<key id>.p8, so the "
+                        + "key_id is \(named) or the file is another key"
+                )
+            }
             // Kept beside the journal, so a send started again soon after reuses the token.
             do {
                 authentication = .providerToken(
@@ -369,5 +377,17 @@ extension SharedCredential {
             }
             await synchronize(through: journal)
         }
+    }
+}
+
+extension SendRun {
+    /// The key id in a key file's name as Apple names the download (`AuthKey_2X9R4HXF34.p8`), or
+    /// nil for a file named otherwise.
+    package static func keyID(inFileName path: String) -> String? {
+        let name = (path as NSString).lastPathComponent
+        guard name.hasPrefix("AuthKey_"), name.hasSuffix(".p8") else { return nil }
+        let id = name.dropFirst("AuthKey_".count).dropLast(".p8".count)
+        guard id.count == 10, id.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) else { return nil }
+        return String(id)
     }
 }
