@@ -25,6 +25,8 @@ struct Pushcamp: AsyncParsableCommand {
             sending process did not stop in time; 64 bad command-line usage; 130 interrupted or \
             cancelled.
 
+            `pushcamp version` (or --version, -V) prints the version.
+
             Shell completions: `pushcamp --generate-completion-script bash|zsh|fish` prints a \
             script (campaign arguments complete to .yaml files); the README has the install lines.
             """,
@@ -33,7 +35,7 @@ struct Pushcamp: AsyncParsableCommand {
             Init.self, Validate.self, Plan.self, Diff.self, Rehearse.self, Send.self, Status.self, Runs.self,
             Report.self,
             Cancel.self, Replay.self, Tokens.self, Serve.self, Schedules.self, AppStore.self, JournalCommand.self,
-            Channels.self, Engagement.self, Doctor.self, Sim.self,
+            Channels.self, Engagement.self, Doctor.self, Sim.self, Version.self,
         ]
     )
 }
@@ -43,8 +45,13 @@ extension Pushcamp {
     /// standard error and exits with its code, everything else as ArgumentParser says it (usage
     /// errors, `--help`, `ExitCode`).
     static func main() async {
+        let arguments = Hints.normalized(Array(CommandLine.arguments.dropFirst()))
+        if let problem = Hints.problem(in: arguments) {
+            printError(problem)
+            exit(withError: ExitCode(64))
+        }
         do {
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(arguments)
             if var command = command as? any AsyncParsableCommand {
                 try await command.run()
             } else {
