@@ -41,8 +41,14 @@ struct Plan: AsyncParsableCommand {
             from the journal, the headers and the payload rendered now, checked offline (event, \
             timestamp, content-state, size, expiration, priority); see docs/live-activities.md.
 
+            Rows whose token is not one are counted as invalid and left out; --max-invalid N or P% \
+            (or the campaign's audience.max_invalid) fails the plan when there are more, so a broken \
+            audience export fails CI instead of sending to what is left of it. Only plan checks \
+            the limit: send counts invalid rows in its report.
+
             Exit status: 0 when every push passes; 1 when the campaign, a template or the audience \
-            is invalid or nobody would be sent anything; 3 when some pushes would be refused.
+            is invalid or nobody would be sent anything; 3 when some pushes would be refused or \
+            more rows than --max-invalid have an invalid token.
 
             Examples:
               pushcamp plan campaigns/spring-sale.yaml
@@ -51,6 +57,7 @@ struct Plan: AsyncParsableCommand {
               pushcamp plan --samples 5 campaigns/spring-sale.yaml
               pushcamp plan --out plans/spring-sale.json campaigns/spring-sale.yaml
               pushcamp plan --fcm-dry-run 50 campaigns/app-update.yaml
+              pushcamp plan --max-invalid 1% campaigns/spring-sale.yaml
 
             --fcm-dry-run N asks Google to check the first N Android messages of the plan: each \
             goes to FCM with validate_only, which runs every check a send gets (the access token, \
@@ -97,6 +104,20 @@ struct Plan: AsyncParsableCommand {
         )
     )
     var fcmDryRun: Int?
+
+    @Option(
+        help: ArgumentHelp(
+            "Fail (exit 3) when more audience rows than this have an invalid token: a count (0, 25) or a share of the rows read (2%); overrides the campaign's audience.max_invalid.",
+            valueName: "n|p%"
+        ),
+        transform: { text in
+            switch InvalidLimit.parse(text) {
+            case .success(let limit): return limit
+            case .failure(let error): throw ValidationError("--max-invalid: \(error.message)")
+            }
+        }
+    )
+    var maxInvalid: InvalidLimit?
 
     func validate() throws {
         if samples < 0 { throw ValidationError("--samples must be 0 or more") }
@@ -162,6 +183,9 @@ struct Plan: AsyncParsableCommand {
             throw Failure("\(campaign.path): error: Google's dry run stopped: \(failure)", exitCode: 2)
         }
         if let emptiness = summary.emptiness(of: campaign) { throw Failure(emptiness) }
+        if let limit = maxInvalid ?? campaign.maxInvalid, let beyond = summary.invalidBeyond(limit) {
+            throw Failure(beyond, exitCode: 3)
+        }
         if let out {
             try PlanFile(summary, of: campaign, now: Date().timeIntervalSince1970).write(to: out)
             printError(

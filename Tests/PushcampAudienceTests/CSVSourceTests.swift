@@ -137,6 +137,17 @@ struct CSVSourceTests {
             failure("tokn,name\nt1,a\n")
                 == "a.csv:1: error: the header has no 'token' column; did you mean 'tokn'? (it has 2 columns, not shown; set token_column to the one holding device tokens)"
         )
+        // An audience's header whose token column has another name is listed, pointing at that one;
+        // any other first line is not (HostileInputCLITests: a secrets file's names stay unshown).
+        #expect(
+            failure("user_id,device_token,Locale\nu1,t1,fr\n")
+                == "a.csv:1: error: the header has no 'token' column (columns: user_id, device_token, Locale; 'device_token' looks like it; set token_column to the one holding device tokens)"
+        )
+        // A first line that is not plainly a header (a line of secrets, a key) is never shown.
+        for line in ["sk_live_4eC39HqLyjWDarjtT1zdp7dc", "API_KEY=abc123,SECRET=def", "token:abc,x", "hunter2,abc"] {
+            let said = failure("\(line)\nx\n") ?? ""
+            #expect(said.contains("not shown") && !said.contains("abc") && !said.contains("sk_live"), "\(said)")
+        }
         #expect(failure("token,name,name\n") == "a.csv:1: error: the header names column 'name' twice")
         #expect(
             failure("")

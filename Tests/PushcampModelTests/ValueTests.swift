@@ -35,6 +35,22 @@ struct ValueTests {
         #expect((try? Share.parse("0.001%").get()) == nil)
     }
 
+    @Test func invalidTokenLimits() throws {
+        #expect(try InvalidLimit.parse("0").get() == .count(0))
+        #expect(try InvalidLimit.parse(" 25 ").get() == .count(25))
+        #expect(try InvalidLimit.parse("2%").get() == .share(Share(basisPoints: 200)))
+        for bad in ["-1", "lots", "2.5", "101%", ""] {
+            #expect(throws: ValueError.self, "\(bad)") { try InvalidLimit.parse(bad).get() }
+        }
+        // Within a limit when at or under it; a share of the rows read, compared exactly.
+        #expect(InvalidLimit.count(3).allows(3, of: 8) && !InvalidLimit.count(3).allows(4, of: 8))
+        #expect(InvalidLimit.share(Share(basisPoints: 5_000)).allows(4, of: 8))
+        #expect(!InvalidLimit.share(Share(basisPoints: 4_999)).allows(4, of: 8))
+        #expect(InvalidLimit.share(Share(basisPoints: 0)).allows(0, of: 0))
+        #expect(!InvalidLimit.count(0).allows(1, of: 1_000_000))
+        #expect("\(InvalidLimit.share(Share(basisPoints: 250)))" == "2.5%" && "\(InvalidLimit.count(7))" == "7")
+    }
+
     @Test(arguments: [
         ("2027-03-20T09:00:00Z", 1_805_533_200, "2027-03-20T09:00:00Z"),
         ("2027-03-20T09:00+01:00", 1_805_529_600, "2027-03-20T08:00:00Z"),
@@ -108,6 +124,15 @@ struct ValueTests {
         #expect(DeviceToken.normalize(token + "a") == .failure(.oddLength))
         #expect(DeviceToken.normalize("abcd") == .failure(.tooShort))
         #expect(DeviceToken.normalize(String(repeating: "ab", count: 101)) == .failure(.tooLong))
+        // Two mistakes said as themselves: Xcode's description of the token's Data, and an Android
+        // device's FCM registration token in a row read as iOS.
+        #expect(DeviceToken.normalize("<3f1d6f0c 4a8e77b1 9c0d51e3>") == .failure(.xcodeDescription))
+        #expect(DeviceToken.normalize(" <\(token)> ") == .failure(.xcodeDescription))
+        #expect(DeviceToken.normalize("<not hex>") == .failure(.notHex))
+        let fcm = "cR6r3wXcT0qN7yLhE2vKpZ:" + "APA91b" + String(repeating: "Hx7_kQ-2", count: 18)
+        #expect(DeviceToken.normalize(fcm) == .failure(.registrationToken))
+        #expect(DeviceToken.Problem.registrationToken.explanation.contains("platform column saying android"))
+        #expect(DeviceToken.Problem.xcodeDescription.explanation.contains("String(format: \"%02x\", $0)"))
     }
 
     @Test func suggestions() {

@@ -371,10 +371,32 @@ public struct CSVSource: AudienceSource {
                 )
             }
             throw AudienceError(
-                "the header has no '\(tokenColumn)' column\(Suggestion.didYouMean(tokenColumn, in: names)) (it has \(names.count) column\(names.count == 1 ? "" : "s"), not shown; set token_column to the one holding device tokens)",
+                "the header has no '\(tokenColumn)' column\(Suggestion.didYouMean(tokenColumn, in: names)) "
+                    + "(\(Self.describeHeader(names)); set token_column to the one holding device tokens)",
                 at: at(line)
             )
         }
+    }
+
+    /// A header without the token column, as an error may say it: its column names when it is
+    /// plainly an audience's header whose token column has another name (two or more short names of
+    /// letters, digits, `_`, `-`, `.` and spaces, one of them with "token" in it: `device_token`),
+    /// pointing at that one; else only how many names it has, since the first line of a file that
+    /// is no audience may be anything (a key, a secrets file's names or values).
+    static func describeHeader(_ names: [String]) -> String {
+        let plain =
+            names.count >= 2 && names.count <= 100
+            && names.allSatisfy { name in
+                name.utf8.count <= 32
+                    && name.utf8.allSatisfy { byte in
+                        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                            || byte == 0x5F || byte == 0x2D || byte == 0x2E || byte == 0x20
+                    }
+            }
+        guard plain, let tokenLike = names.first(where: { $0.lowercased().contains("token") }) else {
+            return "it has \(names.count) column\(names.count == 1 ? "" : "s"), not shown"
+        }
+        return "columns: \(names.joined(separator: ", ")); '\(tokenLike)' looks like it"
     }
 }
 

@@ -1,3 +1,5 @@
+import PushcampAPNsCore
+
 /// Device token checks: hexadecimal, an even number of digits, a sane length. Apple's tokens are 32
 /// bytes today and Apple warns they may grow, so 32 to 100 bytes are accepted.
 public enum DeviceToken {
@@ -14,6 +16,10 @@ public enum DeviceToken {
         case notRegistrationToken = "not an FCM registration token"
         /// A row whose platform column names neither a platform nor one of the campaign's apps.
         case unknownPlatform = "unknown platform"
+        /// Xcode's description of the token's `Data` (`<3f1d6f0c 4a8e…>`) instead of its hex.
+        case xcodeDescription = "Xcode's description of a token"
+        /// An FCM registration token (an Android device's) where an APNs device token is read.
+        case registrationToken = "an FCM registration token"
 
         public var explanation: String {
             switch self {
@@ -27,6 +33,12 @@ public enum DeviceToken {
                     "an FCM registration token has 32 to 4096 letters, digits, '-', '_', ':' or '.', not hexadecimal alone"
             case .unknownPlatform:
                 return "the platform column names neither a platform (ios, android) nor one of the campaign's apps"
+            case .xcodeDescription:
+                return "this is how Xcode prints a token's Data (<3f1d6f0c …>); the token is the same bytes in hex "
+                    + "without brackets or spaces: deviceToken.map { String(format: \"%02x\", $0) }.joined()"
+            case .registrationToken:
+                return "this is an FCM registration token (an Android device's): the row needs a platform column "
+                    + "saying android (audience.platform names it) and the campaign an Android app"
             }
         }
     }
@@ -45,6 +57,19 @@ public enum DeviceToken {
     /// printed.
     public static func isPEMBoundary(_ raw: String) -> Bool {
         raw.hasPrefix("-----BEGIN ") || raw.hasPrefix("-----END ")
+    }
+
+    /// Why a cell with other characters than hex digits is not a device token: Xcode's description
+    /// of the token's bytes, an Android device's FCM registration token, or simply not hexadecimal.
+    static func unreadable(_ raw: String) -> Problem {
+        let trimmed = raw.trimmingWhitespace()
+        if trimmed.hasPrefix("<"), trimmed.hasSuffix(">") {
+            let inside = trimmed.dropFirst().dropLast().utf8.filter { $0 != 0x20 }
+            if !inside.isEmpty, inside.allSatisfy(isHexDigit) { return .xcodeDescription }
+        }
+        // FCM's tokens are an instance id, a colon and a long key (`cR6r…:APA91b…`, 140 and more).
+        let fcmShaped = trimmed.utf8.count >= 100 && trimmed.contains(":") && RegistrationToken.problem(trimmed) == nil
+        return fcmShaped ? .registrationToken : .notHex
     }
 
     private static func isHexDigit(_ byte: UInt8) -> Bool {
@@ -71,7 +96,7 @@ public enum DeviceToken {
             switch bytes[index] {
             case 0x30...0x39, 0x61...0x66: continue
             case 0x41...0x46: needsLowering = true
-            default: return .failure(.notHex)
+            default: return .failure(unreadable(raw))
             }
         }
         let count = end - start

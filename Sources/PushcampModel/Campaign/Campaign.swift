@@ -80,6 +80,9 @@ public struct AudienceSpec {
     public var userKey: String? = nil
     /// `audience.platform`: the column naming each row's platform (default `platform`).
     public var platformColumn: String? = nil
+    /// `audience.max_invalid`: rows with an invalid token `plan` tolerates before it fails (nil:
+    /// any number; `plan --max-invalid` overrides it).
+    public var maxInvalid: InvalidLimit? = nil
 
     /// No devices: the audience of a broadcast campaign, which sends to a channel.
     public static func none(at location: SourceLocation) -> AudienceSpec {

@@ -7,7 +7,9 @@ public enum CampaignReader {
         "campaign", "description", "app", "variables", "audience", "message", "schedule", "quiet_hours", "throttle",
         "retry", "frequency_cap", "trigger", "channel",
     ]
-    static let audienceKeys = ["source", "where", "exclude", "registered_at", "subscriptions", "user_key", "platform"]
+    static let audienceKeys = [
+        "source", "where", "exclude", "registered_at", "subscriptions", "user_key", "platform", "max_invalid",
+    ]
     static let messageKeys = [
         "push_type", "priority", "expiration", "collapse_id", "topic", "payload", "strings", "locale", "variants",
         "holdout", "title", "body", "image", "data", "android",
@@ -183,6 +185,7 @@ public enum CampaignReader {
         let subscriptions = map["subscriptions"].flatMap { readSubscriptions($0, reader) }
         let userKey = map["user_key"].flatMap { reader.string($0, "audience.user_key") }
         let platformColumn = map["platform"].flatMap { reader.string($0, "audience.platform") }
+        let maxInvalid = map["max_invalid"].flatMap { reader.parsed($0, "audience.max_invalid", InvalidLimit.parse) }
         guard let source else { return nil }
         var spec = AudienceSpec(
             source: source,
@@ -195,6 +198,7 @@ public enum CampaignReader {
             userKey: userKey
         )
         spec.platformColumn = platformColumn
+        spec.maxInvalid = maxInvalid
         return spec
     }
 

@@ -94,6 +94,7 @@ struct CampaignAssembler {
         )
         var result = loaded
         result.android = android
+        result.maxInvalid = campaign.audience.maxInvalid
         return result
     }
 

@@ -69,6 +69,8 @@ public struct LoadedCampaign: Sendable {
     public var trigger: TriggerSpec? = nil
     /// `channel:`: a broadcast campaign, sent as one request to this channel (its audience is empty).
     public var broadcast: BroadcastTarget? = nil
+    /// `audience.max_invalid`: rows with an invalid token `plan` tolerates before it fails.
+    public var maxInvalid: InvalidLimit? = nil
 
     /// The platforms the campaign sends to.
     public var platforms: Set<Platform> {

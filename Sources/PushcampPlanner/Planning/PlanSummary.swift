@@ -178,3 +178,14 @@ extension PlanSummary {
                 : ", held out or dropped by the campaign's timing (quiet hours, on_passed; see the timeline)")
     }
 }
+
+extension PlanSummary {
+    /// Why the plan fails its limit on invalid tokens (`limit`, from `--max-invalid` or the
+    /// campaign's `audience.max_invalid`), located at the audience; nil when within it.
+    public func invalidBeyond(_ limit: InvalidLimit) -> String? {
+        let invalid = audience.invalidTotal
+        guard !limit.allows(invalid, of: audience.read) else { return nil }
+        return "\(source): error: \(invalid) of \(audience.read) rows have an invalid token, more than "
+            + "max_invalid \(limit) allows (\(invalidText))"
+    }
+}
