@@ -106,6 +106,29 @@ struct SetUpErrorsTests {
         #expect(problem.location?.line == 6)
     }
 
+    @Test func aCAFileWithoutCertificatesIsTheConnectionsSetUpAtItsLine() throws {
+        let project = try TemporaryProject(
+            projectFile: """
+                apps:
+                  shop:
+                    topic: com.example.shop
+                    team_id: TEAMID0001
+                    key_id: PUSHCAMP01
+                    key_file: AuthKey_PUSHCAMP01.p8
+                    ca_file: ca.pem
+                """
+        )
+        defer { project.remove() }
+        try project.write("AuthKey_PUSHCAMP01.p8", P256.Signing.PrivateKey().pemRepresentation)
+        try project.write("ca.pem", "not a certificate\n")
+        let (loaded, paths) = try ProjectJournal.project(workingDirectory: project.root).get()
+        let app = try #require(loaded.apps["shop"])
+        let problem = try #require(SendRun.credentialsProblem(of: app, paths: paths, environment: [:]))
+        #expect(problem.part == "connection set-up")
+        #expect(problem.location?.line == 7)
+        #expect(problem.message.contains("cannot use ca_file"), "\(problem.message)")
+    }
+
     @Test func aClientCertificateWithAnotherKeyIsSaidNotToFit() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushcamp-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

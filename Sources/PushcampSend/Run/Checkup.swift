@@ -51,7 +51,7 @@ public enum Checkup {
             let detail =
                 (problem.location.map { "\($0): " } ?? "")
                 + (message.hasPrefix("\(subject): ") ? String(message.dropFirst(subject.count + 2)) : message)
-            report(CheckLine(outcome: .problem, subject: "\(subject) credentials", detail: detail).text)
+            report(CheckLine(outcome: .problem, subject: "\(subject) \(problem.part)", detail: detail).text)
             report(
                 CheckLine(
                     outcome: .skipped,

@@ -118,6 +118,9 @@ extension SendRun {
     public struct CredentialsProblem: Error, Sendable, CustomStringConvertible {
         public var location: SourceLocation?
         public var message: String
+        /// What is at fault, as doctor's line names it: `credentials`, or `connection set-up` (the
+        /// endpoint, a CA file, or a machine without certificate authorities).
+        public var part = "credentials"
 
         /// `pushcamp.yaml:7:15: app shop: key_file …`, or the message alone.
         public var description: String { location.map { "\($0): \(message)" } ?? message }
@@ -174,7 +177,11 @@ extension SendRun {
             )
             try configuration.validate()
         } catch {
-            return CredentialsProblem(location: blame, message: error.message)
+            guard error.code == .connect else { return CredentialsProblem(location: blame, message: error.message) }
+            // A machine without certificate authorities is no setting's fault; a bad ca_file is its own.
+            var problem = CredentialsProblem(location: app.caFile == nil ? nil : blame, message: error.message)
+            problem.part = "connection set-up"
+            return problem
         }
         if case .token(let teamID, let keyID, _) = app.credentials, app.endpoint == nil {
             let placeholders = [
@@ -299,6 +306,9 @@ extension SendRun {
         configuration.clock = clock
         blame = app.proxy?.location
         configuration.proxy = try proxy(for: host, setting: app.proxy, environment: environment, app: app.name)
+        // What a caller's `validate()` checks next is TLS's set-up: the CA file's, else the certificate's.
+        blame = app.caFile?.location
+        if blame == nil, case .certificate(let file, _) = app.credentials { blame = file.location }
         return (configuration, endpoint)
     }
 
