@@ -105,7 +105,11 @@ struct AppStoreReprocess: AsyncParsableCommand {
             logger: logger
         )
         let result = try await journalLocation.withWritableJournal(JournalSetting(project, paths: paths)) { store in
-            try await AppStoreReceiver.reprocess(store, intake: intake, now: Date())
+            try await AppStoreReceiver.reprocess(
+                store,
+                intake: intake,
+                now: Date(timeIntervalSince1970: commandClock.now())
+            )
         }
         for (uuid, app) in result.released { print("released \(uuid.escapingControlCharacters) for \(app)") }
         for (uuid, reason) in result.stillQuarantined {
@@ -262,7 +266,7 @@ struct AppStoreHistory: AsyncParsableCommand {
                 environment: ProcessInfo.processInfo.environment,
                 logger: logger
             )
-            let now = Date()
+            let now = Date(timeIntervalSince1970: commandClock.now())
             let span = (try? TimeSpan.parse(since).get())?.seconds ?? 72 * 3600
             let query = NotificationHistoryQuery(
                 start: now.addingTimeInterval(-Double(span)),

@@ -1,4 +1,5 @@
 import Foundation
+import PushcampAPNsCore
 import PushcampAudience
 import PushcampJournal
 import PushcampModel
@@ -17,6 +18,9 @@ func printError(_ line: String) {
 func printDocument(_ text: String) {
     print(Styling.standardOutput ? TerminalStyle.diagnostics(TerminalStyle.headings(text)) : text, terminator: "")
 }
+
+/// What every "now" of a command is read from: the wall clock libraries default to, in one place.
+let commandClock: any WallClock = SystemWallClock()
 
 /// Whether each stream is styled (TerminalStyle.enabled), decided once.
 enum Styling {

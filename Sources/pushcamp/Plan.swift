@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PushcampAPNsCore
 import PushcampAudience
 import PushcampJournal
 import PushcampJournalAccess
@@ -187,7 +188,7 @@ struct Plan: AsyncParsableCommand {
             throw Failure(beyond, exitCode: 3)
         }
         if let out {
-            try PlanFile(summary, of: campaign, now: Date().timeIntervalSince1970).write(to: out)
+            try PlanFile(summary, of: campaign, now: commandClock.now()).write(to: out)
             printError(
                 "plan written to \(out): `pushcamp send --plan \(out) \(file)` sends it while the campaign matches"
             )
@@ -202,7 +203,7 @@ struct Plan: AsyncParsableCommand {
             return try await FCMDryRun.run(
                 campaign,
                 sample: sample,
-                sendTime: sendTime ?? Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)),
+                sendTime: sendTime ?? Timestamp(secondsSince1970: Int64(commandClock.now())),
                 paths: paths,
                 environment: ProcessInfo.processInfo.environment
             )
@@ -217,7 +218,7 @@ struct Plan: AsyncParsableCommand {
 extension Plan {
     /// A broadcast campaign's plan: its one request, checked offline.
     func planBroadcast(_ campaign: LoadedCampaign, journal: (any Journal)?, sendTime: Timestamp?) async throws {
-        let now = sendTime.map { Double($0.secondsSince1970) } ?? Date().timeIntervalSince1970
+        let now = sendTime.map { Double($0.secondsSince1970) } ?? commandClock.now()
         let (message, diagnostics): (BroadcastMessage?, [Diagnostic])
         do {
             (message, diagnostics) = try await BroadcastMessage.planned(

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PushcampAPNsCore
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
@@ -42,7 +43,7 @@ struct Schedules: AsyncParsableCommand {
                 paths: paths,
                 folders: loaded.serve.campaignFolders,
                 journal: store,
-                now: Date().timeIntervalSince1970
+                now: commandClock.now()
             )
         }
         switch format {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PushcampAPNsCore
 import PushcampAudience
 import PushcampJournal
 import PushcampJournalAccess
@@ -194,7 +195,7 @@ struct Send: AsyncParsableCommand {
     static func preview(_ campaign: LoadedCampaign, access: JournalAccess) async throws -> String {
         try await JournalLocationOption.withJournal(access, readOnly: true) { journal in
             guard campaign.broadcast == nil else {
-                let now = Date().timeIntervalSince1970
+                let now = commandClock.now()
                 let (message, _) = try await BroadcastMessage.planned(
                     campaign,
                     journal: journal ?? MemoryJournal(),
@@ -205,7 +206,7 @@ struct Send: AsyncParsableCommand {
             return try await PlanSummary.planned(
                 campaign,
                 journal: journal,
-                sendTime: Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970)),
+                sendTime: Timestamp(secondsSince1970: Int64(commandClock.now())),
                 sendTimeSource: "now",
                 samples: 0
             ).brief()
@@ -304,7 +305,7 @@ func confirmDeliberate(
             campaign,
             kind: kind,
             ignoreSchedule: ignoreSchedule,
-            now: Date().timeIntervalSince1970
+            now: commandClock.now()
         )
     } catch {
         throw Failure(error, of: campaign)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PushcampAPNsCore
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
@@ -35,7 +36,7 @@ struct Status: AsyncParsableCommand {
                 folders: project.serve.campaignFolders,
                 journal: journal,
                 journalName: name,
-                now: Date().timeIntervalSince1970
+                now: commandClock.now()
             )
         }
         if format == .json { print(status.json(), terminator: "") } else { printDocument(status.text()) }

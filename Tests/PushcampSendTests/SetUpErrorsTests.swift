@@ -75,17 +75,16 @@ struct SetUpErrorsTests {
         }
     }
 
-    @Test func aKeyIDThatIsNotTheOneInTheKeyFilesNameIsRefusedBeforeSending() throws {
-        let project = try TemporaryProject(
-            projectFile: """
-                apps:
-                  shop:
-                    topic: com.example.shop
-                    team_id: TEAMID0001
-                    key_id: PUSHCAMP01
-                    key_file: ${env:SHOP_KEY}
-                """
+    /// A project with app `shop` signing with key PUSHCAMP01 of team TEAMID0001 (its file `keyFile`).
+    static func project(keyFile: String, more: String = "") throws -> TemporaryProject {
+        try TemporaryProject(
+            projectFile: "apps:\n  shop:\n    topic: com.example.shop\n    team_id: TEAMID0001\n"
+                + "    key_id: PUSHCAMP01\n    key_file: \(keyFile)\n" + more
         )
+    }
+
+    @Test func aKeyIDThatIsNotTheOneInTheKeyFilesNameIsRefusedBeforeSending() throws {
+        let project = try Self.project(keyFile: "${env:SHOP_KEY}")
         defer { project.remove() }
         let pem = P256.Signing.PrivateKey().pemRepresentation
         let right = try project.write("AuthKey_PUSHCAMP01.p8", pem)
@@ -107,17 +106,7 @@ struct SetUpErrorsTests {
     }
 
     @Test func aCAFileWithoutCertificatesIsTheConnectionsSetUpAtItsLine() throws {
-        let project = try TemporaryProject(
-            projectFile: """
-                apps:
-                  shop:
-                    topic: com.example.shop
-                    team_id: TEAMID0001
-                    key_id: PUSHCAMP01
-                    key_file: AuthKey_PUSHCAMP01.p8
-                    ca_file: ca.pem
-                """
-        )
+        let project = try Self.project(keyFile: "AuthKey_PUSHCAMP01.p8", more: "    ca_file: ca.pem\n")
         defer { project.remove() }
         try project.write("AuthKey_PUSHCAMP01.p8", P256.Signing.PrivateKey().pemRepresentation)
         try project.write("ca.pem", "not a certificate\n")
