@@ -47,6 +47,15 @@ struct Plan: AsyncParsableCommand {
             audience export fails CI instead of sending to what is left of it. Only plan checks \
             the limit: send counts invalid rows in its report.
 
+            --review plans as a pull request's CI can, without personal data (what `pushcamp \
+            review` does for each campaign a change touches): against the campaign's \
+            audience.sample (made-up recipients with the real columns) when it has one; an \
+            audience or exclusion that cannot be read here (not committed, or an ${env:…} path \
+            whose variable is not set) is marked as not read instead of failing; no journal; every \
+            token masked as its first six characters and a hash; rendered copy only of the \
+            sample's recipients, or of a masked recipient whose attributes are their column's \
+            names (‹first_name›).
+
             Exit status: 0 when every push passes; 1 when the campaign, a template or the audience \
             is invalid or nobody would be sent anything; 3 when some pushes would be refused or \
             more rows than --max-invalid have an invalid token.
@@ -59,6 +68,7 @@ struct Plan: AsyncParsableCommand {
               pushcamp plan --out plans/spring-sale.json campaigns/spring-sale.yaml
               pushcamp plan --fcm-dry-run 50 campaigns/app-update.yaml
               pushcamp plan --max-invalid 1% campaigns/spring-sale.yaml
+              pushcamp plan --review --format markdown campaigns/spring-sale.yaml
 
             --fcm-dry-run N asks Google to check the first N Android messages of the plan: each \
             goes to FCM with validate_only, which runs every check a send gets (the access token, \
@@ -106,21 +116,15 @@ struct Plan: AsyncParsableCommand {
     )
     var fcmDryRun: Int?
 
-    @Option(
-        help: ArgumentHelp(
-            "Fail (exit 3) when more audience rows than this have an invalid token: a count (0, 25) or a share of the rows read (2%); overrides the campaign's audience.max_invalid.",
-            valueName: "n|p%"
-        ),
-        transform: { text in
-            switch InvalidLimit.parse(text) {
-            case .success(let limit): return limit
-            case .failure(let error): throw ValidationError("--max-invalid: \(error.message)")
-            }
-        }
-    )
-    var maxInvalid: InvalidLimit?
+    @OptionGroup var invalidLimit: InvalidLimitOption
+
+    @Flag(help: "Plan as a pull request's CI: audience.sample, nothing unread fails, tokens masked, no journal.")
+    var review = false
 
     func validate() throws {
+        if review && (out != nil || fcmDryRun != nil) {
+            throw ValidationError("--review plans made-up or masked recipients: it takes no --out or --fcm-dry-run")
+        }
         if samples < 0 { throw ValidationError("--samples must be 0 or more") }
         if let fcmDryRun, !(1...10_000).contains(fcmDryRun) {
             throw ValidationError("--fcm-dry-run must be 1 to 10000 messages")
@@ -132,10 +136,11 @@ struct Plan: AsyncParsableCommand {
 
     func run() async throws {
         try projectOption.enter()
-        let loaded = CampaignLoader().load(file)
+        let loaded = CampaignLoader(reviewing: review).load(file)
         for diagnostic in loaded.diagnostics { printError(diagnostic.description) }
         guard let campaign = loaded.campaign else { throw ExitCode(1) }
         let sendTime = at.flatMap { try? Timestamp.parse($0).get() }
+        if review, campaign.broadcast == nil { return try await planReviewed(campaign, sendTime: sendTime) }
         // Plans are made where the journal may not be reachable (a pull request's CI): without it,
         // the plan says so and leaves out what only the journal knows.
         let access = try JournalLocationOption.access(campaign.journal)
@@ -184,7 +189,7 @@ struct Plan: AsyncParsableCommand {
             throw Failure("\(campaign.path): error: Google's dry run stopped: \(failure)", exitCode: 2)
         }
         if let emptiness = summary.emptiness(of: campaign) { throw Failure(emptiness) }
-        if let limit = maxInvalid ?? campaign.maxInvalid, let beyond = summary.invalidBeyond(limit) {
+        if let limit = invalidLimit.maxInvalid ?? campaign.maxInvalid, let beyond = summary.invalidBeyond(limit) {
             throw Failure(beyond, exitCode: 3)
         }
         if let out {
@@ -194,6 +199,31 @@ struct Plan: AsyncParsableCommand {
             )
         }
         if summary.failed > 0 || dryRun?.refusesMessages == true { throw ExitCode(3) }
+    }
+
+    /// `--review`: the plan a pull request's CI shows.
+    func planReviewed(_ campaign: LoadedCampaign, sendTime: Timestamp?) async throws {
+        let summary: PlanSummary
+        do {
+            summary = try await PlanSummary.reviewed(
+                campaign,
+                sendTime: sendTime,
+                samples: samples,
+                clock: commandClock
+            )
+        } catch let error as AudienceError {
+            throw Failure(error.diagnostic.description, exitCode: 1)
+        }
+        switch format {
+        case .text: printDocument(summary.text())
+        case .json: print(summary.json(), terminator: "")
+        case .markdown: print(summary.markdown(), terminator: "")
+        }
+        switch summary.verdict(of: campaign, file: file, maxInvalid: invalidLimit.maxInvalid) {
+        case .passes: break
+        case .invalid(let why): throw Failure(why, exitCode: 1)
+        case .refused(let why): throw Failure(why, exitCode: 3)
+        }
     }
 
     /// Google's dry run of the first `sample` Android messages (`--fcm-dry-run`).
@@ -211,6 +241,23 @@ struct Plan: AsyncParsableCommand {
             throw Failure("\(campaign.path): error: \(error.message)", exitCode: 2)
         }
     }
+}
+
+/// `--max-invalid`, of `plan` and `review`.
+struct InvalidLimitOption: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "Fail (exit 3) when more audience rows than this have an invalid token: a count (0, 25) or a share of the rows read (2%); overrides the campaign's audience.max_invalid.",
+            valueName: "n|p%"
+        ),
+        transform: { text in
+            switch InvalidLimit.parse(text) {
+            case .success(let limit): return limit
+            case .failure(let error): throw ValidationError("--max-invalid: \(error.message)")
+            }
+        }
+    )
+    var maxInvalid: InvalidLimit?
 }
 
 /// The campaign planned as `plan` and `diff` show it (`--at` as the send time's source); a problem

@@ -17,7 +17,8 @@ struct Pushcamp: AsyncParsableCommand {
             `serve` also receives App Store Server Notifications (`appstore` lists them and \
             back-fills missed ones) and sends `trigger:` campaigns when they arrive. A new \
             project starts with `init`; `status` shows what it is doing, `diff` what changed in a \
-            campaign since its last run, and `doctor` whether this machine can send.
+            campaign since its last run, `doctor` whether this machine can send, and `review` what a \
+            pull request's campaigns would send, for its CI, without real audiences.
 
             Exit codes: 0 success; 1 invalid campaign, template or audience; 2 credentials refused \
             or no connection; 3 the plan has pushes that pre-flight checks refuse; 4 some pushes \
@@ -35,7 +36,7 @@ struct Pushcamp: AsyncParsableCommand {
             Init.self, Validate.self, Plan.self, Diff.self, Rehearse.self, Send.self, Status.self, Runs.self,
             Report.self,
             Cancel.self, Replay.self, Tokens.self, Serve.self, Schedules.self, AppStore.self, JournalCommand.self,
-            Channels.self, Engagement.self, Doctor.self, Sim.self, Version.self,
+            Channels.self, Engagement.self, Doctor.self, Sim.self, Review.self, Version.self,
         ]
     )
 }

@@ -18,10 +18,15 @@ struct Validate: ParsableCommand {
             type, priority, topic, payload shape). Every problem is printed like a compiler error: \
             path:line:col: error: message. Exit status 1 when anything is invalid.
 
+            --review checks as a pull request's CI can (see `pushcamp review`): a campaign's \
+            audience.sample is checked instead of its audience, and an audience or exclusion that \
+            cannot be read here (not committed, or an ${env:…} path whose variable is not set) is a \
+            warning instead of an error.
+
             Examples:
               pushcamp validate
               pushcamp validate campaigns/spring-sale.yaml
-              pushcamp validate --format github   # in GitHub Actions
+              pushcamp validate --format github --review   # in GitHub Actions
             """
     )
 
@@ -34,11 +39,14 @@ struct Validate: ParsableCommand {
     @Option(help: "Output: text (compiler-style lines), json, or github (workflow annotations).")
     var format: DiagnosticFormat = .text
 
+    @Flag(help: "Check the audience.sample of campaigns that have one; an audience not here is a warning.")
+    var review = false
+
     @OptionGroup var projectOption: ProjectOption
 
     func run() throws {
         try projectOption.enter()
-        let validation = Validation()
+        let validation = Validation(loader: CampaignLoader(reviewing: review))
         let results: [Validation.FileResult]
         if files.isEmpty {
             results = validation.checkProject()

@@ -43,7 +43,9 @@ struct CompletionCLITests {
 
         #expect(try bashCompletions("pushcamp pl", script: script, in: project.root) == ["plan"])
         #expect(
-            try bashCompletions("pushcamp re", script: script, in: project.root) == ["rehearse", "replay", "report"]
+            try bashCompletions("pushcamp re", script: script, in: project.root) == [
+                "rehearse", "replay", "report", "review",
+            ]
         )
         // Campaign arguments: YAML files and folders, nothing else.
         for command in ["plan", "send", "rehearse", "validate"] {

@@ -52,6 +52,11 @@ public struct InlineRow: Sendable, Hashable {
     public var values: [(name: String, value: AttributeValue)]
     public var line: Int
 
+    public init(values: [(name: String, value: AttributeValue)], line: Int) {
+        self.values = values
+        self.line = line
+    }
+
     public static func == (lhs: InlineRow, rhs: InlineRow) -> Bool {
         lhs.line == rhs.line && lhs.values.map(\.name) == rhs.values.map(\.name)
             && lhs.values.map(\.value) == rhs.values.map(\.value)
@@ -83,6 +88,10 @@ public struct AudienceSpec {
     /// `audience.max_invalid`: rows with an invalid token `plan` tolerates before it fails (nil:
     /// any number; `plan --max-invalid` overrides it).
     public var maxInvalid: InvalidLimit? = nil
+    /// `audience.sample`: a small audience with the real one's columns and made-up recipients
+    /// (committed to git), which a review plans instead of the real one (`pushcamp review`,
+    /// `plan --review`), so a pull request's CI needs no personal data.
+    public var sample: SourceSpec? = nil
 
     /// No devices: the audience of a broadcast campaign, which sends to a channel.
     public static func none(at location: SourceLocation) -> AudienceSpec {

@@ -9,6 +9,7 @@ public enum CampaignReader {
     ]
     static let audienceKeys = [
         "source", "where", "exclude", "registered_at", "subscriptions", "user_key", "platform", "max_invalid",
+        "sample",
     ]
     static let messageKeys = [
         "push_type", "priority", "expiration", "collapse_id", "topic", "payload", "strings", "locale", "variants",
@@ -186,6 +187,7 @@ public enum CampaignReader {
         let userKey = map["user_key"].flatMap { reader.string($0, "audience.user_key") }
         let platformColumn = map["platform"].flatMap { reader.string($0, "audience.platform") }
         let maxInvalid = map["max_invalid"].flatMap { reader.parsed($0, "audience.max_invalid", InvalidLimit.parse) }
+        let sample = map["sample"].flatMap { readSource($0, "audience.sample", reader) }
         guard let source else { return nil }
         var spec = AudienceSpec(
             source: source,
@@ -199,6 +201,7 @@ public enum CampaignReader {
         )
         spec.platformColumn = platformColumn
         spec.maxInvalid = maxInvalid
+        spec.sample = sample
         return spec
     }
 
@@ -340,7 +343,7 @@ public enum CampaignReader {
         let kind: SourceSpec.Kind
         switch kindKey {
         case "csv":
-            guard let path = reader.string(value, "\(context).csv") else { return nil }
+            guard let path = filePath(value, "\(context).csv", reader) else { return nil }
             var delimiter: UInt8 = 0x2C
             if let node = map["delimiter"], let text = reader.scalar(node, "\(context).delimiter") {
                 let allowed: [String: UInt8] = [",": 0x2C, ";": 0x3B, "\t": 0x09, "\\t": 0x09, "|": 0x7C, "tab": 0x09]
@@ -352,10 +355,10 @@ public enum CampaignReader {
             }
             kind = .csv(path: path, delimiter: delimiter)
         case "jsonl":
-            guard let path = reader.string(value, "\(context).jsonl") else { return nil }
+            guard let path = filePath(value, "\(context).jsonl", reader) else { return nil }
             kind = .jsonLines(path: path)
         case "sqlite":
-            guard let path = reader.string(value, "\(context).sqlite") else { return nil }
+            guard let path = filePath(value, "\(context).sqlite", reader) else { return nil }
             guard let queryNode = map["query"] else {
                 reader.error(
                     "a sqlite source needs 'query', like query: \"SELECT token, locale FROM devices\"",
@@ -372,6 +375,15 @@ public enum CampaignReader {
             kind = .inline(rows)
         }
         return SourceSpec(kind: kind, tokenColumn: tokenColumn, location: reader.location(node))
+    }
+
+    /// An audience file's path, which may name environment variables (`${env:AUDIENCES}/all.csv`):
+    /// checked for their syntax here, resolved when the campaign is loaded.
+    static func filePath(_ node: Node, _ what: String, _ reader: YAMLReader) -> String? {
+        guard let path = reader.string(node, what) else { return nil }
+        guard case .failure(let error) = ConfigString.parse(path) else { return path }
+        reader.error("'\(what)': \(error.message)", at: node)
+        return nil
     }
 
     static func readInline(_ node: Node, _ context: String, tokenColumn: String, _ reader: YAMLReader) -> [InlineRow]? {

@@ -16,12 +16,27 @@ struct CampaignAssembler {
     /// Files whose bytes make up the revision, in a fixed order, with their role and their path as
     /// written (relative to the project root).
     var revisionFiles: [(role: CampaignInput.Role, path: String, url: URL)] = []
+    /// What `${env:…}` in an audience's path reads.
+    let environment: [String: String]
+    /// Whether the campaign is loaded for a review (`CampaignLoader.reviewing`).
+    let reviewing: Bool
+    /// What a review read of the audience.
+    var review: AudienceReview?
 
-    init(campaign: Campaign, project: Project, paths: ProjectPaths, document: YAMLDocument) {
+    init(
+        campaign: Campaign,
+        project: Project,
+        paths: ProjectPaths,
+        document: YAMLDocument,
+        environment: [String: String] = [:],
+        reviewing: Bool = false
+    ) {
         self.campaign = campaign
         self.project = project
         self.paths = paths
         self.document = document
+        self.environment = environment
+        self.reviewing = reviewing
     }
 
     mutating func assemble() -> LoadedCampaign? {
@@ -31,8 +46,8 @@ struct CampaignAssembler {
         let message = campaign.message
         let pushType = campaign.channel != nil ? PushType.liveactivity : message.pushType
         let priority = message.priority ?? pushType.defaultPriority
-        let source = makeSource(campaign.audience.source)
-        let exclusions = campaign.audience.exclude.compactMap { makeSource($0) }
+        let source = reviewing ? reviewedAudience() : makeSource(campaign.audience.source)
+        let exclusions = reviewing ? reviewedExclusions() : campaign.audience.exclude.compactMap { makeSource($0) }
         checkNeutralKeys()
         let variants = compileVariants(iosApp: app != nil)
         let collapseID = compileCollapseID()
@@ -40,8 +55,11 @@ struct CampaignAssembler {
 
         // A broadcast has no recipient: its templates know the campaign's variables and `now`.
         let columns = campaign.channel != nil ? ["now"] : source.flatMap { knownColumns($0) }
+        review?.columns = columns
         for exclusion in exclusions { _ = knownColumns(exclusion) }
-        if let columns { checkNames(columns: columns, variants: variants, android: android) }
+        if let columns, review.map({ if case .notRead = $0.read { false } else { true } }) ?? true {
+            checkNames(columns: columns, variants: variants, android: android)
+        }
 
         guard let apps, let source, let variants, !diagnostics.hasErrors else { return nil }
         var expiration = message.expiration ?? project.defaults.expiration
@@ -95,6 +113,7 @@ struct CampaignAssembler {
         var result = loaded
         result.android = android
         result.maxInvalid = campaign.audience.maxInvalid
+        result.review = review
         return result
     }
 
@@ -126,14 +145,16 @@ struct CampaignAssembler {
     }
 
     mutating func makeSource(_ spec: SourceSpec) -> (any AudienceSource)? {
-        switch spec.kind {
-        case .csv(let path, _), .jsonLines(let path), .sqlite(let path, _):
-            guard permitted(path, "audience file", at: spec.location) else { return nil }
-        default:
-            break
+        let written = Self.writtenPath(spec)
+        var path = ""
+        if let written {
+            guard let resolved = resolvedPath(written, at: spec.location),
+                permitted(resolved, "audience file", at: spec.location)
+            else { return nil }
+            path = resolved
         }
         switch spec.kind {
-        case .csv(let path, let delimiter):
+        case .csv(_, let delimiter):
             revisionFiles.append((.audience, path, paths.url(path)))
             return CSVSource(
                 path: paths.url(path).path,
@@ -142,7 +163,7 @@ struct CampaignAssembler {
                 delimiter: delimiter,
                 location: spec.location
             )
-        case .jsonLines(let path):
+        case .jsonLines:
             revisionFiles.append((.audience, path, paths.url(path)))
             return JSONLinesSource(
                 path: paths.url(path).path,
@@ -150,7 +171,7 @@ struct CampaignAssembler {
                 tokenColumn: spec.tokenColumn,
                 location: spec.location
             )
-        case .sqlite(let path, let query):
+        case .sqlite(_, let query):
             revisionFiles.append((.audience, path, paths.url(path)))
             return SQLiteSource(
                 path: paths.url(path).path,
@@ -166,6 +187,18 @@ struct CampaignAssembler {
                 return nil
             }
             return InlineSource(rows: rows, name: "\(campaign.path) (inline)", tokenColumn: spec.tokenColumn)
+        }
+    }
+
+    /// An audience file's path with its `${env:…}` filled in (syntax was checked when the campaign
+    /// was read); a variable not set is an error naming it, never its value.
+    mutating func resolvedPath(_ written: String, at location: SourceLocation) -> String? {
+        guard case .success(let reference) = ConfigString.parse(written) else { return written }
+        switch reference.resolvePath(environment) {
+        case .success(let path): return path
+        case .failure(let error):
+            diagnostics.append(.error("audience file '\(written)': \(error.message)", at: location))
+            return nil
         }
     }
 

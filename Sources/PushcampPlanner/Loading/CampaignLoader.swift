@@ -9,9 +9,21 @@ import Yams
 /// audience's rows; every problem is a located diagnostic.
 public struct CampaignLoader: Sendable {
     public var workingDirectory: URL
+    /// What `${env:…}` in an audience's path reads.
+    public var environment: [String: String]
+    /// Loads for a review (`plan --review`, `pushcamp review`): `audience.sample` is planned
+    /// instead of the audience, and an audience or exclusion that cannot be read here (a variable
+    /// not set, a file not committed) is noted in `LoadedCampaign.review` instead of failing.
+    public var reviewing: Bool
 
-    public init(workingDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)) {
+    public init(
+        workingDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        reviewing: Bool = false
+    ) {
         self.workingDirectory = workingDirectory
+        self.environment = environment
+        self.reviewing = reviewing
     }
 
     public struct Result: Sendable {
@@ -42,7 +54,14 @@ public struct CampaignLoader: Sendable {
         diagnostics += projectDiagnostics
         guard let campaign, let project else { return Result(campaign: nil, diagnostics: diagnostics) }
 
-        var assembler = CampaignAssembler(campaign: campaign, project: project, paths: paths, document: document)
+        var assembler = CampaignAssembler(
+            campaign: campaign,
+            project: project,
+            paths: paths,
+            document: document,
+            environment: environment,
+            reviewing: reviewing
+        )
         let loaded = assembler.assemble()
         return Result(campaign: loaded, diagnostics: (diagnostics + assembler.diagnostics).sortedByLocation())
     }

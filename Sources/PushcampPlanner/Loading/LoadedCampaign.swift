@@ -71,6 +71,8 @@ public struct LoadedCampaign: Sendable {
     public var broadcast: BroadcastTarget? = nil
     /// `audience.max_invalid`: rows with an invalid token `plan` tolerates before it fails.
     public var maxInvalid: InvalidLimit? = nil
+    /// What a review read of the audience (nil: the campaign was loaded to be sent or planned).
+    public var review: AudienceReview? = nil
 
     /// The platforms the campaign sends to.
     public var platforms: Set<Platform> {

@@ -64,6 +64,10 @@ public struct PlanSummary: Sendable {
     public var payloadSizes = SizeStatistics()
     public var failures: [PreflightReason: FailureStat] = [:]
     public var samples: [PlannedPush] = []
+    /// Whose copy the samples show: audience rows, or a review's made-up recipients.
+    public var sampleKind: SampleKind = .rows
+    /// What a review read of the audience (nil: a plan, which reads it all or fails).
+    public var review: AudienceReview?
     /// The first push of each variant and locale, in the campaign's variant order, then by locale.
     public var copies: [PlannedPush] = []
     public var rate: Rate

@@ -116,6 +116,7 @@ extension PlanSummary {
                     ])
                 ),
                 ("preflight_failures", .array(failuresJSON)), ("samples", .array(samplesJSON)),
+                ("review_notes", review == nil ? .null : .array(reviewLines.map { .string($0) })),
                 (
                     "throttle",
                     .object([

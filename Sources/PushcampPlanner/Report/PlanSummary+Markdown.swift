@@ -20,7 +20,10 @@ extension PlanSummary {
         for line in scheduleLines { out += "| schedule | \(escape(line)) |\n" }
         out += "| throttle | \(escape(rateText)) |\n| estimated duration | \(durationText) |\n\n"
 
-        out += "#### Audience (\(Markdown.code(source)))\n\n| step | recipients | note |\n|---|---:|---|\n"
+        out += "#### Audience (\(Markdown.code(source)))\n\n"
+        for line in reviewLines { out += "> \(escape(line))\n" }
+        if !reviewLines.isEmpty { out += "\n" }
+        out += "| step | recipients | note |\n|---|---:|---|\n"
         out += "| read | \(audience.read) | |\n"
         out += "| invalid tokens | \(audience.invalidTotal) | \(escape(invalidText)) |\n"
         out += "| duplicates | \(audience.duplicates) | first row of a token wins |\n"
@@ -93,7 +96,7 @@ extension PlanSummary {
         if !samples.isEmpty {
             out += "<details><summary>\(samples.count) rendered sample\(samples.count == 1 ? "" : "s")</summary>\n\n"
             for (index, push) in samples.enumerated() {
-                var title = "**#\(index + 1)** row \(push.row)"
+                var title = "**#\(index + 1)** \(sampleOrigin(push))"
                 if android != nil { title += ", \(push.platform.title)" }
                 if !variants.isEmpty { title += ", variant \(Markdown.code(push.variant))" }
                 if let locale = push.locale { title += ", locale \(Markdown.code(locale))" }

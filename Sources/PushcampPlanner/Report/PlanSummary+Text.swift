@@ -22,6 +22,7 @@ extension PlanSummary {
         out += "\n"
 
         out += "Audience (\(source.escapingControlCharacters))\n"
+        for line in reviewLines { out += "  note: \(line.escapingControlCharacters)\n" }
         var rows: [(String, Int, String)] = [("read", audience.read, "")]
         rows.append(("invalid tokens", audience.invalidTotal, invalidText))
         rows.append(("duplicates", audience.duplicates, "first row of a token wins"))
@@ -114,7 +115,7 @@ extension PlanSummary {
                 if !variants.isEmpty { title += " · variant \(push.variant)" }
                 if let locale = push.locale { title += " · locale \(locale)" }
                 if let due = push.due { title += " · due \(Timestamp(secondsSince1970: due))" }
-                out += title + " · row \(push.row)\n"
+                out += title + " · \(sampleOrigin(push))\n"
                 for (name, value) in headers(of: push) { out += "     \(name): \(value.escapingControlCharacters)\n" }
                 let body = sampleBody(of: push)
                 out += "     body (\(body.count) bytes): \(String(decoding: body, as: UTF8.self))\n"
