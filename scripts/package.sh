@@ -7,23 +7,34 @@
 #   scripts/package.sh --binary FILE    pack FILE as it is instead of building one (the tests pack the
 #                                       build under test this way)
 #   scripts/package.sh --output DIR     write into DIR instead of dist/
+#   scripts/package.sh --sign KEY       sign the tarball with the SSH private key KEY (ssh-keygen -Y
+#                                       sign, namespace pushcamp-release); --signer NAME is the
+#                                       principal SIGNERS names (default releases@pushcamp)
 #
 # Writes DIR/pushcamp-VERSION-linux-ARCH.tar.gz and, beside it, its checksum (.sha256, the format
-# `sha256sum --check` reads). The tarball holds one folder, pushcamp-VERSION/, with bin/pushcamp,
-# SHA256SUMS (the binary's checksum, which the CI workflow of `pushcamp init` pins), LICENSE, README.md,
+# `sha256sum --check` reads) and, with --sign, its signature (.sig, which `ssh-keygen -Y verify`
+# checks: every CI runner has it). The tarball holds one folder, pushcamp-VERSION/, with
+# bin/pushcamp, SHA256SUMS (the binary's checksum, which the CI workflow of `pushcamp init` pins),
+# SIGNERS with --sign (the allowed_signers line init pins in that workflow), LICENSE, README.md,
 # docs/ (docs/alerts/ has the example Prometheus rules) and VERSION (what `--version` says).
-# docs/install.md says how to install it; scripts/install-test.sh proves it on a bare Debian.
+# docs/install.md says how to install it, docs/release.md how to publish one;
+# scripts/install-test.sh proves it on a bare Debian.
 set -euo pipefail
+invoked=$PWD
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
 
 binary=""
 output=dist
+key=""
+signer=releases@pushcamp
 while (($#)); do
     case "$1" in
         --binary) binary=$2; shift 2 ;;
         --output) output=$2; shift 2 ;;
-        -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --sign) key=$2; [[ "$key" == /* ]] || key="$invoked/$key"; shift 2 ;;
+        --signer) signer=$2; shift 2 ;;
+        -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "package.sh: unknown argument $1 (try --help)" >&2; exit 64 ;;
     esac
 done
@@ -60,6 +71,12 @@ if [[ -z "$binary" ]]; then
     fi
 fi
 [[ -x "$binary" ]] || { echo "package.sh: $binary is not an executable" >&2; exit 1; }
+if [[ -n "$key" ]]; then
+    [[ -r "$key" ]] || { echo "package.sh: --sign $key: no such key" >&2; exit 1; }
+    [[ "$signer" =~ ^[A-Za-z0-9._@+-]+$ ]] || { echo "package.sh: --signer takes a name like releases@example.com" >&2; exit 1; }
+    # The public half, as ssh-keygen -Y verify's allowed_signers file reads it.
+    public=$(ssh-keygen -y -f "$key" | cut -d' ' -f1,2) || { echo "package.sh: $key is not an SSH private key" >&2; exit 1; }
+fi
 
 version=$("$binary" --version | cut -d' ' -f1)
 name="pushcamp-$version-$(uname -s | tr '[:upper:]' '[:lower:]')-$(uname -m)"
@@ -73,6 +90,10 @@ cp LICENSE README.md "$root/"
 cp -R docs "$root/docs"
 "$root/bin/pushcamp" --version > "$root/VERSION"
 (cd "$root" && sha256sum bin/pushcamp > SHA256SUMS)
+if [[ -n "$key" ]]; then
+    printf '# Who signs this release: `ssh-keygen -Y verify -f SIGNERS -I %s -n pushcamp-release -s TARBALL.sig < TARBALL`\n%s %s\n' \
+        "$signer" "$signer" "$public" > "$root/SIGNERS"
+fi
 
 mkdir -p "$output"
 tarball="$output/$name.tar.gz"
@@ -80,6 +101,11 @@ tarball="$output/$name.tar.gz"
 tar --sort=name --owner=0 --group=0 --numeric-owner --mtime='@0' -C "$work" -cf - "pushcamp-$version" \
     | gzip -n -9 > "$tarball"
 (cd "$output" && sha256sum "$name.tar.gz" > "$name.tar.gz.sha256")
+if [[ -n "$key" ]]; then
+    rm -f "$tarball.sig"
+    ssh-keygen -q -Y sign -n pushcamp-release -f "$key" "$tarball"
+    echo "signature: $tarball.sig (signer $signer)"
+fi
 echo "$tarball ($(du -h "$tarball" | cut -f1)): $(cat "$root/VERSION")"
 echo "binary: $(cat "$root/SHA256SUMS")"
 echo "tarball: $(cat "$tarball.sha256")"

@@ -14,16 +14,23 @@ struct Init: ParsableCommand {
             title and body) and a six-row audiences/welcome.csv of both platforms, a .gitignore for \
             the journal (.pushcamp/), and .github/workflows/pushcamp.yml. A team without an Android \
             app deletes app-android and names app-ios alone in the campaign. On each pull request that \
-            workflow installs this very pushcamp (the release tarball of this version, checked \
-            against the SHA-256 of the binary running init), runs `validate --format github`, posts \
-            `plan --format markdown` of every campaign and fails when a campaign is invalid or would \
-            send pushes APNs or FCM refuses. It never overwrites: a folder that holds anything is refused \
-            and nothing is written.
+            workflow installs this very pushcamp (the release tarball of this version, its signature \
+            checked against the signer of this release, its binary against the SHA-256 of the binary \
+            running init), runs `validate --review --format github`, plans the campaigns the pull \
+            request touches with `pushcamp review` (samples instead of real audiences, tokens \
+            masked), posts the plan as a comment, keeps it in full as the job's artifact and fails \
+            when a campaign is invalid or would send pushes APNs or FCM refuse. It never \
+            overwrites: a folder that holds anything is refused and nothing is written.
+
+            A team that mirrors releases inside its network passes the mirror's URL with \
+            --release-url; one that signs its mirror with its own SSH key passes that key's \
+            allowed_signers line with --release-signer (docs/release.md).
 
             Examples:
               pushcamp init my-pushes && cd my-pushes
               pushcamp rehearse campaigns/welcome.yaml
               pushcamp init --bundle-id com.example.shop
+              pushcamp init --release-url https://mirror.internal/pushcamp-0.1.0.tar.gz
             """
     )
 
@@ -42,7 +49,20 @@ struct Init: ParsableCommand {
     )
     var releaseURL: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Who signs the release the workflow installs: an allowed_signers line, 'PRINCIPAL ssh-ed25519 KEY' (default: the signer of this release).",
+            valueName: "line"
+        )
+    )
+    var releaseSigner: String?
+
     func validate() throws {
+        if let releaseSigner, !ProjectScaffold.Release.isSigner(releaseSigner) {
+            throw ValidationError(
+                "--release-signer takes an allowed_signers line: a principal, then an SSH public key (ssh-ed25519 AAAA…), without quotes or $"
+            )
+        }
         guard !bundleID.isEmpty,
             bundleID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || ".-".contains($0)) })
         else { throw ValidationError("--bundle-id takes a bundle id like com.example.shop") }
@@ -67,7 +87,7 @@ struct Init: ParsableCommand {
         ).standardizedFileURL
         let release: ProjectScaffold.Release
         do {
-            release = try .running(version: BuildInfo.version, url: releaseURL)
+            release = try .running(version: BuildInfo.version, url: releaseURL, signer: releaseSigner)
         } catch {
             throw Failure(
                 "error: cannot read this pushcamp's own binary to pin it in the CI workflow: \(error)",

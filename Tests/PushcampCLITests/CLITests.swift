@@ -175,8 +175,8 @@ struct CLITests {
             contentsOf: project.appendingPathComponent(".github/workflows/pushcamp.yml"),
             encoding: .utf8
         )
-        #expect(workflow.contains("pushcamp validate --format github || status=1\n"))
-        #expect(workflow.contains("pushcamp plan --format markdown"))
+        #expect(workflow.contains("pushcamp validate --format github --review || status=1\n"))
+        #expect(workflow.contains("pushcamp review --changed \"$RUNNER_TEMP/changed.txt\""))
         // WorkflowCLITests runs its steps.
         // A second init there, or in any folder with something in it, writes nothing.
         let before = try String(contentsOf: project.appendingPathComponent("pushcamp.yaml"), encoding: .utf8)

@@ -3,16 +3,19 @@ import PushcampTestSupport
 import Testing
 import Yams
 
-/// The GitHub Actions workflow `pushcamp init` writes, run as written: a release tarball of the
-/// build under test (scripts/package.sh --binary), installed by the workflow's own steps into a
-/// PATH without pushcamp, then its checks and its plan comment.
+/// The GitHub Actions workflow `pushcamp init` writes, run as written: a signed release tarball of
+/// the build under test (scripts/package.sh --binary --sign), installed by the workflow's own steps
+/// into a PATH without pushcamp, then its checks, its review of what a pull request changes (a git
+/// repository whose last commit is the pull request), its artifact and its comment.
 @Suite("The scaffolded CI workflow")
 struct WorkflowCLITests {
-    @Test func itInstallsThePinnedReleaseChecksAndPostsThePlanAndFailsOnARefusedPlan() throws {
+    @Test func itInstallsTheSignedReleaseReviewsWithoutRealAudiencesAndFailsOnARefusedPlan() throws {
         let work = try TemporaryProject(projectFile: nil)
         defer { work.remove() }
-        let tarball = try Self.package(into: work.root.appendingPathComponent("dist"))
-        // Installed as a user would, from the tarball; init then pins that very binary.
+        let key = work.root.appendingPathComponent("release-key")
+        try Shell.run("ssh-keygen -q -t ed25519 -N '' -C '' -f '\(key.path)'")
+        let tarball = try Self.package(into: work.root.appendingPathComponent("dist"), signedWith: key)
+        // Installed as a user would, from the tarball; init then pins that very binary and its signer.
         let installed = work.root.appendingPathComponent("installed")
         try Shell.run(
             "mkdir -p '\(installed.path)' && tar -xzf '\(tarball.path)' -C '\(installed.path)' --strip-components=1"
@@ -24,67 +27,125 @@ struct WorkflowCLITests {
             in: work.root
         )
         #expect(created.status == 0, "\(created.output)")
+        let workflowFile = project.appendingPathComponent(".github/workflows/pushcamp.yml")
+        let pinned = try String(contentsOf: workflowFile, encoding: .utf8)
+        let publicKey = try String(contentsOf: key.appendingPathExtension("pub"), encoding: .utf8)
+            .split(separator: " ").prefix(2).joined(separator: " ")
+        #expect(pinned.contains("PUSHCAMP_SIGNER: \"releases@pushcamp \(publicKey)\""), "\(pinned)")
+        let git = Git(project)
+        try git.commit("the project as init wrote it")
 
-        // As written, on a new project: installed, checked, planned, posted, green.
+        // A pull request that takes the real audience out of git: the campaign names it through the
+        // environment (not set in CI) and plans against a committed sample of made-up recipients.
+        let real = try String(contentsOf: project.appendingPathComponent("audiences/welcome.csv"), encoding: .utf8)
+        try FileManager.default.removeItem(at: project.appendingPathComponent("audiences/welcome.csv"))
+        try Self.sample.write(
+            to: project.appendingPathComponent("audiences/welcome.sample.csv"),
+            atomically: true,
+            encoding: .utf8
+        )
+        try Self.edit(project.appendingPathComponent("campaigns/welcome.yaml")) {
+            $0.replacingOccurrences(
+                of: "source: { csv: audiences/welcome.csv }",
+                with:
+                    "source: { csv: \"${env:AUDIENCES}/welcome.csv\" }\n  sample: { csv: audiences/welcome.sample.csv }"
+            )
+        }
+        try git.commit("audiences stay out of git")
         let passing = try WorkflowRun(project: project, scratch: work.root.appendingPathComponent("run-1"))
         #expect(passing.failedStep == nil, "\(passing.log)")
-        #expect(passing.ran == ["Install pushcamp", "Validate and plan", "Post the plans on the pull request"])
+        #expect(
+            passing.ran == [
+                "Install pushcamp", "Validate and plan", "Keep the full plan", "Post the plans on the pull request",
+            ]
+        )
+        #expect(passing.log.contains("Good \"pushcamp-release\" signature for releases@pushcamp"), "\(passing.log)")
         #expect(passing.log.contains("bin/pushcamp: OK"), "the binary's checksum was checked: \(passing.log)")
         let comment = try #require(passing.postedComment, "\(passing.log)")
-        // The scaffold's campaign goes to both apps; the Android one always reaches real phones, so
-        // the destination is in bold.
-        #expect(
-            comment.hasPrefix(
-                "**→ APNs sandbox (api.sandbox.push.apple.com)<br>Android app app-android → FCM (fcm.googleapis.com)**"
-                    + "\n\n### Plan: `welcome`"
-            ),
-            "\(comment)"
-        )
-        #expect(passing.ghCalls.first == ["pr", "comment", "7", "--edit-last", "--body-file", passing.planPath])
+        #expect(comment.hasPrefix("## pushcamp review: 1 campaign\n"), "\(comment)")
+        #expect(comment.contains("planned against the sample audience audiences/welcome.sample.csv"), "\(comment)")
+        #expect(comment.contains("Welcome, Zed!"), "the sample's made-up recipient is rendered: \(comment)")
+        let artifact = try #require(passing.artifact, "\(passing.log)")
+        for text in [comment, artifact] {
+            Self.expectNothingPersonal(in: text, real: real + Self.sample)
+        }
+        #expect(passing.ghCalls.first == ["pr", "comment", "7", "--edit-last", "--body-file", passing.commentPath])
 
-        // A campaign APNs would refuse pushes of (a payload over 4 KB for one recipient): the plan is
-        // still posted, and the job fails.
-        let audience = project.appendingPathComponent("audiences/welcome.csv")
-        let rows = try String(contentsOf: audience, encoding: .utf8)
+        // A pull request whose sample has a recipient APNs would refuse (a payload over 4 KB): the
+        // plan is still posted, and the job fails.
         let long = String(repeating: "x", count: 5000)
-        try (rows + "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa,ios,\(long),true\n").write(
-            to: audience,
+        try (Self.sample + "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa,ios,\(long),true\n").write(
+            to: project.appendingPathComponent("audiences/welcome.sample.csv"),
             atomically: true,
             encoding: .utf8
         )
+        try git.commit("a sample row too long")
         let failing = try WorkflowRun(project: project, scratch: work.root.appendingPathComponent("run-2"))
         #expect(failing.failedStep == "Validate and plan", "\(failing.log)")
-        #expect(failing.ran == ["Install pushcamp", "Validate and plan", "Post the plans on the pull request"])
+        #expect(failing.log.contains("exit 3"), "\(failing.log)")
         let refused = try #require(failing.postedComment, "\(failing.log)")
         #expect(refused.contains("| refused | 1 |"), "\(refused)")
-        #expect(
-            refused.contains(
-                "**campaigns/welcome.yaml: APNs or FCM would refuse some of these pushes (plan exit 3).**"
-            ),
-            "\(refused)"
-        )
+        #expect(refused.contains("APNs or FCM would refuse 1 of these pushes"), "\(refused)")
 
-        // Another binary than the pinned one is refused before anything runs.
-        var workflow = try String(
-            contentsOf: project.appendingPathComponent(".github/workflows/pushcamp.yml"),
-            encoding: .utf8
-        )
-        let pinned = try #require(workflow.firstMatch(of: /PUSHCAMP_SHA256: "([0-9a-f]{64})"/)?.1)
-        workflow = workflow.replacingOccurrences(of: String(pinned), with: String(repeating: "0", count: 64))
-        try workflow.write(
-            to: project.appendingPathComponent(".github/workflows/pushcamp.yml"),
+        // A pull request that touches no campaign: checked, nothing planned, no comment.
+        try "# Our pushes\n".write(to: project.appendingPathComponent("NOTES.md"), atomically: true, encoding: .utf8)
+        try git.commit("notes")
+        let quiet = try WorkflowRun(project: project, scratch: work.root.appendingPathComponent("run-3"))
+        #expect(quiet.failedStep == nil, "\(quiet.log)")
+        #expect(quiet.postedComment == nil && quiet.ghCalls.isEmpty, "\(quiet.log)")
+
+        // Another signer than the pinned one, or another binary, is refused before anything runs.
+        try Shell.run("ssh-keygen -q -t ed25519 -N '' -C '' -f '\(work.root.path)/other-key'")
+        let other = try String(contentsOfFile: "\(work.root.path)/other-key.pub", encoding: .utf8)
+            .split(separator: " ").prefix(2).joined(separator: " ")
+        try pinned.replacingOccurrences(of: publicKey, with: other).write(
+            to: workflowFile,
             atomically: true,
             encoding: .utf8
         )
-        let tampered = try WorkflowRun(project: project, scratch: work.root.appendingPathComponent("run-3"))
+        let forged = try WorkflowRun(project: project, scratch: work.root.appendingPathComponent("run-4"))
+        #expect(forged.failedStep == "Install pushcamp", "\(forged.log)")
+        #expect(forged.ran == ["Install pushcamp", "Keep the full plan", "Post the plans on the pull request"])
+        let binarySum = try #require(pinned.firstMatch(of: /PUSHCAMP_SHA256: "([0-9a-f]{64})"/)?.1)
+        try pinned.replacingOccurrences(of: String(binarySum), with: String(repeating: "0", count: 64))
+            .write(to: workflowFile, atomically: true, encoding: .utf8)
+        let tampered = try WorkflowRun(project: project, scratch: work.root.appendingPathComponent("run-5"))
         #expect(tampered.failedStep == "Install pushcamp", "\(tampered.log)")
         #expect(tampered.log.contains("FAILED"), "\(tampered.log)")
     }
 
-    /// scripts/package.sh --binary: the tarball a release would have, of the build under test.
-    static func package(into directory: URL) throws -> URL {
+    /// Made-up recipients with the real audience's columns.
+    static let sample = """
+        token,platform,first_name,opted_in
+        0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef,ios,Zed,true
+        fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210,ios,,true
+        sampleInstance01:APA91bSampleOnlyNotARealDeviceAtAll0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS,android,Yves,true
+
+        """
+
+    /// No token of `real` (whole, or its first 16 characters) and none of the real audience's names
+    /// is in `text`.
+    static func expectNothingPersonal(in text: String, real: String) {
+        for line in real.split(separator: "\n").dropFirst() where !line.hasPrefix("token") {
+            let token = String(line.split(separator: ",").first ?? "")
+            #expect(!text.contains(token.prefix(16)), "token \(token.prefix(16)) is shown: \(text)")
+        }
+        for name in ["Ada", "Grace", "Linus", "Hedy"] { #expect(!text.contains(name), "\(name) is shown: \(text)") }
+    }
+
+    static func edit(_ file: URL, _ change: (String) -> String) throws {
+        let text = try String(contentsOf: file, encoding: .utf8)
+        let changed = change(text)
+        #expect(changed != text, "\(file.lastPathComponent) was not changed")
+        try changed.write(to: file, atomically: true, encoding: .utf8)
+    }
+
+    /// scripts/package.sh --binary: the tarball a release would have, of the build under test;
+    /// signed with `key` (an SSH private key) when given.
+    static func package(into directory: URL, signedWith key: URL? = nil) throws -> URL {
+        let sign = key.map { " --sign '\($0.path)'" } ?? ""
         let packed = try Shell.run(
-            "scripts/package.sh --binary '\(CLI.binary.path)' --output '\(directory.path)'",
+            "scripts/package.sh --binary '\(CLI.binary.path)' --output '\(directory.path)'\(sign)",
             in: CLI.repository
         )
         #expect(packed.status == 0, "\(packed.output)")
@@ -94,6 +155,27 @@ struct WorkflowCLITests {
         let checksum = try Shell.run("sha256sum --check --strict '\(name).sha256'", in: directory)
         #expect(checksum.status == 0, "\(checksum.output)")
         return directory.appendingPathComponent(name)
+    }
+}
+
+/// A git repository of a test's own: commits everything, with an author of its own.
+struct Git {
+    var directory: URL
+
+    init(_ directory: URL) { self.directory = directory }
+
+    func commit(_ message: String) throws {
+        let script = """
+            [ -d .git ] || git init -q -b main
+            git add -A
+            git -c user.name=pushcamp-test -c user.email=test@pushcamp.invalid commit -q -m '\(message)'
+            """
+        let result = try Shell.run(
+            script,
+            in: directory,
+            environment: ["PATH": "/usr/bin:/bin", "HOME": directory.path]
+        )
+        #expect(result.status == 0, "\(result.output)")
     }
 }
 
@@ -108,7 +190,9 @@ struct WorkflowRun {
     var log = ""
     var postedComment: String?
     var ghCalls: [[String]] = []
-    var planPath: String
+    var commentPath: String
+    /// What the upload-artifact step kept.
+    var artifact: String?
 
     init(project: URL, scratch: URL) throws {
         let manager = FileManager.default
@@ -116,7 +200,7 @@ struct WorkflowRun {
         let tools = scratch.appendingPathComponent("tools")
         try manager.createDirectory(at: temp, withIntermediateDirectories: true)
         try manager.createDirectory(at: tools, withIntermediateDirectories: true)
-        planPath = temp.appendingPathComponent("plan.md").path
+        commentPath = temp.appendingPathComponent("comment.md").path
         let ghLog = scratch.appendingPathComponent("gh-calls")
         let gh = tools.appendingPathComponent("gh")
         try """
@@ -145,17 +229,32 @@ struct WorkflowRun {
         let job = try #require(jobs.values.first as? [String: Any])
         let steps = try #require(job["steps"] as? [[String: Any]])
         // What GitHub puts in the expressions of `env:` on a pull request.
-        let expressions = ["${{ github.token }}": "ghs_test", "${{ github.event.pull_request.number }}": "7"]
+        let expressions = [
+            "${{ github.token }}": "ghs_test", "${{ github.event.pull_request.number }}": "7",
+            "${{ runner.temp }}": temp.path,
+        ]
 
         for step in steps {
-            guard let script = step["run"] as? String else {
-                #expect(step["uses"] as? String == "actions/checkout@v4", "only the checkout is GitHub's own")
-                continue
-            }
-            let name = step["name"] as? String ?? script
+            let name = step["name"] as? String ?? step["run"] as? String ?? step["uses"] as? String ?? "?"
             if let condition = step["if"] as? String {
                 guard try Self.holds(condition, failed: failedStep != nil) else { continue }
             } else if failedStep != nil {
+                continue
+            }
+            guard let script = step["run"] as? String else {
+                // GitHub's own actions: the checkout (the project is already there, its last commit
+                // the pull request's) and the artifact's upload, which keeps the file it names.
+                let uses = step["uses"] as? String
+                #expect(uses == "actions/checkout@v4" || uses == "actions/upload-artifact@v4", "\(name)")
+                if uses == "actions/upload-artifact@v4" {
+                    ran.append(name)
+                    let with = step["with"] as? [String: Any] ?? [:]
+                    var path = "\(with["path"] ?? "")"
+                    for (expression, value) in expressions {
+                        path = path.replacingOccurrences(of: expression, with: value)
+                    }
+                    artifact = try? String(contentsOfFile: path, encoding: .utf8)
+                }
                 continue
             }
             #expect(!script.contains("${{"), "\(name): expressions in a script are shell injection; use env:")
@@ -174,6 +273,10 @@ struct WorkflowRun {
             let added = try String(contentsOfFile: environment["GITHUB_PATH"]!, encoding: .utf8)
                 .split(separator: "\n").map(String.init).reversed()
             environment["PATH"] = (added + [tools.path, "/usr/bin", "/bin"]).joined(separator: ":")
+            // What the checkout leaves for git: a repository owned by the runner's user.
+            environment["GIT_CONFIG_COUNT"] = "1"
+            environment["GIT_CONFIG_KEY_0"] = "safe.directory"
+            environment["GIT_CONFIG_VALUE_0"] = "*"
             ran.append(name)
             let result = try Shell.run(script, in: project, environment: environment, options: ["-eo", "pipefail"])
             log += "== \(name): exit \(result.status)\n\(result.output)"

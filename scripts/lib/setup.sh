@@ -47,6 +47,9 @@ install_test_missing() {
     command -v chromium >/dev/null || missing+=(chromium)
     # A real HTTP proxy, for sending through CONNECT tunnels.
     [[ -x /usr/bin/tinyproxy ]] || missing+=(tinyproxy)
+    # The CI workflow's test: git (what a pull request changes) and ssh-keygen (a signed release).
+    command -v git >/dev/null || missing+=(git)
+    command -v ssh-keygen >/dev/null || missing+=(openssh-client)
     ((${#missing[@]})) || return 0
     local sudo=()
     [[ $(id -u) -eq 0 ]] || sudo=(sudo)

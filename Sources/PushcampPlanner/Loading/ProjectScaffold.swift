@@ -12,19 +12,41 @@ public enum ProjectScaffold {
         public var version: String
         public var url: String
         public var binarySHA256: String
+        /// Who signs the release: an `allowed_signers` line (`PRINCIPAL ssh-ed25519 KEY`) that
+        /// `ssh-keygen -Y verify` checks the tarball's signature against; nil when unsigned.
+        public var signer: String?
 
-        public init(version: String, url: String? = nil, binarySHA256: String) {
+        public init(version: String, url: String? = nil, binarySHA256: String, signer: String? = nil) {
             self.version = version
             self.url = url ?? Self.url(version: version)
             self.binarySHA256 = binarySHA256
+            self.signer = signer
         }
 
-        /// The release of the binary running now (version `version`), pinned by its own SHA-256.
-        public static func running(version: String, url: String?) throws -> Release {
-            let executable = Bundle.main.executableURL ?? URL(fileURLWithPath: "/proc/self/exe")
-            let data = try Data(contentsOf: executable.resolvingSymlinksInPath())
+        /// The release of the binary running now (version `version`), pinned by its own SHA-256, and
+        /// signed by `signer`, else by whom its release's SIGNERS file names (the folder above
+        /// bin/ of an unpacked release; none for a binary built from source).
+        public static func running(version: String, url: String?, signer: String?) throws -> Release {
+            let executable = (Bundle.main.executableURL ?? URL(fileURLWithPath: "/proc/self/exe"))
+                .resolvingSymlinksInPath()
+            let data = try Data(contentsOf: executable)
             let hash = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
-            return Release(version: version, url: url, binarySHA256: hash)
+            let signers = executable.deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("SIGNERS")
+            let released = (try? String(contentsOf: signers, encoding: .utf8)).flatMap { text in
+                text.split(separator: "\n").map(String.init).first { !$0.hasPrefix("#") && isSigner($0) }
+            }
+            return Release(version: version, url: url, binarySHA256: hash, signer: signer ?? released)
+        }
+
+        /// Whether `line` is one `allowed_signers` entry as the workflow writes it: a principal and
+        /// an SSH public key, with nothing a YAML string or a shell could misread.
+        public static func isSigner(_ line: String) -> Bool {
+            let fields = line.split(separator: " ")
+            guard fields.count >= 3, fields[1].hasPrefix("ssh-") || fields[1].hasPrefix("ecdsa-") else { return false }
+            return line.unicodeScalars.allSatisfy {
+                $0.isASCII && $0.value >= 0x20 && !"\"'\\`$".unicodeScalars.contains($0)
+            }
         }
 
         /// Said when the binary pinning the workflow was built from source: no release has it.
@@ -170,6 +192,10 @@ public enum ProjectScaffold {
         audience:
           source: { csv: audiences/welcome.csv }   # a token column, a platform column and any attributes
           where: "opted_in"                        # optional filter on attributes
+          # Real audiences stay out of git: name the file through the environment, and commit a
+          # sample (made-up rows, the real columns) that pull requests are planned against:
+          # source: { csv: "${env:AUDIENCES}/welcome.csv" }
+          # sample: { csv: audiences/welcome.sample.csv }
 
         message:
           payload: templates/welcome.yaml          # what iPhones get (APNs JSON)
@@ -204,77 +230,91 @@ public enum ProjectScaffold {
 
         """
 
-    /// The GitHub Actions workflow: installs the pinned release, checks the project and every
-    /// campaign, posts their plans on the pull request, and fails when a campaign is invalid or has
-    /// pushes APNs or FCM would refuse. Its `run:` steps use no `${{ }}` expressions (values come in through
-    /// `env:`), so a pull request's text never becomes shell, and a test runs them as written.
+    /// The GitHub Actions workflow: installs the pinned release (its signature checked against the
+    /// pinned signer, its binary against the pinned checksum), checks every campaign as a pull
+    /// request's CI can (`validate --review`), plans the campaigns the pull request touches
+    /// (`pushcamp review`), keeps the full plan as the job's artifact and posts a comment that fits
+    /// GitHub's limit; it fails when a campaign is invalid or has pushes APNs or FCM would refuse.
+    /// Its `run:` steps use no `${{ }}` expressions (values come in through `env:`), so a pull
+    /// request's text never becomes shell, and a test runs them as written.
     static func workflow(_ release: Release) -> String {
         """
-        # Checks the project and every campaign on pull requests, and posts what each campaign would
-        # send. The job fails when a campaign is invalid (validate, or plan exit 1) or would send
-        # pushes that APNs or FCM refuses (plan exit 3), so such a change cannot be merged unnoticed.
+        # On pull requests: checks every campaign `pushcamp serve` watches, plans those the pull
+        # request touches (a campaign, a template, strings or audience it reads, pushcamp.yaml) and
+        # posts what they would send. Real audiences stay out of git: a campaign plans against its
+        # audience.sample (made-up rows with the real columns), tokens are masked and copy is rendered
+        # for made-up or masked recipients only. The job fails when a campaign is invalid (exit 1) or
+        # would send pushes APNs or FCM refuse, or too many invalid tokens (exit 3).
         name: pushcamp
         on:
           pull_request:
-            paths:
-              - "campaigns/**"
-              - "templates/**"
-              - "strings/**"
-              - "audiences/**"
-              - "pushcamp.yaml"
-              - ".github/workflows/pushcamp.yml"
+            # Every change runs it: campaign folders are wherever serve.campaigns says. To save minutes,
+            # list them: paths: ["campaigns/**", "templates/**", "strings/**", "audiences/**", "pushcamp.yaml"]
         permissions:
           contents: read
           pull-requests: write
         env:
-          # The pushcamp this project was set up with (`pushcamp init`): its release tarball and the
-          # SHA-256 of the binary in it. To upgrade, change the three together: a release's
-          # SHA256SUMS holds the checksum of its bin/pushcamp.
+          # The pushcamp this project was set up with (`pushcamp init`): its release tarball, the
+          # SHA-256 of the binary in it, and who signs its releases (an SSH key; the tarball's
+          # signature is the URL with .sig). To upgrade, change the first three together: a
+          # release's SHA256SUMS holds the checksum of its bin/pushcamp. docs/release.md says more.
           PUSHCAMP_VERSION: "\(release.version)"
           PUSHCAMP_URL: "\(release.url)"
           PUSHCAMP_SHA256: "\(release.binarySHA256)"
+          PUSHCAMP_SIGNER: "\(release.signer ?? "")"
         jobs:
-          plan:
+          review:
             runs-on: ubuntu-latest
             steps:
               - uses: actions/checkout@v4
+                with:
+                  # The pull request's merge commit and the base it is made on: what it changes.
+                  fetch-depth: 2
               - name: Install pushcamp
                 run: |
                   mkdir -p "$RUNNER_TEMP/pushcamp"
-                  curl --fail --silent --show-error --location --retry 3 "$PUSHCAMP_URL" \\
-                    | tar -xz -C "$RUNNER_TEMP/pushcamp" --strip-components=1
+                  tarball="$RUNNER_TEMP/pushcamp.tar.gz"
+                  curl --fail --silent --show-error --location --retry 3 --output "$tarball" "$PUSHCAMP_URL"
+                  if [ -n "$PUSHCAMP_SIGNER" ]; then
+                    curl --fail --silent --show-error --location --retry 3 --output "$tarball.sig" "$PUSHCAMP_URL.sig"
+                    echo "$PUSHCAMP_SIGNER" > "$RUNNER_TEMP/allowed_signers"
+                    ssh-keygen -Y verify -f "$RUNNER_TEMP/allowed_signers" -I "${PUSHCAMP_SIGNER%% *}" \\
+                      -n pushcamp-release -s "$tarball.sig" < "$tarball"
+                  else
+                    echo "::warning::no release signer is pinned (PUSHCAMP_SIGNER): only the binary's checksum is checked"
+                  fi
+                  tar -xzf "$tarball" -C "$RUNNER_TEMP/pushcamp" --strip-components=1
                   echo "$PUSHCAMP_SHA256  $RUNNER_TEMP/pushcamp/bin/pushcamp" | sha256sum --check --strict
                   "$RUNNER_TEMP/pushcamp/bin/pushcamp" --version
                   echo "$RUNNER_TEMP/pushcamp/bin" >> "$GITHUB_PATH"
               - name: Validate and plan
                 run: |
                   status=0
-                  pushcamp validate --format github || status=1
-                  plan="$RUNNER_TEMP/plan.md"
-                  : > "$plan"
-                  for campaign in campaigns/*.yaml campaigns/*.yml; do
-                    [ -e "$campaign" ] || continue
-                    code=0
-                    pushcamp plan --format markdown "$campaign" >> "$plan" || code=$?
-                    case "$code" in
-                      0) ;;
-                      3) echo "**$campaign: APNs or FCM would refuse some of these pushes (plan exit 3).**" >> "$plan"; status=1 ;;
-                      *) echo "**$campaign: not planned (plan exit $code); the job's log says why.**" >> "$plan"; status=1 ;;
-                    esac
-                    echo >> "$plan"
-                  done
-                  cat "$plan" >> "$GITHUB_STEP_SUMMARY"
+                  pushcamp validate --format github --review || status=1
+                  git diff --name-only HEAD^1 HEAD > "$RUNNER_TEMP/changed.txt"
+                  code=0
+                  pushcamp review --changed "$RUNNER_TEMP/changed.txt" \\
+                    --comment "$RUNNER_TEMP/comment.md" --full "$RUNNER_TEMP/plan.md" || code=$?
+                  [ "$code" -eq 0 ] || status=$code
+                  cat "$RUNNER_TEMP/plan.md" >> "$GITHUB_STEP_SUMMARY"
                   exit "$status"
+              - name: Keep the full plan
+                if: always()
+                uses: actions/upload-artifact@v4
+                with:
+                  name: pushcamp-plan
+                  path: ${{ runner.temp }}/plan.md
+                  if-no-files-found: ignore
               - name: Post the plans on the pull request
                 if: always() && github.event_name == 'pull_request'
                 env:
                   GH_TOKEN: ${{ github.token }}
                   PR: ${{ github.event.pull_request.number }}
                 run: |
-                  plan="$RUNNER_TEMP/plan.md"
-                  [ -s "$plan" ] || exit 0
-                  gh pr comment "$PR" --edit-last --body-file "$plan" 2>/dev/null \\
-                    || gh pr comment "$PR" --body-file "$plan"
+                  comment="$RUNNER_TEMP/comment.md"
+                  [ -s "$comment" ] || exit 0
+                  gh pr comment "$PR" --edit-last --body-file "$comment" 2>/dev/null \\
+                    || gh pr comment "$PR" --body-file "$comment"
 
         """
     }
