@@ -91,10 +91,16 @@ public struct ServeNode {
         } catch {
             throw Failure(message: "error: App Store notifications cannot be received: \(error)")
         }
+        // Bound at the address its name resolves to now, once: the loopback rule checks that.
+        let bound: ListenAddress
+        switch ServeHTTP.bound(listen) {
+        case .success(let address): bound = address
+        case .failure(let failure): throw failure
+        }
         var console: Console?
         if project.serve.console {
             let token = environment[ConsoleAccess.tokenVariable].flatMap { $0.isEmpty ? nil : $0 }
-            if let problem = ConsoleAccess.problem(listen: listen, token: token) {
+            if let problem = ConsoleAccess.problem(listen: listen, bound: bound.host, token: token) {
                 throw Failure(message: "error: the console cannot start: \(problem)")
             }
             console = Console(
@@ -112,7 +118,7 @@ public struct ServeNode {
                 ?? "")
         let descriptors = ServeHTTP.raiseDescriptorLimit()
         let http = ServeHTTP.application(
-            listen: listen,
+            listen: bound,
             status: status,
             metrics: metrics,
             logger: httpLogger,

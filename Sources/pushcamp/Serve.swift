@@ -47,8 +47,10 @@ struct Serve: AsyncParsableCommand {
             reports, schedules and next slots, App Store notifications, trigger firings, dead \
             tokens, health), its JSON under /api/ and POST /api/engagement. With \
             PUSHCAMP_CONSOLE_TOKEN set, every console page and call needs that token (a browser \
-            signs in once at /login); without it the console is open, read-only, and allowed only \
-            on a loopback address (docs/console.md).
+            signs in once at /login), /metrics needs it and /readyz says only ready or not ready \
+            to others; without it the console is open, read-only, allowed only when --listen \
+            resolves to a loopback address, and answers only requests addressed to localhost, \
+            127.0.0.1 or [::1] (docs/console.md).
 
             Ctrl-C or SIGTERM drains at once: no new slot fires, running sends stop as `send` does \
             (in-flight answers recorded; a send waiting for its recipients' local time or the end \

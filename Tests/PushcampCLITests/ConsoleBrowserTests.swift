@@ -15,10 +15,14 @@ final class Browser: Sendable {
     private let output: FileHandle
     private let pending = Mutex<[UInt8]>([])
 
-    init() throws {
+    /// A browser that resolves each of `names` to its address (Chromium's host resolver rules), as
+    /// a site's own DNS would when it rebinds its name to this machine.
+    init(names: [String: String] = [:]) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", CLI.repository.appendingPathComponent("scripts/lib/browser.py").path]
+        process.arguments =
+            ["python3", CLI.repository.appendingPathComponent("scripts/lib/browser.py").path]
+            + names.sorted { $0.key < $1.key }.flatMap { ["--map", "\($0.key)=\($0.value)"] }
         let stdin = Pipe()
         let stdout = Pipe()
         process.standardInput = stdin
@@ -296,6 +300,85 @@ struct ConsoleCLITests {
             #expect(try ConsoleBrowserTests.get(open, "/api/runs", token: nil).body == "[]\n")
             let write = try ConsoleBrowserTests.request(open, "/api/engagement", token: nil, body: "{}")
             #expect(write.status == 403 && write.body.contains("set PUSHCAMP_CONSOLE_TOKEN"), "\(write)")
+        }
+    }
+
+    @Test func anOpenConsoleRefusesAPageOfAnotherSiteAndANameThatIsNotLoopback() async throws {
+        try await onOwnThread {
+            let (project, sim) = try ServeCLITests.simulated()
+            defer {
+                _ = sim.stop()
+                project.remove()
+            }
+            var environment = ProcessInfo.processInfo.environment
+            environment["PUSHCAMP_CONSOLE_TOKEN"] = nil
+            try project.append("pushcamp.yaml", "\nserve:\n  console: true\n")
+
+            // A name that starts like loopback and resolves beyond it: refused, said with its address.
+            let hosts = try project.write("hosts", "0.0.0.0 127.attacker.test\n")
+            let named = try Shell.run(
+                "mount --bind '\(hosts)' /etc/hosts && exec '\(CLI.binary.path)' serve --listen 127.attacker.test:0",
+                in: project.root,
+                environment: environment,
+                wrapper: ["unshare", "--mount", "--propagation", "private"]
+            )
+            #expect(named.status == 1, "\(named.output)")
+            #expect(
+                named.output.contains(
+                    "serve listens on 127.attacker.test:0 (127.attacker.test is 0.0.0.0), beyond this machine"
+                ),
+                "\(named.output)"
+            )
+
+            let serve = try ServeProcess(in: project.root, environment: environment)
+            defer { _ = serve.stop() }
+            // A page of another site whose DNS now answers 127.0.0.1 (rebinding): refused, in Chromium.
+            let browser = try Browser(names: ["rebind.test": "127.0.0.1"])
+            defer { browser.quit() }
+            try browser.navigate("http://rebind.test:\(serve.port)/api/runs")
+            let refused = try browser.eval("document.body.innerText") as? String ?? ""
+            #expect(refused.contains("answers only requests to localhost"), "\(refused)")
+            #expect(!refused.contains("[]"), "\(refused)")
+            try browser.navigate("http://rebind.test:\(serve.port)/")
+            let page = try browser.eval("document.body.innerText") as? String ?? ""
+            #expect(page.contains("answers only requests to localhost"), "the console's page is not served: \(page)")
+            // Its own names are served.
+            for name in ["localhost", "127.0.0.1"] {
+                try browser.navigate("http://\(name):\(serve.port)/api/runs")
+                let text = try browser.eval("document.body.innerText") as? String ?? ""
+                #expect(text.trimmingCharacters(in: .whitespacesAndNewlines) == "[]", "\(name): \(text)")
+            }
+        }
+    }
+
+    @Test func withATokenMetricsNeedItAndReadinessSaysOnlyReadyToOthers() async throws {
+        try await onOwnThread {
+            let (project, sim) = try ServeCLITests.simulated()
+            defer {
+                _ = sim.stop()
+                project.remove()
+            }
+            try project.append("pushcamp.yaml", "\nserve:\n  console: true\n")
+            try project.write("campaigns/broken.yaml", "campaign: broken\napp: nope\n")
+            var environment = ProcessInfo.processInfo.environment
+            environment["PUSHCAMP_CONSOLE_TOKEN"] = ConsoleBrowserTests.token
+            let serve = try ServeProcess(in: project.root, environment: environment)
+            defer { _ = serve.stop() }
+            let metrics = try ConsoleBrowserTests.get(serve, "/metrics", token: nil)
+            #expect(metrics.status == 401, "\(metrics)")
+            #expect(try ConsoleBrowserTests.get(serve, "/metrics").body.contains("pushcamp_"))
+            #expect(
+                try ConsoleBrowserTests.eventually {
+                    try ConsoleBrowserTests.get(serve, "/readyz").body.contains("invalid: campaigns/broken.yaml")
+                }
+            )
+            let anonymous = try ConsoleBrowserTests.get(serve, "/readyz", token: nil)
+            #expect(!anonymous.body.contains("broken"), "\(anonymous.body)")
+            #expect(
+                anonymous.body == "ready\n" || anonymous.body.hasPrefix("not ready (the details need"),
+                "\(anonymous)"
+            )
+            #expect(try ConsoleBrowserTests.get(serve, "/healthz", token: nil).status == 200)
         }
     }
 

@@ -309,7 +309,7 @@ struct WorkflowRun {
     }
 }
 
-/// Runs a shell script with bash.
+/// Runs a shell script with bash (inside `wrapper`, when given).
 enum Shell {
     struct Result {
         var status: Int32
@@ -322,11 +322,14 @@ enum Shell {
         in directory: URL? = nil,
         environment: [String: String]? = nil,
         options: [String] = [],
+        wrapper: [String] = [],
         timeout: Double = 300
     ) throws -> Result {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["--noprofile", "--norc"] + options + ["-c", script]
+        let bash = ["/bin/bash", "--noprofile", "--norc"] + options + ["-c", script]
+        // `wrapper` runs bash (unshare, in a mount namespace of the test's own).
+        process.executableURL = URL(fileURLWithPath: wrapper.isEmpty ? "/bin/bash" : "/usr/bin/env")
+        process.arguments = wrapper.isEmpty ? Array(bash.dropFirst()) : wrapper + bash
         if let directory { process.currentDirectoryURL = directory }
         if let environment { process.environment = environment }
         let pipe = Pipe()

@@ -14,7 +14,7 @@ Reads one JSON command per line on standard input and answers one JSON line each
   {"op": "quit"}                          -> {"ok": true}, and Chromium is stopped
 A failure answers {"ok": false, "error": "..."}.
 
-    python3 scripts/lib/browser.py [--chromium PATH]
+    python3 scripts/lib/browser.py [--chromium PATH] [--map NAME=ADDRESS ...]
 """
 import base64
 import json
@@ -96,13 +96,16 @@ class WebSocket:
 
 
 class Browser:
-    def __init__(self, chromium):
+    def __init__(self, chromium, names=()):
         self.profile = tempfile.mkdtemp(prefix="pushcamp-chromium-")
+        # --map NAME=ADDRESS: the browser resolves NAME to ADDRESS, as a site's own DNS would when
+        # it rebinds its name to this machine.
+        rules = [f"--host-resolver-rules={', '.join(f'MAP {n} {a}' for n, a in names)}"] if names else []
         self.process = subprocess.Popen(
             [
                 chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                 "--no-first-run", "--no-default-browser-check", "--disable-extensions",
-                "--remote-debugging-port=0", f"--user-data-dir={self.profile}", "about:blank",
+                "--remote-debugging-port=0", f"--user-data-dir={self.profile}", *rules, "about:blank",
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -215,8 +218,9 @@ def main():
     if not chromium:
         print(json.dumps({"ok": False, "error": "no chromium on PATH: apt-get install chromium"}), flush=True)
         return 1
+    names = [tuple(sys.argv[i + 1].split("=", 1)) for i, a in enumerate(sys.argv) if a == "--map"]
     try:
-        browser = Browser(chromium)
+        browser = Browser(chromium, names)
     except Exception as error:
         print(json.dumps({"ok": False, "error": str(error)}), flush=True)
         return 1

@@ -90,6 +90,13 @@ public struct Console: Sendable {
         page: Bool,
         _ body: () async throws -> Response
     ) async -> Response {
+        guard access.serves(host: request.head.authority) else {
+            return Self.problem(
+                .misdirectedRequest,
+                "this console answers only requests to localhost, 127.0.0.1 or [::1]: it has no token "
+                    + "(PUSHCAMP_CONSOLE_TOKEN), so a page of another site must not reach it through its own name"
+            )
+        }
         let verdict = access.read(authorization: request.headers[.authorization], cookie: request.headers[.cookie])
         guard verdict == .allowed else {
             if page { return Response(status: .seeOther, headers: [.location: "/login", .cacheControl: "no-store"]) }

@@ -6,9 +6,14 @@ import PushcampModel
 ///
 /// - With a token (`PUSHCAMP_CONSOLE_TOKEN`), every console page and `/api/` call needs it: as
 ///   `Authorization: Bearer TOKEN` (scripts), or as the cookie `/login` sets (browsers).
-/// - Without one, the console is read-only and open, and only on a loopback address: a console on
-///   any other address without a token is refused at start. Posting engagement always needs the
-///   token (any local process could otherwise write to the journal).
+/// - Without one, the console is read-only and open, and only on a loopback address — the address
+///   `--listen` resolves to and is bound, not its text: a console on any other address without a
+///   token is refused at start. Its pages answer only requests addressed to a loopback name
+///   (`Host: localhost:8080`, `127.0.0.1:8080`, `[::1]:8080`), so a page of another site whose
+///   name is made to resolve to 127.0.0.1 (DNS rebinding) cannot read it. Posting engagement
+///   always needs the token (any local process could otherwise write to the journal).
+/// - With a token, `/metrics` needs it too and `/readyz` tells anyone else only whether the node
+///   is ready: their details name campaigns and files. `/healthz` is open.
 public struct ConsoleAccess: Sendable {
     /// The environment variable holding the token.
     public static let tokenVariable = "PUSHCAMP_CONSOLE_TOKEN"
@@ -44,8 +49,15 @@ public struct ConsoleAccess: Sendable {
         return read(authorization: authorization, cookie: cookie)
     }
 
-    /// Why the console cannot start on `listen` with `token`; nil when it can.
-    public static func problem(listen: ListenAddress, token: String?) -> String? {
+    /// Whether a request addressed to `host` (its `Host` header) may read the console: any, with a
+    /// token (a page of another site never has the cookie); without one, only a loopback name.
+    public func serves(host: String?) -> Bool {
+        token != nil || host.map(Self.isLoopbackName) == true
+    }
+
+    /// Why the console cannot start on `listen`, bound at `bound` (the address its host resolves
+    /// to, numeric), with `token`; nil when it can.
+    public static func problem(listen: ListenAddress, bound: String, token: String?) -> String? {
         if let token {
             // The cookie carries it as it is: printable ASCII without separators.
             guard token.utf8.allSatisfy({ (0x21...0x7E).contains($0) && ![0x22, 0x2C, 0x3B, 0x5C].contains($0) }) else {
@@ -58,16 +70,41 @@ public struct ConsoleAccess: Sendable {
             }
             return nil
         }
-        guard isLoopback(listen.host) else {
-            return "serve.console is on and serve listens on \(listen), beyond this machine: set "
+        guard isLoopbackAddress(bound) else {
+            let resolved = bound == listen.host ? "" : " (\(listen.host) is \(bound))"
+            return "serve.console is on and serve listens on \(listen)\(resolved), beyond this machine: set "
                 + "\(tokenVariable) (e.g. to the output of openssl rand -hex 32), or listen on 127.0.0.1"
         }
         return nil
     }
 
-    /// 127.0.0.0/8, ::1 and localhost.
-    public static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    /// A numeric address of this machine's loopback: 127.0.0.0/8, ::1, or 127.0.0.0/8 mapped into
+    /// IPv6 (`::ffff:127.0.0.1`). A name is not one, whatever it starts with: `127.attacker.test`
+    /// may resolve anywhere.
+    public static func isLoopbackAddress(_ address: String) -> Bool {
+        var text = address.lowercased()
+        if text == "::1" || text == "0:0:0:0:0:0:0:1" { return true }
+        if text.hasPrefix("::ffff:") { text = String(text.dropFirst(7)) }
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts.allSatisfy({ $0.count <= 3 && UInt8($0) != nil }) else { return false }
+        return parts[0] == "127"
+    }
+
+    /// A `Host` header naming this machine's loopback: `localhost` (or a name under it, which
+    /// resolvers keep on loopback), a loopback address, with or without a port.
+    public static func isLoopbackName(_ host: String) -> Bool {
+        var name = host.lowercased()
+        if name.hasPrefix("[") {
+            guard let end = name.firstIndex(of: "]") else { return false }
+            name = String(name[name.index(after: name.startIndex)..<end])
+            return isLoopbackAddress(name)
+        }
+        if let colon = name.lastIndex(of: ":") {
+            guard name[name.index(after: colon)...].allSatisfy(\.isNumber) else { return false }
+            name = String(name[..<colon])
+        }
+        if name.hasSuffix(".") { name.removeLast() }
+        return name == "localhost" || name.hasSuffix(".localhost") || isLoopbackAddress(name)
     }
 
     /// The tokens a request presents: the bearer token, and the console cookie's value.

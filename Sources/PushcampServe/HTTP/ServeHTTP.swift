@@ -97,6 +97,24 @@ public enum ServeHTTP {
         }
     }
 
+    /// The numeric address `listen` is bound at: its host resolved once, as the bind would, so
+    /// what is checked (the console's loopback rule) is what is bound.
+    public static func bound(_ listen: ListenAddress) -> Result<ListenAddress, ServeNode.Failure> {
+        do {
+            let address = try SocketAddress.makeAddressResolvingHost(listen.host, port: listen.port)
+            guard let ip = address.ipAddress else {
+                return .failure(ServeNode.Failure(message: "error: \(listen.host) is not an IP address"))
+            }
+            return .success(ListenAddress(host: ip, port: listen.port))
+        } catch {
+            return .failure(
+                ServeNode.Failure(
+                    message: "error: cannot listen on \(listen): \(listen.host) does not resolve to an address"
+                )
+            )
+        }
+    }
+
     public static func application(
         listen: ListenAddress,
         status: ServeStatus,
@@ -131,16 +149,34 @@ public enum ServeHTTP {
         router.get("healthz") { _, _ in
             "ok\n"
         }
-        router.get("readyz") { _, _ -> Response in
-            let (ready, body) = status.readiness(now: clock.now())
+        // With the console's token set, what names campaigns and files is for those who have it.
+        let guarded = console.map(\.access).flatMap { $0.token == nil ? nil : $0 }
+        @Sendable func holdsToken(_ request: Request) -> Bool {
+            guarded?.read(authorization: request.headers[.authorization], cookie: request.headers[.cookie])
+                != .unauthorized
+        }
+        router.get("readyz") { request, _ -> Response in
+            var (ready, body) = status.readiness(now: clock.now())
+            if !holdsToken(request) { body = ready ? "ready\n" : "not ready (the details need the console's token)\n" }
             return Response(
                 status: ready ? .ok : .serviceUnavailable,
                 headers: [.contentType: "text/plain; charset=utf-8"],
                 body: ResponseBody(byteBuffer: ByteBuffer(string: body))
             )
         }
-        router.get("metrics") { _, _ -> Response in
-            Response(
+        router.get("metrics") { request, _ -> Response in
+            guard holdsToken(request) else {
+                return Response(
+                    status: .unauthorized,
+                    headers: [.contentType: "text/plain; charset=utf-8", .wwwAuthenticate: "Bearer"],
+                    body: ResponseBody(
+                        byteBuffer: ByteBuffer(
+                            string: "/metrics needs the console's token: Authorization: Bearer TOKEN\n"
+                        )
+                    )
+                )
+            }
+            return Response(
                 status: .ok,
                 headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.exposition()))
