@@ -153,6 +153,9 @@ struct EngagementCLITests {
             ,u3,Opened!,2027-03-20T09:00:00Z
             ,u4,opened,1774000000000
             ,,opened,1774000000
+            ,u5,opened
+            ,u6,opened,1774000000,extra
+            ,u7,opened,2027-03-20T09:00:00Z
 
             """
         )
@@ -164,10 +167,38 @@ struct EngagementCLITests {
             "bad.csv:5: error: 'event' must be 1-64 lowercase letters, digits, '_' or '-', starting with a letter",
             "bad.csv:6: error: 'time' is out of range: seconds since 1970 (not milliseconds), after 2001",
             "bad.csv:7: error: the row names no recipient: give 'apns_id' or 'user'",
-            "error: 5 bad rows in bad.csv; nothing was recorded",
+            // A row whose fields do not fit the header is one more bad row: the rows after it are read.
+            "bad.csv:8: error: row has 3 fields but the header has 4",
+            "bad.csv:9: error: row has 5 fields but the header has 4",
+            "error: 7 bad rows in bad.csv; nothing was recorded",
         ] {
             #expect(bad.stderr.contains(expected), "\(bad.stderr)")
         }
+        // The same in JSON Lines: a line that is not an object is one bad row among the others.
+        try project.write(
+            "bad.jsonl",
+            "{\"user\":\"u1\",\"event\":\"opened\",\"time\":1774000000}\n[1,2]\n{\"user\":\"u2\"\n"
+                + "{\"user\":\"u3\",\"event\":\"opened\"}\n"
+        )
+        let lines = try CLI.run(
+            ["engagement", "import", "bad.jsonl", "--campaign", "campaigns/e.yaml"],
+            in: project.root
+        )
+        #expect(lines.status == 1)
+        for expected in [
+            "bad.jsonl:2:1: error: each line must be a JSON object", "bad.jsonl:3:",
+            "bad.jsonl:4: error: 'time' is missing", "error: 3 bad rows in bad.jsonl; nothing was recorded",
+        ] {
+            #expect(lines.stderr.contains(expected), "\(lines.stderr)")
+        }
+        // A file that is not there is an events file, not an audience.
+        let missing = try CLI.run(
+            ["engagement", "import", "gone.csv", "--campaign", "campaigns/e.yaml"],
+            in: project.root
+        )
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("events file 'gone.csv'"), "\(missing.stderr)")
+        #expect(!missing.stderr.contains("audience"), "\(missing.stderr)")
         #expect(!bad.stderr.contains("secret-looking-value"))
         let report = try CLI.run(["report", "--format", "json"], in: project.root)
         #expect(try Self.json(report.stdout)["readout"] is NSNull)

@@ -17,6 +17,8 @@ public struct CSVSource: AudienceSource {
     public let delimiter: UInt8
     /// Where the campaign names this source, for problems with the file as a whole.
     public let location: SourceLocation
+    /// What the file is, as errors name it.
+    public var kind = "audience file"
 
     public init(
         path: String,
@@ -49,6 +51,17 @@ public struct CSVSource: AudienceSource {
 
     public func forEachRow(tokensOnly: Bool, _ body: (SourceRow) throws -> Void) throws {
         try scan(tokensOnly: tokensOnly, stopAfterHeader: false, header: { _ in }, body: body)
+    }
+
+    /// Each row, as `forEachRow`; a row that cannot be read (its fields' count, bytes that are not
+    /// UTF-8) goes to `problem` and the scan goes on, so every bad row of a file is found in one
+    /// pass. A problem with the whole file (its header, a quote never closed) still throws.
+    public func forEachRow(
+        tokensOnly: Bool,
+        problem: (AudienceError) throws -> Void,
+        _ body: (SourceRow) throws -> Void
+    ) throws {
+        try scan(tokensOnly: tokensOnly, stopAfterHeader: false, problem: problem, header: { _ in }, body: body)
     }
 
     struct Field {
@@ -194,10 +207,11 @@ public struct CSVSource: AudienceSource {
     func scan(
         tokensOnly: Bool,
         stopAfterHeader: Bool,
+        problem bad: (AudienceError) throws -> Void = { throw $0 },
         header: ([String]) -> Void,
         body: (SourceRow) throws -> Void
     ) throws {
-        var reader = try ChunkedFileReader(path: path, displayName: name, at: location)
+        var reader = try ChunkedFileReader(path: path, displayName: name, kind: kind, at: location)
         _ = try reader.fill(displayName: name)
         // A UTF-8 byte order mark is not part of the first column's name.
         if reader.end >= 3, reader.buffer[0] == 0xEF, reader.buffer[1] == 0xBB, reader.buffer[2] == 0xBF {
@@ -230,7 +244,9 @@ public struct CSVSource: AudienceSource {
                     reader.start = next
                 case .record(let tokenRange, let fieldCount, let next):
                     guard fieldCount == columnCount else {
-                        throw fieldCountError(fieldCount, columns: columnCount, line: recordLine)
+                        try bad(fieldCountError(fieldCount, columns: columnCount, line: recordLine))
+                        reader.start = next
+                        continue
                     }
                     let token =
                         tokenRange.isEmpty
@@ -289,29 +305,35 @@ public struct CSVSource: AudienceSource {
                 continue
             }
             guard fields.count == columnCount else {
-                throw fieldCountError(fields.count, columns: columnCount, line: recordLine)
+                try bad(fieldCountError(fields.count, columns: columnCount, line: recordLine))
+                continue
             }
             var values = [AttributeValue?](repeating: nil, count: tokensOnly ? 0 : columnCount)
             var token: String?
-            for index in 0..<columnCount {
-                let field = fields[index]
-                if field.start == field.end { continue }
-                if tokensOnly, index != tokenIndex {
-                    // Not kept, but checked: the token pass finds every error the full read would,
-                    // so a broken audience stops a send before anything is sent.
-                    try checkUTF8(reader.buffer, field, line: recordLine)
-                    continue
+            do throws(AudienceError) {
+                for index in 0..<columnCount {
+                    let field = fields[index]
+                    if field.start == field.end { continue }
+                    if tokensOnly, index != tokenIndex {
+                        // Not kept, but checked: the token pass finds every error the full read would,
+                        // so a broken audience stops a send before anything is sent.
+                        try checkUTF8(reader.buffer, field, line: recordLine)
+                        continue
+                    }
+                    let value = try text(reader.buffer, field, line: recordLine)
+                    if index == tokenIndex { token = value }
+                    if !tokensOnly { values[index] = .string(value) }
                 }
-                let value = try text(reader.buffer, field, line: recordLine)
-                if index == tokenIndex { token = value }
-                if !tokensOnly { values[index] = .string(value) }
+            } catch {
+                try bad(error)
+                continue
             }
             let attributes = tokensOnly ? Attributes.empty : Attributes(schema: currentSchema, values: values)
             try body(SourceRow(token: token, attributes: attributes, row: recordLine))
         }
         if schema == nil {
             throw AudienceError(
-                "audience file '\(name)' is empty; it needs a header row naming a '\(tokenColumn)' column",
+                "\(kind) '\(name)' is empty; it needs a header row naming a '\(tokenColumn)' column",
                 at: location
             )
         }

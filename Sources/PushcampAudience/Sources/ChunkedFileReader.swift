@@ -18,11 +18,20 @@ struct ChunkedFileReader: ~Copyable {
     var end = 0
     var atEOF = false
 
-    init(path: String, displayName: String, at location: SourceLocation) throws(AudienceError) {
+    /// Opens `path`; a file that cannot be opened is an error naming it as `kind` says (an
+    /// audience file, an events file).
+    init(
+        path: String,
+        displayName: String,
+        kind: String = "audience file",
+        at location: SourceLocation
+    )
+        throws(AudienceError)
+    {
         do {
             self.descriptor = try InputFile.open(path)
         } catch {
-            throw AudienceError("audience file '\(displayName)' \(error.description)", at: location)
+            throw AudienceError("\(kind) '\(displayName)' \(error.description)", at: location)
         }
         self.buffer = [UInt8](repeating: 0, count: Self.chunkSize)
     }

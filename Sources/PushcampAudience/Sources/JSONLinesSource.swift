@@ -8,6 +8,8 @@ public struct JSONLinesSource: AudienceSource {
     public let name: String
     public let tokenColumn: String
     public let location: SourceLocation
+    /// What the file is, as errors name it.
+    public var kind = "audience file"
 
     public init(path: String, name: String, tokenColumn: String = "token", location: SourceLocation) {
         self.path = path
@@ -18,12 +20,22 @@ public struct JSONLinesSource: AudienceSource {
 
     /// JSON Lines rows may each have their own keys, so none are known ahead of reading.
     public func columns() throws(AudienceError) -> [String]? {
-        _ = try ChunkedFileReader(path: path, displayName: name, at: location)
+        _ = try ChunkedFileReader(path: path, displayName: name, kind: kind, at: location)
         return nil
     }
 
     public func forEachRow(tokensOnly: Bool, _ body: (SourceRow) throws -> Void) throws {
-        var reader = try ChunkedFileReader(path: path, displayName: name, at: location)
+        try forEachRow(tokensOnly: tokensOnly, problem: { throw $0 }, body)
+    }
+
+    /// Each row, as `forEachRow`; a line that is not a JSON object goes to `problem` and the scan
+    /// goes on, so every bad line of a file is found in one pass.
+    public func forEachRow(
+        tokensOnly: Bool,
+        problem bad: (AudienceError) throws -> Void,
+        _ body: (SourceRow) throws -> Void
+    ) throws {
+        var reader = try ChunkedFileReader(path: path, displayName: name, kind: kind, at: location)
         var line = 0
         var schemas: [[String]: AttributeSchema] = [:]
         while true {
@@ -43,16 +55,22 @@ public struct JSONLinesSource: AudienceSource {
             do throws(JSONParser.ParseError) {
                 value = try JSONParser.parse(bytes)
             } catch {
-                throw AudienceError(
-                    "invalid JSON: \(error.message)",
-                    at: SourceLocation(path: name, line: line, column: error.offset + 1)
+                try bad(
+                    AudienceError(
+                        "invalid JSON: \(error.message)",
+                        at: SourceLocation(path: name, line: line, column: error.offset + 1)
+                    )
                 )
+                continue
             }
             guard case .object(let object) = value else {
-                throw AudienceError(
-                    "each line must be a JSON object like {\"\(tokenColumn)\": \"…\"}",
-                    at: SourceLocation(path: name, line: line, column: 1)
+                try bad(
+                    AudienceError(
+                        "each line must be a JSON object like {\"\(tokenColumn)\": \"…\"}",
+                        at: SourceLocation(path: name, line: line, column: 1)
+                    )
                 )
+                continue
             }
             var token: String?
             switch object[tokenColumn] {

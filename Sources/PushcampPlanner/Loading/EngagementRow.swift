@@ -118,13 +118,29 @@ public struct EngagementFile: Sendable {
         self.display = display
     }
 
-    var source: any AudienceSource {
-        let location = SourceLocation(path: display)
+    /// What errors call the file.
+    static let kind = "events file"
+
+    var isJSONLines: Bool {
         let lowered = path.lowercased()
-        if lowered.hasSuffix(".jsonl") || lowered.hasSuffix(".ndjson") || lowered.hasSuffix(".json") {
-            return JSONLinesSource(path: path, name: display, tokenColumn: "event", location: location)
-        }
-        return CSVSource(path: path, name: display, tokenColumn: "event", location: location)
+        return lowered.hasSuffix(".jsonl") || lowered.hasSuffix(".ndjson") || lowered.hasSuffix(".json")
+    }
+
+    var csv: CSVSource {
+        var source = CSVSource(path: path, name: display, tokenColumn: "event", location: SourceLocation(path: display))
+        source.kind = Self.kind
+        return source
+    }
+
+    var jsonLines: JSONLinesSource {
+        var source = JSONLinesSource(
+            path: path,
+            name: display,
+            tokenColumn: "event",
+            location: SourceLocation(path: display)
+        )
+        source.kind = Self.kind
+        return source
     }
 
     /// Calls `good` with each well-formed row and `bad` with each problem (located at its line),
@@ -133,8 +149,7 @@ public struct EngagementFile: Sendable {
         _ good: (EngagementRow) throws -> Void,
         bad: (Diagnostic) throws -> Void
     ) throws {
-        let source = self.source
-        if let columns = try source.columns() {
+        if !isJSONLines, let columns = try csv.columns() {
             let known = Set(EngagementRow.fields)
             for column in columns where !known.contains(column) {
                 throw AudienceError(
@@ -143,7 +158,9 @@ public struct EngagementFile: Sendable {
                 )
             }
         }
-        try source.forEachRow(tokensOnly: false) { row in
+        // A row that cannot be read is one more bad row: the scan goes on, so all are found.
+        let unreadable: (AudienceError) throws -> Void = { error in try bad(error.diagnostic) }
+        let each: (SourceRow) throws -> Void = { row in
             let attributes = row.attributes
             let result = EngagementRow.make(
                 apnsID: attributes["apns_id"] ?? attributes["apns-id"],
@@ -156,6 +173,11 @@ public struct EngagementFile: Sendable {
             case .success(let parsed): try good(parsed)
             case .failure(let error): try bad(.error(error.message, at: SourceLocation(path: display, line: row.row)))
             }
+        }
+        if isJSONLines {
+            try jsonLines.forEachRow(tokensOnly: false, problem: unreadable, each)
+        } else {
+            try csv.forEachRow(tokensOnly: false, problem: unreadable, each)
         }
     }
 
