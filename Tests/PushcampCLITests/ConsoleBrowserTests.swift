@@ -268,7 +268,12 @@ struct ConsoleBrowserTests {
 /// The console's settings and `POST /api/engagement`, without a browser.
 @Suite("serve's console and engagement API", .serialized)
 struct ConsoleCLITests {
-    @Test func aConsoleBeyondLoopbackNeedsATokenAndAnOffConsoleIsNotThere() async throws {
+    /// `body` on a thread of its own, with a project whose app sends to a running simulator and
+    /// the environment `serve` gets: the console's token set to `token`, or unset.
+    static func withSimulated(
+        token: String?,
+        _ body: @escaping @Sendable (TemporaryProject, [String: String]) throws -> Void
+    ) async throws {
         try await onOwnThread {
             let (project, sim) = try ServeCLITests.simulated()
             defer {
@@ -276,7 +281,13 @@ struct ConsoleCLITests {
                 project.remove()
             }
             var environment = ProcessInfo.processInfo.environment
-            environment["PUSHCAMP_CONSOLE_TOKEN"] = nil
+            environment["PUSHCAMP_CONSOLE_TOKEN"] = token
+            try body(project, environment)
+        }
+    }
+
+    @Test func aConsoleBeyondLoopbackNeedsATokenAndAnOffConsoleIsNotThere() async throws {
+        try await Self.withSimulated(token: nil) { project, environment in
             // Off (the default): no console, no API.
             let off = try ServeProcess(in: project.root, environment: environment)
             #expect(try ConsoleBrowserTests.get(off, "/", token: nil).status == 404)
@@ -304,14 +315,7 @@ struct ConsoleCLITests {
     }
 
     @Test func anOpenConsoleRefusesAPageOfAnotherSiteAndANameThatIsNotLoopback() async throws {
-        try await onOwnThread {
-            let (project, sim) = try ServeCLITests.simulated()
-            defer {
-                _ = sim.stop()
-                project.remove()
-            }
-            var environment = ProcessInfo.processInfo.environment
-            environment["PUSHCAMP_CONSOLE_TOKEN"] = nil
+        try await Self.withSimulated(token: nil) { project, environment in
             try project.append("pushcamp.yaml", "\nserve:\n  console: true\n")
 
             // A name that starts like loopback and resolves beyond it: refused, said with its address.
@@ -352,16 +356,9 @@ struct ConsoleCLITests {
     }
 
     @Test func withATokenMetricsNeedItAndReadinessSaysOnlyReadyToOthers() async throws {
-        try await onOwnThread {
-            let (project, sim) = try ServeCLITests.simulated()
-            defer {
-                _ = sim.stop()
-                project.remove()
-            }
+        try await Self.withSimulated(token: ConsoleBrowserTests.token) { project, environment in
             try project.append("pushcamp.yaml", "\nserve:\n  console: true\n")
             try project.write("campaigns/broken.yaml", "campaign: broken\napp: nope\n")
-            var environment = ProcessInfo.processInfo.environment
-            environment["PUSHCAMP_CONSOLE_TOKEN"] = ConsoleBrowserTests.token
             let serve = try ServeProcess(in: project.root, environment: environment)
             defer { _ = serve.stop() }
             let metrics = try ConsoleBrowserTests.get(serve, "/metrics", token: nil)
