@@ -363,9 +363,11 @@ struct SchedulerServiceTests {
             ]
         )
         #expect(stored)
+        // The run is closed after its last answer is recorded: wait for that too, not only the firing.
         let reached = try await harness.run(until: {
-            try await harness.journal.firing(campaign: "card", notification: uuid)?.status == .fired
-                && harness.log.contains("rows not joined")
+            let fired = try await harness.journal.firing(campaign: "card", notification: uuid)?.status == .fired
+            let finished = try await harness.runs("card").first?.status == .finished
+            return fired && finished && harness.log.contains("rows not joined")
         })
         #expect(reached, "\(harness.log)")
         // The payer's two devices, once each; the other row is not joined.
