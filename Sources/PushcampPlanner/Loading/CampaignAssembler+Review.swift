@@ -24,6 +24,12 @@ public struct AudienceReview: Sendable, Hashable {
     /// The columns of what was read, when the source declares them: a masked recipient has them.
     public var columns: [String]? = nil
 
+    /// Whether an audience was read (the real one or the sample): counts mean something.
+    public var wasRead: Bool {
+        if case .notRead = read { return false }
+        return true
+    }
+
     /// Whether recipients read are made up (the sample), so their rendered copy may be shown.
     public var isSynthetic: Bool {
         if case .sample = read { return true }
@@ -39,11 +45,6 @@ extension CampaignAssembler {
         let spec = campaign.audience
         var review = AudienceReview(read: .audience)
         defer { self.review = review }
-        for exclusion in spec.exclude {
-            guard let why = unreadable(exclusion) else { continue }
-            review.exclusionsNotRead.append(why)
-            diagnostics.append(.warning("exclusion not read in a review: \(why)", at: exclusion.location))
-        }
         if let sample = spec.sample {
             review.read = .sample(paths.display(Self.writtenPath(sample) ?? "(inline)"))
             if let real = Self.writtenPath(spec.source) { review.unreadPaths.append(real) }
@@ -63,9 +64,19 @@ extension CampaignAssembler {
         return makeSource(spec.source)
     }
 
-    /// The exclusions a review reads: those that can be read here.
+    /// The exclusions a review reads: those that can be read here; the others are noted in
+    /// `review` (after `reviewedAudience`), each looked at once.
     mutating func reviewedExclusions() -> [any AudienceSource] {
-        campaign.audience.exclude.filter { unreadable($0) == nil }.compactMap { makeSource($0) }
+        var sources: [any AudienceSource] = []
+        for exclusion in campaign.audience.exclude {
+            if let why = unreadable(exclusion) {
+                review?.exclusionsNotRead.append(why)
+                diagnostics.append(.warning("exclusion not read in a review: \(why)", at: exclusion.location))
+            } else if let source = makeSource(exclusion) {
+                sources.append(source)
+            }
+        }
+        return sources
     }
 
     /// Why a file source cannot be read on this machine (a variable of its path not set, or no file

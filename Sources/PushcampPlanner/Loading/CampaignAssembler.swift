@@ -57,7 +57,7 @@ struct CampaignAssembler {
         let columns = campaign.channel != nil ? ["now"] : source.flatMap { knownColumns($0) }
         review?.columns = columns
         for exclusion in exclusions { _ = knownColumns(exclusion) }
-        if let columns, review.map({ if case .notRead = $0.read { false } else { true } }) ?? true {
+        if let columns, review?.wasRead ?? true {
             checkNames(columns: columns, variants: variants, android: android)
         }
 

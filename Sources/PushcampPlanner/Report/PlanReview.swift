@@ -13,8 +13,7 @@ extension PlanSummary {
         file: String,
         maxInvalid: InvalidLimit?
     ) -> PlanReview.Entry.Verdict {
-        let read: Bool
-        if case .notRead = review?.read { read = false } else { read = true }
+        let read = review?.wasRead ?? true
         // Subscriptions are in the journal, which a review has not: every row is without one.
         if read, campaign.subscriptions == nil, let emptiness = emptiness(of: campaign) { return .invalid(emptiness) }
         if let limit = maxInvalid ?? campaign.maxInvalid, let beyond = invalidBeyond(limit) { return .refused(beyond) }
@@ -46,6 +45,9 @@ public struct PlanReview: Sendable {
         public var section: String
         /// Table cells: the apps, whether it reaches real devices, planned, invalid tokens, refused.
         public var cells: [String]
+
+        /// The cells of a campaign that was not planned.
+        static let noCells = ["", "", "", "", ""]
 
         public init(file: String, verdict: Verdict, section: String, cells: [String]) {
             self.file = file
@@ -113,7 +115,7 @@ public struct PlanReview: Sendable {
                         file: file,
                         verdict: .invalid("invalid"),
                         section: "### \(Markdown.code(file)): invalid\n\n\(errors.joined(separator: "\n"))\n",
-                        cells: ["", "", "", "", ""]
+                        cells: Entry.noCells
                     )
                 )
                 continue
@@ -162,7 +164,7 @@ public struct PlanReview: Sendable {
                     cells: [campaign.appLabel, "", "1", "", ""]
                 )
             } catch {
-                return Entry(file: file, verdict: .invalid("\(error)"), section: "", cells: ["", "", "", "", ""])
+                return Entry(file: file, verdict: .invalid("\(error)"), section: "", cells: Entry.noCells)
             }
         }
         let summary: PlanSummary
@@ -177,11 +179,10 @@ public struct PlanReview: Sendable {
                 cells: [campaign.appLabel, "", "", "", ""]
             )
         } catch {
-            return Entry(file: file, verdict: .invalid("\(error)"), section: "", cells: ["", "", "", "", ""])
+            return Entry(file: file, verdict: .invalid("\(error)"), section: "", cells: Entry.noCells)
         }
         let verdict = summary.verdict(of: campaign, file: file, maxInvalid: maxInvalid)
-        let read: Bool
-        if case .notRead = summary.review?.read { read = false } else { read = true }
+        let read = summary.review?.wasRead ?? true
         var section = summary.markdown()
         switch verdict {
         case .passes: break
