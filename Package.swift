@@ -339,6 +339,8 @@ let package = Package(
             dependencies: [
                 "PushcampJournal", "PushcampModel", "PushcampTestSupport", "PushcampPostgres", "PushcampAPNsCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

@@ -22,6 +22,8 @@ public struct JournalAccess: Sendable {
     public let kind: Kind
     /// The environment variable holding the PostgreSQL password (PGPASSWORD when nil).
     public let passwordVariable: String?
+    /// Seconds the project's leases last (`journal.lease`), when it says.
+    public let lease: Double?
     let environment: [String: String]
 
     /// The address that means "in memory, gone when the process ends".
@@ -31,6 +33,7 @@ public struct JournalAccess: Sendable {
     public init(
         _ address: String,
         passwordVariable: String? = nil,
+        lease: Double? = nil,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(JournalError) {
         if Project.namesPostgres(address) {
@@ -41,7 +44,16 @@ public struct JournalAccess: Sendable {
             kind = .file(address)
         }
         self.passwordVariable = passwordVariable
+        self.lease = lease
         self.environment = environment
+    }
+
+    /// How long PostgreSQL lets one of this process's sessions sit idle inside a transaction
+    /// before ending it: half a lease, and at most 5 s (no transaction of the journal waits on
+    /// anything but the network between its statements), so a frozen node's row locks are gone
+    /// before its leases expire and a takeover never waits on them.
+    public var idleInTransaction: Duration {
+        .milliseconds(Int64(min(5, (lease ?? 15) / 2) * 1000))
     }
 
     /// How messages name it: the file's path, `host:port/database`, or "memory".
@@ -83,6 +95,7 @@ public struct JournalAccess: Sendable {
                 passwordVariable: passwordVariable,
                 environment: environment,
                 maximumConnections: maximumConnections,
+                idleInTransaction: idleInTransaction,
                 logger: logger
             )
             return (journal, journal)

@@ -87,12 +87,19 @@ extension PostgresJournal {
 
     /// A journal at `address` (not connected until `run()`), with the password from `environment`:
     /// `passwordVariable` when given (it must be set), else `PGPASSWORD` when set.
+    ///
+    /// The server ends any of its sessions left idle inside a transaction for `idleInTransaction`
+    /// (`idle_in_transaction_session_timeout`): a node frozen between two statements of one (a
+    /// SIGSTOP, a VM paused) would otherwise hold its row locks (a lease `FOR SHARE`, a run `FOR
+    /// UPDATE`) for as long as it is frozen, and every other node's takeover would wait on them
+    /// past the lease. Keep it under the lease.
     public static func connect(
         _ address: Address,
         passwordVariable: String? = nil,
         environment: [String: String] = ProcessInfo.processInfo.environment,
         maximumConnections: Int = 20,
         timeout: Duration = .seconds(10),
+        idleInTransaction: Duration = .seconds(5),
         logger: Logger = Logger(label: "pushcamp.journal")
     ) throws(JournalError) -> PostgresJournal {
         var password = environment["PGPASSWORD"]
@@ -127,7 +134,12 @@ extension PostgresJournal {
         )
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = .seconds(5)
-        configuration.options.additionalStartupParameters = [("application_name", "pushcamp")]
+        let idle = idleInTransaction.components
+        let idleMilliseconds = max(1, idle.seconds * 1000 + idle.attoseconds / 1_000_000_000_000_000)
+        configuration.options.additionalStartupParameters = [
+            ("application_name", "pushcamp"),
+            ("idle_in_transaction_session_timeout", String(idleMilliseconds)),
+        ]
         let problems = ConnectionProblems()
         return PostgresJournal(
             client: PostgresClient(

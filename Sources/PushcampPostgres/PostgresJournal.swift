@@ -73,13 +73,38 @@ public final class PostgresJournal: Service, Sendable {
     }
 
     /// `body` in one transaction, committed when it returns, rolled back when it throws.
-    func transaction<T: Sendable>(
+    ///
+    /// Not postgres-nio's `withTransaction`: when the server has ended the session (a node frozen
+    /// past `idle_in_transaction_session_timeout`, then woken), its `ROLLBACK` on the closed
+    /// connection never answers (postgres-nio 1.33), and the call would wait out the deadline
+    /// instead of failing at once. A closed connection has nothing to roll back.
+    package func transaction<T: Sendable>(
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws(JournalError) -> T {
         let (client, logger) = (self.client, self.logger)
         return try await withDeadline {
-            try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+            try await client.withConnection { connection in
+                try await connection.query("BEGIN", logger: logger)
+                let value: T
+                do {
+                    value = try await body(connection)
+                } catch {
+                    if !Self.closedConnection(error) && !connection.isClosed {
+                        _ = try? await connection.query("ROLLBACK", logger: logger)
+                    }
+                    throw error
+                }
+                try await connection.query("COMMIT", logger: logger)
+                return value
+            }
         }
+    }
+
+    /// Whether `error` says the connection is closed (by the server, as when it ends a session idle
+    /// in a transaction, or by the client).
+    static func closedConnection(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError else { return false }
+        return error.code == .clientClosedConnection || error.code == .serverClosedConnection
     }
 
     /// `body`, cancelled when it takes longer than `timeout` (a transaction it was in rolls back).

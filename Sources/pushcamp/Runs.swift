@@ -59,7 +59,11 @@ struct JournalLocationOption: ParsableArguments {
     /// not one.
     static func access(_ setting: JournalSetting) throws -> JournalAccess {
         do {
-            return try JournalAccess(setting.address, passwordVariable: setting.passwordVariable)
+            return try JournalAccess(
+                setting.address,
+                passwordVariable: setting.passwordVariable,
+                lease: setting.lease
+            )
         } catch {
             throw Failure("error: the journal: \(error.message)", exitCode: 1)
         }

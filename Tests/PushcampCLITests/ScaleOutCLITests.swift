@@ -211,7 +211,16 @@ struct ScaleOutCLITests {
             $0.owner != nil && $0.owner != second.owner && $0.owner != started.owner
         }
         let frozenTakeover = Date().timeIntervalSince(frozenAt)
-        #expect(node(third.owner) != nil, "nobody took the frozen node's run over: \(third)")
+        // What every session was doing, should it not have been taken over: a lock a frozen node
+        // holds is seen here as its session "idle in transaction" and the others waiting on it.
+        let sessions = try TestPostgres.query(
+            server,
+            """
+            SELECT concat_ws(' | ', state, wait_event_type, wait_event, left(query, 80)) FROM pg_stat_activity
+            WHERE datname = current_database() AND pid <> pg_backend_pid()
+            """
+        )
+        #expect(node(third.owner) != nil, "nobody took the frozen node's run over: \(third); sessions: \(sessions)")
         // Frozen, its process is alive: the others wait for its lease (renewed at most a fifth of
         // a lease before the freeze) to expire, then take over at their next look.
         #expect(frozenTakeover < Self.lease + Self.lease / 5 + 2, "taken over after \(frozenTakeover) s")

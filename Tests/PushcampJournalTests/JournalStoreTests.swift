@@ -50,12 +50,14 @@ enum Store: String, CaseIterable, CustomTestStringConvertible {
     static func postgres(
         _ url: String,
         in project: TemporaryProject,
-        timeout: Duration = .seconds(120)
+        timeout: Duration = .seconds(120),
+        idleInTransaction: Duration = .seconds(5)
     ) throws -> PostgresJournal {
         let journal = try PostgresJournal.connect(
             PostgresJournal.Address(url: url),
             maximumConnections: 4,
-            timeout: timeout
+            timeout: timeout,
+            idleInTransaction: idleInTransaction
         )
         let running = Task { await journal.run() }
         project.onRemove { running.cancel() }

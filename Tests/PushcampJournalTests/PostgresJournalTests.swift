@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import PostgresNIO
 import PushcampJournal
 import PushcampPostgres
 import PushcampTestSupport
@@ -65,6 +67,59 @@ struct PostgresJournalTests {
             #expect(error.code == .corrupt)
             #expect(error.message.contains("has tables of its own (orders)"))
         }
+    }
+
+    /// A node frozen (SIGSTOP, a paused VM) between two statements of a transaction holds its row
+    /// locks (here a lease `FOR SHARE`, as a slice's close does) for as long as it is frozen, and
+    /// a takeover of that lease waits on them: the server ends such a session after the journal's
+    /// idle limit, the takeover goes through, and the frozen node, woken, finds its transaction
+    /// gone rather than committing it.
+    @Test func aTransactionLeftIdleByAFrozenNodeIsEndedAndItsLocksFreed() async throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let (_, url) = try TestPostgres.newDatabase()
+        let frozen = try Store.postgres(url, in: project, idleInTransaction: .seconds(1))
+        // Without the limit, the takeover would wait for the lock until this deadline.
+        let other = try Store.postgres(url, in: project, timeout: .seconds(30))
+        try await frozen.migrate()
+        let resource = "run:1/slice:0"
+        let held = try #require(try await frozen.acquire(resource, owner: "frozen", duration: 0.2))
+
+        let (locked, lockedNow) = AsyncStream.makeStream(of: Void.self)
+        let (woken, wake) = AsyncStream.makeStream(of: Void.self)
+        async let frozenTransaction: Result<Void, any Error> = {
+            do {
+                try await frozen.transaction { connection in
+                    _ = try await connection.query(
+                        "SELECT 1 FROM lease WHERE resource = \(resource) AND fence = \(held.fence) FOR SHARE",
+                        logger: Logger(label: "test")
+                    ).collect()
+                    lockedNow.yield()
+                    for await _ in woken { break }  // frozen here, inside the transaction
+                    _ = try await connection.query("SELECT 1", logger: Logger(label: "test")).collect()
+                }
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }()
+        for await _ in locked { break }
+
+        // The other node takes the expired lease over: its statement waits on the frozen lock
+        // until the server ends the frozen session.
+        var taken: Lease?
+        while taken == nil {
+            taken = try await other.acquire(resource, owner: "other", duration: 30)
+        }
+        #expect(taken?.fence == held.fence + 1)
+        wake.yield()
+        switch await frozenTransaction {
+        case .success: Issue.record("the frozen node's transaction committed after its session was ended")
+        case .failure(let error):
+            // At once, not at the deadline: the connection is closed, there is nothing to wait for.
+            #expect(!"\(error)".contains("no answer within"), "\(error)")
+        }
+        #expect(try await other.lease(of: resource)?.owner == "other")
     }
 
     @Test func aServerThatDoesNotAnswerIsACleanErrorNamingItNeverAHang() async throws {
