@@ -123,6 +123,9 @@ extension RunReport {
         if let readout {
             body += "<section class=\"readout\" id=\"engagement\"><h2>Engagement</h2>"
             for event in readout.events {
+                if let verdict = readout.verdict(for: event) {
+                    body += "<p class=\"verdict\"><strong>\(escape(event)): \(escape(verdict))</strong></p>"
+                }
                 for localized in [false, true] {
                     let (header, rows) = readout.table(for: event, locales: localized)
                     guard !rows.isEmpty else { continue }
@@ -137,6 +140,9 @@ extension RunReport {
                             1, 2, header.count > 6 ? 4 : 3, header.count > 6 ? 5 : 4, header.count > 6 ? 6 : 5,
                         ])
                     )
+                    if !localized, let (header, rows) = readout.comparisonTable(for: event) {
+                        body += table("\(event) compared", header, rows, numeric: [1, 2])
+                    }
                 }
             }
             body += "<p class=\"note\">\(escape(EngagementReadout.method))</p></section>\n"

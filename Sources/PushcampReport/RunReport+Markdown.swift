@@ -83,11 +83,15 @@ extension RunReport {
         if let readout {
             out += "#### Engagement\n\n"
             for event in readout.events {
-                for localized in [false, true] {
-                    let (header, rows) = readout.table(for: event, locales: localized)
-                    guard !rows.isEmpty else { continue }
+                if let verdict = readout.verdict(for: event) {
+                    out += "**\(Markdown.text(event)): \(Markdown.text(verdict))**\n\n"
+                }
+                var tables = [false, true].map { readout.table(for: event, locales: $0) }
+                if let compared = readout.comparisonTable(for: event) { tables.insert(compared, at: 1) }
+                for (header, rows) in tables where !rows.isEmpty {
+                    let numeric = header.first == "comparison" ? 1...2 : 1...3
                     out += "| " + header.map(Markdown.text).joined(separator: " | ") + " |\n|"
-                    out += header.indices.map { (1...3).contains($0) ? "---:|" : "---|" }.joined() + "\n"
+                    out += header.indices.map { numeric.contains($0) ? "---:|" : "---|" }.joined() + "\n"
                     for row in rows { out += "| " + row.map(Markdown.text).joined(separator: " | ") + " |\n" }
                     out += "\n"
                 }

@@ -34,8 +34,10 @@ struct Engagement: AsyncParsableCommand {
                 naming no recipient of the run, or one it never sent, are counted and left out.
 
                 A file with any bad row is refused whole, each problem at its line, and nothing \
-                is recorded. `pushcamp report` then shows each event's rate per variant, per \
-                locale and for the holdout, with the lift against the holdout.
+                is recorded. `pushcamp report` then names each event's winner (or the arm \
+                leading), from every pair of arms compared with intervals that stay valid \
+                however often you import and look, and shows each event's rate per variant, \
+                per locale and for the holdout, with the lift against the holdout.
 
                 Exit status: 0 recorded; 1 a bad file, campaign or journal.
 

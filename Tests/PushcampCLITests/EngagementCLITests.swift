@@ -5,11 +5,12 @@ import Testing
 /// `pushcamp engagement import` and the readout it feeds, against a run sent to `pushcamp sim`.
 @Suite("engagement import and the A/B readout from the command line")
 struct EngagementCLITests {
-    /// `campaigns/e.yaml`: two variants and a 20% holdout over 300 recipients named by `user_id`.
-    static func write(_ project: TemporaryProject) throws {
+    /// `campaigns/e.yaml`: two variants (control and urgency, half each) and a 20% holdout (none
+    /// when `holdout` is false) over `count` recipients named by `user_id`.
+    static func write(_ project: TemporaryProject, count: Int = 300, holdout: Bool = true) throws {
         try project.write(
             "audiences/a.csv",
-            TemporaryProject.csv(count: 300, columns: ["user_id"]) { ["u\($0)"] }
+            TemporaryProject.csv(count: count, columns: ["user_id"]) { ["u\($0)"] }
         )
         try project.write(
             "campaigns/e.yaml",
@@ -24,8 +25,7 @@ struct EngagementCLITests {
               variants:
                 - { name: control, weight: 50 }
                 - { name: urgency, weight: 50 }
-              holdout: 20%
-
+            \(holdout ? "  holdout: 20%\n" : "")
             """
         )
     }
@@ -133,6 +133,57 @@ struct EngagementCLITests {
         #expect((urgencyConverted["lift"] as? [String: Any])?["verdict"] as? String == "worse")
         let text = try CLI.run(["report"], in: project.root)
         #expect(text.stdout.contains("Engagement (rates per recipient assigned; 95% intervals)"), "\(text.stdout)")
+    }
+
+    /// Two variants over 1,000 recipients, with a 20% holdout and without: control converts 30%
+    /// of its recipients, urgency 5%, the holdout 10%. Both readouts name control the winner, in
+    /// words and in JSON, from comparisons that hold however often they are read.
+    @Test(arguments: [true, false])
+    func aTwoVariantTestNamesItsWinnerWithOrWithoutAHoldout(holdout: Bool) throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let sim = try JournalCLITests.start(project, [])
+        defer { _ = sim.stop() }
+        try Self.write(project, count: 1_000, holdout: holdout)
+        let plan = try CLI.run(["plan", "--samples", "1000", "--format", "json", "campaigns/e.yaml"], in: project.root)
+        #expect(plan.status == 0, "\(plan.stderr)")
+        var variantOf: [String: String] = [:]
+        for sample in try #require(try Self.json(plan.stdout)["samples"] as? [[String: Any]]) {
+            variantOf[try #require(sample["token"] as? String)] = sample["variant"] as? String
+        }
+        let send = try CLI.run(["send", "--quiet", "campaigns/e.yaml"], in: project.root)
+        #expect(send.status == 0, "\(send.stdout)\(send.stderr)")
+
+        var rows = ["user,event,time"]
+        for index in 0..<1_000 {
+            let converts =
+                switch variantOf[TemporaryProject.token(index)] {
+                case "control": index % 10 < 3
+                case "urgency": index % 20 == 0
+                default: index % 10 == 0
+                }
+            if converts { rows.append("u\(index),converted,1774000000") }
+        }
+        try project.write("events.csv", rows.joined(separator: "\n") + "\n")
+        let imported = try CLI.run(
+            ["engagement", "import", "events.csv", "--campaign", "campaigns/e.yaml"],
+            in: project.root
+        )
+        #expect(imported.status == 0, "\(imported.stdout)\(imported.stderr)")
+
+        let text = try CLI.run(["report"], in: project.root)
+        let verdict = "converted: winner: control, ahead of " + (holdout ? "urgency and the holdout" : "urgency")
+        #expect(text.stdout.contains(verdict), "\(text.stdout)")
+        #expect(text.stdout.contains("control vs urgency"), "\(text.stdout)")
+        let markdown = try CLI.run(["report", "--format", "markdown"], in: project.root)
+        #expect(markdown.stdout.contains("**\(verdict)**"), "\(markdown.stdout)")
+        let report = try CLI.run(["report", "--format", "json"], in: project.root)
+        let readout = try #require(try Self.json(report.stdout)["readout"] as? [String: Any])
+        let compared = try #require((readout["comparisons"] as? [[String: Any]])?.first)
+        #expect(compared["winner"] as? String == "control")
+        let pairs = try #require(compared["pairs"] as? [[String: Any]])
+        #expect(pairs.count == (holdout ? 3 : 1))
+        #expect(pairs.allSatisfy { $0["interval"] as? String == "anytime-valid" })
     }
 
     @Test func aBadFileIsRefusedWholeWithEachProblemAtItsLine() throws {

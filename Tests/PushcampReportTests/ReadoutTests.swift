@@ -179,6 +179,25 @@ struct ReadoutTests {
             "\(text)"
         )
         #expect(text.contains("+0.1 pts (-0.8 to +0.7) too small to tell"), "\(text)")
+        // The verdict first, from every pair compared with anytime-valid intervals: better than the
+        // holdout by the fixed-sample lift, control is not clearly ahead of it at every look.
+        #expect(
+            text.contains("  converted: no winner yet: control leads, but is not clearly ahead of the holdout\n"),
+            "\(text)"
+        )
+        #expect(
+            text.contains("comparison          difference  anytime-valid interval (98.3% each)  verdict"),
+            "\(text)"
+        )
+        #expect(text.contains("control vs urgency   +10.0 pts  +5.5 to +14.5                        better"), "\(text)")
+        #expect(
+            text.contains("control vs holdout    +5.0 pts  -1.0 to +11.0                        no clear difference")
+        )
+        // Opens: the holdout is no arm of an event it was never sent.
+        #expect(
+            text.contains("  opened: no winner yet: urgency leads, but is not clearly ahead of control\n"),
+            "\(text)"
+        )
         #expect(text.contains("holdout         500          –         50  10.0%     7.7–12.9%  baseline"), "\(text)")
         let markdown = report.markdown()
         #expect(markdown.contains("#### Engagement"), "\(markdown)")
@@ -186,7 +205,13 @@ struct ReadoutTests {
             markdown.contains("| control | 1000 | 990 | 150 | 15.0% | 12.9–17.3% | +5.0 pts (+1.4 to +8.3) better |"),
             "\(markdown)"
         )
+        #expect(
+            markdown.contains("**converted: no winner yet: control leads, but is not clearly ahead of the holdout**"),
+            "\(markdown)"
+        )
+        #expect(markdown.contains("| control vs urgency | +10.0 pts | +5.5 to +14.5 | better |"), "\(markdown)")
         let html = report.html()
+        #expect(html.contains("<p class=\"verdict\"><strong>converted: no winner yet: control leads"), "\(html)")
         #expect(html.contains("<section class=\"readout\" id=\"engagement\"><h2>Engagement</h2>"))
         #expect(html.contains("-5.0 pts (-8.2 to -2.2) worse"))
         #expect(text.contains("400  40.0%    37.0–43.1%  – (the holdout has none)"), "\(text)")
@@ -204,6 +229,11 @@ struct ReadoutTests {
         let lift = try #require(converted["lift"] as? [String: Any])
         #expect(lift["verdict"] as? String == "worse")
         #expect(groups[2]["delivered"] is NSNull)
+        let comparisons = try #require(readout["comparisons"] as? [[String: Any]])
+        #expect(comparisons.map { $0["event"] as? String } == ["annual", "converted", "opened", "renewed"])
+        #expect(comparisons[1]["winner"] is NSNull && comparisons[1]["leading"] as? String == "control")
+        #expect((comparisons[1]["pairs"] as? [[String: Any]])?.count == 3)
+        #expect((comparisons[2]["pairs"] as? [[String: Any]])?.count == 1)  // opens: no holdout arm
         // A run with nothing recorded has no readout.
         var empty = report
         empty.engagement = []

@@ -47,6 +47,51 @@ extension EngagementReadout {
         return (header, rows)
     }
 
+    /// How an arm is named in a sentence.
+    static func armName(_ name: String) -> String { name == "holdout" ? "the holdout" : name }
+
+    /// "a, b and c".
+    static func list(_ names: [String]) -> String {
+        let names = names.map(armName)
+        guard names.count > 1 else { return names.first ?? "" }
+        return names.dropLast().joined(separator: ", ") + " and " + names.last!
+    }
+
+    /// The sentence a reader wants first for `event`: the winner, the arm leading, or why there
+    /// is neither.
+    public func verdict(for event: String) -> String? {
+        guard let comparisons = comparisons(of: event) else { return nil }
+        let others = { (best: String) in comparisons.arms.map(\.name).filter { $0 != best } }
+        switch comparisons.leader {
+        case .winner("holdout"):
+            return "winner: the holdout: sending nothing did better than \(Self.list(others("holdout")))"
+        case .winner(let best):
+            return "winner: \(best), ahead of \(Self.list(others(best)))"
+        case .leading(let best, let unclear):
+            return "no winner yet: \(Self.armName(best)) leads, but is not clearly ahead of \(Self.list(unclear))"
+        case .none:
+            return comparisons.arms.count < 2
+                ? "no comparison: fewer than two arms to compare" : "no winner: no arm has any \(event) yet"
+        }
+    }
+
+    /// Every pair compared on `event`: the same cells in every format; nil with fewer than two arms.
+    public func comparisonTable(for event: String) -> (header: [String], rows: [[String]])? {
+        guard let comparisons = comparisons(of: event), !comparisons.pairs.isEmpty else { return nil }
+        let header = [
+            "comparison", "difference", String(format: "anytime-valid interval (%.1f%% each)", comparisons.level * 100),
+            "verdict",
+        ]
+        let rows = comparisons.pairs.map { pair in
+            [
+                "\(pair.arm) vs \(pair.baseline)", String(format: "%+.1f pts", pair.difference * 100),
+                String(format: "%+.1f to %+.1f", pair.interval.lowerBound * 100, pair.interval.upperBound * 100),
+                pair.verdict.words,
+            ]
+        }
+        return (header, rows)
+    }
+
     /// The readout as the report JSON's `readout` (docs/report-json.md).
     public var json: JSONValue {
         func figures(_ group: Group, lift: Bool) -> JSONValue {
@@ -85,20 +130,52 @@ extension EngagementReadout {
                 ("delivered", group.delivered.map { .integer($0) } ?? .null), ("events", figures(group, lift: lift)),
             ])
         }
+        func comparisons(_ comparisons: Comparisons) -> JSONValue {
+            let leader: (String, JSONValue) =
+                switch comparisons.leader {
+                case .winner(let name): ("winner", .string(name))
+                case .leading(let name, _): ("leading", .string(name))
+                case .none: ("none", .null)
+                }
+            return .object([
+                ("event", .string(comparisons.event)), ("verdict", .string(verdict(for: comparisons.event) ?? "")),
+                ("winner", leader.0 == "winner" ? leader.1 : .null),
+                ("leading", leader.0 == "none" ? .null : leader.1),
+                ("level", .number(comparisons.level)),
+                (
+                    "pairs",
+                    .array(
+                        comparisons.pairs.map { pair in
+                            .object([
+                                ("arm", .string(pair.arm)), ("baseline", .string(pair.baseline)),
+                                ("difference", .number(pair.difference)),
+                                ("low", .number(pair.interval.lowerBound)), ("high", .number(pair.interval.upperBound)),
+                                ("interval", .string("anytime-valid")), ("verdict", .string(pair.verdict.rawValue)),
+                            ])
+                        }
+                    )
+                ),
+            ])
+        }
         return .object([
             ("version", .integer(Self.version)), ("method", .string(Self.method)),
             ("events", .array(events.map { .string($0) })),
             ("groups", .array(groups.map { group($0, lift: true) })),
             ("locales", .array(locales.map { group($0, lift: false) })),
+            ("comparisons", .array(self.comparisons.map(comparisons))),
         ])
     }
 
-    /// The readout for a terminal: a block per event.
+    /// The readout for a terminal: a block per event, its verdict first.
     public var text: String {
         var out = "Engagement (rates per recipient assigned; 95% intervals)\n"
         for event in events {
-            for (title, localized) in [("", false), (" by locale", true)] {
-                let (header, rows) = table(for: event, locales: localized)
+            if let verdict = verdict(for: event) { out += "  \(event): \(verdict)\n" }
+            var tables = [("", false), (" by locale", true)].map { title, localized in
+                (title, table(for: event, locales: localized))
+            }
+            if let compared = comparisonTable(for: event) { tables.insert((" compared", compared), at: 1) }
+            for (title, (header, rows)) in tables {
                 guard !rows.isEmpty else { continue }
                 out += "  \(event)\(title)\n"
                 let widths = header.indices.map { column in
@@ -108,7 +185,9 @@ extension EngagementReadout {
                     out += "    "
                     out += line.enumerated().map { column, text in
                         let gap = String(repeating: " ", count: widths[column] - text.count)
-                        return (1...5).contains(column) ? gap + text : text + gap
+                        // Numbers to the right: a comparison's difference, a group's counts and rates.
+                        let numeric = title == " compared" ? 1...1 : 1...5
+                        return numeric.contains(column) ? gap + text : text + gap
                     }
                     .joined(separator: "  ")
                     .trimmingCharacters(in: .whitespaces)

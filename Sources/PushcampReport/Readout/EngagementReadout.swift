@@ -39,6 +39,8 @@ public struct EngagementReadout: Sendable, Hashable {
     public var groups: [Group]
     /// Sent recipients per locale (no lift: the holdout is not split by locale), most planned first.
     public var locales: [Group]
+    /// Per event, in `events`' order: every pair of arms compared, and the leader.
+    public var comparisons: [Comparisons]
 
     public var holdout: Group? { groups.first { $0.isHoldout } }
 
@@ -122,6 +124,24 @@ public struct EngagementReadout: Sendable, Hashable {
             )
         }
         .sorted { $0.recipients != $1.recipients ? $0.recipients > $1.recipients : $0.name < $1.name }
+        // The holdout is an arm of an event it has (an open it was never sent is not comparable).
+        let groups = groups
+        comparisons = events.map { event in
+            Comparisons(
+                event: event,
+                arms: groups.compactMap { group in
+                    guard let figure = group.figures.first(where: { $0.event == event }),
+                        !group.isHoldout || figure.count > 0
+                    else { return nil }
+                    return Comparisons.Arm(group.name, Proportion(figure.count, of: group.recipients))
+                }
+            )
+        }
+    }
+
+    /// The comparisons of `event`.
+    public func comparisons(of event: String) -> Comparisons? {
+        comparisons.first { $0.event == event }
     }
 
     /// How the figures are made, as the reports state it.
@@ -131,5 +151,8 @@ public struct EngagementReadout: Sendable, Hashable {
         + "for a difference of proportions and a pooled two-proportion z-test; it is called better or worse "
         + "only when that interval leaves out 0, and too small to tell when either side expects fewer than "
         + "5 events or 5 non-events at the pooled rate. An event the holdout has none of (an open: it was sent "
-        + "nothing) gets no lift; compare the variants' intervals instead."
+        + "nothing) gets no lift; compare the variants' intervals instead. The comparisons set every arm against "
+        + "every other with anytime-valid intervals (a normal-mixture confidence sequence), valid however often "
+        + "they are read, at 95% over all the comparisons of an event together (Bonferroni); a winner is named "
+        + "only when it is ahead of every other arm by such an interval."
 }
