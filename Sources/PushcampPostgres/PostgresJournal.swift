@@ -75,9 +75,12 @@ public final class PostgresJournal: Service, Sendable {
     /// `body` in one transaction, committed when it returns, rolled back when it throws.
     ///
     /// Not postgres-nio's `withTransaction`: when the server has ended the session (a node frozen
-    /// past `idle_in_transaction_session_timeout`, then woken), its `ROLLBACK` on the closed
-    /// connection never answers (postgres-nio 1.33), and the call would wait out the deadline
-    /// instead of failing at once. A closed connection has nothing to roll back.
+    /// past `idle_in_transaction_session_timeout`, then woken), a `ROLLBACK` on that connection
+    /// may never answer (postgres-nio 1.33), and the call would wait out the deadline instead of
+    /// failing at once. So a transaction that failed on the database's side (any of postgres-nio's
+    /// errors: the session ended, the connection lost, a statement refused) is ended by closing
+    /// its connection, which the server rolls back and the pool replaces; one that `body` gave up
+    /// on (a fence that no longer holds) is rolled back on a connection still sound.
     package func transaction<T: Sendable>(
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws(JournalError) -> T {
@@ -89,7 +92,9 @@ public final class PostgresJournal: Service, Sendable {
                 do {
                     value = try await body(connection)
                 } catch {
-                    if !Self.closedConnection(error) && !connection.isClosed {
+                    if error is PSQLError || connection.isClosed {
+                        try? await connection.close()
+                    } else {
                         _ = try? await connection.query("ROLLBACK", logger: logger)
                     }
                     throw error
@@ -98,13 +103,6 @@ public final class PostgresJournal: Service, Sendable {
                 return value
             }
         }
-    }
-
-    /// Whether `error` says the connection is closed (by the server, as when it ends a session idle
-    /// in a transaction, or by the client).
-    static func closedConnection(_ error: any Error) -> Bool {
-        guard let error = error as? PSQLError else { return false }
-        return error.code == .clientClosedConnection || error.code == .serverClosedConnection
     }
 
     /// `body`, cancelled when it takes longer than `timeout` (a transaction it was in rolls back).

@@ -45,13 +45,14 @@ enum Store: String, CaseIterable, CustomTestStringConvertible {
     }
 
     /// A PostgreSQL journal at `url`, its client running until `project` is removed. The timeout
-    /// is generous: tests elsewhere in the process (the CLI's, waiting for child processes) can
-    /// hold the cooperative pool's threads for seconds, and the client's tasks wait for them.
+    /// and the idle limit inside a transaction are generous: tests elsewhere in the process (the
+    /// CLI's, waiting for child processes) can hold the cooperative pool's threads for seconds,
+    /// and the client's tasks wait for them.
     static func postgres(
         _ url: String,
         in project: TemporaryProject,
         timeout: Duration = .seconds(120),
-        idleInTransaction: Duration = .seconds(5)
+        idleInTransaction: Duration = .seconds(120)
     ) throws -> PostgresJournal {
         let journal = try PostgresJournal.connect(
             PostgresJournal.Address(url: url),
