@@ -198,12 +198,14 @@ public struct PlanFunnel: Sendable, Equatable, Codable {
     /// The first push of each variant and locale, without its token: the copy each was sent, for
     /// the top of the report. Nil in runs recorded before it was kept.
     public var copies: [PlanSample]?
+    /// The campaign's `readout:` as planned: declared before the send, read with the run.
+    public var readout: ReadoutSpec?
 
     public init() {}
 
     enum CodingKeys: String, CodingKey {
         case read, invalid, duplicates, excluded, suppressed, capped, refused, planned, variants, locales, samples
-        case description, copies, platforms
+        case description, copies, platforms, readout
         case filteredOut = "filtered_out"
         case noSubscription = "no_subscription"
         case heldOut = "held_out"
@@ -484,6 +486,19 @@ extension PlanFunnel {
             ("planned", { $0.integer(planned) }),
             ("platforms", platforms.map { platforms in { $0.counts(platforms) } }),
             ("read", { $0.integer(read) }),
+            (
+                "readout",
+                readout.map { readout in
+                    { json in
+                        json.object([
+                            ("guardrails", { $0.value(.list(readout.guardrails.map { .string($0) })) }),
+                            ("not_in_holdout", { $0.value(.list(readout.notInHoldout.map { .string($0) })) }),
+                            ("primary", readout.primary.map { primary in { $0.string(primary) } }),
+                            ("window", readout.window.map { window in { $0.integer(window) } }),
+                        ])
+                    }
+                }
+            ),
             ("refused", { $0.integer(refused) }),
             ("samples", samples.map(Self.samplesWriter)),
             ("suppressed", { $0.integer(suppressed) }),

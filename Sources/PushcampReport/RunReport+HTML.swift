@@ -124,7 +124,8 @@ extension RunReport {
             body += "<section class=\"readout\" id=\"engagement\"><h2>Engagement</h2>"
             for event in readout.events {
                 if let verdict = readout.verdict(for: event) {
-                    body += "<p class=\"verdict\"><strong>\(escape(event)): \(escape(verdict))</strong></p>"
+                    body +=
+                        "<p class=\"verdict\"><strong>\(escape(readout.title(of: event))): \(escape(verdict))</strong></p>"
                 }
                 for localized in [false, true] {
                     let (header, rows) = readout.table(for: event, locales: localized)

@@ -84,7 +84,7 @@ extension RunReport {
             out += "#### Engagement\n\n"
             for event in readout.events {
                 if let verdict = readout.verdict(for: event) {
-                    out += "**\(Markdown.text(event)): \(Markdown.text(verdict))**\n\n"
+                    out += "**\(Markdown.text(readout.title(of: event))): \(Markdown.text(verdict))**\n\n"
                 }
                 var tables = [false, true].map { readout.table(for: event, locales: $0) }
                 if let compared = readout.comparisonTable(for: event) { tables.insert(compared, at: 1) }

@@ -22,7 +22,7 @@ struct Engagement: AsyncParsableCommand {
 
                   apns_id,event,time
                   1b4e28ba-2fa1-5d2b-a8c6-3c7a1d2e4f50,opened,2027-03-20T09:02:11Z
-                  8c0d4a7e-0c3e-5f7a-9b1d-2e4f6a8b0c1d,converted,1774000000
+                  8c0d4a7e-0c3e-5f7a-9b1d-2e4f6a8b0c1d,converted,1805536800
 
                 or, in a .jsonl file, {"user": "u-1042", "event": "converted", "time": "2027-03-20T10:00:00Z"}.
 
@@ -93,7 +93,7 @@ struct Engagement: AsyncParsableCommand {
                         : "note: nothing was recorded"
                     throw Failure((Failure(error)?.message ?? "error: \(error)") + "\n" + said)
                 }
-                print(outcome.summary(rows: rows, run: matcher.run.id))
+                print(outcome.summary(rows: rows, run: matcher.run.id, window: loaded.readout?.window))
             }
         }
     }

@@ -400,27 +400,33 @@ struct ConsoleCLITests {
             defer { _ = serve.stop() }
 
             let events = ids.prefix(40).enumerated().map { index, id in
-                "{\"apns_id\":\"\(id)\",\"event\":\"opened\",\"time\":\(1_774_000_000 + index)}"
+                "{\"apns_id\":\"\(id)\",\"event\":\"opened\",\"time\":\(4_102_444_800 + index)}"
             }
             let body = "{\"campaign\":\"e\",\"events\":[\(events.joined(separator: ","))]}"
             #expect(try ConsoleBrowserTests.request(serve, "/api/engagement", token: nil, body: body).status == 401)
             let first = try ConsoleBrowserTests.request(serve, "/api/engagement", body: body)
             #expect(first.status == 200, "\(first.body)")
-            #expect(first.body == "{\"run\":1,\"recorded\":40,\"already_recorded\":0,\"not_sent\":0,\"unmatched\":0}\n")
+            #expect(
+                first.body
+                    == "{\"run\":1,\"recorded\":40,\"already_recorded\":0,\"not_sent\":0,\"unmatched\":0,\"outside_window\":0}\n"
+            )
             let again = try ConsoleBrowserTests.request(serve, "/api/engagement", body: body)
-            #expect(again.body == "{\"run\":1,\"recorded\":0,\"already_recorded\":40,\"not_sent\":0,\"unmatched\":0}\n")
+            #expect(
+                again.body
+                    == "{\"run\":1,\"recorded\":0,\"already_recorded\":40,\"not_sent\":0,\"unmatched\":0,\"outside_window\":0}\n"
+            )
 
             // A bad event refuses the whole body, by index, echoing no value; nothing is recorded.
             let bad =
-                "{\"campaign\":\"e\",\"events\":[{\"user\":\"u1\",\"event\":\"converted\",\"time\":1774000000},"
-                + "{\"apns_id\":\"private-looking\",\"event\":\"opened\",\"time\":1774000000}]}"
+                "{\"campaign\":\"e\",\"events\":[{\"user\":\"u1\",\"event\":\"converted\",\"time\":4102444800},"
+                + "{\"apns_id\":\"private-looking\",\"event\":\"opened\",\"time\":4102444800}]}"
             let refused = try ConsoleBrowserTests.request(serve, "/api/engagement", body: bad)
             #expect(refused.status == 400)
             #expect(refused.body == "{\"errors\":[\"events[1]: 'apns_id' is not a UUID (8-4-4-4-12 hex digits)\"]}\n")
             let unknown = try ConsoleBrowserTests.request(
                 serve,
                 "/api/engagement",
-                body: "{\"campaign\":\"nope\",\"events\":[{\"user\":\"u1\",\"event\":\"opened\",\"time\":1774000000}]}"
+                body: "{\"campaign\":\"nope\",\"events\":[{\"user\":\"u1\",\"event\":\"opened\",\"time\":4102444800}]}"
             )
             #expect(unknown.status == 404 && unknown.body.contains("no valid campaign 'nope'"), "\(unknown.body)")
             #expect(try ConsoleBrowserTests.request(serve, "/api/engagement", body: "not json").status == 400)

@@ -7,7 +7,12 @@ import Testing
 struct EngagementCLITests {
     /// `campaigns/e.yaml`: two variants (control and urgency, half each) and a 20% holdout (none
     /// when `holdout` is false) over `count` recipients named by `user_id`.
-    static func write(_ project: TemporaryProject, count: Int = 300, holdout: Bool = true) throws {
+    static func write(
+        _ project: TemporaryProject,
+        count: Int = 300,
+        holdout: Bool = true,
+        readout: String = ""
+    ) throws {
         try project.write(
             "audiences/a.csv",
             TemporaryProject.csv(count: count, columns: ["user_id"]) { ["u\($0)"] }
@@ -26,8 +31,20 @@ struct EngagementCLITests {
                 - { name: control, weight: 50 }
                 - { name: urgency, weight: 50 }
             \(holdout ? "  holdout: 20%\n" : "")
+            \(readout)
             """
         )
+    }
+
+    /// `rows` (a CSV with its header) imported into `campaigns/e.yaml`'s latest run: it must succeed.
+    static func importEvents(_ rows: [String], into project: TemporaryProject) throws -> CLI.Output {
+        try project.write("events.csv", rows.joined(separator: "\n") + "\n")
+        let imported = try CLI.run(
+            ["engagement", "import", "events.csv", "--campaign", "campaigns/e.yaml"],
+            in: project.root
+        )
+        #expect(imported.status == 0, "\(imported.stdout)\(imported.stderr)")
+        return imported
     }
 
     static func json(_ text: String) throws -> [String: Any] {
@@ -70,28 +87,22 @@ struct EngagementCLITests {
             let token = TemporaryProject.token(index)
             if let variant = variantOf[token] {
                 if index % 2 == 0, let id = apnsIDOf[token] {
-                    rows.append("\(index % 4 == 0 ? id.uppercased() : id),,opened,2027-03-20T09:0\(index % 10):00Z")
+                    rows.append("\(index % 4 == 0 ? id.uppercased() : id),,opened,2100-03-20T09:0\(index % 10):00Z")
                     expected[variant, default: [:]]["opened", default: 0] += 1
                 }
                 if variant == "control", index % 3 == 0 {
-                    rows.append(",u\(index),converted,1774000000")
+                    rows.append(",u\(index),converted,4102444800")
                     expected[variant, default: [:]]["converted", default: 0] += 1
                 }
             } else if index % 2 == 0 {
-                rows.append(",u\(index),converted,1774000000")
+                rows.append(",u\(index),converted,4102444800")
                 expected["holdout", default: [:]]["converted", default: 0] += 1
             }
         }
-        rows.append("00000000-0000-5000-8000-000000000000,,opened,1774000000")
-        rows.append(",u-nobody,converted,1774000000")
-        try project.write("events.csv", rows.joined(separator: "\n") + "\n")
+        rows.append("00000000-0000-5000-8000-000000000000,,opened,4102444800")
+        rows.append(",u-nobody,converted,4102444800")
         let recordedCount = rows.count - 3
-
-        let imported = try CLI.run(
-            ["engagement", "import", "events.csv", "--campaign", "campaigns/e.yaml"],
-            in: project.root
-        )
-        #expect(imported.status == 0, "\(imported.stdout)\(imported.stderr)")
+        let imported = try Self.importEvents(rows, into: project)
         #expect(
             imported.stdout
                 == "run 1: \(recordedCount) events recorded from \(rows.count - 1) rows\n  2 named no recipient of the run (left out)\n"
@@ -162,14 +173,9 @@ struct EngagementCLITests {
                 case "urgency": index % 20 == 0
                 default: index % 10 == 0
                 }
-            if converts { rows.append("u\(index),converted,1774000000") }
+            if converts { rows.append("u\(index),converted,4102444800") }
         }
-        try project.write("events.csv", rows.joined(separator: "\n") + "\n")
-        let imported = try CLI.run(
-            ["engagement", "import", "events.csv", "--campaign", "campaigns/e.yaml"],
-            in: project.root
-        )
-        #expect(imported.status == 0, "\(imported.stdout)\(imported.stderr)")
+        _ = try Self.importEvents(rows, into: project)
 
         let text = try CLI.run(["report"], in: project.root)
         let verdict = "converted: winner: control, ahead of " + (holdout ? "urgency and the holdout" : "urgency")
@@ -186,6 +192,44 @@ struct EngagementCLITests {
         #expect(pairs.allSatisfy { $0["interval"] as? String == "anytime-valid" })
     }
 
+    /// `readout: { window: 72h }`: an event counts from the run's start to 72 hours after it; one
+    /// dated before the send or after the window is counted as such and left out, by the import
+    /// and by serve's engagement API alike. The primary event leads the readout.
+    @Test func eventsOutsideTheAttributionWindowAreCountedAndLeftOut() throws {
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let sim = try JournalCLITests.start(project, [])
+        defer { _ = sim.stop() }
+        try Self.write(project, count: 20, readout: "readout: { primary: converted, window: 72h }")
+        let send = try CLI.run(["send", "--quiet", "campaigns/e.yaml"], in: project.root)
+        #expect(send.status == 0, "\(send.stdout)\(send.stderr)")
+
+        let now = Date().timeIntervalSince1970
+        let rows = [
+            "user,event,time",
+            "u0,converted,\(Int(now - 3_600))",  // an hour before the send
+            "u1,converted,\(Int(now + 3_600))",
+            "u2,converted,\(Int(now + 71 * 3_600))",
+            "u3,converted,\(Int(now + 100 * 3_600))",  // after the window
+        ]
+        let imported = try Self.importEvents(rows, into: project)
+        #expect(
+            imported.stdout
+                == "run 1: 2 events recorded from 4 rows\n"
+                + "  2 dated outside the attribution window (the run's start to 3d after) (left out)\n",
+            "\(imported.stdout)"
+        )
+        let report = try CLI.run(["report", "--format", "json"], in: project.root)
+        let readout = try #require(try Self.json(report.stdout)["readout"] as? [String: Any])
+        #expect(readout["primary"] as? String == "converted" && readout["window"] as? Int == 259_200)
+        let counted = (readout["groups"] as? [[String: Any]])?.reduce(0) { sum, group in
+            sum + ((group["events"] as? [[String: Any]])?.first?["count"] as? Int ?? 0)
+        }
+        #expect(counted == 2)
+        let text = try CLI.run(["report"], in: project.root)
+        #expect(text.stdout.contains("  converted (primary): "), "\(text.stdout)")
+    }
+
     @Test func aBadFileIsRefusedWholeWithEachProblemAtItsLine() throws {
         let project = try TemporaryProject(projectFile: nil)
         defer { project.remove() }
@@ -198,15 +242,15 @@ struct EngagementCLITests {
             "bad.csv",
             """
             apns_id,user,event,time
-            ,u1,opened,2027-03-20T09:00:00Z
-            secret-looking-value,,opened,2027-03-20T09:00:00Z
-            ,u2,,2027-03-20T09:00:00Z
-            ,u3,Opened!,2027-03-20T09:00:00Z
-            ,u4,opened,1774000000000
-            ,,opened,1774000000
+            ,u1,opened,2100-03-20T09:00:00Z
+            secret-looking-value,,opened,2100-03-20T09:00:00Z
+            ,u2,,2100-03-20T09:00:00Z
+            ,u3,Opened!,2100-03-20T09:00:00Z
+            ,u4,opened,4102444800000
+            ,,opened,4102444800
             ,u5,opened
-            ,u6,opened,1774000000,extra
-            ,u7,opened,2027-03-20T09:00:00Z
+            ,u6,opened,4102444800,extra
+            ,u7,opened,2100-03-20T09:00:00Z
 
             """
         )
@@ -228,7 +272,7 @@ struct EngagementCLITests {
         // The same in JSON Lines: a line that is not an object is one bad row among the others.
         try project.write(
             "bad.jsonl",
-            "{\"user\":\"u1\",\"event\":\"opened\",\"time\":1774000000}\n[1,2]\n{\"user\":\"u2\"\n"
+            "{\"user\":\"u1\",\"event\":\"opened\",\"time\":4102444800}\n[1,2]\n{\"user\":\"u2\"\n"
                 + "{\"user\":\"u3\",\"event\":\"opened\"}\n"
         )
         let lines = try CLI.run(
@@ -265,7 +309,7 @@ struct EngagementCLITests {
             extra.status == 1 && extra.stderr.contains("extra.csv:1: error: unknown column 'email'"),
             "\(extra.stderr)"
         )
-        try project.write("users.csv", "user,event,time\nu1,opened,1774000000\n")
+        try project.write("users.csv", "user,event,time\nu1,opened,4102444800\n")
         let campaign = try String(contentsOf: project.root.appendingPathComponent("campaigns/e.yaml"), encoding: .utf8)
         try project.write("campaigns/e.yaml", campaign.replacingOccurrences(of: "  user_key: user_id\n", with: ""))
         let changed = try CLI.run(

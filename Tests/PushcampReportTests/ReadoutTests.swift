@@ -162,6 +162,58 @@ struct ReadoutTests {
         #expect(fr.count == 80)
     }
 
+    /// The campaign's `readout:` as the run kept it: the primary event leads, guardrails follow and
+    /// say which arm has clearly more (never a "winner"), and an event the holdout could have gets
+    /// its lift even when the holdout has none of it (a push-only offer), while opens do not.
+    @Test func aPrimaryMetricLeadsAndAnEventTheHoldoutHasNoneOfStillGetsItsLift() throws {
+        var report = Self.fixture()
+        report.stats.plan?.readout = ReadoutSpec(primary: "renewed", guardrails: ["annual", "uninstalled"])
+        // upgraded: 40 of control's 1,000, none of the holdout's 500.
+        report.engagement.append(EngagementCount(event: "upgraded", variant: "control", locale: "en", count: 40))
+        let readout = try #require(report.readout)
+        // Declared events first, even one nobody did yet (uninstalled), then the rest by name.
+        #expect(readout.events == ["renewed", "annual", "uninstalled", "converted", "opened", "upgraded"])
+        let control = try #require(readout.groups.first { $0.name == "control" })
+        // Newcombe's interval for 40/1000 − 0/500, from the two Wilson intervals.
+        let upgraded = try #require(control.figures.first { $0.event == "upgraded" }?.lift)
+        #expect(Self.near(upgraded.difference, 0.04, 1e-12))
+        #expect(Self.near(upgraded.interval.lowerBound, 0.027032724245203733, 1e-9))
+        #expect(Self.near(upgraded.interval.upperBound, 0.05400964412125796, 1e-9))
+        #expect(upgraded.relative == nil && upgraded.verdict == .better)
+        #expect(control.figures.first { $0.event == "opened" }?.lift == nil)
+        // The holdout is an arm of upgraded, not of opened.
+        #expect(readout.comparisons(of: "upgraded")?.arms.map(\.name) == ["control", "urgency", "holdout"])
+        #expect(readout.comparisons(of: "opened")?.arms.map(\.name) == ["control", "urgency"])
+
+        let text = report.text()
+        let engagement = try #require(text.range(of: "Engagement (rates per recipient assigned; 95% intervals)\n"))
+        #expect(
+            text[engagement.upperBound...].hasPrefix("  renewed (primary): no winner yet: control leads, but is not "),
+            "\(text)"
+        )
+        #expect(text.contains("  annual (guardrail): no arm clearly above another\n"), "\(text)")
+        #expect(text.contains("  uninstalled (guardrail): no arm clearly above another\n"), "\(text)")
+        #expect(text.contains("– (the holdout cannot have it)"), "\(text)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(report.json().utf8)) as? [String: Any])
+        let readoutJSON = try #require(json["readout"] as? [String: Any])
+        #expect(readoutJSON["primary"] as? String == "renewed")
+        #expect(readoutJSON["not_in_holdout"] as? [String] == ["opened"])
+        #expect((readoutJSON["comparisons"] as? [[String: Any]])?.first?["role"] as? String == "primary")
+    }
+
+    /// A guardrail says which arm clearly has more of it.
+    @Test func aGuardrailNamesTheArmsClearlyAboveOthers() throws {
+        var report = Self.fixture()
+        report.stats.plan?.readout = ReadoutSpec(primary: "converted", guardrails: ["renewed"])
+        let text = report.text()
+        #expect(
+            text.contains(
+                "  renewed (guardrail): control clearly above urgency; the holdout clearly above urgency\n"
+            ),
+            "\(text)"
+        )
+    }
+
     @Test func everyFormatStatesTheReadout() throws {
         let report = Self.fixture()
         let text = report.text()
@@ -214,7 +266,7 @@ struct ReadoutTests {
         #expect(html.contains("<p class=\"verdict\"><strong>converted: no winner yet: control leads"), "\(html)")
         #expect(html.contains("<section class=\"readout\" id=\"engagement\"><h2>Engagement</h2>"))
         #expect(html.contains("-5.0 pts (-8.2 to -2.2) worse"))
-        #expect(text.contains("400  40.0%    37.0–43.1%  – (the holdout has none)"), "\(text)")
+        #expect(text.contains("400  40.0%    37.0–43.1%  – (the holdout cannot have it)"), "\(text)")
 
         let json = try #require(
             try JSONSerialization.jsonObject(with: Data(report.json().utf8)) as? [String: Any]

@@ -30,6 +30,48 @@ public struct Campaign {
     /// `channel:` — a broadcast campaign: one request to this channel of pushcamp.yaml instead of
     /// one per device of an audience.
     public var channel: (name: String, location: SourceLocation)? = nil
+    /// `readout:` — what the A/B readout leads with and how it counts events.
+    public var readout: ReadoutSpec? = nil
+}
+
+/// `readout:` — declared before the send, kept with the run: the metric the test is for, those it
+/// must not harm, the events the holdout cannot have, and how long after the send an event counts.
+public struct ReadoutSpec: Sendable, Hashable, Codable {
+    /// The default `not_in_holdout`: an open needs a push, and the holdout was sent none.
+    public static let defaultNotInHoldout = ["opened"]
+
+    /// The event the test is for: the readout leads with its verdict.
+    public var primary: String?
+    /// Events a winner must not make worse (unsubscribes, uninstalls): shown right after it.
+    public var guardrails: [String]
+    /// Events the holdout cannot have, so no lift against it.
+    public var notInHoldout: [String]
+    /// Seconds after the run's start an event still counts (nil: any time after the start).
+    public var window: Int64?
+
+    public init(
+        primary: String? = nil,
+        guardrails: [String] = [],
+        notInHoldout: [String] = Self.defaultNotInHoldout,
+        window: Int64? = nil
+    ) {
+        self.primary = primary
+        self.guardrails = guardrails
+        self.notInHoldout = notInHoldout
+        self.window = window
+    }
+
+    /// When an event counts, for a run that started at `start`: from the start (a push cannot
+    /// cause what came before it; the holdout's recipients are measured from the same moment) to
+    /// the end of `window`, or without end when there is none.
+    public func attributionWindow(from start: Double) -> ClosedRange<Double> {
+        start...(window.map { start + Double($0) } ?? .greatestFiniteMagnitude)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case primary, guardrails, window
+        case notInHoldout = "not_in_holdout"
+    }
 }
 
 /// Where recipients come from.

@@ -5,7 +5,7 @@ import Yams
 public enum CampaignReader {
     static let topKeys = [
         "campaign", "description", "app", "variables", "audience", "message", "schedule", "quiet_hours", "throttle",
-        "retry", "frequency_cap", "trigger", "channel",
+        "retry", "frequency_cap", "trigger", "channel", "readout",
     ]
     static let audienceKeys = [
         "source", "where", "exclude", "registered_at", "subscriptions", "user_key", "platform", "max_invalid",
@@ -82,6 +82,13 @@ public enum CampaignReader {
         let throttle = top["throttle"].map { readThrottle($0, reader) } ?? ThrottleSpec()
         let retry = top["retry"].map { readRetry($0, reader) } ?? RetrySpec()
         let frequencyCap = top["frequency_cap"].flatMap { readFrequencyCap($0, reader) }
+        let readout = top["readout"].flatMap { readReadout($0, reader) }
+        if let readoutNode = top.keyNode("readout"), channel != nil {
+            reader.error(
+                "a broadcast has no readout: one request to a channel has no recipients to compare",
+                at: readoutNode
+            )
+        }
 
         guard !reader.diagnostics.hasErrors, let id, let app, let audience, let message else {
             return (nil, reader.diagnostics)
@@ -105,7 +112,52 @@ public enum CampaignReader {
         )
         var result = campaign
         result.apps = apps
+        result.readout = readout
         return (result, reader.diagnostics)
+    }
+
+    /// `readout: { primary: converted, guardrails: [unsubscribed], not_in_holdout: [opened], window: 72h }`.
+    static func readReadout(_ node: Node, _ reader: YAMLReader) -> ReadoutSpec? {
+        guard
+            let map = reader.mapping(
+                node,
+                in: "readout",
+                allowed: ["primary", "guardrails", "not_in_holdout", "window"]
+            )
+        else { return nil }
+        /// A list of event names (one name alone is a list of one), each once.
+        func events(_ key: String) -> [String]? {
+            guard let value = map[key] else { return nil }
+            let items = if case .sequence = value { reader.sequence(value, "readout.\(key)") ?? [] } else { [value] }
+            var names: [String] = []
+            for (index, item) in items.enumerated() {
+                guard let name = reader.string(item, "readout.\(key)[\(index)]") else { continue }
+                if names.contains(name) {
+                    reader.error("readout.\(key) names event '\(name)' twice", at: item)
+                    continue
+                }
+                names.append(name)
+            }
+            return names
+        }
+        var spec = ReadoutSpec()
+        spec.primary = map["primary"].flatMap { reader.string($0, "readout.primary") }
+        spec.guardrails = events("guardrails") ?? []
+        spec.notInHoldout = events("not_in_holdout") ?? ReadoutSpec.defaultNotInHoldout
+        if let primary = spec.primary, spec.guardrails.contains(primary), let guardrails = map["guardrails"] {
+            reader.error(
+                "readout.guardrails names '\(primary)', the primary event: a guardrail is an event the winner must not harm",
+                at: guardrails
+            )
+        }
+        if let windowNode = map["window"], let window = reader.parsed(windowNode, "readout.window", TimeSpan.parse) {
+            if window.seconds < 60 || window.seconds > 90 * 86_400 {
+                reader.error("readout.window is between 1m and 90d (for example 72h)", at: windowNode)
+            } else {
+                spec.window = window.seconds
+            }
+        }
+        return spec
     }
 
     /// `app: shop-ios`, or `app: [shop-ios, shop-android]` for a campaign reaching both platforms.

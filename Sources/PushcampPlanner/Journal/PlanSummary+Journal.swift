@@ -19,6 +19,7 @@ extension PlanFunnel {
         planned = summary.planned + summary.skipped
         holdoutBasisPoints = summary.holdout.basisPoints
         assignmentUnit = summary.assignmentUnit
+        readout = summary.readout
         variants = Dictionary(summary.variants.map { ($0.name, $0.planned) }, uniquingKeysWith: +)
             .merging(summary.skippedVariants, uniquingKeysWith: +)
         locales = Dictionary(summary.locales.map { ($0.locale, $0.planned) }, uniquingKeysWith: +)

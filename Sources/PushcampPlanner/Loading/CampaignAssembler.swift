@@ -113,6 +113,7 @@ struct CampaignAssembler {
         var result = loaded
         result.android = android
         result.maxInvalid = campaign.audience.maxInvalid
+        result.readout = campaign.readout
         result.review = review
         return result
     }

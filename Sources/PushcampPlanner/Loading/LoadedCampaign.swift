@@ -65,6 +65,8 @@ public struct LoadedCampaign: Sendable {
     public var subscriptions: SubscriptionAudienceSpec? = nil
     /// `audience.user_key`: the attribute engagement events may name a recipient by.
     public var userKey: String? = nil
+    /// `readout:`: what the A/B readout leads with and how it counts events (nil: the defaults).
+    public var readout: ReadoutSpec? = nil
     /// `trigger:`: sent by `pushcamp serve` when an App Store notification arrives.
     public var trigger: TriggerSpec? = nil
     /// `channel:`: a broadcast campaign, sent as one request to this channel (its audience is empty).

@@ -21,6 +21,8 @@ public struct PlanSummary: Sendable {
     public var androidPayloadSizes = SizeStatistics()
     /// What assigns arms and the holdout: `device`, or `person (user_id)`.
     public var assignmentUnit = "device"
+    /// The campaign's `readout:`, kept with the run.
+    public var readout: ReadoutSpec?
     public var pushType: PushType
     public var priority: Int
     public var topic: String

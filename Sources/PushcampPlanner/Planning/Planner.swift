@@ -571,6 +571,7 @@ struct PlanState {
         if androidPlanned > 0 { summary.platforms[.android] = androidPlanned }
         summary.android = campaign.android.map { ($0.app.name, $0.app.destinationText, $0.app.projectID) }
         summary.assignmentUnit = userKey.map { "person (\($0))" } ?? "device"
+        summary.readout = campaign.readout
         if timing != nil { summary.timing = timingSummary }
         summary.subscriptions = campaign.subscriptions
         summary.trigger = campaign.trigger

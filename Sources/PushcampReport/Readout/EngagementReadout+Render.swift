@@ -39,7 +39,7 @@ extension EngagementReadout {
             if withLift {
                 row.append(
                     group.isHoldout
-                        ? "baseline" : figure?.lift == nil ? "– (the holdout has none)" : Self.lift(figure?.lift)
+                        ? "baseline" : figure?.lift == nil ? "– (the holdout cannot have it)" : Self.lift(figure?.lift)
                 )
             }
             return row
@@ -61,6 +61,13 @@ extension EngagementReadout {
     /// is neither.
     public func verdict(for event: String) -> String? {
         guard let comparisons = comparisons(of: event) else { return nil }
+        if role(of: event) == "guardrail" {
+            // More of a guardrail event is worse: say which arms clearly have more, not a winner.
+            let above = comparisons.pairs.filter { $0.verdict == .better }
+            guard !above.isEmpty else { return "no arm clearly above another" }
+            return above.map { "\(Self.armName($0.arm)) clearly above \(Self.armName($0.baseline))" }
+                .joined(separator: "; ")
+        }
         let others = { (best: String) in comparisons.arms.map(\.name).filter { $0 != best } }
         switch comparisons.leader {
         case .winner("holdout"):
@@ -73,6 +80,11 @@ extension EngagementReadout {
             return comparisons.arms.count < 2
                 ? "no comparison: fewer than two arms to compare" : "no winner: no arm has any \(event) yet"
         }
+    }
+
+    /// "converted (primary)", "unsubscribed (guardrail)", "opened".
+    public func title(of event: String) -> String {
+        role(of: event).map { "\(event) (\($0))" } ?? event
     }
 
     /// Every pair compared on `event`: the same cells in every format; nil with fewer than two arms.
@@ -138,7 +150,9 @@ extension EngagementReadout {
                 case .none: ("none", .null)
                 }
             return .object([
-                ("event", .string(comparisons.event)), ("verdict", .string(verdict(for: comparisons.event) ?? "")),
+                ("event", .string(comparisons.event)),
+                ("role", role(of: comparisons.event).map { .string($0) } ?? .null),
+                ("verdict", .string(verdict(for: comparisons.event) ?? "")),
                 ("winner", leader.0 == "winner" ? leader.1 : .null),
                 ("leading", leader.0 == "none" ? .null : leader.1),
                 ("level", .number(comparisons.level)),
@@ -163,6 +177,10 @@ extension EngagementReadout {
             ("groups", .array(groups.map { group($0, lift: true) })),
             ("locales", .array(locales.map { group($0, lift: false) })),
             ("comparisons", .array(self.comparisons.map(comparisons))),
+            ("primary", spec.primary.map { .string($0) } ?? .null),
+            ("guardrails", .array(spec.guardrails.map { .string($0) })),
+            ("not_in_holdout", .array(spec.notInHoldout.map { .string($0) })),
+            ("window", spec.window.map { .integer(Int($0)) } ?? .null),
         ])
     }
 
@@ -170,7 +188,7 @@ extension EngagementReadout {
     public var text: String {
         var out = "Engagement (rates per recipient assigned; 95% intervals)\n"
         for event in events {
-            if let verdict = verdict(for: event) { out += "  \(event): \(verdict)\n" }
+            if let verdict = verdict(for: event) { out += "  \(title(of: event)): \(verdict)\n" }
             var tables = [("", false), (" by locale", true)].map { title, localized in
                 (title, table(for: event, locales: localized))
             }

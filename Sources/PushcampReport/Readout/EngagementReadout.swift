@@ -1,4 +1,5 @@
 import PushcampJournal
+import PushcampModel
 
 /// What recipients did after a run, per variant, for the holdout and per locale: each event's
 /// count and rate with its 95% Wilson interval, and each variant's lift against the holdout with
@@ -33,8 +34,11 @@ public struct EngagementReadout: Sendable, Hashable {
         public var figures: [Figure]
     }
 
-    /// The events recorded for the run, by name.
+    /// The events recorded for the run: the primary first, then the guardrails, then the others
+    /// by name (the primary and guardrails even when none of them was recorded).
     public var events: [String]
+    /// The campaign's `readout:` as the run kept it (the defaults for a run that kept none).
+    public var spec: ReadoutSpec
     /// Variants in name order, then the holdout when the plan had one.
     public var groups: [Group]
     /// Sent recipients per locale (no lift: the holdout is not split by locale), most planned first.
@@ -48,7 +52,10 @@ public struct EngagementReadout: Sendable, Hashable {
     /// or when the run kept no plan (without it, how many each variant was assigned is unknown).
     public init?(report: RunReport, counts: [EngagementCount]) {
         guard !counts.isEmpty, let plan = report.stats.plan else { return nil }
-        events = Set(counts.map(\.event)).sorted()
+        let spec = plan.readout ?? ReadoutSpec()
+        self.spec = spec
+        let declared = (spec.primary.map { [$0] } ?? []) + spec.guardrails
+        events = declared + Set(counts.map(\.event)).subtracting(declared).sorted()
         var perVariant: [String?: [String: Int]] = [:]
         var perLocale: [String: [String: Int]] = [:]
         for count in counts {
@@ -72,7 +79,8 @@ public struct EngagementReadout: Sendable, Hashable {
         ) -> Group {
             let figures = events.map { event in
                 let proportion = Proportion(found[event] ?? 0, of: recipients)
-                // An event the holdout never has (an open: it was sent nothing) is not compared with it.
+                // An event the holdout cannot have (an open: it was sent nothing) is not compared
+                // with it; any other is, even when the holdout has none of it.
                 let held = baseline?.counts[event] ?? 0
                 return Figure(
                     event: event,
@@ -80,7 +88,8 @@ public struct EngagementReadout: Sendable, Hashable {
                     rate: proportion.rate,
                     interval: proportion.wilson,
                     lift: baseline.flatMap {
-                        held > 0 ? proportion.difference(from: Proportion(held, of: $0.recipients)) : nil
+                        spec.notInHoldout.contains(event)
+                            ? nil : proportion.difference(from: Proportion(held, of: $0.recipients))
                     }
                 )
             }
@@ -124,14 +133,14 @@ public struct EngagementReadout: Sendable, Hashable {
             )
         }
         .sorted { $0.recipients != $1.recipients ? $0.recipients > $1.recipients : $0.name < $1.name }
-        // The holdout is an arm of an event it has (an open it was never sent is not comparable).
+        // The holdout is an arm of every event but those it cannot have.
         let groups = groups
         comparisons = events.map { event in
             Comparisons(
                 event: event,
                 arms: groups.compactMap { group in
                     guard let figure = group.figures.first(where: { $0.event == event }),
-                        !group.isHoldout || figure.count > 0
+                        !group.isHoldout || !spec.notInHoldout.contains(event)
                     else { return nil }
                     return Comparisons.Arm(group.name, Proportion(figure.count, of: group.recipients))
                 }
@@ -144,14 +153,20 @@ public struct EngagementReadout: Sendable, Hashable {
         comparisons.first { $0.event == event }
     }
 
+    /// What `event` is to the test: `primary`, `guardrail`, or nil.
+    public func role(of event: String) -> String? {
+        if event == spec.primary { return "primary" }
+        return spec.guardrails.contains(event) ? "guardrail" : nil
+    }
+
     /// How the figures are made, as the reports state it.
     public static let method =
         "Rates are per recipient assigned (planned for a variant, held out for the holdout), with 95% Wilson "
         + "score intervals. Lift is the variant's rate minus the holdout's, with Newcombe's 95% interval "
         + "for a difference of proportions and a pooled two-proportion z-test; it is called better or worse "
         + "only when that interval leaves out 0, and too small to tell when either side expects fewer than "
-        + "5 events or 5 non-events at the pooled rate. An event the holdout has none of (an open: it was sent "
-        + "nothing) gets no lift; compare the variants' intervals instead. The comparisons set every arm against "
+        + "5 events or 5 non-events at the pooled rate. An event the holdout cannot have (readout.not_in_holdout; "
+        + "by default opened: it was sent nothing) gets no lift; compare the variants instead. The comparisons set every arm against "
         + "every other with anytime-valid intervals (a normal-mixture confidence sequence), valid however often "
         + "they are read, at 95% over all the comparisons of an event together (Bonferroni); a winner is named "
         + "only when it is ahead of every other arm by such an interval."

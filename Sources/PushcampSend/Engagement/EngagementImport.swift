@@ -21,6 +21,8 @@ public struct EngagementImport: Sendable {
         /// Rows naming a recipient the run planned but never sent (refused, dead, capped, or not
         /// reached yet).
         public var notSent = 0
+        /// Rows dated before the run started, or after its attribution window (`readout.window`).
+        public var outsideWindow = 0
 
         public init() {}
 
@@ -30,6 +32,7 @@ public struct EngagementImport: Sendable {
             sum.alreadyRecorded += rhs.alreadyRecorded
             sum.unmatched += rhs.unmatched
             sum.notSent += rhs.notSent
+            sum.outsideWindow += rhs.outsideWindow
             return sum
         }
     }
@@ -112,6 +115,7 @@ public struct EngagementImport: Sendable {
             )
         }
         let dispatched = Self.merged(try await journal.dispatched(of: run.id))
+        let window = attributionWindow
         var matched = [Bool](repeating: false, count: rows.count)
         var events: [EngagementEvent] = []
         var outcome = Outcome()
@@ -128,6 +132,10 @@ public struct EngagementImport: Sendable {
                     continue
                 }
                 let row = rows[index]
+                guard window.contains(row.at) else {
+                    outcome.outsideWindow += 1
+                    continue
+                }
                 events.append(
                     EngagementEvent(
                         seq: assignment.seq,
@@ -149,6 +157,11 @@ public struct EngagementImport: Sendable {
             start += batch.count
         }
         return outcome
+    }
+
+    /// When an event counts: from the run's start to the end of the campaign's `readout.window`.
+    public var attributionWindow: ClosedRange<Double> {
+        (campaign.readout ?? ReadoutSpec()).attributionWindow(from: run.startedAt)
     }
 
     /// Matches and records the `rows` well-formed rows of `file` a chunk at a time (the first
@@ -198,12 +211,18 @@ public struct EngagementImport: Sendable {
 extension EngagementImport.Outcome {
     /// What `pushcamp engagement import` says when it is done: the events recorded from `rows`
     /// rows into `run`, and the rows left out, with why.
-    public func summary(rows: Int, run: RunID) -> String {
+    public func summary(rows: Int, run: RunID, window: Int64? = nil) -> String {
         var lines = [
             "run \(run): \(recorded) event\(recorded == 1 ? "" : "s") recorded from \(rows) row\(rows == 1 ? "" : "s")"
         ]
         if alreadyRecorded > 0 { lines.append("  \(alreadyRecorded) already recorded") }
         if notSent > 0 { lines.append("  \(notSent) named a recipient the run did not send to (left out)") }
+        if outsideWindow > 0 {
+            let bounds =
+                window.map { "outside the attribution window (the run's start to \(TimeSpan(seconds: $0)) after)" }
+                ?? "before the run started"
+            lines.append("  \(outsideWindow) dated \(bounds) (left out)")
+        }
         if unmatched > 0 { lines.append("  \(unmatched) named no recipient of the run (left out)") }
         return lines.joined(separator: "\n")
     }

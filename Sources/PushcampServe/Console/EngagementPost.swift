@@ -124,7 +124,7 @@ public enum EngagementPost {
             let body: JSONValue = .object([
                 ("run", .integer(Int(record.id.rawValue))), ("recorded", .integer(outcome.recorded)),
                 ("already_recorded", .integer(outcome.alreadyRecorded)), ("not_sent", .integer(outcome.notSent)),
-                ("unmatched", .integer(outcome.unmatched)),
+                ("unmatched", .integer(outcome.unmatched)), ("outside_window", .integer(outcome.outsideWindow)),
             ])
             return Answer(status: 200, body: body.text + "\n")
         } catch let refusal as EngagementImport.Refusal {
