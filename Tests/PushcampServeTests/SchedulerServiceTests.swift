@@ -292,7 +292,14 @@ struct SchedulerServiceTests {
             try await harness.journal.run(detached.run.id)?.status == .finished
         })
         #expect(reached, "\(harness.log)")
-        #expect(harness.log.contains("this node sent 3 of its slices: 300 delivered"), "\(harness.log)")
+        // Three slices, each sent once; a slice whose lease this node could not renew in time (a
+        // machine stalled for seconds) is ended and claimed again, and counted again in the line.
+        #expect(
+            harness.log.contains("this node sent 3 of its slices: 300 delivered")
+                || (harness.log.contains("(lease-lost)")
+                    && harness.log.contains("of its slices: 300 delivered, 0 failed")),
+            "\(harness.log)"
+        )
         #expect(harness.delivered.count == 300 && harness.delivered.values.allSatisfy { $0 == 1 })
     }
 
