@@ -292,14 +292,14 @@ struct SchedulerServiceTests {
             try await harness.journal.run(detached.run.id)?.status == .finished
         })
         #expect(reached, "\(harness.log)")
-        // Three slices, each sent once; a slice whose lease this node could not renew in time (a
-        // machine stalled for seconds) is ended and claimed again, and counted again in the line.
-        #expect(
-            harness.log.contains("this node sent 3 of its slices: 300 delivered")
-                || (harness.log.contains("(lease-lost)")
-                    && harness.log.contains("of its slices: 300 delivered, 0 failed")),
-            "\(harness.log)"
-        )
+        // Every slice sent here, each recipient once. A machine stalled for seconds may cost this
+        // node a slice's lease: the slice is ended, claimed again, and this node's part of the run
+        // may be summed up in more than one line; the lines still add up to the whole run.
+        let summed = harness.log.split(separator: "\n").filter { $0.contains("of its slices: ") }
+            .compactMap { line in
+                line.split(separator: "of its slices: ").last?.split(separator: " ").first.flatMap { Int($0) }
+            }
+        #expect(summed.reduce(0, +) == 300, "\(harness.log)")
         #expect(harness.delivered.count == 300 && harness.delivered.values.allSatisfy { $0 == 1 })
     }
 
