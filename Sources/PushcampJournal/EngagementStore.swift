@@ -46,6 +46,21 @@ public protocol EngagementStore: Sendable {
     func recordEngagement(_ events: [EngagementEvent], run: RunID, now: Double) async throws(JournalError) -> Int
     /// Recipients per (event, variant, locale) of `run`, counted where they are kept.
     func engagementCounts(of run: RunID) async throws(JournalError) -> [EngagementCount]
+
+    /// Writes (or rewrites) what `run` kept of its assignment as a whole: its arms, locales and
+    /// readout, and, once every recipient is kept, the tally.
+    func keepAssignmentHeader(_ header: AssignmentHeader, of run: RunID) async throws(JournalError)
+    /// `run`'s header; nil when the run kept no assignment.
+    func assignmentHeader(of run: RunID) async throws(JournalError) -> AssignmentHeader?
+    /// Keeps `batch` (one transaction); a recipient kept already is left as it is.
+    func keepAssignments(_ batch: [KeptAssignment], of run: RunID) async throws(JournalError)
+    /// The kept recipients of `run` among `ids`, in no particular order.
+    func assignments(of run: RunID, ids: [AssignmentID]) async throws(JournalError) -> [KeptAssignment]
+    /// Every kept recipient (every device) of the people `persons` in `run`, in no particular order.
+    func assignments(of run: RunID, persons: [Int64]) async throws(JournalError) -> [KeptAssignment]
+    /// Recipients and people kept per (variant, locale): a person counts once, in the group of
+    /// their first recipient in plan order.
+    func assignmentTally(of run: RunID) async throws(JournalError) -> [AssignmentTally]
 }
 
 extension MemoryJournal: EngagementStore {

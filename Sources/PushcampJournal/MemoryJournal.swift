@@ -30,6 +30,8 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
         var duplicates: [RunID: [Int: PossibleDuplicate]] = [:]
         var channels: [ChannelRecord] = []
         var engagement: [EngagementKey: EngagementEvent] = [:]
+        var assignmentHeaders: [RunID: AssignmentHeader] = [:]
+        var assignments: [RunID: [AssignmentID: KeptAssignment]] = [:]
 
         /// Appends a new run, as `createRun` does.
         mutating func startRun(

@@ -407,6 +407,9 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
         migrator.registerMigration("v13: engagement") { db in
             try db.execute(sql: SQLiteJournal.engagementSchema)
         }
+        migrator.registerMigration("v14: assignments kept at send time") { db in
+            try db.execute(sql: SQLiteJournal.assignmentSchema)
+        }
         return migrator
     }
 

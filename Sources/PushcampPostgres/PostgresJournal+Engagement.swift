@@ -47,3 +47,91 @@ extension PostgresJournal: EngagementStore {
         return counts
     }
 }
+
+/// Assignments kept at send time, shared by every node on the journal.
+extension PostgresJournal {
+    public func keepAssignmentHeader(_ header: AssignmentHeader, of run: RunID) async throws(JournalError) {
+        let text = try header.encoded()
+        try await execute(
+            """
+            INSERT INTO assignment_run (run, header) VALUES (\(run.rawValue), \(text))
+            ON CONFLICT (run) DO UPDATE SET header = excluded.header
+            """
+        )
+    }
+
+    public func assignmentHeader(of run: RunID) async throws(JournalError) -> AssignmentHeader? {
+        let texts = try await rows("SELECT header FROM assignment_run WHERE run = \(run.rawValue)") { row in
+            try row["header"].decode(String.self)
+        }
+        return try texts.first.map(AssignmentHeader.decode)
+    }
+
+    public func keepAssignments(_ batch: [KeptAssignment], of run: RunID) async throws(JournalError) {
+        guard !batch.isEmpty else { return }
+        // -1 stands for NULL in the arrays: indexes and seqs are never negative; a person's hash
+        // may be anything, so it goes with a flag.
+        try await execute(
+            """
+            INSERT INTO assignment (run, id_high, id_low, seq, person, variant, locale)
+            SELECT \(run.rawValue), h, l, s, CASE WHEN hp THEN p END, NULLIF(v, -1), NULLIF(lc, -1)
+            FROM unnest(\(batch.map(\.id.high))::bigint[], \(batch.map(\.id.low))::bigint[],
+                \(batch.map { Int64($0.seq) })::bigint[], \(batch.map { $0.person ?? 0 })::bigint[],
+                \(batch.map { $0.person != nil })::boolean[], \(batch.map { Int16($0.variant ?? -1) })::smallint[],
+                \(batch.map { Int16($0.locale ?? -1) })::smallint[]) AS u(h, l, s, p, hp, v, lc)
+            ON CONFLICT DO NOTHING
+            """
+        )
+    }
+
+    public func assignments(of run: RunID, ids: [AssignmentID]) async throws(JournalError) -> [KeptAssignment] {
+        guard !ids.isEmpty else { return [] }
+        let unique = Array(Set(ids))
+        return try await rows(
+            """
+            SELECT a.id_high, a.id_low, a.seq, a.person, a.variant, a.locale
+            FROM unnest(\(unique.map(\.high))::bigint[], \(unique.map(\.low))::bigint[]) AS u(h, l)
+            JOIN assignment a ON a.run = \(run.rawValue) AND a.id_high = u.h AND a.id_low = u.l
+            """
+        ) { row in try Self.assignment(from: row) }
+    }
+
+    public func assignments(of run: RunID, persons: [Int64]) async throws(JournalError) -> [KeptAssignment] {
+        guard !persons.isEmpty else { return [] }
+        return try await rows(
+            """
+            SELECT id_high, id_low, seq, person, variant, locale FROM assignment
+            WHERE run = \(run.rawValue) AND person = ANY(\(Array(Set(persons)))::bigint[])
+            """
+        ) { row in try Self.assignment(from: row) }
+    }
+
+    public func assignmentTally(of run: RunID) async throws(JournalError) -> [AssignmentTally] {
+        try await rows(
+            """
+            SELECT variant, locale, count(*) AS recipients,
+                count(*) FILTER (WHERE person IS NULL OR seq = (
+                    SELECT min(b.seq) FROM assignment b WHERE b.run = a.run AND b.person = a.person
+                )) AS persons
+            FROM assignment a WHERE run = \(run.rawValue) GROUP BY variant, locale
+            """
+        ) { row in
+            AssignmentTally(
+                variant: try row["variant"].decode(Int16?.self).map(Int.init),
+                locale: try row["locale"].decode(Int16?.self).map(Int.init),
+                recipients: Int(try row["recipients"].decode(Int64.self)),
+                persons: Int(try row["persons"].decode(Int64.self))
+            )
+        }
+    }
+
+    static func assignment(from row: PostgresRandomAccessRow) throws -> KeptAssignment {
+        KeptAssignment(
+            seq: Int(try row["seq"].decode(Int64.self)),
+            id: AssignmentID(high: try row["id_high"].decode(Int64.self), low: try row["id_low"].decode(Int64.self)),
+            person: try row["person"].decode(Int64?.self),
+            variant: try row["variant"].decode(Int16?.self).map(Int.init),
+            locale: try row["locale"].decode(Int16?.self).map(Int.init)
+        )
+    }
+}

@@ -146,6 +146,9 @@ extension RunReport {
                     }
                 }
             }
+            for note in [readout.note, readout.unitNote].compactMap({ $0 }) {
+                body += "<p class=\"note\">\(escape(note))</p>\n"
+            }
             body += "<p class=\"note\">\(escape(EngagementReadout.method))</p></section>\n"
         }
 

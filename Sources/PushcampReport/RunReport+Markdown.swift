@@ -96,6 +96,7 @@ extension RunReport {
                     out += "\n"
                 }
             }
+            for note in [readout.note, readout.unitNote].compactMap({ $0 }) { out += Markdown.text(note) + "\n\n" }
             out += Markdown.text(EngagementReadout.method) + "\n\n"
         }
         if !stats.retries.isEmpty {

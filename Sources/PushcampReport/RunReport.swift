@@ -95,6 +95,8 @@ public struct RunReport: Sendable {
     public var slices: Slices?
     /// Engagement recorded against the run (`pushcamp engagement import`), per event, variant and locale.
     public var engagement: [EngagementCount] = []
+    /// The assignment the run kept at send time (every recipient kept), the readout's denominators.
+    public var assignment: AssignmentHeader?
 
     /// The engagement readout; nil when nothing was recorded.
     public var readout: EngagementReadout? { EngagementReadout(report: self, counts: engagement) }
@@ -141,6 +143,7 @@ public struct RunReport: Sendable {
         report.duplicates = try await journal.possibleDuplicates(of: id)
         report.slices = try await slices(of: id, in: journal)
         report.engagement = try await journal.engagementCounts(of: id)
+        report.assignment = try await journal.assignmentHeader(of: id).flatMap { $0.isComplete ? $0 : nil }
         return report
     }
 

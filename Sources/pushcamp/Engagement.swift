@@ -26,12 +26,16 @@ struct Engagement: AsyncParsableCommand {
 
                 or, in a .jsonl file, {"user": "u-1042", "event": "converted", "time": "2027-03-20T10:00:00Z"}.
 
-                Rows are matched by planning the run's campaign again from the same files (the \
-                run's revision), which gives every recipient the same apns-id, variant, holdout \
-                and locale as when it was sent: import with the campaign files the run was \
-                planned from. A recipient is recorded once per event, however often it is \
-                imported; held-out recipients are recorded too (the readout's baseline); rows \
-                naming no recipient of the run, or one it never sent, are counted and left out.
+                Rows are matched with the assignment the run kept when it was sent (each \
+                recipient's apns-id, person, variant, holdout and locale), so the campaign's \
+                file and audience may have changed since. A run that kept none (one message, \
+                no holdout, no readout:, no user_key) keeps it at its first import, planned \
+                again from the files: those must then be at the run's revision. A recipient is \
+                recorded once per event, however often it is imported, and with \
+                audience.user_key once per person, whichever device a row names; held-out \
+                recipients are recorded too (the readout's baseline); rows naming no recipient \
+                of the run, one it never sent, or dated outside readout.window are counted and \
+                left out.
 
                 A file with any bad row is refused whole, each problem at its line, and nothing \
                 is recorded. `pushcamp report` then names each event's winner (or the arm \
@@ -63,11 +67,8 @@ struct Engagement: AsyncParsableCommand {
             // Every row is checked before anything is recorded: a bad file changes nothing.
             var problems = 0
             var rows = 0
-            // The first chunk is kept from this pass: a file of up to a chunk is read once.
-            var firstChunk: [EngagementRow] = []
             do {
-                try events.forEachRow { row in
-                    if rows < EngagementImport.chunkSize { firstChunk.append(row) }
+                try events.forEachRow { _ in
                     rows += 1
                 } bad: { diagnostic in
                     problems += 1
@@ -85,7 +86,7 @@ struct Engagement: AsyncParsableCommand {
                 let matcher = try await EngagementImport.forRun(run.map(RunID.init), of: loaded, in: journal)
                 var outcome = EngagementImport.Outcome()
                 do {
-                    try await matcher.record(events, rows: rows, firstChunk: firstChunk, in: journal, outcome: &outcome)
+                    try await matcher.record(events, in: journal, outcome: &outcome)
                 } catch {
                     let said =
                         outcome.recorded > 0
@@ -93,7 +94,7 @@ struct Engagement: AsyncParsableCommand {
                         : "note: nothing was recorded"
                     throw Failure((Failure(error)?.message ?? "error: \(error)") + "\n" + said)
                 }
-                print(outcome.summary(rows: rows, run: matcher.run.id, window: loaded.readout?.window))
+                print(outcome.summary(rows: rows, run: matcher.run.id, window: matcher.assignment.readout?.window))
             }
         }
     }

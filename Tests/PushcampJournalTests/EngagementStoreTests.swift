@@ -1,4 +1,5 @@
 import PushcampJournal
+import PushcampModel
 import PushcampTestSupport
 import Testing
 
@@ -39,5 +40,68 @@ struct EngagementStoreTests {
                 EngagementCount(event: "opened", variant: "urgency", locale: "en", count: 1),
             ]
         )
+    }
+
+    @Test(arguments: Store.allCases)
+    func aRunsAssignmentIsKeptFoundByApnsIDOrPersonAndTallied(_ store: Store) async throws {
+        let (journal, project) = try await store.open()
+        defer { project.remove() }
+        let run = try await journal.createRun(campaign: "spring", revision: "r1", now: 1_700_000_000).id
+        let other = try await journal.createRun(campaign: "autumn", revision: "r1", now: 1_700_000_000).id
+        #expect(try await journal.assignmentHeader(of: run) == nil)
+        var header = AssignmentHeader(
+            variants: ["control", "urgency"],
+            locales: ["en", "fr"],
+            holdout: true,
+            userKey: "user_id",
+            readout: ReadoutSpec(primary: "converted", window: 259_200)
+        )
+        try await journal.keepAssignmentHeader(header, of: run)
+        #expect(try await journal.assignmentHeader(of: run)?.isComplete == false)
+        // Hashes of any sign, the full 128 bits of an apns-id; person 7 has three devices (all in
+        // `urgency`, the first in French), person -9 one, seq 4 no person at all, seq 5 held out.
+        func id(_ seq: Int) -> AssignmentID { AssignmentID(high: Int64.min + Int64(seq), low: -1 - Int64(seq)) }
+        let kept = [
+            KeptAssignment(seq: 0, id: id(0), person: 7, variant: 1, locale: 1),
+            KeptAssignment(seq: 1, id: id(1), person: -9, variant: 0, locale: 0),
+            KeptAssignment(seq: 2, id: id(2), person: 7, variant: 1, locale: 0),
+            KeptAssignment(seq: 3, id: id(3), person: 7, variant: 1, locale: 0),
+            KeptAssignment(seq: 4, id: id(4), person: nil, variant: 0, locale: nil),
+            KeptAssignment(seq: 5, id: id(5), person: 11, variant: nil, locale: 0),
+        ]
+        try await journal.keepAssignments(Array(kept.prefix(4)), of: run)
+        // A keeper stopped half-way and started again keeps each recipient once.
+        try await journal.keepAssignments(kept, of: run)
+        try await journal.keepAssignments([], of: run)
+        try await journal.keepAssignments(
+            [KeptAssignment(seq: 0, id: id(0), person: 1, variant: 0, locale: 0)],
+            of: other
+        )
+
+        let found = try await journal.assignments(of: run, ids: [id(4), id(1), id(1), id(9)])
+        #expect(Set(found) == [kept[4], kept[1]])
+        #expect(Set(try await journal.assignments(of: run, persons: [7, 42])) == [kept[0], kept[2], kept[3]])
+        #expect(Set(try await journal.assignments(of: run, persons: [11])) == [kept[5]])
+        #expect(try await journal.assignments(of: run, ids: []).isEmpty)
+        #expect(try await journal.assignments(of: other, persons: [7]).isEmpty)
+
+        // A person counts once, in the group of their first device (seq 0: urgency, French).
+        let tally = Set(try await journal.assignmentTally(of: run))
+        #expect(
+            tally == [
+                AssignmentTally(variant: 1, locale: 1, recipients: 1, persons: 1),
+                AssignmentTally(variant: 1, locale: 0, recipients: 2, persons: 0),
+                AssignmentTally(variant: 0, locale: 0, recipients: 1, persons: 1),
+                AssignmentTally(variant: 0, locale: nil, recipients: 1, persons: 1),
+                AssignmentTally(variant: nil, locale: 0, recipients: 1, persons: 1),
+            ]
+        )
+        header.tally = Array(tally)
+        try await journal.keepAssignmentHeader(header, of: run)
+        let read = try #require(try await journal.assignmentHeader(of: run))
+        #expect(read.isComplete && Set(read.tally ?? []) == tally)
+        #expect(read.variants == header.variants && read.locales == header.locales && read.userKey == "user_id")
+        #expect(read.readout == header.readout && read.holdout)
+        #expect(read.variant(1) == "urgency" && read.variant(nil) == nil && read.locale(1) == "fr")
     }
 }

@@ -133,8 +133,27 @@ struct CommandDecisionsTests {
             _ = try await EngagementImport.forRun(nil, of: campaign, in: journal)
             Issue.record("run \(edited.id) was matched with files it was not planned from")
         } catch let refusal as EngagementImport.Refusal {
-            #expect(!refusal.noSuchRun && refusal.description.contains("run \(edited.id) was planned from revision"))
+            #expect(!refusal.noSuchRun && refusal.description.contains("run \(edited.id) kept no assignment"))
+            #expect(refusal.description.contains("planned from revision elsewhere"))
         }
-        #expect(try await EngagementImport.forRun(current.id, of: campaign, in: journal).run.id == current.id)
+        // The run of these files keeps its assignment at its first import; it assigned no people,
+        // so rows naming users are refused.
+        let matcher = try await EngagementImport.forRun(current.id, of: campaign, in: journal)
+        #expect(matcher.run.id == current.id && matcher.assignment.isComplete && matcher.assignment.userKey == nil)
+        let user = try #require(
+            try? EngagementRow.make(
+                apnsID: nil,
+                user: .string("u1"),
+                event: .string("opened"),
+                time: .integer(4_102_444_800),
+                line: 2
+            ).get()
+        )
+        do {
+            _ = try await matcher.record([user], in: journal, now: 3)
+            Issue.record("a row naming a user was matched in a run that assigned no people")
+        } catch let refusal as EngagementImport.Refusal {
+            #expect(refusal.description.contains("run \(current.id) assigned no people"), "\(refusal)")
+        }
     }
 }

@@ -180,22 +180,4 @@ public struct EngagementFile: Sendable {
             try csv.forEachRow(tokensOnly: false, problem: unreadable, each)
         }
     }
-
-    /// The well-formed rows `first..<first + count` (0-based, bad rows not counted), read again
-    /// from the file.
-    public func rows(from first: Int, count: Int) throws -> [EngagementRow] {
-        struct Enough: Error {}
-        var rows: [EngagementRow] = []
-        var index = 0
-        do {
-            try forEachRow { row in
-                defer { index += 1 }
-                guard index >= first else { return }
-                rows.append(row)
-                if rows.count == count { throw Enough() }
-            } bad: { _ in
-            }
-        } catch is Enough {}
-        return rows
-    }
 }

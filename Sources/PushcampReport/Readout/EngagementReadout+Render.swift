@@ -28,7 +28,10 @@ extension EngagementReadout {
     public func table(for event: String, locales: Bool) -> (header: [String], rows: [[String]]) {
         let groups = locales ? self.locales : self.groups
         let withLift = !locales && holdout != nil
-        var header = [locales ? "locale" : "group", "recipients", "delivered", event, "rate", "95% interval"]
+        var header = [
+            locales ? "locale" : "group", userKey == nil ? "recipients" : "people", "delivered", event, "rate",
+            "95% interval",
+        ]
         if withLift { header.append("lift vs holdout (95% interval)") }
         let rows = groups.map { group -> [String] in
             let figure = group.figures.first { $0.event == event }
@@ -45,6 +48,14 @@ extension EngagementReadout {
             return row
         }
         return (header, rows)
+    }
+
+    /// What a per-person readout says of its unit; nil per recipient.
+    public var unitNote: String? {
+        userKey.map {
+            "Counted per person (audience.user_key: \($0)): a person is in one arm, and an event counts once per "
+                + "person, whichever of their devices it came from."
+        }
     }
 
     /// How an arm is named in a sentence.
@@ -173,6 +184,8 @@ extension EngagementReadout {
         }
         return .object([
             ("version", .integer(Self.version)), ("method", .string(Self.method)),
+            ("unit", .string(unit)), ("user_key", userKey.map { .string($0) } ?? .null),
+            ("note", note.map { .string($0) } ?? .null),
             ("events", .array(events.map { .string($0) })),
             ("groups", .array(groups.map { group($0, lift: true) })),
             ("locales", .array(locales.map { group($0, lift: false) })),
@@ -186,7 +199,8 @@ extension EngagementReadout {
 
     /// The readout for a terminal: a block per event, its verdict first.
     public var text: String {
-        var out = "Engagement (rates per recipient assigned; 95% intervals)\n"
+        var out = "Engagement (rates per \(unit) assigned; 95% intervals)\n"
+        for line in [note, unitNote].compactMap({ $0 }) { out += "  \(line)\n" }
         for event in events {
             if let verdict = verdict(for: event) { out += "  \(title(of: event)): \(verdict)\n" }
             var tables = [("", false), (" by locale", true)].map { title, localized in

@@ -48,12 +48,58 @@ public struct EngagementReadout: Sendable, Hashable {
 
     public var holdout: Group? { groups.first { $0.isHoldout } }
 
+    /// Whom the rates count: recipients (devices), or people when the run assigned by
+    /// `audience.user_key` (one person, one arm, one count).
+    public var userKey: String?
+
+    /// Why the figures may not be final: the run did not reach everyone (cancelled, given up,
+    /// still sending); nil for a finished run.
+    public var note: String?
+
+    /// The unit the rates count, as a reader says it.
+    public var unit: String { userKey == nil ? "recipient" : "person" }
+
+    /// How many the plan assigned to each arm and locale: from the assignment the run kept
+    /// (everyone assigned, counted per person when it assigned people), else from its plan's
+    /// summary (runs that kept none).
+    struct Assigned {
+        var variants: [String: Int] = [:]
+        var heldOut = 0
+        var locales: [String: Int] = [:]
+        var holdout = false
+
+        init?(report: RunReport) {
+            if let header = report.assignment, let tally = header.tally {
+                for group in tally {
+                    if let name = header.variant(group.variant) {
+                        variants[name, default: 0] += group.persons
+                        if let locale = header.locale(group.locale) { locales[locale, default: 0] += group.persons }
+                    } else {
+                        heldOut += group.persons
+                    }
+                }
+                for name in header.variants where variants[name] == nil { variants[name] = 0 }
+                holdout = header.holdout
+            } else if let plan = report.stats.plan {
+                variants = plan.variants
+                heldOut = plan.heldOut
+                locales = plan.locales
+                holdout = plan.holdoutBasisPoints > 0
+            } else {
+                return nil
+            }
+        }
+    }
+
     /// The readout of `report`'s run with `counts` from the journal; nil when nothing was recorded,
-    /// or when the run kept no plan (without it, how many each variant was assigned is unknown).
+    /// or when the run kept neither its assignment nor its plan's summary (without them, how many
+    /// each arm was assigned is unknown).
     public init?(report: RunReport, counts: [EngagementCount]) {
-        guard !counts.isEmpty, let plan = report.stats.plan else { return nil }
-        let spec = plan.readout ?? ReadoutSpec()
+        guard !counts.isEmpty, let assigned = Assigned(report: report) else { return nil }
+        let spec = report.assignment?.readout ?? report.stats.plan?.readout ?? ReadoutSpec()
         self.spec = spec
+        userKey = report.assignment?.userKey
+        note = Self.note(for: report, assigned: assigned.variants.values.reduce(0, +))
         let declared = (spec.primary.map { [$0] } ?? []) + spec.guardrails
         events = declared + Set(counts.map(\.event)).subtracting(declared).sorted()
         var perVariant: [String?: [String: Int]] = [:]
@@ -65,9 +111,9 @@ public struct EngagementReadout: Sendable, Hashable {
             }
         }
         let holdoutCounts = perVariant[nil] ?? [:]
-        let hasHoldout = plan.holdoutBasisPoints > 0 || !holdoutCounts.isEmpty
+        let hasHoldout = assigned.holdout || !holdoutCounts.isEmpty
         let events = events
-        let baseline = hasHoldout ? (recipients: plan.heldOut, counts: holdoutCounts) : nil
+        let baseline = hasHoldout ? (recipients: assigned.heldOut, counts: holdoutCounts) : nil
         /// A group's figures: each event's rate and interval, and its lift against `baseline`.
         func group(
             _ name: String,
@@ -101,11 +147,11 @@ public struct EngagementReadout: Sendable, Hashable {
                 figures: figures
             )
         }
-        let variantNames = Set(plan.variants.keys).union(perVariant.keys.compactMap { $0 }).sorted()
+        let variantNames = Set(assigned.variants.keys).union(perVariant.keys.compactMap { $0 }).sorted()
         groups = variantNames.map { name in
             group(
                 name,
-                recipients: plan.variants[name] ?? 0,
+                recipients: assigned.variants[name] ?? 0,
                 delivered: report.stats.variants[name]?.delivered ?? 0,
                 found: perVariant[name] ?? [:],
                 against: baseline
@@ -116,17 +162,17 @@ public struct EngagementReadout: Sendable, Hashable {
                 group(
                     "holdout",
                     holdout: true,
-                    recipients: plan.heldOut,
+                    recipients: assigned.heldOut,
                     delivered: nil,
                     found: holdoutCounts,
                     against: nil
                 )
             )
         }
-        locales = Set(plan.locales.keys).union(perLocale.keys).map { name in
+        locales = Set(assigned.locales.keys).union(perLocale.keys).map { name in
             group(
                 name,
-                recipients: plan.locales[name] ?? 0,
+                recipients: assigned.locales[name] ?? 0,
                 delivered: report.stats.locales[name]?.delivered ?? 0,
                 found: perLocale[name] ?? [:],
                 against: nil
@@ -146,6 +192,23 @@ public struct EngagementReadout: Sendable, Hashable {
                 }
             )
         }
+    }
+
+    /// What a readout of a run that did not reach everyone says first.
+    static func note(for report: RunReport, assigned: Int) -> String? {
+        let delivered = report.outcomes.first { $0.kind == .delivered }?.count ?? 0
+        let state: String
+        switch report.run.status {
+        case .finished: return nil
+        case .running: state = "is still being sent"
+        case .interrupted: state = "was interrupted"
+        case .cancelled: state = "was cancelled"
+        case .superseded: state = "was given up for a new run"
+        case .expired: state = "expired"
+        }
+        return "Run \(report.run.id) \(state): \(delivered) of the \(assigned) assigned to a variant were delivered. "
+            + "Rates are over everyone assigned, so those it never reached count as not having done an event: "
+            + "compare the arms of this run with each other, not with another run."
     }
 
     /// The comparisons of `event`.

@@ -3,18 +3,21 @@ import PushcampJournal
 import PushcampModel
 import PushcampPlanner
 
-/// Records engagement rows against a run: each row is matched to the recipient it names by
-/// planning the run's campaign again (same files, same seq, `apns-id`, variant, holdout and
-/// locale: planning is deterministic), then kept once per (recipient, event).
+/// Records engagement rows against a run: each row is matched to the recipient it names through
+/// the assignment the run kept at send time (`AssignmentKeeper`: place in the plan, apns-id,
+/// person, variant, holdout and locale), then kept once per (recipient, event) — per person when
+/// the run assigned people (`audience.user_key`): one person, one arm, one count.
 ///
-/// A sent recipient counts when the run dispatched it; a held-out one always (the holdout is the
-/// baseline the readout compares with). Rows are matched a chunk at a time, each chunk one pass
-/// over the audience, so a file of any size costs a bounded amount of memory.
+/// A sent recipient counts when the run dispatched it (a person, when the run dispatched any of
+/// their devices); a held-out one always (the holdout is the baseline the readout compares with).
+/// Rows are matched a batch at a time by the journal's index, so a file of any size is read once
+/// to check it and once to record it, in bounded memory.
 public struct EngagementImport: Sendable {
     public struct Outcome: Sendable, Hashable {
         /// Events recorded now.
         public var recorded = 0
-        /// Events the journal had already (imported or posted before).
+        /// Events the journal had already (imported or posted before, or another device of the
+        /// same person).
         public var alreadyRecorded = 0
         /// Rows naming no recipient of the run's audience.
         public var unmatched = 0
@@ -45,11 +48,13 @@ public struct EngagementImport: Sendable {
     }
 
     /// Run `number` of `campaign` (nil: its latest), ready to match rows against: what
-    /// `pushcamp engagement import` and the console's engagement POST both resolve.
+    /// `pushcamp engagement import` and the console's engagement POST both resolve. A run that
+    /// kept no assignment (it was no test, or was sent before runs kept theirs) keeps it now when
+    /// `campaign`'s files are still at the run's revision.
     public static func forRun(
         _ number: RunID?,
         of campaign: LoadedCampaign,
-        in journal: any JournalStore
+        in journal: any JournalStore & EngagementStore
     ) async throws -> EngagementImport {
         let record =
             if let number { try await journal.run(number) } else { try await journal.latestRun(campaign: campaign.id) }
@@ -60,126 +65,145 @@ public struct EngagementImport: Sendable {
                 noSuchRun: true
             )
         }
-        return try EngagementImport(campaign: campaign, run: record)
-    }
-
-    /// Rows matched per pass over the audience.
-    public static let chunkSize = 100_000
-
-    public var campaign: LoadedCampaign
-    public var run: RunRecord
-
-    /// Checks that `run` can be matched with `campaign` as loaded now: the same campaign, planned
-    /// from the same revision (the files it was planned from), and not a broadcast.
-    public init(campaign: LoadedCampaign, run: RunRecord) throws(Refusal) {
-        guard run.campaign == campaign.id else {
-            throw Refusal(description: "run \(run.id) is of campaign '\(run.campaign)', not '\(campaign.id)'")
+        guard record.campaign == campaign.id else {
+            throw Refusal(description: "run \(record.id) is of campaign '\(record.campaign)', not '\(campaign.id)'")
         }
         guard campaign.broadcast == nil else {
             throw Refusal(
                 description: "'\(campaign.id)' is a broadcast: one request to a channel has no recipients to match"
             )
         }
-        guard run.revision == campaign.revision else {
-            throw Refusal(
-                description:
-                    "run \(run.id) was planned from revision \(run.revision), and the campaign's files are now at "
-                    + "revision \(campaign.revision): its recipients can only be matched with the files it was "
-                    + "planned from (check them out, e.g. with git, and import again)"
-            )
+        var assignment = try await journal.assignmentHeader(of: record.id)
+        if assignment?.isComplete != true {
+            guard record.revision == campaign.revision else {
+                throw Refusal(
+                    description:
+                        "run \(record.id) kept no assignment of its recipients (it was no test, or was sent by an "
+                        + "earlier Pushcamp) and was planned from revision \(record.revision), while the campaign's "
+                        + "files are now at revision \(campaign.revision): its recipients can only be matched with the "
+                        + "files it was planned from (check them out, e.g. with git, and import again)"
+                )
+            }
+            assignment = try await AssignmentKeeper.keep(campaign, run: record, in: journal)
         }
-        self.campaign = campaign
-        self.run = run
+        return EngagementImport(
+            run: record,
+            assignment: assignment!,
+            dispatched: merged(try await journal.dispatched(of: record.id))
+        )
     }
 
-    /// Matches `rows` (at most `chunkSize` or so) and records what matched.
+    /// Rows matched per lookup in the journal.
+    public static let batchSize = 5_000
+
+    public var run: RunRecord
+    /// What the run kept of its assignment: its arms, locales, people and readout.
+    public var assignment: AssignmentHeader
+    /// The seqs the run dispatched, sorted and joined.
+    var dispatched: [ClosedRange<Int>]
+
+    /// Matches `rows` (at most `batchSize` or so) and records what matched.
     public func record(
         _ rows: [EngagementRow],
-        in journal: any JournalStore & EngagementStore,
+        in journal: any EngagementStore,
         now: Double
     ) async throws -> Outcome {
         guard !rows.isEmpty else { return Outcome() }
-        var byAPNsID: [String: [Int]] = [:]
-        var byUser: [String: [Int]] = [:]
-        for (index, row) in rows.enumerated() {
+        var ids: [AssignmentID] = []
+        var persons: [Int64] = []
+        for row in rows {
             switch row.recipient {
-            case .apnsID(let id): byAPNsID[id, default: []].append(index)
-            case .user(let user): byUser[user, default: []].append(index)
+            case .apnsID(let text): if let id = AssignmentID(text: text) { ids.append(id) }
+            case .user(let user): persons.append(Planner.Assignment.person(user))
             }
         }
-        if !byUser.isEmpty, campaign.userKey == nil {
+        if !persons.isEmpty, assignment.userKey == nil {
             throw Refusal(
                 description:
-                    "rows name recipients by 'user', and '\(campaign.id)' has no audience.user_key naming the "
-                    + "attribute to match: add one (e.g. user_key: user_id), or give apns_id"
+                    "rows name recipients by 'user', and run \(run.id) assigned no people: '\(run.campaign)' had no "
+                    + "audience.user_key when it was sent (give apns_id, or add a user_key, e.g. user_key: "
+                    + "user_id, for the next run)"
             )
         }
-        let dispatched = Self.merged(try await journal.dispatched(of: run.id))
+        var byID: [AssignmentID: KeptAssignment] = [:]
+        for kept in try await journal.assignments(of: run.id, ids: ids) { byID[kept.id] = kept }
+        // A person is one unit, whichever device a row names: all their devices, read at once.
+        if assignment.userKey != nil { persons += byID.values.compactMap(\.person) }
+        var devices: [Int64: [KeptAssignment]] = [:]
+        for kept in try await journal.assignments(of: run.id, persons: persons) {
+            if let person = kept.person { devices[person, default: []].append(kept) }
+        }
         let window = attributionWindow
-        var matched = [Bool](repeating: false, count: rows.count)
         var events: [EngagementEvent] = []
         var outcome = Outcome()
-        let userKey = campaign.userKey
-        try Planner(campaign: campaign).forEachAssignment { recipient, assignment in
-            var indexes = byAPNsID.isEmpty ? [] : byAPNsID[assignment.apnsID.description] ?? []
-            if let userKey, !byUser.isEmpty, let user = recipient.attributes[userKey]?.text {
-                indexes += byUser[user] ?? []
+        for row in rows {
+            let unit: [KeptAssignment]
+            switch row.recipient {
+            case .apnsID(let text):
+                let kept = AssignmentID(text: text).flatMap { byID[$0] }
+                unit = kept.map { kept in kept.person.flatMap { devices[$0] } ?? [kept] } ?? []
+            case .user(let user): unit = devices[Planner.Assignment.person(user)] ?? []
             }
-            for index in indexes {
-                matched[index] = true
-                guard assignment.variant == nil || Self.contains(dispatched, assignment.seq) else {
-                    outcome.notSent += 1
-                    continue
-                }
-                let row = rows[index]
-                guard window.contains(row.at) else {
-                    outcome.outsideWindow += 1
-                    continue
-                }
-                events.append(
-                    EngagementEvent(
-                        seq: assignment.seq,
-                        event: row.event,
-                        variant: assignment.variant,
-                        locale: assignment.locale,
-                        at: row.at
-                    )
+            // The unit's first recipient in plan order stands for it: its arm, locale and seq.
+            guard let first = unit.min(by: { $0.seq < $1.seq }) else {
+                outcome.unmatched += 1
+                continue
+            }
+            guard first.variant == nil || unit.contains(where: { Self.contains(dispatched, $0.seq) }) else {
+                outcome.notSent += 1
+                continue
+            }
+            guard window.contains(row.at) else {
+                outcome.outsideWindow += 1
+                continue
+            }
+            events.append(
+                EngagementEvent(
+                    seq: first.seq,
+                    event: row.event,
+                    variant: assignment.variant(first.variant),
+                    locale: assignment.locale(first.locale),
+                    at: row.at
                 )
-            }
+            )
         }
-        outcome.unmatched = matched.count { !$0 }
-        var start = 0
-        while start < events.count {
-            let batch = Array(events[start..<min(events.count, start + 5_000)])
-            let added = try await journal.recordEngagement(batch, run: run.id, now: now)
-            outcome.recorded += added
-            outcome.alreadyRecorded += batch.count - added
-            start += batch.count
-        }
+        let added = try await journal.recordEngagement(events, run: run.id, now: now)
+        outcome.recorded += added
+        outcome.alreadyRecorded += events.count - added
         return outcome
     }
 
-    /// When an event counts: from the run's start to the end of the campaign's `readout.window`.
+    /// When an event counts: from the run's start to the end of the `readout.window` it kept.
     public var attributionWindow: ClosedRange<Double> {
-        (campaign.readout ?? ReadoutSpec()).attributionWindow(from: run.startedAt)
+        (assignment.readout ?? ReadoutSpec()).attributionWindow(from: run.startedAt)
     }
 
-    /// Matches and records the `rows` well-formed rows of `file` a chunk at a time (the first
-    /// chunk, `firstChunk`, already read), each chunk one pass over the audience: memory stays
-    /// bounded whatever the file's size. `outcome` holds what was recorded, also when a chunk fails.
+    /// Matches and records every well-formed row of `file` (checked before: its bad rows are
+    /// passed over), read once more as a stream and matched a batch at a time: memory stays
+    /// bounded and time linear whatever the file's size. `outcome` holds what was recorded, also
+    /// when a batch fails.
     public func record(
         _ file: EngagementFile,
-        rows: Int,
-        firstChunk: [EngagementRow],
-        in journal: any JournalStore & EngagementStore,
+        in journal: any EngagementStore,
         clock: any WallClock = SystemWallClock(),
         outcome: inout Outcome
     ) async throws {
-        var first = 0
-        while first < rows {
-            let chunk = first == 0 ? firstChunk : try file.rows(from: first, count: Self.chunkSize)
-            outcome = outcome + (try await record(chunk, in: journal, now: clock.now()))
-            first += Self.chunkSize
+        var total = outcome
+        defer { outcome = total }
+        _ = try await ThreadPages.run(name: "pushcamp-engagement") { (emit: ([EngagementRow]) throws -> Void) in
+            var batch: [EngagementRow] = []
+            batch.reserveCapacity(Self.batchSize)
+            try file.forEachRow { row in
+                batch.append(row)
+                if batch.count == Self.batchSize {
+                    try emit(batch)
+                    batch.removeAll(keepingCapacity: true)
+                }
+            } bad: { _ in
+            }
+            if !batch.isEmpty { try emit(batch) }
+        } consume: { batch in
+            total = total + (try await record(batch, in: journal, now: clock.now()))
         }
     }
 

@@ -222,6 +222,19 @@ public final class SendRun: Service, Sendable {
                 throw RunRefusal(.journal, "the journal cannot be read: \(error); nothing was sent")
             }
         }
+        if campaign.keepsAssignment(as: options.kind) {
+            // Before the first push: a test's readout never needs these files again.
+            do {
+                _ = try await AssignmentKeeper.keep(campaign, run: opened.journal.run, in: opened.journal.store)
+            } catch {
+                try? await opened.journal.close(status: .interrupted, planned: nil)
+                await opened.lease.release()
+                throw RunRefusal(
+                    .journal,
+                    "the run's assignment could not be kept in the journal: \(error); nothing was sent"
+                )
+            }
+        }
         if let slicing = options.slicing, campaign.isSliceable(as: options.kind) {
             let worker: SliceWorker
             do {

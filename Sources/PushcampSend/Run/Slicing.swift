@@ -105,54 +105,34 @@ public enum RunSnapshot {
         pageSize: Int = 5_000
     ) async throws -> PlanSummary {
         try await store.discardSnapshot(run: run, lease: lease)
-        let pages = Feed<[SnapshotPush]>(capacity: 2)
-        // The planner on its thread hands pages over; this task writes each, awaited.
-        async let planned = withCheckedThrowingContinuation {
-            (continuation: CheckedContinuation<(PlanSummary, [ClosedRange<Int>], Int), any Error>) in
-            let thread = Thread {
-                do {
-                    var cutter = SliceCutter(size: size)
-                    var page: [SnapshotPush] = []
-                    page.reserveCapacity(pageSize)
-                    func flush() throws {
-                        guard !page.isEmpty else { return }
-                        guard pages.put(page) else { throw CancellationError() }
-                        page.removeAll(keepingCapacity: true)
-                    }
-                    let summary = try planner.run { push in
-                        cutter.add(seq: push.seq)
-                        page.append(
-                            SnapshotPush(
-                                seq: push.seq,
-                                token: push.token,
-                                payload: push.payload,
-                                variant: push.variant,
-                                locale: push.locale,
-                                collapseID: push.collapseID,
-                                expiration: push.expirationHeader(sendTime: sendTime)
-                            )
-                        )
-                        if page.count == pageSize { try flush() }
-                    }
-                    try flush()
-                    pages.finish()
-                    continuation.resume(returning: (summary, cutter.finished(), cutter.planned))
-                } catch {
-                    pages.finish()
-                    continuation.resume(throwing: error)
+        let (summary, slices, count) = try await ThreadPages.run(name: "pushcamp-snapshot") {
+            (emit: ([SnapshotPush]) throws -> Void) in
+            var cutter = SliceCutter(size: size)
+            var page: [SnapshotPush] = []
+            page.reserveCapacity(pageSize)
+            let summary = try planner.run { push in
+                cutter.add(seq: push.seq)
+                page.append(
+                    SnapshotPush(
+                        seq: push.seq,
+                        token: push.token,
+                        payload: push.payload,
+                        variant: push.variant,
+                        locale: push.locale,
+                        collapseID: push.collapseID,
+                        expiration: push.expirationHeader(sendTime: sendTime)
+                    )
+                )
+                if page.count == pageSize {
+                    try emit(page)
+                    page.removeAll(keepingCapacity: true)
                 }
             }
-            thread.name = "pushcamp-snapshot"
-            thread.start()
+            if !page.isEmpty { try emit(page) }
+            return (summary, cutter.finished(), cutter.planned)
+        } consume: { page in
+            try await store.appendSnapshot(page, run: run, lease: lease)
         }
-        do {
-            while let page = await pages.next() { try await store.appendSnapshot(page, run: run, lease: lease) }
-        } catch {
-            pages.cancel()  // the planner stops at its next page
-            _ = try? await planned
-            throw error
-        }
-        let (summary, slices, count) = try await planned
         try await store.sealSnapshot(run: run, slices: slices, planned: count, lease: lease)
         return summary
     }

@@ -120,7 +120,13 @@ public enum EngagementPost {
                 return Self.error(refusal.noSuchRun ? 404 : 409, [refusal.description])
             }
             let record = matcher.run
-            let outcome = try await matcher.record(request.rows, in: journal, now: now)
+            var outcome = EngagementImport.Outcome()
+            var start = 0
+            while start < request.rows.count {
+                let batch = Array(request.rows[start..<min(request.rows.count, start + EngagementImport.batchSize)])
+                outcome = outcome + (try await matcher.record(batch, in: journal, now: now))
+                start += batch.count
+            }
             let body: JSONValue = .object([
                 ("run", .integer(Int(record.id.rawValue))), ("recorded", .integer(outcome.recorded)),
                 ("already_recorded", .integer(outcome.alreadyRecorded)), ("not_sent", .integer(outcome.notSent)),
