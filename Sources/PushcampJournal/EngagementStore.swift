@@ -52,15 +52,17 @@ public protocol EngagementStore: Sendable {
     func keepAssignmentHeader(_ header: AssignmentHeader, of run: RunID) async throws(JournalError)
     /// `run`'s header; nil when the run kept no assignment.
     func assignmentHeader(of run: RunID) async throws(JournalError) -> AssignmentHeader?
-    /// Keeps `batch` (one transaction); a recipient kept already is left as it is.
+    /// Adds `batch` (one transaction, in plan order) to the recipients of `run` being kept; a
+    /// recipient added already is left as it is. Found by `assignments` once sealed.
     func keepAssignments(_ batch: [KeptAssignment], of run: RunID) async throws(JournalError)
+    /// Files the recipients added for `run` (by apns-id, and by person), in one transaction, and
+    /// answers the tally: recipients and people kept per (variant, locale), a person counted once,
+    /// in the group of their first recipient in plan order. Sealing again changes nothing.
+    func sealAssignments(of run: RunID) async throws(JournalError) -> [AssignmentTally]
     /// The kept recipients of `run` among `ids`, in no particular order.
     func assignments(of run: RunID, ids: [AssignmentID]) async throws(JournalError) -> [KeptAssignment]
     /// Every kept recipient (every device) of the people `persons` in `run`, in no particular order.
     func assignments(of run: RunID, persons: [Int64]) async throws(JournalError) -> [KeptAssignment]
-    /// Recipients and people kept per (variant, locale): a person counts once, in the group of
-    /// their first recipient in plan order.
-    func assignmentTally(of run: RunID) async throws(JournalError) -> [AssignmentTally]
 }
 
 extension MemoryJournal: EngagementStore {

@@ -100,12 +100,29 @@ public struct AssignmentHeader: Sendable, Hashable, Codable {
 }
 
 /// A tally's (variant, locale).
-private struct TallyGroup: Hashable {
-    var variant: Int?
-    var locale: Int?
+package struct TallyGroup: Hashable {
+    package var variant: Int?
+    package var locale: Int?
+
+    package init(variant: Int?, locale: Int?) {
+        self.variant = variant
+        self.locale = locale
+    }
 }
 
 extension AssignmentTally {
+    /// `tally` as a list.
+    package static func list(_ tally: [TallyGroup: (recipients: Int, persons: Int)]) -> [AssignmentTally] {
+        tally.map {
+            AssignmentTally(
+                variant: $0.key.variant,
+                locale: $0.key.locale,
+                recipients: $0.value.recipients,
+                persons: $0.value.persons
+            )
+        }
+    }
+
     /// The tally of `kept`, counted in memory: what each store's query answers.
     static func of(_ kept: some Sequence<KeptAssignment>) -> [AssignmentTally] {
         var first: [Int64: Int] = [:]
@@ -121,14 +138,7 @@ extension AssignmentTally {
             tally[group, default: (0, 0)].recipients += 1
             if isFirst { tally[group, default: (0, 0)].persons += 1 }
         }
-        return tally.map {
-            AssignmentTally(
-                variant: $0.key.variant,
-                locale: $0.key.locale,
-                recipients: $0.value.recipients,
-                persons: $0.value.persons
-            )
-        }
+        return list(tally)
     }
 }
 
@@ -164,9 +174,19 @@ extension MemoryJournal {
 
     public func keepAssignments(_ batch: [KeptAssignment], of run: RunID) async throws(JournalError) {
         state.withLock { state in
-            for assignment in batch where state.assignments[run]?[assignment.id] == nil {
+            for assignment in batch where state.assignmentsAdded[run]?[assignment.seq] == nil {
+                state.assignmentsAdded[run, default: [:]][assignment.seq] = assignment
+            }
+        }
+    }
+
+    public func sealAssignments(of run: RunID) async throws(JournalError) -> [AssignmentTally] {
+        state.withLock { state in
+            for assignment in (state.assignmentsAdded.removeValue(forKey: run) ?? [:]).values
+            where state.assignments[run]?[assignment.id] == nil {
                 state.assignments[run, default: [:]][assignment.id] = assignment
             }
+            return AssignmentTally.of((state.assignments[run] ?? [:]).values)
         }
     }
 
@@ -180,20 +200,28 @@ extension MemoryJournal {
             (state.assignments[run] ?? [:]).values.filter { $0.person.map(wanted.contains) ?? false }
         }
     }
-
-    public func assignmentTally(of run: RunID) async throws(JournalError) -> [AssignmentTally] {
-        state.withLock { state in AssignmentTally.of((state.assignments[run] ?? [:]).values) }
-    }
 }
 
 extension SQLiteJournal {
     static let assignmentSchema = """
         -- What a run kept of its assignment at send time, so engagement is matched without the
         -- campaign's files: a header per run (its arms, locales, readout, and the tally once every
-        -- recipient is kept), and a row per recipient keyed by its apns-id, with its place in the
-        -- plan, its person (a hash of audience.user_key's value), and its variant (NULL: held out)
-        -- and locale as indexes into the header's lists.
+        -- recipient is kept); a row per recipient keyed by its apns-id, with its place in the plan,
+        -- its person (a hash of audience.user_key's value), and its variant (NULL: held out) and
+        -- locale as indexes into the header's lists; the same per person. Recipients are added in
+        -- plan order to assignment_added, then filed in key order when sealed: apns-ids and people
+        -- are hashes, and a B-tree filled in hash order rewrites pages all over for every batch.
         CREATE TABLE assignment_run (run INTEGER PRIMARY KEY, header TEXT NOT NULL);
+        CREATE TABLE assignment_added (
+            run INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            id_high INTEGER NOT NULL,
+            id_low INTEGER NOT NULL,
+            person INTEGER,
+            variant INTEGER,
+            locale INTEGER,
+            PRIMARY KEY (run, seq)
+        ) WITHOUT ROWID;
         CREATE TABLE assignment (
             run INTEGER NOT NULL,
             id_high INTEGER NOT NULL,
@@ -204,7 +232,16 @@ extension SQLiteJournal {
             locale INTEGER,
             PRIMARY KEY (run, id_high, id_low)
         ) WITHOUT ROWID;
-        CREATE INDEX assignment_person ON assignment (run, person, seq) WHERE person IS NOT NULL;
+        CREATE TABLE assignment_person (
+            run INTEGER NOT NULL,
+            person INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            id_high INTEGER NOT NULL,
+            id_low INTEGER NOT NULL,
+            variant INTEGER,
+            locale INTEGER,
+            PRIMARY KEY (run, person, seq)
+        ) WITHOUT ROWID;
         """
 
     public func keepAssignmentHeader(_ header: AssignmentHeader, of run: RunID) async throws(JournalError) {
@@ -232,15 +269,66 @@ extension SQLiteJournal {
         try await write { db in
             let statement = try db.cachedStatement(
                 sql: """
-                    INSERT INTO assignment (run, id_high, id_low, seq, person, variant, locale)
+                    INSERT INTO assignment_added (run, seq, id_high, id_low, person, variant, locale)
                     VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
                     """
             )
             for kept in batch {
                 try statement.execute(arguments: [
-                    run.rawValue, kept.id.high, kept.id.low, kept.seq, kept.person, kept.variant, kept.locale,
+                    run.rawValue, kept.seq, kept.id.high, kept.id.low, kept.person, kept.variant, kept.locale,
                 ])
             }
+        }
+    }
+
+    public func sealAssignments(of run: RunID) async throws(JournalError) -> [AssignmentTally] {
+        try await write { db in
+            let arguments: StatementArguments = [run.rawValue]
+            try db.execute(
+                sql: """
+                    INSERT INTO assignment (run, id_high, id_low, seq, person, variant, locale)
+                    SELECT run, id_high, id_low, seq, person, variant, locale FROM assignment_added
+                    WHERE run = ? ORDER BY id_high, id_low ON CONFLICT DO NOTHING
+                    """,
+                arguments: arguments
+            )
+            try db.execute(
+                sql: """
+                    INSERT INTO assignment_person (run, person, seq, id_high, id_low, variant, locale)
+                    SELECT run, person, seq, id_high, id_low, variant, locale FROM assignment_added
+                    WHERE run = ? AND person IS NOT NULL ORDER BY person, seq ON CONFLICT DO NOTHING
+                    """,
+                arguments: arguments
+            )
+            try db.execute(sql: "DELETE FROM assignment_added WHERE run = ?", arguments: arguments)
+            // Recipients per group from every row; people from each person's first row (SQLite
+            // takes a bare column from the row that holds the min), plus recipients of no person.
+            var tally: [TallyGroup: (recipients: Int, persons: Int)] = [:]
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT variant, locale, count(*) AS n, count(*) FILTER (WHERE person IS NULL) AS alone
+                    FROM assignment WHERE run = ? GROUP BY variant, locale
+                    """,
+                arguments: arguments
+            ) {
+                tally[TallyGroup(variant: row["variant"], locale: row["locale"]), default: (0, 0)].recipients +=
+                    row["n"]
+                tally[TallyGroup(variant: row["variant"], locale: row["locale"]), default: (0, 0)].persons +=
+                    row["alone"]
+            }
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT variant, locale, count(*) AS n FROM (
+                        SELECT variant, locale, min(seq) FROM assignment_person WHERE run = ? GROUP BY person
+                    ) GROUP BY variant, locale
+                    """,
+                arguments: arguments
+            ) {
+                tally[TallyGroup(variant: row["variant"], locale: row["locale"]), default: (0, 0)].persons += row["n"]
+            }
+            return AssignmentTally.list(tally)
         }
     }
 
@@ -273,50 +361,25 @@ extension SQLiteJournal {
         return try await read { db in
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT id_high, id_low, seq, person, variant, locale FROM assignment
+                    SELECT id_high, id_low, seq, person, variant, locale FROM assignment_person
                     WHERE run = ? AND person = ?
                     """
             )
             var found: [KeptAssignment] = []
             for person in Set(persons) {
                 for row in try Row.fetchAll(statement, arguments: [run.rawValue, person]) {
-                    found.append(Self.assignment(from: row))
+                    found.append(
+                        KeptAssignment(
+                            seq: row["seq"],
+                            id: AssignmentID(high: row["id_high"], low: row["id_low"]),
+                            person: row["person"],
+                            variant: row["variant"],
+                            locale: row["locale"]
+                        )
+                    )
                 }
             }
             return found
         }
-    }
-
-    public func assignmentTally(of run: RunID) async throws(JournalError) -> [AssignmentTally] {
-        try await read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT variant, locale, count(*) AS recipients,
-                        sum(person IS NULL OR seq = (
-                            SELECT min(b.seq) FROM assignment b WHERE b.run = a.run AND b.person = a.person
-                        )) AS persons
-                    FROM assignment a WHERE run = ? GROUP BY variant, locale
-                    """,
-                arguments: [run.rawValue]
-            ).map { row in
-                AssignmentTally(
-                    variant: row["variant"],
-                    locale: row["locale"],
-                    recipients: row["recipients"],
-                    persons: row["persons"]
-                )
-            }
-        }
-    }
-
-    static func assignment(from row: Row) -> KeptAssignment {
-        KeptAssignment(
-            seq: row["seq"],
-            id: AssignmentID(high: row["id_high"], low: row["id_low"]),
-            person: row["person"],
-            variant: row["variant"],
-            locale: row["locale"]
-        )
     }
 }

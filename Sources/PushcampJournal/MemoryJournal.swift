@@ -32,6 +32,7 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
         var engagement: [EngagementKey: EngagementEvent] = [:]
         var assignmentHeaders: [RunID: AssignmentHeader] = [:]
         var assignments: [RunID: [AssignmentID: KeptAssignment]] = [:]
+        var assignmentsAdded: [RunID: [Int: KeptAssignment]] = [:]
 
         /// Appends a new run, as `createRun` does.
         mutating func startRun(

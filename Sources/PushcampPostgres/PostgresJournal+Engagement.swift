@@ -73,7 +73,7 @@ extension PostgresJournal {
         // may be anything, so it goes with a flag.
         try await execute(
             """
-            INSERT INTO assignment (run, id_high, id_low, seq, person, variant, locale)
+            INSERT INTO assignment_added (run, id_high, id_low, seq, person, variant, locale)
             SELECT \(run.rawValue), h, l, s, CASE WHEN hp THEN p END, NULLIF(v, -1), NULLIF(lc, -1)
             FROM unnest(\(batch.map(\.id.high))::bigint[], \(batch.map(\.id.low))::bigint[],
                 \(batch.map { Int64($0.seq) })::bigint[], \(batch.map { $0.person ?? 0 })::bigint[],
@@ -96,33 +96,78 @@ extension PostgresJournal {
         ) { row in try Self.assignment(from: row) }
     }
 
+    public func sealAssignments(of run: RunID) async throws(JournalError) -> [AssignmentTally] {
+        let (id, logger) = (run.rawValue, logger)
+        // Every recipient of a run filed in one transaction: ten million take minutes, not the
+        // seconds a journal statement is given.
+        return try await transaction(within: .seconds(1_800)) { connection in
+            _ = try await Self.rows(
+                """
+                INSERT INTO assignment (run, id_high, id_low, seq, person, variant, locale)
+                SELECT run, id_high, id_low, seq, person, variant, locale FROM assignment_added
+                WHERE run = \(id) ORDER BY id_high, id_low ON CONFLICT DO NOTHING
+                """,
+                on: connection,
+                logger: logger
+            )
+            _ = try await Self.rows(
+                """
+                INSERT INTO assignment_person (run, person, seq, id_high, id_low, variant, locale)
+                SELECT run, person, seq, id_high, id_low, variant, locale FROM assignment_added
+                WHERE run = \(id) AND person IS NOT NULL ORDER BY person, seq ON CONFLICT DO NOTHING
+                """,
+                on: connection,
+                logger: logger
+            )
+            _ = try await Self.rows("DELETE FROM assignment_added WHERE run = \(id)", on: connection, logger: logger)
+            // Recipients per group from every row; people from each person's first row, plus
+            // recipients of no person.
+            var tally: [TallyGroup: (recipients: Int, persons: Int)] = [:]
+            let groups = try await Self.rows(
+                """
+                SELECT variant, locale, count(*) AS n, count(*) FILTER (WHERE person IS NULL) AS alone
+                FROM assignment WHERE run = \(id) GROUP BY variant, locale
+                """,
+                on: connection,
+                logger: logger
+            )
+            for row in groups {
+                let group = TallyGroup(
+                    variant: try row["variant"].decode(Int16?.self).map(Int.init),
+                    locale: try row["locale"].decode(Int16?.self).map(Int.init)
+                )
+                tally[group, default: (0, 0)].recipients += Int(try row["n"].decode(Int64.self))
+                tally[group, default: (0, 0)].persons += Int(try row["alone"].decode(Int64.self))
+            }
+            let people = try await Self.rows(
+                """
+                SELECT variant, locale, count(*) AS n FROM (
+                    SELECT DISTINCT ON (person) variant, locale FROM assignment_person WHERE run = \(id)
+                    ORDER BY person, seq
+                ) AS first GROUP BY variant, locale
+                """,
+                on: connection,
+                logger: logger
+            )
+            for row in people {
+                let group = TallyGroup(
+                    variant: try row["variant"].decode(Int16?.self).map(Int.init),
+                    locale: try row["locale"].decode(Int16?.self).map(Int.init)
+                )
+                tally[group, default: (0, 0)].persons += Int(try row["n"].decode(Int64.self))
+            }
+            return AssignmentTally.list(tally)
+        }
+    }
+
     public func assignments(of run: RunID, persons: [Int64]) async throws(JournalError) -> [KeptAssignment] {
         guard !persons.isEmpty else { return [] }
         return try await rows(
             """
-            SELECT id_high, id_low, seq, person, variant, locale FROM assignment
+            SELECT id_high, id_low, seq, person, variant, locale FROM assignment_person
             WHERE run = \(run.rawValue) AND person = ANY(\(Array(Set(persons)))::bigint[])
             """
         ) { row in try Self.assignment(from: row) }
-    }
-
-    public func assignmentTally(of run: RunID) async throws(JournalError) -> [AssignmentTally] {
-        try await rows(
-            """
-            SELECT variant, locale, count(*) AS recipients,
-                count(*) FILTER (WHERE person IS NULL OR seq = (
-                    SELECT min(b.seq) FROM assignment b WHERE b.run = a.run AND b.person = a.person
-                )) AS persons
-            FROM assignment a WHERE run = \(run.rawValue) GROUP BY variant, locale
-            """
-        ) { row in
-            AssignmentTally(
-                variant: try row["variant"].decode(Int16?.self).map(Int.init),
-                locale: try row["locale"].decode(Int16?.self).map(Int.init),
-                recipients: Int(try row["recipients"].decode(Int64.self)),
-                persons: Int(try row["persons"].decode(Int64.self))
-            )
-        }
     }
 
     static func assignment(from row: PostgresRandomAccessRow) throws -> KeptAssignment {

@@ -264,14 +264,27 @@ extension PostgresJournal {
         ),
         // What a run kept of its assignment at send time, so engagement is matched without the
         // campaign's files: a header per run (its arms, locales, readout, and the tally once every
-        // recipient is kept), and a row per recipient keyed by its apns-id, with its place in the
-        // plan, its person (a hash of audience.user_key's value), and its variant (NULL: held out)
-        // and locale as indexes into the header's lists.
+        // recipient is kept); a row per recipient keyed by its apns-id, with its place in the plan,
+        // its person (a hash of audience.user_key's value), and its variant (NULL: held out) and
+        // locale as indexes into the header's lists; the same per person. Recipients are added in
+        // plan order to assignment_added, then filed in key order when sealed.
         Migration(
             version: 7,
             name: "assignments kept at send time",
             statements: [
                 "CREATE TABLE assignment_run (run BIGINT PRIMARY KEY, header TEXT NOT NULL)",
+                """
+                CREATE TABLE assignment_added (
+                    run BIGINT NOT NULL,
+                    seq BIGINT NOT NULL,
+                    id_high BIGINT NOT NULL,
+                    id_low BIGINT NOT NULL,
+                    person BIGINT,
+                    variant SMALLINT,
+                    locale SMALLINT,
+                    PRIMARY KEY (run, seq)
+                )
+                """,
                 """
                 CREATE TABLE assignment (
                     run BIGINT NOT NULL,
@@ -284,7 +297,18 @@ extension PostgresJournal {
                     PRIMARY KEY (run, id_high, id_low)
                 )
                 """,
-                "CREATE INDEX assignment_person ON assignment (run, person, seq) WHERE person IS NOT NULL",
+                """
+                CREATE TABLE assignment_person (
+                    run BIGINT NOT NULL,
+                    person BIGINT NOT NULL,
+                    seq BIGINT NOT NULL,
+                    id_high BIGINT NOT NULL,
+                    id_low BIGINT NOT NULL,
+                    variant SMALLINT,
+                    locale SMALLINT,
+                    PRIMARY KEY (run, person, seq)
+                )
+                """,
             ]
         ),
     ]

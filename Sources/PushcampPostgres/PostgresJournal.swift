@@ -82,10 +82,11 @@ public final class PostgresJournal: Service, Sendable {
     /// its connection, which the server rolls back and the pool replaces; one that `body` gave up
     /// on (a fence that no longer holds) is rolled back on a connection still sound.
     package func transaction<T: Sendable>(
+        within timeout: Duration? = nil,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws(JournalError) -> T {
         let (client, logger) = (self.client, self.logger)
-        return try await withDeadline {
+        return try await withDeadline(timeout) {
             try await client.withConnection { connection in
                 try await connection.query("BEGIN", logger: logger)
                 let value: T
@@ -105,9 +106,13 @@ public final class PostgresJournal: Service, Sendable {
         }
     }
 
-    /// `body`, cancelled when it takes longer than `timeout` (a transaction it was in rolls back).
-    func withDeadline<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws(JournalError) -> T {
-        let timeout = self.timeout
+    /// `body`, cancelled when it takes longer than `timeout` (by default the journal's: a
+    /// transaction it was in rolls back).
+    func withDeadline<T: Sendable>(
+        _ timeout: Duration? = nil,
+        _ body: @escaping @Sendable () async throws -> T
+    ) async throws(JournalError) -> T {
+        let timeout = timeout ?? self.timeout
         let answer: T?
         do {
             answer = try await PushcampJournal.withDeadline(timeout, body)

@@ -60,7 +60,7 @@ public enum AssignmentKeeper {
         } consume: { page in
             try await journal.keepAssignments(page, of: run.id)
         }
-        header.tally = try await journal.assignmentTally(of: run.id)
+        header.tally = try await journal.sealAssignments(of: run.id)
         try await journal.keepAssignmentHeader(header, of: run.id)
         return header
     }

@@ -103,6 +103,24 @@ public final class SendLease: Sendable {
         }
     }
 
+    /// `body`, run with the lease renewed meanwhile: work done under the lease before the send's
+    /// own heartbeat starts (keeping a large run's assignment takes longer than a lease). Throws
+    /// `Lost` when the lease was lost by the time `body` ended.
+    package func renewed<T: Sendable>(during body: () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await self.keepRenewed() }
+            defer { group.cancelAll() }
+            let result = try await body()
+            if let problem = problem() { throw Lost(description: problem) }
+            return result
+        }
+    }
+
+    /// The lease was lost while work was done under it.
+    package struct Lost: Error, CustomStringConvertible {
+        package var description: String
+    }
+
     /// One renewal: moves `sendUntil` on, or records the loss. A failed renewal (the store cannot
     /// be reached) changes nothing: the next one may succeed before the margin is reached.
     package func renewOnce() async {

@@ -225,7 +225,9 @@ public final class SendRun: Service, Sendable {
         if campaign.keepsAssignment(as: options.kind) {
             // Before the first push: a test's readout never needs these files again.
             do {
-                _ = try await AssignmentKeeper.keep(campaign, run: opened.journal.run, in: opened.journal.store)
+                _ = try await opened.lease.renewed {
+                    try await AssignmentKeeper.keep(campaign, run: opened.journal.run, in: opened.journal.store)
+                }
             } catch {
                 try? await opened.journal.close(status: .interrupted, planned: nil)
                 await opened.lease.release()
