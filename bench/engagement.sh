@@ -25,9 +25,9 @@ import random, sys
 count, path = int(sys.argv[1]), sys.argv[2]
 rng = random.Random(3)
 with open(path, "w") as f:
-    f.write("token,user_id\n")
+    f.write("token,user_id,first_name\n")
     for i in range(count):
-        f.write("%064x,u%d\n" % (rng.getrandbits(256), i))
+        f.write("%064x,u%d,Name%d\n" % (rng.getrandbits(256), i, i % 1000))
 PY
 bench_campaign "$out/plain.yaml" engagement-plain 10000000/s 4
 bench_campaign "$out/test.yaml" engagement-test 10000000/s 4

@@ -9,6 +9,43 @@ public struct RunListing: Sendable {
         public var run: RunRecord
         public var counts: RecipientCounts
         public var slices: RunReport.Slices?
+        /// How many the run sends to, once known: from the first second for a test, whose
+        /// assignment was kept before its first push; else when its plan was read to the end (its
+        /// planner reads only a few batches ahead of the send). Nil while unknown.
+        public var planned: Int?
+
+        public init(run: RunRecord, counts: RecipientCounts, slices: RunReport.Slices? = nil, planned: Int? = nil) {
+            self.run = run
+            self.counts = counts
+            self.slices = slices
+            self.planned = planned ?? run.planned
+        }
+
+        /// Recipients with an answer: delivered or failed.
+        public var answered: Int { counts.delivered + counts.failed }
+
+        /// Answered of planned, 0 to 100, rounded down (100 only when every one has an answer).
+        public var percent: Int? {
+            planned.map { $0 > 0 ? min(100, answered * 100 / $0) : 100 }
+        }
+
+        /// Answers per second since the run started, while it is being sent.
+        public var perSecond: Double? {
+            let seconds = run.updatedAt - run.startedAt
+            guard run.status == .running, seconds >= 1, answered > 0 else { return nil }
+            return Double(answered) / seconds
+        }
+
+        /// Seconds until every planned recipient has an answer at the rate so far.
+        public var etaSeconds: Int? {
+            guard let planned, let perSecond else { return nil }
+            return Int((Double(max(0, planned - answered)) / perSecond).rounded(.up))
+        }
+
+        /// "43 of 600" (planned known), "43 of ?" (not yet).
+        public var progress: String {
+            "\(answered) of " + (planned.map(String.init) ?? "?")
+        }
     }
 
     public var rows: [Row]
@@ -27,17 +64,30 @@ public struct RunListing: Sendable {
                     run: checked,
                     counts: try await journal.counts(of: run.id),
                     // Each worker's rate, for runs being sent: that reads every slice's statistics.
-                    slices: try await RunReport.slices(of: run.id, in: journal, workers: checked.status == .running)
+                    slices: try await RunReport.slices(of: run.id, in: journal, workers: checked.status == .running),
+                    planned: run.planned == nil ? try await plannedSoFar(of: run.id, in: journal) : nil
                 )
             )
         }
         return RunListing(rows: rows)
     }
 
+    /// The total of a run that has not ended: from its plan's funnel, saved with its statistics
+    /// once the plan was read to the end; else from the assignment a test kept before its first
+    /// push (everyone assigned to a variant); nil when neither is known yet.
+    static func plannedSoFar(of run: RunID, in journal: any Journal) async throws -> Int? {
+        if let funnel = try await journal.stats(of: run)?.plan { return funnel.planned }
+        guard let tally = try await journal.assignmentHeader(of: run)?.tally else { return nil }
+        return tally.filter { $0.variant != nil }.reduce(0) { $0 + $1.recipients }
+    }
+
     public func text() -> String {
         guard !rows.isEmpty else { return "no runs yet\n" }
         var lines = [
-            ["RUN", "CAMPAIGN", "STATUS", "STARTED", "SENT", "DELIVERED", "FAILED", "PENDING", "PLANNED", "SLICES"]
+            [
+                "RUN", "CAMPAIGN", "STATUS", "STARTED", "SENT", "DELIVERED", "FAILED", "PENDING", "PLANNED", "DONE",
+                "SLICES",
+            ]
         ]
         for row in rows {
             let (run, counts) = (row.run, row.counts)
@@ -48,7 +98,8 @@ public struct RunListing: Sendable {
                 run.status.rawValue,
                 Timestamps.text(run.startedAt),
                 "\(counts.total - counts.planned)", "\(counts.delivered)", "\(counts.failed)",
-                "\(counts.waiting + counts.unknown + counts.inFlight)", run.planned.map { "\($0)" } ?? "-",
+                "\(counts.waiting + counts.unknown + counts.inFlight)", row.planned.map { "\($0)" } ?? "-",
+                row.percent.map { "\($0)%" } ?? "-",
                 row.slices.map { "\($0.done)/\($0.total)" + ($0.leased > 0 ? " (\($0.leased) held)" : "") } ?? "-",
             ])
         }
@@ -79,7 +130,10 @@ public struct RunListing: Sendable {
                     ("failed", .integer(counts.failed)), ("waiting", .integer(counts.waiting)),
                     ("in_flight", .integer(counts.inFlight + counts.unknown)),
                     ("possible_duplicates", .integer(run.possibleDuplicates)),
-                    ("planned", run.planned.map { .integer($0) }),
+                    ("planned", row.planned.map { .integer($0) }),
+                    ("percent", row.percent.map { .integer($0) }),
+                    ("per_second", row.perSecond.map { .number(RunReport.rounded($0)) }),
+                    ("eta_seconds", row.etaSeconds.map { .integer($0) }),
                     (
                         "slices",
                         row.slices.map { slices in

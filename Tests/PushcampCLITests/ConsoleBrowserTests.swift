@@ -156,6 +156,7 @@ struct ConsoleBrowserTests {
                   payload: { aps: { alert: "hi {{name}}" } }
                 schedule: { at: "\(at)" }
                 throttle: { rate: 40/s, connections: 1 }
+                readout: { primary: opened }
 
                 """
             )
@@ -212,6 +213,27 @@ struct ConsoleBrowserTests {
             let values = try #require(moved)
             #expect(values.count == 2 && values[0] >= 0 && values[1] > values[0], "\(values)")
             #expect(try browser.eval("window.notReloaded === true") as? Bool == true)
+            // While it sends, its total is known (a test keeps its assignment before its first
+            // push): answered of 400, below 100%, with a rate and the time left.
+            #expect(
+                try Self.eventually {
+                    try Self.runs(serve).first {
+                        $0["status"] as? String == "running" && $0["planned"] as? Int == 400
+                            && ($0["percent"] as? Int ?? 100) < 100 && $0["eta_seconds"] as? Int != nil
+                    } != nil
+                },
+                "\(serve.output)"
+            )
+            let shownProgress =
+                try browser.eval(
+                    """
+                    new Promise(function(done){var timer=setInterval(function(){
+                      var td=document.querySelector('#runs tr[data-run="1"] td:nth-child(4)');
+                      if(td&&/ of 400 \\(\\d\\d?%\\)/.test(td.textContent)){clearInterval(timer);done(td.textContent);}},100);
+                      setTimeout(function(){done('');},15000);})
+                    """
+                ) as? String ?? ""
+            #expect(shownProgress.contains(" of 400 ("), "\(shownProgress)")
 
             // Finished, the run's badge says so (still without a reload), and its link opens its report.
             #expect(try Self.eventually { try Self.runs(serve).first?["status"] as? String == "finished" })

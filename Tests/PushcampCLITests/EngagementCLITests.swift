@@ -559,6 +559,12 @@ struct EngagementCLITests {
         send.waitUntilExit()
         #expect(cancel.status == 0, "\(cancel.stdout)\(cancel.stderr)")
 
+        // `runs` says where it stopped: answered of everyone planned for a variant, below 100%.
+        let listed = try #require(try ServeCLITests.runs(project).first)
+        let planned = try #require(listed["planned"] as? Int, "\(listed)")
+        #expect(listed["status"] as? String == "cancelled" && planned > 1_400 && planned < 2_000, "\(listed)")
+        #expect((listed["percent"] as? Int ?? 100) < 100 && listed["eta_seconds"] == nil, "\(listed)")
+
         let rows = ["user,event,time"] + stride(from: 0, to: 2000, by: 4).map { "u\($0),converted,4102444800" }
         let imported = try Self.importEvents(rows, into: project)
         #expect(imported.stdout.contains("named a recipient the run did not send to (left out)"), "\(imported.stdout)")

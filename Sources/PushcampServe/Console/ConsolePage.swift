@@ -63,19 +63,36 @@ public struct ConsolePage: Sendable {
         @media (max-width:640px){progress{width:56px}.wide{display:none}}
         """
 
-    /// One row of the runs table, as the script builds it too (same cells, same order).
+    /// One row of the runs table, as the script builds it too (same cells, same order): progress
+    /// is answered of planned, and a run whose total is not known yet says "of ?" with a bar that
+    /// moves without a value, never a full one.
     static func runRow(_ row: RunListing.Row) -> String {
         let run = row.run
         let counts = row.counts
-        let planned = run.planned ?? (counts.total - counts.planned)
-        let done = counts.delivered + counts.failed
-        let percent = planned > 0 ? done * 100 / planned : 0
+        let bar =
+            row.planned.map { "<progress max=\"\(max($0, 1))\" value=\"\(min(row.answered, max($0, 1)))\"></progress>" }
+            ?? "<progress></progress>"
         return "<tr data-run=\"\(run.id)\"><td><a href=\"/runs/\(run.id)\">\(run.id)</a></td>"
             + "<td>\(escape(run.campaign))</td>"
             + "<td><span class=\"status \(tone(run.status))\">\(run.status.rawValue)</span></td>"
-            + "<td><progress max=\"\(max(planned, 1))\" value=\"\(done)\"></progress> \(percent)%</td>"
+            + "<td>\(bar) \(escape(progressText(row)))</td>"
             + "<td class=\"num\">\(counts.delivered)</td><td class=\"num\">\(counts.failed)</td>"
-            + "<td class=\"num wide\">\(planned)</td><td class=\"wide\">\(Timestamps.text(run.startedAt))</td></tr>"
+            + "<td class=\"num wide\">\(row.planned.map(String.init) ?? "?")</td>"
+            + "<td class=\"wide\">\(Timestamps.text(run.startedAt))</td></tr>"
+    }
+
+    /// "43 of 600 (7%) · 2m left", "43 of ?": what the script writes too.
+    static func progressText(_ row: RunListing.Row) -> String {
+        var text = row.progress + (row.percent.map { " (\($0)%)" } ?? "")
+        if let eta = row.etaSeconds { text += " · \(duration(eta)) left" }
+        return text
+    }
+
+    /// "45s", "12m", "2h 5m".
+    static func duration(_ seconds: Int) -> String {
+        if seconds < 90 { return "\(seconds)s" }
+        if seconds < 90 * 60 { return "\((seconds + 30) / 60)m" }
+        return "\(seconds / 3600)h \(seconds % 3600 / 60)m"
     }
 
     /// The overview at `/`.
@@ -173,17 +190,22 @@ public struct ConsolePage: Sendable {
         var tones={finished:'good',running:'info',interrupted:'warn',cancelled:'bad',superseded:'bad'};
         function cell(tr,text,cls){var td=document.createElement('td');if(cls)td.className=cls;
         td.textContent=text;tr.appendChild(td);return td;}
+        function span(s){if(s<90)return s+'s';if(s<5400)return Math.floor((s+30)/60)+'m';
+        return Math.floor(s/3600)+'h '+Math.floor(s%3600/60)+'m';}
         function when(iso){return iso.replace('T',' ').replace(/\\.\\d+Z$/,'Z').replace(/:\\d\\dZ$/,'Z');}
         function row(r){var tr=document.createElement('tr');tr.setAttribute('data-run',r.run);
         var a=document.createElement('a');a.href='/runs/'+r.run;a.textContent=r.run;
         cell(tr,'').appendChild(a);cell(tr,r.campaign);
         var badge=document.createElement('span');badge.className='status '+(tones[r.status]||'');
         badge.textContent=r.status;cell(tr,'').appendChild(badge);
-        var planned=(r.planned==null)?r.sent:r.planned;var done=r.delivered+r.failed;
-        var p=document.createElement('progress');p.max=Math.max(planned,1);p.value=done;
+        var done=r.delivered+r.failed;var p=document.createElement('progress');
+        if(r.planned!=null){p.max=Math.max(r.planned,1);p.value=Math.min(done,Math.max(r.planned,1));}
         var td=cell(tr,'');td.appendChild(p);
-        td.appendChild(document.createTextNode(' '+(planned>0?Math.floor(done*100/planned):0)+'%'));
-        cell(tr,String(r.delivered),'num');cell(tr,String(r.failed),'num');cell(tr,String(planned),'num wide');
+        var text=' '+done+' of '+(r.planned==null?'?':r.planned)+(r.percent==null?'':' ('+r.percent+'%)');
+        if(r.eta_seconds!=null)text+=' · '+span(r.eta_seconds)+' left';
+        td.appendChild(document.createTextNode(text));
+        cell(tr,String(r.delivered),'num');cell(tr,String(r.failed),'num');
+        cell(tr,r.planned==null?'?':String(r.planned),'num wide');
         cell(tr,when(r.started_at),'wide');return tr;}
         function get(path){return fetch(path,{credentials:'same-origin',cache:'no-store'}).then(function(res){
         if(res.status===401){location.href='/login';throw new Error('signed out');}return res.json();});}
