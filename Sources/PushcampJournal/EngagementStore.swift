@@ -13,13 +13,16 @@ public struct EngagementEvent: Sendable, Hashable {
     public var locale: String?
     /// When it happened, seconds since 1970.
     public var at: Double
+    /// What it was worth (revenue), when the row said.
+    public var value: Double?
 
-    public init(seq: Int, event: String, variant: String?, locale: String?, at: Double) {
+    public init(seq: Int, event: String, variant: String?, locale: String?, at: Double, value: Double? = nil) {
         self.seq = seq
         self.event = event
         self.variant = variant
         self.locale = locale
         self.at = at
+        self.value = value
     }
 }
 
@@ -29,12 +32,28 @@ public struct EngagementCount: Sendable, Hashable {
     public var variant: String?
     public var locale: String?
     public var count: Int
+    /// The sum of their values, and of the values' squares (for an interval of the mean).
+    public var value: Double
+    public var valueSquares: Double
+    /// How many of them had a value.
+    public var valued: Int
 
-    public init(event: String, variant: String?, locale: String?, count: Int) {
+    public init(
+        event: String,
+        variant: String?,
+        locale: String?,
+        count: Int,
+        value: Double = 0,
+        valueSquares: Double = 0,
+        valued: Int = 0
+    ) {
         self.event = event
         self.variant = variant
         self.locale = locale
         self.count = count
+        self.value = value
+        self.valueSquares = valueSquares
+        self.valued = valued
     }
 }
 
@@ -94,16 +113,19 @@ extension MemoryJournal: EngagementStore {
 
     public func engagementCounts(of run: RunID) async throws(JournalError) -> [EngagementCount] {
         state.withLock { state in
-            var counts: [EngagementCount: Int] = [:]
+            var counts: [EngagementCount: EngagementCount] = [:]
             for (key, event) in state.engagement where key.run == run {
-                counts[
-                    EngagementCount(event: event.event, variant: event.variant, locale: event.locale, count: 0),
-                    default: 0
-                ] += 1
+                let group = EngagementCount(event: event.event, variant: event.variant, locale: event.locale, count: 0)
+                var count = counts[group] ?? group
+                count.count += 1
+                if let value = event.value {
+                    count.value += value
+                    count.valueSquares += value * value
+                    count.valued += 1
+                }
+                counts[group] = count
             }
-            return counts.map {
-                EngagementCount(event: $0.key.event, variant: $0.key.variant, locale: $0.key.locale, count: $0.value)
-            }
+            return Array(counts.values)
         }
     }
 }
@@ -134,14 +156,14 @@ extension SQLiteJournal: EngagementStore {
         try await write { db in
             let statement = try db.cachedStatement(
                 sql: """
-                    INSERT INTO engagement (run, seq, event, variant, locale, at, recorded_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                    INSERT INTO engagement (run, seq, event, variant, locale, at, recorded_at, value)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
                     """
             )
             var added = 0
             for event in events {
                 try statement.execute(arguments: [
-                    run.rawValue, event.seq, event.event, event.variant, event.locale, event.at, now,
+                    run.rawValue, event.seq, event.event, event.variant, event.locale, event.at, now, event.value,
                 ])
                 added += db.changesCount
             }
@@ -154,12 +176,21 @@ extension SQLiteJournal: EngagementStore {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT event, variant, locale, count(*) AS n FROM engagement WHERE run = ?
-                    GROUP BY event, variant, locale
+                    SELECT event, variant, locale, count(*) AS n, total(value) AS v, total(value * value) AS v2,
+                        count(value) AS valued
+                    FROM engagement WHERE run = ? GROUP BY event, variant, locale
                     """,
                 arguments: [run.rawValue]
             ).map { row in
-                EngagementCount(event: row["event"], variant: row["variant"], locale: row["locale"], count: row["n"])
+                EngagementCount(
+                    event: row["event"],
+                    variant: row["variant"],
+                    locale: row["locale"],
+                    count: row["n"],
+                    value: row["v"],
+                    valueSquares: row["v2"],
+                    valued: row["valued"]
+                )
             }
         }
     }

@@ -407,8 +407,9 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
         migrator.registerMigration("v13: engagement") { db in
             try db.execute(sql: SQLiteJournal.engagementSchema)
         }
-        migrator.registerMigration("v14: assignments kept at send time") { db in
+        migrator.registerMigration("v14: assignments kept at send time, and what an event was worth") { db in
             try db.execute(sql: SQLiteJournal.assignmentSchema)
+            try db.execute(sql: "ALTER TABLE engagement ADD COLUMN value REAL")
         }
         return migrator
     }

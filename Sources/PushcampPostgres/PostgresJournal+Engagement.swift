@@ -14,11 +14,12 @@ extension PostgresJournal: EngagementStore {
         // Variant and locale names are never empty: '' stands for NULL in the arrays.
         let rows = try await rows(
             """
-            INSERT INTO engagement (run, seq, event, variant, locale, at, recorded_at)
-            SELECT \(run.rawValue), s, e, NULLIF(v, ''), NULLIF(l, ''), a, \(now)
+            INSERT INTO engagement (run, seq, event, variant, locale, at, recorded_at, value)
+            SELECT \(run.rawValue), s, e, NULLIF(v, ''), NULLIF(l, ''), a, \(now), CASE WHEN hv THEN val END
             FROM unnest(\(events.map { Int64($0.seq) })::bigint[], \(events.map(\.event))::text[],
                 \(events.map { $0.variant ?? "" })::text[], \(events.map { $0.locale ?? "" })::text[],
-                \(events.map(\.at))::float8[]) AS u(s, e, v, l, a)
+                \(events.map(\.at))::float8[], \(events.map { $0.value ?? 0 })::float8[],
+                \(events.map { $0.value != nil })::boolean[]) AS u(s, e, v, l, a, val, hv)
             ON CONFLICT DO NOTHING
             RETURNING seq
             """
@@ -29,8 +30,9 @@ extension PostgresJournal: EngagementStore {
     public func engagementCounts(of run: RunID) async throws(JournalError) -> [EngagementCount] {
         let rows = try await rows(
             """
-            SELECT event, variant, locale, count(*) AS n FROM engagement WHERE run = \(run.rawValue)
-            GROUP BY event, variant, locale
+            SELECT event, variant, locale, count(*) AS n, coalesce(sum(value), 0) AS v,
+                coalesce(sum(value * value), 0) AS v2, count(value) AS valued
+            FROM engagement WHERE run = \(run.rawValue) GROUP BY event, variant, locale
             """
         )
         var counts: [EngagementCount] = []
@@ -40,7 +42,10 @@ extension PostgresJournal: EngagementStore {
                     event: try decode(row, "event", String.self),
                     variant: try decode(row, "variant", String?.self),
                     locale: try decode(row, "locale", String?.self),
-                    count: Int(try decode(row, "n", Int64.self))
+                    count: Int(try decode(row, "n", Int64.self)),
+                    value: try decode(row, "v", Double.self),
+                    valueSquares: try decode(row, "v2", Double.self),
+                    valued: Int(try decode(row, "valued", Int64.self))
                 )
             )
         }

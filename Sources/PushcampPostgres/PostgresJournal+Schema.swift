@@ -270,8 +270,9 @@ extension PostgresJournal {
         // plan order to assignment_added, then filed in key order when sealed.
         Migration(
             version: 7,
-            name: "assignments kept at send time",
+            name: "assignments kept at send time, and what an event was worth",
             statements: [
+                "ALTER TABLE engagement ADD COLUMN value DOUBLE PRECISION",
                 "CREATE TABLE assignment_run (run BIGINT PRIMARY KEY, header TEXT NOT NULL)",
                 """
                 CREATE TABLE assignment_added (

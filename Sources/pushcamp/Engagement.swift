@@ -24,7 +24,9 @@ struct Engagement: AsyncParsableCommand {
                   1b4e28ba-2fa1-5d2b-a8c6-3c7a1d2e4f50,opened,2027-03-20T09:02:11Z
                   8c0d4a7e-0c3e-5f7a-9b1d-2e4f6a8b0c1d,converted,1805536800
 
-                or, in a .jsonl file, {"user": "u-1042", "event": "converted", "time": "2027-03-20T10:00:00Z"}.
+                or, in a .jsonl file, {"user": "u-1042", "event": "converted", "time": "2027-03-20T10:00:00Z"}. \
+                An optional value column gives what the event was worth (revenue, like 4.99): the \
+                readout then shows each arm's value per recipient with an interval.
 
                 Rows are matched with the assignment the run kept when it was sent (each \
                 recipient's apns-id, person, variant, holdout and locale), so the campaign's \
@@ -51,7 +53,7 @@ struct Engagement: AsyncParsableCommand {
                 """
         )
 
-        @Argument(help: "The events: CSV with a header (apns_id or user, event, time), or JSON Lines (.jsonl).")
+        @Argument(help: "The events: CSV with a header (apns_id or user, event, time, value), or JSON Lines (.jsonl).")
         var file: String
 
         @Option(help: ArgumentHelp("The campaign file of the run.", valueName: "campaign.yaml"))

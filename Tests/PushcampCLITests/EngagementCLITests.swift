@@ -487,6 +487,46 @@ struct EngagementCLITests {
         let report = try CLI.run(["report", "--format", "json"], in: project.root)
         let readout = try #require(try Self.json(report.stdout)["readout"] as? [String: Any])
         #expect(readout["unit"] as? String == "person" && readout["user_key"] as? String == "user_id")
+
+        // Revenue: a value per person who bought (once per person, the first row standing); the
+        // readout gives each arm's value per person assigned, and the holdout's.
+        var purchases = ["user,event,time,value"]
+        var total = 0.0
+        for person in 0..<100 where person % 5 == 0 {
+            purchases.append("u\(person),purchased,4102444800,\(person).5")
+            purchases.append("u\(person),purchased,4102444900,999")  // the same person again: left out
+            total += Double(person) + 0.5
+        }
+        let bought = try Self.importEvents(purchases, into: project)
+        #expect(
+            bought.stdout.hasPrefix("run 1: 20 events recorded from 40 rows\n  20 already recorded"),
+            "\(bought.stdout)"
+        )
+        let valued = try CLI.run(["report", "--format", "json"], in: project.root)
+        let groups = try #require(
+            (try Self.json(valued.stdout)["readout"] as? [String: Any])?["groups"] as? [[String: Any]]
+        )
+        var summed = 0.0
+        for group in groups {
+            let assigned = try #require(group["recipients"] as? Int)
+            let purchased = try #require(
+                (group["events"] as? [[String: Any]])?.first { $0["event"] as? String == "purchased" }
+            )
+            let value = try #require(purchased["value"] as? [String: Any], "\(purchased)")
+            let groupTotal = try #require(value["total"] as? Double)
+            summed += groupTotal
+            #expect(abs((value["per_recipient"] as? Double ?? -1) - groupTotal / Double(assigned)) < 1e-9)
+            #expect((value["low"] as? Double ?? 1) <= (value["per_recipient"] as? Double ?? 0))
+            #expect((group["holdout"] as? Bool == true) == (value["lift"] is NSNull), "\(value)")
+        }
+        #expect(abs(summed - total) < 1e-9, "\(summed) of \(total)")
+        let text = try CLI.run(["report"], in: project.root)
+        #expect(text.stdout.contains("per person (95% interval)"), "\(text.stdout)")
+
+        // A value that is not an amount is refused at its line, naming the field.
+        try project.write("bad.csv", "user,event,time,value\nu1,purchased,4102444800,€4\n")
+        let bad = try CLI.run(["engagement", "import", "bad.csv", "--campaign", "campaigns/e.yaml"], in: project.root)
+        #expect(bad.status == 1 && bad.stderr.contains("bad.csv:2: error: 'value' is not an amount"), "\(bad.stderr)")
     }
 
     /// A test's run keeps its assignment when it is sent: a regenerated audience export and an

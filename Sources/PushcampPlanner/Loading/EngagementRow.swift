@@ -17,16 +17,23 @@ public struct EngagementRow: Sendable, Hashable {
     public var at: Double
     /// 1-based line (file) or item (post) it came from.
     public var line: Int
+    /// What it was worth (a purchase's amount, in the currency the team reports in); nil when the
+    /// row gives none.
+    public var value: Double?
 
-    public init(recipient: Recipient, event: String, at: Double, line: Int) {
+    public init(recipient: Recipient, event: String, at: Double, line: Int, value: Double? = nil) {
         self.recipient = recipient
         self.event = event
         self.at = at
         self.line = line
+        self.value = value
     }
 
-    /// The names a row's fields go by: `apns_id` (or `apns-id`), `user`, `event`, `time`.
-    public static let fields = ["apns_id", "apns-id", "user", "event", "time"]
+    /// The names a row's fields go by: `apns_id` (or `apns-id`), `user`, `event`, `time`, `value`.
+    public static let fields = ["apns_id", "apns-id", "user", "event", "time", "value"]
+
+    /// Values beyond this (either sign) are a mistake: cents for units, or an identifier.
+    static let valueLimit = 1e12
 
     /// Checks one row's fields; the error names the field, never its value (it may be personal data).
     public static func make(
@@ -34,6 +41,7 @@ public struct EngagementRow: Sendable, Hashable {
         user: AttributeValue?,
         event: AttributeValue?,
         time: AttributeValue?,
+        value: AttributeValue? = nil,
         line: Int
     ) -> Result<EngagementRow, ValueError> {
         let recipient: Recipient
@@ -82,7 +90,21 @@ public struct EngagementRow: Sendable, Hashable {
         guard seconds >= 978_307_200, seconds < 10_000_000_000 else {
             return .failure(ValueError("'time' is out of range: seconds since 1970 (not milliseconds), after 2001"))
         }
-        return .success(EngagementRow(recipient: recipient, event: name, at: seconds, line: line))
+        let amount: Double?
+        switch value {
+        case nil: amount = nil
+        case .integer(let number)?: amount = Double(number)
+        case .number(let number)?: amount = number
+        case .string(let text)? where text.isEmpty: amount = nil
+        case .string(let text)?: amount = Double(text) ?? .nan
+        default: amount = .nan
+        }
+        if let amount, !amount.isFinite || abs(amount) >= valueLimit {
+            return .failure(
+                ValueError("'value' is not an amount: write it like 4.99 (a dot for decimals, no currency sign)")
+            )
+        }
+        return .success(EngagementRow(recipient: recipient, event: name, at: seconds, line: line, value: amount))
     }
 
     static func isEventName(_ text: String) -> Bool {
@@ -153,7 +175,7 @@ public struct EngagementFile: Sendable {
             let known = Set(EngagementRow.fields)
             for column in columns where !known.contains(column) {
                 throw AudienceError(
-                    "unknown column '\(column)': an engagement file has apns_id or user, event and time",
+                    "unknown column '\(column)': an engagement file has apns_id or user, event, time and value",
                     at: SourceLocation(path: display, line: 1)
                 )
             }
@@ -167,6 +189,7 @@ public struct EngagementFile: Sendable {
                 user: attributes["user"],
                 event: row.token.map { .string($0) },
                 time: attributes["time"],
+                value: attributes["value"],
                 line: row.row
             )
             switch result {

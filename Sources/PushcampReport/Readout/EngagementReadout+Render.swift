@@ -12,6 +12,13 @@ extension EngagementReadout {
         range.map { String(format: "%.1f–%.1f%%", $0.lowerBound * 100, $0.upperBound * 100) } ?? "–"
     }
 
+    /// "1234.50", "0.0123", "+0.25": two decimals, more for amounts under 1 (revenue per
+    /// recipient is often a few cents).
+    static func money(_ value: Double, signed: Bool = false) -> String {
+        let digits = abs(value) < 1 && value != 0 ? 4 : 2
+        return String(format: signed ? "%+.\(digits)f" : "%.\(digits)f", value)
+    }
+
     /// "+2.0 pts (+0.5 to +3.4) better".
     static func lift(_ difference: Proportion.Difference?) -> String {
         guard let difference else { return "" }
@@ -33,6 +40,12 @@ extension EngagementReadout {
             "95% interval",
         ]
         if withLift { header.append("lift vs holdout (95% interval)") }
+        // An event with values (revenue): their sum, per recipient assigned, and against the holdout.
+        let valued = !locales && groups.contains { $0.figures.contains { $0.event == event && $0.amount != nil } }
+        if valued {
+            header += ["value", "per \(userKey == nil ? "recipient" : "person") (95% interval)"]
+            if withLift { header.append("value vs holdout (95% interval)") }
+        }
         let rows = groups.map { group -> [String] in
             let figure = group.figures.first { $0.event == event }
             var row = [
@@ -44,6 +57,30 @@ extension EngagementReadout {
                     group.isHoldout
                         ? "baseline" : figure?.lift == nil ? "– (the holdout cannot have it)" : Self.lift(figure?.lift)
                 )
+            }
+            if valued {
+                let amount = figure?.amount
+                row.append(amount.map { Self.money($0.total) } ?? "–")
+                row.append(
+                    amount.flatMap { amount in
+                        amount.perRecipient.map { mean in
+                            Self.money(mean)
+                                + (amount.interval.map {
+                                    " (\(Self.money($0.lowerBound)) to \(Self.money($0.upperBound)))"
+                                } ?? "")
+                        }
+                    } ?? "–"
+                )
+                if withLift {
+                    row.append(
+                        group.isHoldout
+                            ? "baseline"
+                            : figure?.amountLift.map {
+                                "\(Self.money($0.difference, signed: true)) (\(Self.money($0.interval.lowerBound, signed: true)) "
+                                    + "to \(Self.money($0.interval.upperBound, signed: true))) \($0.verdict.words)"
+                            } ?? "–"
+                    )
+                }
             }
             return row
         }
@@ -139,6 +176,30 @@ extension EngagementReadout {
                                         ("p_value", .number(lift.pValue)), ("verdict", .string(lift.verdict.rawValue)),
                                     ])
                                 } ?? .null
+                            )
+                        )
+                    }
+                    if let amount = figure.amount {
+                        fields.append(
+                            (
+                                "value",
+                                .object([
+                                    ("total", .number(amount.total)),
+                                    ("per_recipient", amount.perRecipient.map { .number($0) } ?? .null),
+                                    ("low", amount.interval.map { .number($0.lowerBound) } ?? .null),
+                                    ("high", amount.interval.map { .number($0.upperBound) } ?? .null),
+                                    (
+                                        "lift",
+                                        figure.amountLift.map { lift in
+                                            .object([
+                                                ("difference", .number(lift.difference)),
+                                                ("low", .number(lift.interval.lowerBound)),
+                                                ("high", .number(lift.interval.upperBound)),
+                                                ("verdict", .string(lift.verdict.rawValue)),
+                                            ])
+                                        } ?? .null
+                                    ),
+                                ])
                             )
                         )
                     }

@@ -20,6 +20,10 @@ public struct EngagementReadout: Sendable, Hashable {
         public var interval: ClosedRange<Double>?
         /// Against the holdout (variants only, when the campaign has one).
         public var lift: Proportion.Difference?
+        /// What the event was worth, when rows gave it a value.
+        public var amount: Amount? = nil
+        /// The value per recipient against the holdout's.
+        public var amountLift: Amount.Difference? = nil
     }
 
     /// A variant, the holdout or a locale.
@@ -104,16 +108,29 @@ public struct EngagementReadout: Sendable, Hashable {
         events = declared + Set(counts.map(\.event)).subtracting(declared).sorted()
         var perVariant: [String?: [String: Int]] = [:]
         var perLocale: [String: [String: Int]] = [:]
+        // Values per variant (nil: the holdout) and event: their sum and sum of squares.
+        var values: [String?: [String: (total: Double, squares: Double)]] = [:]
+        var valued = Set<String>()
         for count in counts {
             perVariant[count.variant, default: [:]][count.event, default: 0] += count.count
             if count.variant != nil, let locale = count.locale {
                 perLocale[locale, default: [:]][count.event, default: 0] += count.count
             }
+            if count.valued > 0 { valued.insert(count.event) }
+            values[count.variant, default: [:]][count.event, default: (0, 0)].total += count.value
+            values[count.variant, default: [:]][count.event, default: (0, 0)].squares += count.valueSquares
         }
+        let valuedEvents = valued
         let holdoutCounts = perVariant[nil] ?? [:]
         let hasHoldout = assigned.holdout || !holdoutCounts.isEmpty
         let events = events
         let baseline = hasHoldout ? (recipients: assigned.heldOut, counts: holdoutCounts) : nil
+        /// What `event` was worth to `variant` (nil: the holdout) with `recipients` assigned.
+        func amount(_ event: String, _ variant: String?, _ recipients: Int) -> Amount? {
+            guard valuedEvents.contains(event) else { return nil }
+            let sums = values[variant]?[event] ?? (0, 0)
+            return Amount(total: sums.total, squares: sums.squares, of: recipients)
+        }
         /// A group's figures: each event's rate and interval, and its lift against `baseline`.
         func group(
             _ name: String,
@@ -121,21 +138,27 @@ public struct EngagementReadout: Sendable, Hashable {
             recipients: Int,
             delivered: Int?,
             found: [String: Int],
-            against baseline: (recipients: Int, counts: [String: Int])?
+            against baseline: (recipients: Int, counts: [String: Int])?,
+            valuesOf arm: String?? = .none
         ) -> Group {
             let figures = events.map { event in
                 let proportion = Proportion(found[event] ?? 0, of: recipients)
                 // An event the holdout cannot have (an open: it was sent nothing) is not compared
                 // with it; any other is, even when the holdout has none of it.
                 let held = baseline?.counts[event] ?? 0
+                let compared = baseline != nil && !spec.notInHoldout.contains(event)
+                let worth = arm.flatMap { amount(event, $0, recipients) }
                 return Figure(
                     event: event,
                     count: found[event] ?? 0,
                     rate: proportion.rate,
                     interval: proportion.wilson,
                     lift: baseline.flatMap {
-                        spec.notInHoldout.contains(event)
-                            ? nil : proportion.difference(from: Proportion(held, of: $0.recipients))
+                        compared ? proportion.difference(from: Proportion(held, of: $0.recipients)) : nil
+                    },
+                    amount: worth,
+                    amountLift: baseline.flatMap { base in
+                        compared ? amount(event, nil, base.recipients).flatMap { worth?.difference(from: $0) } : nil
                     }
                 )
             }
@@ -154,7 +177,8 @@ public struct EngagementReadout: Sendable, Hashable {
                 recipients: assigned.variants[name] ?? 0,
                 delivered: report.stats.variants[name]?.delivered ?? 0,
                 found: perVariant[name] ?? [:],
-                against: baseline
+                against: baseline,
+                valuesOf: .some(name)
             )
         }
         if hasHoldout {
@@ -165,7 +189,8 @@ public struct EngagementReadout: Sendable, Hashable {
                     recipients: assigned.heldOut,
                     delivered: nil,
                     found: holdoutCounts,
-                    against: nil
+                    against: nil,
+                    valuesOf: .some(nil)
                 )
             )
         }

@@ -163,7 +163,8 @@ public struct EngagementImport: Sendable {
                     event: row.event,
                     variant: assignment.variant(first.variant),
                     locale: assignment.locale(first.locale),
-                    at: row.at
+                    at: row.at,
+                    value: row.value
                 )
             )
         }

@@ -66,12 +66,14 @@ public enum EngagementPost {
         var rows: [EngagementRow] = []
         for (index, item) in items.enumerated() {
             guard case .object(let fields) = item else {
-                problems.append("events[\(index)]: an event is an object with apns_id or user, event and time")
+                problems.append(
+                    "events[\(index)]: an event is an object with apns_id or user, event, time and optionally value"
+                )
                 continue
             }
             if let unknown = fields.keys.first(where: { !EngagementRow.fields.contains($0) }) {
                 problems.append(
-                    "events[\(index)]: unknown key '\(unknown)': an event has apns_id or user, event and time"
+                    "events[\(index)]: unknown key '\(unknown)': an event has apns_id or user, event, time and value"
                 )
                 continue
             }
@@ -80,6 +82,7 @@ public enum EngagementPost {
                 user: fields["user"],
                 event: fields["event"],
                 time: fields["time"],
+                value: fields["value"],
                 line: index
             ) {
             case .success(let row): rows.append(row)
