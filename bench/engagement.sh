@@ -39,16 +39,10 @@ text = text.replace("  source: { csv: audience.csv }\n", "  source: { csv: audie
 text = text.replace("throttle:", "  variants:\n    - { name: control, weight: 50 }\n    - { name: urgency, weight: 50 }\n  holdout: 10%\nthrottle:")
 open(path, "w").write(text)
 PY
-python3 - "$count" 1 "$out/events-small.csv" <<'PY'
-import sys
-count, per, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-with open(path, "w", buffering=1 << 20) as f:
-    f.write("user,event,time\n")
-    for i in range(count):
-        for e in range(per):
-            f.write("u%d,e%d,%d\n" % (i, e, 4102444800 + i % 86400))
-PY
-python3 - "$count" "$events" "$out/events-large.csv" <<'PY'
+# events_file PER PATH: PER events (e0, e1…) for each of the $count recipients, by user, an event
+# name at a time.
+events_file() {
+    python3 - "$count" "$1" "$2" <<'PY'
 import sys
 count, per, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 with open(path, "w", buffering=1 << 20) as f:
@@ -57,6 +51,9 @@ with open(path, "w", buffering=1 << 20) as f:
         for i in range(count):
             f.write("u%d,e%d,%d\n" % (i, e, 4102444800 + i % 86400))
 PY
+}
+events_file 1 "$out/events-small.csv"
+events_file "$events" "$out/events-large.csv"
 
 # timed LABEL COMMAND...: runs COMMAND in $out, prints its seconds and peak RSS; sets seconds, kilobytes.
 timed() {

@@ -13,13 +13,25 @@ public struct RunListing: Sendable {
         /// assignment was kept before its first push; else when its plan was read to the end (its
         /// planner reads only a few batches ahead of the send). Nil while unknown.
         public var planned: Int?
+        /// Final failures by reason (APNs' or FCM's), most first.
+        public var failures: [(reason: String, count: Int)] = []
 
-        public init(run: RunRecord, counts: RecipientCounts, slices: RunReport.Slices? = nil, planned: Int? = nil) {
+        public init(
+            run: RunRecord,
+            counts: RecipientCounts,
+            slices: RunReport.Slices? = nil,
+            planned: Int? = nil,
+            failures: [(reason: String, count: Int)] = []
+        ) {
             self.run = run
             self.counts = counts
             self.slices = slices
             self.planned = planned ?? run.planned
+            self.failures = failures
         }
+
+        /// "Unregistered 10, BadDeviceToken 2": why the run's failures failed.
+        public var failureText: String { RunListing.failureText(failures) }
 
         /// Recipients with an answer: delivered or failed.
         public var answered: Int { counts.delivered + counts.failed }
@@ -59,13 +71,15 @@ public struct RunListing: Sendable {
         var rows: [Row] = []
         for run in try await journal.runs(limit: limit) {
             let checked = await run.livenessChecked(journal)
+            let stats = try await journal.stats(of: run.id)
             rows.append(
                 Row(
                     run: checked,
                     counts: try await journal.counts(of: run.id),
                     // Each worker's rate, for runs being sent: that reads every slice's statistics.
                     slices: try await RunReport.slices(of: run.id, in: journal, workers: checked.status == .running),
-                    planned: run.planned == nil ? try await plannedSoFar(of: run.id, in: journal) : nil
+                    planned: run.planned == nil ? try await plannedSoFar(of: run.id, stats: stats, in: journal) : nil,
+                    failures: Self.failures(in: stats)
                 )
             )
         }
@@ -75,10 +89,22 @@ public struct RunListing: Sendable {
     /// The total of a run that has not ended: from its plan's funnel, saved with its statistics
     /// once the plan was read to the end; else from the assignment a test kept before its first
     /// push (everyone assigned to a variant); nil when neither is known yet.
-    static func plannedSoFar(of run: RunID, in journal: any Journal) async throws -> Int? {
-        if let funnel = try await journal.stats(of: run)?.plan { return funnel.planned }
+    static func plannedSoFar(of run: RunID, stats: RunStats?, in journal: any Journal) async throws -> Int? {
+        if let funnel = stats?.plan { return funnel.planned }
         guard let tally = try await journal.assignmentHeader(of: run)?.tally else { return nil }
         return tally.filter { $0.variant != nil }.reduce(0) { $0 + $1.recipients }
+    }
+
+    /// "Unregistered 10, BadDeviceToken 2".
+    public static func failureText(_ failures: [(reason: String, count: Int)]) -> String {
+        failures.map { "\($0.reason) \($0.count)" }.joined(separator: ", ")
+    }
+
+    /// Final failures by reason from a run's statistics (every platform's answers), most first.
+    public static func failures(in stats: RunStats?) -> [(reason: String, count: Int)] {
+        var byReason: [String: Int] = [:]
+        for readout in (stats?.platforms ?? [:]).values { byReason.merge(readout.failed, uniquingKeysWith: +) }
+        return byReason.map { ($0.key, $0.value) }.sorted { $0.1 != $1.1 ? $0.1 > $1.1 : $0.0 < $1.0 }
     }
 
     public func text() -> String {
@@ -127,7 +153,12 @@ public struct RunListing: Sendable {
                     ("started_at", .string(Timestamps.iso(run.startedAt))),
                     ("updated_at", .string(Timestamps.iso(run.updatedAt))),
                     ("sent", .integer(counts.total - counts.planned)), ("delivered", .integer(counts.delivered)),
-                    ("failed", .integer(counts.failed)), ("waiting", .integer(counts.waiting)),
+                    ("failed", .integer(counts.failed)),
+                    (
+                        "failed_by_reason",
+                        .object(row.failures.map { ($0.reason, JSONValue.integer($0.count)) })
+                    ),
+                    ("waiting", .integer(counts.waiting)),
                     ("in_flight", .integer(counts.inFlight + counts.unknown)),
                     ("possible_duplicates", .integer(run.possibleDuplicates)),
                     ("planned", row.planned.map { .integer($0) }),

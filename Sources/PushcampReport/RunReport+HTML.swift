@@ -22,6 +22,20 @@ extension RunReport {
         body += "<br>started \(Timestamps.text(run.startedAt)) · last update \(Timestamps.text(run.updatedAt))</p>"
         body += "</header>\n"
         if let description = campaignDescription { body += "<p class=\"description\">\(escape(description))</p>\n" }
+        // What a product manager opens the page for, on the first screen of a phone: each event's
+        // verdict, the primary first, linking to the readout below.
+        if let readout {
+            let verdicts = readout.events.compactMap { event in
+                readout.verdict(for: event).map { "\(readout.title(of: event)): \($0)" }
+            }
+            if !verdicts.isEmpty {
+                body += "<section class=\"verdicts\" id=\"verdicts\">"
+                for verdict in verdicts {
+                    body += "<p class=\"verdict\"><a href=\"#engagement\"><strong>\(escape(verdict))</strong></a></p>"
+                }
+                body += "</section>\n"
+            }
+        }
         if !copies.isEmpty {
             body += "<section class=\"copy\"><h2>Copy</h2><div class=\"scroll\"><table><tr><th>variant</th>"
             body += "<th>locale</th><th>payload (the first push of each)</th></tr>"
@@ -65,7 +79,7 @@ extension RunReport {
         }
         body += "</section>\n"
 
-        body += "<section><h2>Outcomes by status and reason</h2>\n"
+        body += "<section id=\"outcomes\"><h2>Outcomes by status and reason</h2>\n"
         body += "<div class=\"chart\">"
         body += Charts.horizontalBars(
             outcomes.filter { $0.count > 0 || $0.kind == .delivered }.map {

@@ -2,6 +2,7 @@ import Foundation
 import PushcampJournal
 import PushcampModel
 import PushcampPlanner
+import PushcampReport
 
 /// `pushcamp status`: what a team looks at first — runs being sent or interrupted, the next slots
 /// of scheduled campaigns, what went wrong in the last day (campaign files serve cannot read,
@@ -95,12 +96,14 @@ public struct ProjectStatus: Sendable {
                 runs.append(Run(record: checked, counts: counts, file: checked.file.map(paths.displayRelative)))
             }
             if recent && counts.failed > 0 {
+                let why = RunListing.failureText(RunListing.failures(in: try await journal.stats(of: checked.id)))
                 problems.append(
                     Problem(
                         at: checked.updatedAt,
                         subject: "run \(checked.id) (\(checked.campaign))",
                         message:
-                            "\(counts.failed) of \(counts.total) failed; `pushcamp report \(checked.id)` says why"
+                            "\(counts.failed) of \(counts.total) failed"
+                            + (why.isEmpty ? "" : " (\(why))") + "; `pushcamp report \(checked.id)` has the details"
                     )
                 )
             }

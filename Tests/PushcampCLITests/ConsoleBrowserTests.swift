@@ -134,6 +134,60 @@ struct ConsoleBrowserTests {
         try PushcampTestSupport.eventually(within: timeout, every: 0.1, check)
     }
 
+    /// A test sent with some dead tokens, and its conversions imported: the console's runs table
+    /// says why its failures failed and links to the run page's outcomes; the run page leads with
+    /// the readout's verdict, before any table, so a phone shows it on its first screen.
+    @Test func theConsoleShowsWhyARunFailedAndItsPageLeadsWithTheWinner() async throws {
+        try await onOwnThread {
+            let project = try TemporaryProject(projectFile: nil)
+            defer { project.remove() }
+            let dead = (0..<1_000).filter { $0 % 50 == 7 }.map {
+                "\(TemporaryProject.token($0)) unregistered 1700000000000"
+            }
+            try project.write("tokens.txt", dead.joined(separator: "\n") + "\n")
+            let sim = try JournalCLITests.start(project, ["--tokens", "tokens.txt"])
+            defer { _ = sim.stop() }
+            try EngagementCLITests.sendATestControlWins(project)
+            try project.append("pushcamp.yaml", "\nserve:\n  console: true\n")
+            var environment = ProcessInfo.processInfo.environment
+            environment["PUSHCAMP_CONSOLE_TOKEN"] = Self.token
+            let serve = try ServeProcess(in: project.root, environment: environment)
+            defer { _ = serve.stop() }
+            let listed = try #require(try Self.runs(serve).first)
+            let reasons = try #require(listed["failed_by_reason"] as? [String: Int], "\(listed)")
+            #expect(reasons["Unregistered"] == listed["failed"] as? Int && (reasons["Unregistered"] ?? 0) > 0)
+
+            let browser = try Browser()
+            defer { browser.quit() }
+            try browser.navigate("http://127.0.0.1:\(serve.port)/")
+            try browser.follow(
+                "document.querySelector('input[name=token]').value='\(Self.token)';document.querySelector('form').submit()"
+            )
+            let failed =
+                try browser.eval(
+                    """
+                    new Promise(function(done){var timer=setInterval(function(){
+                      var a=document.querySelector('#runs tr[data-run="1"] a[href="/runs/1#outcomes"]');
+                      if(a){clearInterval(timer);done(a.textContent);}},100);
+                      setTimeout(function(){done('');},15000);})
+                    """
+                ) as? String ?? ""
+            #expect(failed.contains(" · Unregistered "), "\(failed)")
+            try browser.follow("document.querySelector('#runs a[href=\"/runs/1#outcomes\"]').click()")
+            #expect(try browser.eval("location.pathname + location.hash") as? String == "/runs/1#outcomes")
+            #expect(try browser.eval("document.getElementById('outcomes') !== null") as? Bool == true)
+            // The verdict first: the first section of the page, before the copy, cards and tables.
+            let first = try browser.eval("document.querySelector('section').id") as? String
+            #expect(first == "verdicts", "\(first ?? "none")")
+            let verdict = try browser.eval("document.querySelector('#verdicts').textContent") as? String ?? ""
+            #expect(verdict.contains("converted: winner: control, ahead of urgency and the holdout"), "\(verdict)")
+            if let folder = ProcessInfo.processInfo.environment["PUSHCAMP_SCREENSHOTS"] {
+                try browser.screenshot(width: 390, path: folder + "/run-page-390.png")
+            }
+            #expect(try browser.errors().isEmpty)
+        }
+    }
+
     @Test func theConsoleShowsARunProgressingAndLinksItsReport() async throws {
         try await onOwnThread {
             let (project, sim) = try ServeCLITests.simulated()

@@ -76,9 +76,17 @@ public struct ConsolePage: Sendable {
             + "<td>\(escape(run.campaign))</td>"
             + "<td><span class=\"status \(tone(run.status))\">\(run.status.rawValue)</span></td>"
             + "<td>\(bar) \(escape(progressText(row)))</td>"
-            + "<td class=\"num\">\(counts.delivered)</td><td class=\"num\">\(counts.failed)</td>"
+            + "<td class=\"num\">\(counts.delivered)</td><td class=\"num\">\(failedCell(row))</td>"
             + "<td class=\"num wide\">\(row.planned.map(String.init) ?? "?")</td>"
             + "<td class=\"wide\">\(Timestamps.text(run.startedAt))</td></tr>"
+    }
+
+    /// The failed count, with why ("12 · Unregistered 10, BadDeviceToken 2") linking to the
+    /// report's outcomes: what the script writes too.
+    static func failedCell(_ row: RunListing.Row) -> String {
+        guard row.counts.failed > 0 else { return "0" }
+        let why = row.failures.isEmpty ? "" : " · " + escape(row.failureText)
+        return "<a href=\"/runs/\(row.run.id)#outcomes\">\(row.counts.failed)\(why)</a>"
     }
 
     /// "43 of 600 (7%) · 2m left", "43 of ?": what the script writes too.
@@ -204,7 +212,10 @@ public struct ConsolePage: Sendable {
         var text=' '+done+' of '+(r.planned==null?'?':r.planned)+(r.percent==null?'':' ('+r.percent+'%)');
         if(r.eta_seconds!=null)text+=' · '+span(r.eta_seconds)+' left';
         td.appendChild(document.createTextNode(text));
-        cell(tr,String(r.delivered),'num');cell(tr,String(r.failed),'num');
+        cell(tr,String(r.delivered),'num');var f=cell(tr,r.failed>0?'':'0','num');
+        if(r.failed>0){var l=document.createElement('a');l.href='/runs/'+r.run+'#outcomes';
+        var why=Object.keys(r.failed_by_reason||{}).map(function(k){return k+' '+r.failed_by_reason[k];}).join(', ');
+        l.textContent=r.failed+(why?' · '+why:'');f.appendChild(l);}
         cell(tr,r.planned==null?'?':String(r.planned),'num wide');
         cell(tr,when(r.started_at),'wide');return tr;}
         function get(path){return fetch(path,{credentials:'same-origin',cache:'no-store'}).then(function(res){
