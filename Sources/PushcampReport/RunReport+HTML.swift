@@ -142,21 +142,13 @@ extension RunReport {
                         "<p class=\"verdict\"><strong>\(escape(readout.title(of: event))): \(escape(verdict))</strong></p>"
                 }
                 for localized in [false, true] {
-                    let (header, rows) = readout.table(for: event, locales: localized)
-                    guard !rows.isEmpty else { continue }
-                    // What decides first (rate, interval, lift), the counts after: on a phone the
-                    // table scrolls sideways past what matters least.
-                    let order = [0, 4, 5] + (header.count > 6 ? [6] : []) + [3, 1, 2]
-                    body += table(
-                        localized ? "\(event) by locale" : event,
-                        order.map { header[$0] },
-                        rows.map { row in order.map { row[$0] } },
-                        numeric: Set([
-                            1, 2, header.count > 6 ? 4 : 3, header.count > 6 ? 5 : 4, header.count > 6 ? 6 : 5,
-                        ])
-                    )
-                    if !localized, let (header, rows) = readout.comparisonTable(for: event) {
-                        body += table("\(event) compared", header, rows, numeric: [1, 2])
+                    let figures = readout.table(for: event, locales: localized)
+                    guard !figures.rows.isEmpty else { continue }
+                    // What decides first (rate, interval, lift, value), the counts after: on a
+                    // phone the table scrolls sideways past what matters least.
+                    body += table(localized ? "\(event) by locale" : event, figures)
+                    if !localized, let compared = readout.comparisonTable(for: event) {
+                        body += table("\(event) compared", compared)
                     }
                 }
             }
@@ -255,6 +247,17 @@ extension RunReport {
             out += "<tr>" + row.enumerated().map { cell("td", $0.offset, $0.element) }.joined() + "</tr>"
         }
         return out + "</table></div>"
+    }
+
+    /// A readout table, its columns in its decisive order, numbers to the right.
+    func table(_ title: String, _ readout: EngagementReadout.Table) -> String {
+        let order = readout.decisiveOrder
+        return table(
+            title,
+            order.map { readout.header[$0] },
+            readout.rows.map { row in order.map { row[$0] } },
+            numeric: Set(order.indices.filter { readout.numeric.contains(order[$0]) })
+        )
     }
 
     func rate(_ row: ReadoutRow) -> String {

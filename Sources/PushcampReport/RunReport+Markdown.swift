@@ -88,11 +88,10 @@ extension RunReport {
                 }
                 var tables = [false, true].map { readout.table(for: event, locales: $0) }
                 if let compared = readout.comparisonTable(for: event) { tables.insert(compared, at: 1) }
-                for (header, rows) in tables where !rows.isEmpty {
-                    let numeric = header.first == "comparison" ? 1...2 : 1...3
-                    out += "| " + header.map(Markdown.text).joined(separator: " | ") + " |\n|"
-                    out += header.indices.map { numeric.contains($0) ? "---:|" : "---|" }.joined() + "\n"
-                    for row in rows { out += "| " + row.map(Markdown.text).joined(separator: " | ") + " |\n" }
+                for table in tables where !table.rows.isEmpty {
+                    out += "| " + table.header.map(Markdown.text).joined(separator: " | ") + " |\n|"
+                    out += table.header.indices.map { table.numeric.contains($0) ? "---:|" : "---|" }.joined() + "\n"
+                    for row in table.rows { out += "| " + row.map(Markdown.text).joined(separator: " | ") + " |\n" }
                     out += "\n"
                 }
             }

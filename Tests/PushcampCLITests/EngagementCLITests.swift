@@ -529,6 +529,13 @@ struct EngagementCLITests {
         #expect(abs(summed - total) < 1e-9, "\(summed) of \(total)")
         let text = try CLI.run(["report"], in: project.root)
         #expect(text.stdout.contains("per person (95% interval)"), "\(text.stdout)")
+        for format in ["html", "markdown"] {
+            let page = try CLI.run(["report", "--format", format], in: project.root)
+            #expect(
+                page.stdout.contains("per person (95% interval)") && page.stdout.contains("value vs holdout"),
+                "\(format)"
+            )
+        }
 
         // A value that is not an amount is refused at its line, naming the field.
         try project.write("bad.csv", "user,event,time,value\nu1,purchased,4102444800,€4\n")

@@ -31,8 +31,20 @@ extension EngagementReadout {
         )
     }
 
-    /// The header of a table of one event's figures, and its rows: the same cells in every format.
-    public func table(for event: String, locales: Bool) -> (header: [String], rows: [[String]]) {
+    /// A table of the readout, the same cells in every format, with what each format needs to lay
+    /// it out alike.
+    public struct Table: Sendable {
+        public var header: [String]
+        public var rows: [[String]]
+        /// Columns of numbers, aligned to the right.
+        public var numeric: Set<Int>
+        /// Every column, in the order a narrow screen wants them: what decides first (rate,
+        /// interval, lift, value), the counts after.
+        public var decisiveOrder: [Int]
+    }
+
+    /// The table of one event's figures per group (or per locale).
+    public func table(for event: String, locales: Bool) -> Table {
         let groups = locales ? self.locales : self.groups
         let withLift = !locales && holdout != nil
         var header = [
@@ -42,6 +54,7 @@ extension EngagementReadout {
         if withLift { header.append("lift vs holdout (95% interval)") }
         // An event with values (revenue): their sum, per recipient assigned, and against the holdout.
         let valued = !locales && groups.contains { $0.figures.contains { $0.event == event && $0.amount != nil } }
+        let valueColumn = header.count
         if valued {
             header += ["value", "per \(userKey == nil ? "recipient" : "person") (95% interval)"]
             if withLift { header.append("value vs holdout (95% interval)") }
@@ -84,7 +97,12 @@ extension EngagementReadout {
             }
             return row
         }
-        return (header, rows)
+        return Table(
+            header: header,
+            rows: rows,
+            numeric: Set(1...5).union(valued ? [valueColumn] : []),
+            decisiveOrder: [0] + Array(4..<header.count) + [3, 1, 2]
+        )
     }
 
     /// What a per-person readout says of its unit; nil per recipient.
@@ -136,7 +154,7 @@ extension EngagementReadout {
     }
 
     /// Every pair compared on `event`: the same cells in every format; nil with fewer than two arms.
-    public func comparisonTable(for event: String) -> (header: [String], rows: [[String]])? {
+    public func comparisonTable(for event: String) -> Table? {
         guard let comparisons = comparisons(of: event), !comparisons.pairs.isEmpty else { return nil }
         let header = [
             "comparison", "difference", String(format: "anytime-valid interval (%.1f%% each)", comparisons.level * 100),
@@ -149,7 +167,7 @@ extension EngagementReadout {
                 pair.verdict.words,
             ]
         }
-        return (header, rows)
+        return Table(header: header, rows: rows, numeric: [1], decisiveOrder: Array(header.indices))
     }
 
     /// The readout as the report JSON's `readout` (docs/report-json.md).
@@ -268,7 +286,8 @@ extension EngagementReadout {
                 (title, table(for: event, locales: localized))
             }
             if let compared = comparisonTable(for: event) { tables.insert((" compared", compared), at: 1) }
-            for (title, (header, rows)) in tables {
+            for (title, table) in tables {
+                let (header, rows) = (table.header, table.rows)
                 guard !rows.isEmpty else { continue }
                 out += "  \(event)\(title)\n"
                 let widths = header.indices.map { column in
@@ -279,8 +298,7 @@ extension EngagementReadout {
                     out += line.enumerated().map { column, text in
                         let gap = String(repeating: " ", count: widths[column] - text.count)
                         // Numbers to the right: a comparison's difference, a group's counts and rates.
-                        let numeric = title == " compared" ? 1...1 : 1...5
-                        return numeric.contains(column) ? gap + text : text + gap
+                        return table.numeric.contains(column) ? gap + text : text + gap
                     }
                     .joined(separator: "  ")
                     .trimmingCharacters(in: .whitespaces)
