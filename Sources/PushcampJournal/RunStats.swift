@@ -252,14 +252,26 @@ public struct SentFacts: Sendable, Equatable, Codable {
     /// The campaign's throttle, as written (`2000/s`).
     public var rate: String
     public var connections: Int
+    /// The campaign's description, kept from the run's first second (the plan's funnel keeps it
+    /// too, but only once the whole audience was read); nil in runs recorded before.
+    public var description: String?
 
-    public init(app: String, topic: String, environment: String, endpoint: String, rate: String, connections: Int) {
+    public init(
+        app: String,
+        topic: String,
+        environment: String,
+        endpoint: String,
+        rate: String,
+        connections: Int,
+        description: String? = nil
+    ) {
         self.app = app
         self.topic = topic
         self.environment = environment
         self.endpoint = endpoint
         self.rate = rate
         self.connections = connections
+        self.description = description
     }
 }
 
@@ -534,6 +546,7 @@ extension SentFacts {
         json.object([
             ("app", { $0.string(app) }),
             ("connections", { $0.integer(connections) }),
+            ("description", description.map { description in { $0.string(description) } }),
             ("endpoint", { $0.string(endpoint) }),
             ("environment", { $0.string(environment) }),
             ("rate", { $0.string(rate) }),

@@ -3,7 +3,7 @@ import PushcampModel
 
 extension RunReport {
     /// The campaign's description, as the run planned it.
-    public var campaignDescription: String? { stats.plan?.description }
+    public var campaignDescription: String? { stats.plan?.description ?? stats.sent?.description }
 
     /// What each variant and locale was sent: the first push of each, rendered (a real recipient's
     /// copy: personalised fields show that recipient's values).

@@ -278,6 +278,12 @@ struct ConsoleBrowserTests {
                 },
                 "\(serve.output)"
             )
+            // Its description too, before the plan's end: kept from the run's first second.
+            let live = try Self.get(serve, "/api/runs/1")
+            #expect(
+                live.body.contains("\"description\":\"A slow scheduled send, for watching its progress\""),
+                "\(live.body.prefix(400))"
+            )
             let shownProgress =
                 try browser.eval(
                     """

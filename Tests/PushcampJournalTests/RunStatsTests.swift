@@ -56,7 +56,8 @@ struct RunStatsTests {
             environment: "sandbox",
             endpoint: "https://api.sandbox.push.apple.com/\\",
             rate: "2000/s",
-            connections: 4
+            connections: 4,
+            description: "Spring sale \"20%\" — every store"
         )
         let text = full.encoded()
         #expect(try RunStats.decode(text) == full)

@@ -285,7 +285,8 @@ public final class SendRun: Service, Sendable {
             environment: options.kind == .rehearsal ? "rehearsal" : campaign.environmentLabel,
             endpoint: endpoint,
             rate: campaign.rate.text,
-            connections: campaign.connections
+            connections: campaign.connections,
+            description: campaign.description
         )
         let resume = opened.resume
         let machine = ExecutorStateMachine(

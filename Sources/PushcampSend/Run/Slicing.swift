@@ -441,7 +441,8 @@ extension SendRun {
                 environment: campaign.environmentLabel,
                 endpoint: endpoint,
                 rate: campaign.rate.text,
-                connections: campaign.connections
+                connections: campaign.connections,
+                description: campaign.description
             )
             try await store.record(JournalBatch(stats: stats, lease: opened.lease.lease), run: run.id, now: clock.now())
         }
