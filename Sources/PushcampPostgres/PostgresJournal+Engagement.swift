@@ -137,10 +137,7 @@ extension PostgresJournal {
                 logger: logger
             )
             for row in groups {
-                let group = TallyGroup(
-                    variant: try row["variant"].decode(Int16?.self).map(Int.init),
-                    locale: try row["locale"].decode(Int16?.self).map(Int.init)
-                )
+                let group = try Self.tallyGroup(of: row)
                 tally[group, default: (0, 0)].recipients += Int(try row["n"].decode(Int64.self))
                 tally[group, default: (0, 0)].persons += Int(try row["alone"].decode(Int64.self))
             }
@@ -155,10 +152,7 @@ extension PostgresJournal {
                 logger: logger
             )
             for row in people {
-                let group = TallyGroup(
-                    variant: try row["variant"].decode(Int16?.self).map(Int.init),
-                    locale: try row["locale"].decode(Int16?.self).map(Int.init)
-                )
+                let group = try Self.tallyGroup(of: row)
                 tally[group, default: (0, 0)].persons += Int(try row["n"].decode(Int64.self))
             }
             return AssignmentTally.list(tally)
@@ -173,6 +167,14 @@ extension PostgresJournal {
             WHERE run = \(run.rawValue) AND person = ANY(\(Array(Set(persons)))::bigint[])
             """
         ) { row in try Self.assignment(from: row) }
+    }
+
+    /// The (variant, locale) a tally's row counts.
+    static func tallyGroup(of row: PostgresRandomAccessRow) throws -> TallyGroup {
+        TallyGroup(
+            variant: try row["variant"].decode(Int16?.self).map(Int.init),
+            locale: try row["locale"].decode(Int16?.self).map(Int.init)
+        )
     }
 
     static func assignment(from row: PostgresRandomAccessRow) throws -> KeptAssignment {

@@ -109,14 +109,15 @@ public struct EngagementImport: Sendable {
         now: Double
     ) async throws -> Outcome {
         guard !rows.isEmpty else { return Outcome() }
-        var ids: [AssignmentID] = []
-        var persons: [Int64] = []
-        for row in rows {
+        // Each row's key, read once: an apns-id, or a person.
+        let keys: [(id: AssignmentID?, person: Int64?)] = rows.map { row in
             switch row.recipient {
-            case .apnsID(let text): if let id = AssignmentID(text: text) { ids.append(id) }
-            case .user(let user): persons.append(Planner.Assignment.person(user))
+            case .apnsID(let text): (AssignmentID(text: text), nil)
+            case .user(let user): (nil, Planner.Assignment.person(user))
             }
         }
+        let ids = keys.compactMap(\.id)
+        var persons = keys.compactMap(\.person)
         if !persons.isEmpty, assignment.userKey == nil {
             throw Refusal(
                 description:
@@ -136,13 +137,13 @@ public struct EngagementImport: Sendable {
         let window = attributionWindow
         var events: [EngagementEvent] = []
         var outcome = Outcome()
-        for row in rows {
+        for (row, key) in zip(rows, keys) {
             let unit: [KeptAssignment]
-            switch row.recipient {
-            case .apnsID(let text):
-                let kept = AssignmentID(text: text).flatMap { byID[$0] }
+            if let person = key.person {
+                unit = devices[person] ?? []
+            } else {
+                let kept = key.id.flatMap { byID[$0] }
                 unit = kept.map { kept in kept.person.flatMap { devices[$0] } ?? [kept] } ?? []
-            case .user(let user): unit = devices[Planner.Assignment.person(user)] ?? []
             }
             // The unit's first recipient in plan order stands for it: its arm, locale and seq.
             guard let first = unit.min(by: { $0.seq < $1.seq }) else {

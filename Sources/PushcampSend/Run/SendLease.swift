@@ -108,6 +108,8 @@ public final class SendLease: Sendable {
     /// `Lost` when the lease was lost by the time `body` ended.
     package func renewed<T: Sendable>(during body: () async throws -> T) async throws -> T {
         try await withThrowingTaskGroup(of: Void.self) { group in
+            // The heartbeat is this group's child, on the injected clock: cancelled when `body`
+            // returns or throws, and awaited before this returns.
             group.addTask { await self.keepRenewed() }
             defer { group.cancelAll() }
             let result = try await body()
