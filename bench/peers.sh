@@ -9,14 +9,19 @@
 #     manages ~2,500/s), so its rate, not its time, is compared.
 # Rounds alternate the sides so a noisy neighbour hurts all alike; medians are compared.
 #
+# With BASELINE naming another build's binary (an older commit's), it is a side of its own, over 1
+# connection, and the change is given as this build against it: a before/after in one run.
+#
 #   bench/peers.sh                 # 200,000 pushes, 5 rounds
 #   bench/peers.sh 50000 1         # a quicker look
+#   BASELINE=/tmp/old/.build/release/pushcamp bench/peers.sh 200000 5
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib/nginx.sh
 count=${1:-200000}
 rounds=${2:-5}
 aio_count=${AIO_COUNT:-20000}
+baseline=${BASELINE:+$(realpath "$BASELINE")}
 port=${BENCH_PORT:-18444}
 
 out=$PWD/bench/out/peers
@@ -49,6 +54,9 @@ aioapns_side() {
 printf '%-6s %-36s %16s\n' round side rate
 for round in $(seq 1 "$rounds"); do
     pushcamp_side one one.yaml "1 connection"
+    if [[ -n $baseline ]]; then
+        (binary=$baseline && pushcamp_side baseline one.yaml "1 connection (BASELINE)")
+    fi
     h2load_side h2load-one 1
     pushcamp_side four four.yaml "4 connections"
     h2load_side h2load-four 4
@@ -75,4 +83,10 @@ print("ratio pushcamp / h2load, 1 connection:  %.2f   (target >= 0.9)" % (one / 
 print("ratio pushcamp / h2load, 4 connections: %.2f   (target >= 0.9)" % (four / h4))
 print("CPU per push, 1 connection:             %.1f us (target <= 9)" % cpu1)
 print("pushcamp / aioapns:                     %.0fx  (target >= 40x)" % (one / aio))
+try:
+    base = median("baseline")
+except FileNotFoundError:
+    sys.exit()
+print("median BASELINE, 1 connection:       %7.0f req/s, %.1f us CPU/push" % (base, median("baseline", 1) / count * 1e6))
+print("this build / BASELINE, 1 connection:    %.2f rate, %.2f CPU per push" % (one / base, median("one", 1) / median("baseline", 1)))
 PY

@@ -57,6 +57,20 @@ public struct EngagementCount: Sendable, Hashable {
     }
 }
 
+/// How many recipients of a run did an event in one stretch of time, per variant (nil: the holdout).
+public struct EngagementBucket: Sendable, Hashable {
+    public var variant: String?
+    /// The stretch: `bucket` × the width asked for after the start asked for.
+    public var bucket: Int
+    public var count: Int
+
+    public init(variant: String?, bucket: Int, count: Int) {
+        self.variant = variant
+        self.bucket = bucket
+        self.count = count
+    }
+}
+
 /// Engagement with runs: at most one of each event per recipient of a run, however often it is
 /// imported or posted.
 public protocol EngagementStore: Sendable {
@@ -65,6 +79,15 @@ public protocol EngagementStore: Sendable {
     func recordEngagement(_ events: [EngagementEvent], run: RunID, now: Double) async throws(JournalError) -> Int
     /// Recipients per (event, variant, locale) of `run`, counted where they are kept.
     func engagementCounts(of run: RunID) async throws(JournalError) -> [EngagementCount]
+    /// Recipients of `run` who did `event`, per variant and per `width` seconds after `start`
+    /// (events before it in the first), buckets without any left out, in no particular order: the
+    /// readout's chart over time.
+    func engagementOverTime(
+        of run: RunID,
+        event: String,
+        from start: Double,
+        width: Double
+    ) async throws(JournalError) -> [EngagementBucket]
 
     /// Writes (or rewrites) what `run` kept of its assignment as a whole: its arms, locales and
     /// readout, and, once every recipient is kept, the tally.
@@ -127,6 +150,31 @@ extension MemoryJournal: EngagementStore {
             }
             return Array(counts.values)
         }
+    }
+
+    public func engagementOverTime(
+        of run: RunID,
+        event name: String,
+        from start: Double,
+        width: Double
+    ) async throws(JournalError) -> [EngagementBucket] {
+        state.withLock { state in
+            var counts: [EngagementBucket: Int] = [:]
+            for (key, event) in state.engagement where key.run == run && key.event == name {
+                let bucket = EngagementBucket(
+                    variant: event.variant,
+                    bucket: Self.bucket(event.at, start, width),
+                    count: 0
+                )
+                counts[bucket, default: 0] += 1
+            }
+            return counts.map { EngagementBucket(variant: $0.key.variant, bucket: $0.key.bucket, count: $0.value) }
+        }
+    }
+
+    /// The bucket of an event at `at`: whole `width`s after `start`, never below 0.
+    static func bucket(_ at: Double, _ start: Double, _ width: Double) -> Int {
+        Int(min(max(0, ((at - start) / width).rounded(.down)), Double(Int32.max)))
     }
 }
 
@@ -192,6 +240,24 @@ extension SQLiteJournal: EngagementStore {
                     valued: row["valued"]
                 )
             }
+        }
+    }
+
+    public func engagementOverTime(
+        of run: RunID,
+        event: String,
+        from start: Double,
+        width: Double
+    ) async throws(JournalError) -> [EngagementBucket] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT variant, MAX(0, CAST((at - ?) / ? AS INTEGER)) AS bucket, count(*) AS n
+                    FROM engagement WHERE run = ? AND event = ? GROUP BY variant, bucket
+                    """,
+                arguments: [start, width, run.rawValue, event]
+            ).map { EngagementBucket(variant: $0["variant"], bucket: $0["bucket"], count: $0["n"]) }
         }
     }
 }

@@ -87,10 +87,17 @@ public struct RunStats: Sendable, Equatable {
     public var platforms: [String: Readout] = [:]
     /// Where the audience went, from the run's plan (its first complete pass).
     public var plan: PlanFunnel?
+    /// The plan as counted ahead of the send, while the plan itself was not read to its end: its
+    /// total and the copy of each variant in the run's first seconds. Pushes were not rendered to
+    /// be counted (but for the copies), so one pre-flight would refuse for its own recipient (a
+    /// missing attribute, a payload too large) counts as planned here.
+    public var ahead: PlanFunnel?
     /// What the run sent to: the app, its topic and host, the throttle.
     public var sent: SentFacts?
     /// When each send of the run started or resumed, and how it ended: the report's timeline.
     public var events: [RunEvent] = []
+    /// Final answers per minute (wider buckets for long runs): the console's chart of the run.
+    public var answers = AnswerSeries()
 
     public init() {}
 
@@ -108,9 +115,19 @@ public struct RunStats: Sendable, Equatable {
         sum.locales.merge(later.locales) { $0.adding($1) }
         sum.platforms.merge(later.platforms) { $0.adding($1) }
         sum.plan = plan ?? later.plan
+        sum.ahead = later.ahead ?? ahead
         sum.sent = later.sent ?? sent
         sum.events = events + later.events
+        sum.answers = answers.adding(later.answers)
         return sum
+    }
+}
+
+extension RunRecord {
+    /// How many the run sends to: its plan's total once the plan was read to its end, else the
+    /// total its send counted ahead of the wire (`RunStats.ahead`), else nil.
+    public func total(stats: RunStats?) -> Int? {
+        planned ?? stats?.plan?.planned ?? stats?.ahead?.planned
     }
 }
 
@@ -279,7 +296,14 @@ extension RunStats: Decodable {
     private enum Keys: String, CodingKey {
         case latency, retries, seconds
         case connectionsOpened = "connections_opened"
-        case disconnects, variants, locales, platforms, plan, sent, events
+        case disconnects, variants, locales, platforms, plan, ahead, sent, events, answers
+    }
+
+    /// An answer series as stored: `{"width": 60, "first": 29_000_000, "counts": [n…]}`.
+    private struct StoredSeries: Decodable {
+        var width: Int64
+        var first: Int64?
+        var counts: [Int]
     }
 
     /// A readout as stored: `{"delivered": n, "failed": {reason: n}, "latency": [[µs, n]…]}`.
@@ -334,6 +358,17 @@ extension RunStats: Decodable {
             }
         }
         plan = try container.decodeIfPresent(PlanFunnel.self, forKey: .plan)
+        ahead = try container.decodeIfPresent(PlanFunnel.self, forKey: .ahead)
+        if let stored = try container.decodeIfPresent(StoredSeries.self, forKey: .answers) {
+            guard let series = AnswerSeries(width: stored.width, first: stored.first, counts: stored.counts) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .answers,
+                    in: container,
+                    debugDescription: "out of range"
+                )
+            }
+            answers = series
+        }
         sent = try container.decodeIfPresent(SentFacts.self, forKey: .sent)
         // Absent from journals written before the timeline existed.
         events = try container.decodeIfPresent([RunEvent].self, forKey: .events) ?? []
@@ -346,6 +381,22 @@ extension RunStats: Decodable {
     public func encoded() -> String {
         var json = JSONWriter(capacity: 4096)
         json.object([
+            ("ahead", ahead.map { ahead in { ahead.write(to: &$0) } }),
+            (
+                "answers",
+                answers.isEmpty
+                    ? nil
+                    : { json in
+                        json.object([
+                            (
+                                "counts",
+                                { json in json.raw("[" + answers.counts.map(String.init).joined(separator: ",") + "]") }
+                            ),
+                            ("first", answers.first.map { first in { $0.integer(first) } }),
+                            ("width", { $0.integer(answers.width) }),
+                        ])
+                    }
+            ),
             ("connections_opened", { $0.integer(connectionsOpened) }),
             ("disconnects", { $0.counts(disconnects) }),
             (

@@ -51,6 +51,31 @@ extension PostgresJournal: EngagementStore {
         }
         return counts
     }
+
+    public func engagementOverTime(
+        of run: RunID,
+        event: String,
+        from start: Double,
+        width: Double
+    ) async throws(JournalError) -> [EngagementBucket] {
+        let rows = try await rows(
+            """
+            SELECT variant, greatest(0, floor((at - \(start)) / \(width)))::bigint AS bucket, count(*) AS n
+            FROM engagement WHERE run = \(run.rawValue) AND event = \(event) GROUP BY 1, 2
+            """
+        )
+        var buckets: [EngagementBucket] = []
+        for row in rows {
+            buckets.append(
+                EngagementBucket(
+                    variant: try decode(row, "variant", String?.self),
+                    bucket: Int(try decode(row, "bucket", Int64.self)),
+                    count: Int(try decode(row, "n", Int64.self))
+                )
+            )
+        }
+        return buckets
+    }
 }
 
 /// Assignments kept at send time, shared by every node on the journal.

@@ -115,6 +115,81 @@ enum Charts {
         return svg + "</svg>\n"
     }
 
+    /// Lines from 0, one per arm (`curves`, the holdout dashed): each arm's share (0–1) that had
+    /// done `event` by each point, `secondsPerPoint` apart after the run's start; a legend above.
+    static func curves(
+        _ curves: [(name: String, isHoldout: Bool, rates: [Double])],
+        secondsPerPoint: Double,
+        event: String
+    ) -> String {
+        let (width, height) = (960.0, 280.0)
+        let (left, right, top, bottom) = (78.0, 16.0, 30.0, 50.0)
+        let plotWidth = width - left - right
+        let plotHeight = height - top - bottom
+        let highest = curves.flatMap(\.rates).max() ?? 0
+        let step = niceStep(for: highest * 100)
+        let steps = max(1, Int((highest * 100 / step).rounded(.up)))
+        let ceiling = step * Double(steps)
+        let points = curves.map(\.rates.count).max() ?? 0
+        func x(_ index: Int) -> Double { left + plotWidth * Double(index) / Double(max(1, points)) }
+        func y(_ rate: Double) -> Double { top + plotHeight * (1 - rate * 100 / ceiling) }
+        var svg = open(width, height, "\(event) over time, per arm")
+        for index in 0...steps {
+            let value = step * Double(index)
+            svg += line(left, y(value / 100), width - right, y(value / 100), index == 0 ? "axis" : "grid")
+            svg += text(left - 6, y(value / 100) + 4, number(value) + "%", anchor: "end")
+        }
+        var legend = left
+        for (index, curve) in curves.enumerated() {
+            let kind = curve.isHoldout ? "arm holdout" : "arm arm\(index % 6)"
+            let coordinates = ([0] + curve.rates).enumerated().map {
+                "\(format(x($0.offset))),\(format(y($0.element)))"
+            }
+            svg += "<polyline class=\"\(kind)\" points=\"" + coordinates.joined(separator: " ") + "\"/>"
+            svg += line(legend, 12, legend + 18, 12, kind)
+            let label = curve.name + " " + String(format: "%.1f%%", (curve.rates.last ?? 0) * 100)
+            svg += text(legend + 22, 16, label)
+            legend += 40 + Double(label.count) * 6.5
+        }
+        for index in Set([0, points / 2, points]).sorted() {
+            let anchor = index == 0 ? "start" : index == points ? "end" : "middle"
+            svg += text(x(index), top + plotHeight + 18, elapsed(Double(index) * secondsPerPoint), anchor: anchor)
+        }
+        svg += "<text class=\"axis-label\" x=\"\(format(left + plotWidth / 2))\" y=\"\(format(height - 6))\" "
+        svg += "text-anchor=\"middle\">time since the run started</text>"
+        svg += "<text class=\"axis-label\" transform=\"translate(16 \(format(top + plotHeight / 2))) rotate(-90)\" "
+        svg += "text-anchor=\"middle\">\(escape(event)), of those assigned</text>"
+        return svg + "</svg>\n"
+    }
+
+    /// "0", "45 min", "36 h", "12 d".
+    static func elapsed(_ seconds: Double) -> String {
+        if seconds <= 0 { return "0" }
+        if seconds < 2 * 3600 { return "\(Int((seconds / 60).rounded())) min" }
+        if seconds < 4 * 86400 { return number((seconds / 3600 * 10).rounded() / 10) + " h" }
+        return number((seconds / 86400 * 10).rounded() / 10) + " d"
+    }
+
+    /// Bars shown by a sparkline: the last hour of a run at a minute a bar.
+    static let sparkBuckets = 60
+
+    /// A run's answers per bucket of `width` seconds as a row of bars, the last `sparkBuckets` of
+    /// them, scaled to the highest; one unit wide each, stretched by the page's style sheet (class
+    /// `spark`). What the console's script draws from `/api/runs` too.
+    static func sparkline(_ counts: [Int], width: Int64) -> String {
+        let shown = counts.suffix(sparkBuckets)
+        guard let peak = shown.max(), peak > 0 else { return "" }
+        let label = "answers per \(width == 60 ? "minute" : "\(width / 60) minutes"): at most \(peak)"
+        var svg = "<svg class=\"spark\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 \(shown.count) 20\" "
+        svg +=
+            "preserveAspectRatio=\"none\" role=\"img\" aria-label=\"\(escape(label))\"><title>\(escape(label))</title>"
+        for (index, count) in shown.enumerated() where count > 0 {
+            let height = max(1, 20 * Double(count) / Double(peak))
+            svg += "<rect x=\"\(index)\" y=\"\(format(20 - height))\" width=\"0.8\" height=\"\(format(height))\"/>"
+        }
+        return svg + "</svg>"
+    }
+
     // MARK: Pieces
 
     static func open(_ width: Double, _ height: Double, _ label: String) -> String {

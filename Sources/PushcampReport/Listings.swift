@@ -9,26 +9,34 @@ public struct RunListing: Sendable {
         public var run: RunRecord
         public var counts: RecipientCounts
         public var slices: RunReport.Slices?
-        /// How many the run sends to, once known: from the first second for a test, whose
-        /// assignment was kept before its first push; else when its plan was read to the end (its
-        /// planner reads only a few batches ahead of the send). Nil while unknown.
+        /// How many the run sends to, once known: counted ahead of the send in its first seconds
+        /// (from the first second for a test, whose assignment was kept before its first push),
+        /// exact once its plan was read to the end. Nil while unknown.
         public var planned: Int?
         /// Final failures by reason (APNs' or FCM's), most first.
         public var failures: [(reason: String, count: Int)] = []
+        /// Final answers per minute (wider buckets for a long run), from the run's statistics.
+        public var answers: AnswerSeries
 
         public init(
             run: RunRecord,
             counts: RecipientCounts,
             slices: RunReport.Slices? = nil,
             planned: Int? = nil,
-            failures: [(reason: String, count: Int)] = []
+            failures: [(reason: String, count: Int)] = [],
+            answers: AnswerSeries = AnswerSeries()
         ) {
             self.run = run
             self.counts = counts
             self.slices = slices
             self.planned = planned ?? run.planned
             self.failures = failures
+            self.answers = answers
         }
+
+        /// The run's answers over its last `Charts.sparkBuckets` buckets as a small bar chart
+        /// (inline SVG, sized by the page's style sheet); empty before its first answer.
+        public var chart: String { Charts.sparkline(answers.counts, width: answers.width) }
 
         /// "Unregistered 10, BadDeviceToken 2": why the run's failures failed.
         public var failureText: String { RunListing.failureText(failures) }
@@ -78,20 +86,21 @@ public struct RunListing: Sendable {
                     counts: try await journal.counts(of: run.id),
                     // Each worker's rate, for runs being sent: that reads every slice's statistics.
                     slices: try await RunReport.slices(of: run.id, in: journal, workers: checked.status == .running),
-                    planned: run.planned == nil ? try await plannedSoFar(of: run.id, stats: stats, in: journal) : nil,
-                    failures: Self.failures(in: stats)
+                    planned: try await total(of: run, stats: stats, in: journal),
+                    failures: Self.failures(in: stats),
+                    answers: stats?.answers ?? AnswerSeries()
                 )
             )
         }
         return RunListing(rows: rows)
     }
 
-    /// The total of a run that has not ended: from its plan's funnel, saved with its statistics
-    /// once the plan was read to the end; else from the assignment a test kept before its first
-    /// push (everyone assigned to a variant); nil when neither is known yet.
-    static func plannedSoFar(of run: RunID, stats: RunStats?, in journal: any Journal) async throws -> Int? {
-        if let funnel = stats?.plan { return funnel.planned }
-        guard let tally = try await journal.assignmentHeader(of: run)?.tally else { return nil }
+    /// The total of a run: its plan's, or the count its send made ahead of the wire (from the
+    /// first seconds); else from the assignment a test kept before its first push (everyone
+    /// assigned to a variant); nil when none is known yet.
+    static func total(of run: RunRecord, stats: RunStats?, in journal: any Journal) async throws -> Int? {
+        if let total = run.total(stats: stats) { return total }
+        guard let tally = try await journal.assignmentHeader(of: run.id)?.tally else { return nil }
         return tally.filter { $0.variant != nil }.reduce(0) { $0 + $1.recipients }
     }
 
@@ -165,6 +174,16 @@ public struct RunListing: Sendable {
                     ("percent", row.percent.map { .integer($0) }),
                     ("per_second", row.perSecond.map { .number(RunReport.rounded($0)) }),
                     ("eta_seconds", row.etaSeconds.map { .integer($0) }),
+                    (
+                        "answers_over_time",
+                        row.answers.start.map { start in
+                            .members([
+                                ("start", .string(Timestamps.iso(Double(start)))),
+                                ("bucket_seconds", .integer(Int(row.answers.width))),
+                                ("counts", .array(row.answers.counts.map { .integer($0) })),
+                            ])
+                        } ?? .null
+                    ),
                     (
                         "slices",
                         row.slices.map { slices in

@@ -6,8 +6,9 @@ extension RunReport {
     public var campaignDescription: String? { stats.plan?.description ?? stats.sent?.description }
 
     /// What each variant and locale was sent: the first push of each, rendered (a real recipient's
-    /// copy: personalised fields show that recipient's values).
-    public var copies: [PlanSample] { stats.plan?.copies ?? [] }
+    /// copy: personalised fields show that recipient's values), from the plan, or while the run
+    /// sends from the plan counted ahead of it.
+    public var copies: [PlanSample] { stats.plan?.copies ?? stats.ahead?.copies ?? [] }
 
     /// "control · fr" (or "control" for a campaign without locales).
     static func copyLabel(_ copy: PlanSample) -> String {

@@ -1,5 +1,6 @@
 import Foundation
 import PushcampJournal
+import PushcampModel
 
 extension RunReport {
     /// The report as one self-contained HTML page: no scripts, no external files; the charts
@@ -151,6 +152,23 @@ extension RunReport {
                         body += table("\(event) compared", compared)
                     }
                 }
+            }
+            if let over = engagementOverTime, let (curves, secondsPerPoint) = over.curves(for: readout) {
+                body += "<h3 id=\"over-time\">\(escape(over.event)) over time</h3><div class=\"chart\">"
+                body += Charts.curves(
+                    curves.map { ($0.name, $0.isHoldout, $0.rates) },
+                    secondsPerPoint: secondsPerPoint,
+                    event: over.event
+                )
+                body += "</div><p class=\"note\">"
+                body += escape(
+                    "the share of each arm's \(readout.unit == "person" ? "people" : "recipients") assigned that had "
+                        + "\(over.event) by then, from the run's start"
+                        + (readoutSpec.window.map { " to the end of its attribution window (\(TimeSpan(seconds: $0)))" }
+                            ?? "")
+                        + "; the holdout dashed."
+                )
+                body += "</p>\n"
             }
             for note in [readout.note, readout.unitNote].compactMap({ $0 }) {
                 body += "<p class=\"note\">\(escape(note))</p>\n"
@@ -309,6 +327,8 @@ extension RunReport {
         .bar{fill:#3b7dd8}.bar.delivered{fill:#2f9e55}.bar.failed{fill:#d9534f}.bar.waiting,.bar.unknown,.bar.unsent{fill:#e3a33b}
         .axis{stroke:#c9d0da;stroke-width:1}.grid{stroke:#eef1f5;stroke-width:1}
         .line{fill:none;stroke:#3b7dd8;stroke-width:1.5}.area{fill:#3b7dd8;fill-opacity:.15}
+        .arm{fill:none;stroke-width:2}.arm0{stroke:#3b7dd8}.arm1{stroke:#e07b39}.arm2{stroke:#2f9e55}
+        .arm3{stroke:#8e5bd0}.arm4{stroke:#c2417a}.arm5{stroke:#1f9aa3}.arm.holdout{stroke:#7a8494;stroke-dasharray:5 4}
         .line.failed{stroke:#d9534f}.line.retried{stroke:#e3a33b}.gap{fill:#9aa3b0;fill-opacity:.18}.axis-label{font-size:12px;fill:#5b6575}
         table{border-collapse:collapse;font-size:13px}th,td{padding:4px 10px;border-bottom:1px solid #e8ebf0;text-align:left}
         table.numbers td,table.numbers th,td.num,th.num{text-align:right;white-space:nowrap}

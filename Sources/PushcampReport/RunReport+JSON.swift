@@ -85,7 +85,7 @@ extension RunReport {
             ("updated_at", .string(Timestamps.iso(run.updatedAt))),
             ("wall_seconds", .number(Self.rounded(wallSeconds))),
             ("sending_seconds", .number(Self.rounded(stats.seconds))),
-            ("planned", run.planned.map { .integer($0) } ?? .null), ("recipients", .integer(recipients)),
+            ("planned", run.total(stats: stats).map { .integer($0) } ?? .null), ("recipients", .integer(recipients)),
             ("delivered", .integer(delivered)), ("failed", .integer(failed)), ("outcomes", .array(outcomesJSON)),
             ("variants", readout(variantRows, latency: true)),
             ("assignment_unit", .optional(stats.plan?.assignmentUnit)),

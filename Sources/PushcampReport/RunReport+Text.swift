@@ -25,7 +25,7 @@ extension RunReport {
         }
         out += "  " + pad("total", 32) + pad(String(recipients), 10, right: true)
         out +=
-            run.planned.map { $0 == recipients ? "  (the whole plan)" : "  of \($0) planned" }
+            run.total(stats: stats).map { $0 == recipients ? "  (the whole plan)" : "  of \($0) planned" }
             ?? "  (plan not read to its end)"
         out += "\n\n"
         if !funnelRows.isEmpty {

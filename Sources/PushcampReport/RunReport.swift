@@ -97,6 +97,11 @@ public struct RunReport: Sendable {
     public var engagement: [EngagementCount] = []
     /// The assignment the run kept at send time (every recipient kept), the readout's denominators.
     public var assignment: AssignmentHeader?
+    /// The readout's leading event per arm over time since the run's start: its chart.
+    public var engagementOverTime: EngagementOverTime?
+
+    /// The campaign's `readout:` as the run kept it (the defaults for a run that kept none).
+    public var readoutSpec: ReadoutSpec { assignment?.readout ?? stats.plan?.readout ?? ReadoutSpec() }
 
     /// The engagement readout; nil when nothing was recorded.
     public var readout: EngagementReadout? { EngagementReadout(report: self, counts: engagement) }
@@ -144,6 +149,16 @@ public struct RunReport: Sendable {
         report.slices = try await slices(of: id, in: journal)
         report.engagement = try await journal.engagementCounts(of: id)
         report.assignment = try await journal.assignmentHeader(of: id).flatMap { $0.isComplete ? $0 : nil }
+        if !report.engagement.isEmpty,
+            let event = EngagementReadout.events(spec: report.readoutSpec, counts: report.engagement).first
+        {
+            let width = EngagementOverTime.width(window: report.readoutSpec.window)
+            report.engagementOverTime = EngagementOverTime(
+                event: event,
+                width: width,
+                buckets: try await journal.engagementOverTime(of: id, event: event, from: run.startedAt, width: width)
+            )
+        }
         return report
     }
 

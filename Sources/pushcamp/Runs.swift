@@ -159,11 +159,10 @@ struct Runs: AsyncParsableCommand {
             what `pushcamp rehearse` recorded, in its own journal.
 
             "sent" counts recipients with at least one request sent; "pending" those waiting to \
-            retry or whose last request had no answer. "planned" is how many the run sends to: \
-            from the first second for a test (variants, a holdout, readout: or user_key), which \
-            keeps its assignment before its first push; else once the planner has read the \
-            whole audience (a few batches ahead of the send); "-" until then. "done" is answered \
-            of planned; the JSON adds the rate and the time left.
+            retry or whose last request had no answer. "planned" is how many the run sends to, \
+            counted ahead of the send in its first seconds (from the first second for a test, \
+            which keeps its assignment before its first push); "-" until then. "done" is \
+            answered of planned; the JSON adds the rate and the time left.
 
             Examples:
               pushcamp runs

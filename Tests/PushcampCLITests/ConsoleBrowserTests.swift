@@ -173,6 +173,15 @@ struct ConsoleBrowserTests {
                     """
                 ) as? String ?? ""
             #expect(failed.contains(" · Unregistered "), "\(failed)")
+            // Its sends per minute: a small chart, drawn by the page's script from /api/runs.
+            let chart =
+                try browser.eval(
+                    """
+                    (function(){var svg=document.querySelector('#runs tr[data-run="1"] svg.spark');
+                    return svg?svg.getAttribute('aria-label')+' · '+svg.querySelectorAll('rect').length:'';})()
+                    """
+                ) as? String ?? ""
+            #expect(chart.hasPrefix("answers per minute: at most ") && !chart.hasSuffix(" · 0"), "\(chart)")
             try browser.follow("document.querySelector('#runs a[href=\"/runs/1#outcomes\"]').click()")
             #expect(try browser.eval("location.pathname + location.hash") as? String == "/runs/1#outcomes")
             #expect(try browser.eval("document.getElementById('outcomes') !== null") as? Bool == true)
@@ -181,6 +190,9 @@ struct ConsoleBrowserTests {
             #expect(first == "verdicts", "\(first ?? "none")")
             let verdict = try browser.eval("document.querySelector('#verdicts').textContent") as? String ?? ""
             #expect(verdict.contains("converted: winner: control, ahead of urgency and the holdout"), "\(verdict)")
+            // Conversions over time, a line per arm (the holdout dashed).
+            let lines = try browser.eval("document.querySelectorAll('#engagement svg polyline.arm').length") as? Int
+            #expect(lines == 3, "\(lines ?? -1)")
             if let folder = ProcessInfo.processInfo.environment["PUSHCAMP_SCREENSHOTS"] {
                 try browser.screenshot(width: 390, path: folder + "/run-page-390.png")
             }

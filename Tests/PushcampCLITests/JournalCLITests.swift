@@ -294,6 +294,21 @@ struct JournalCLITests {
         // Sending: some of it delivered.
         eventually(within: 20, every: 0.02) { FileManager.default.fileExists(atPath: journal) }
         #expect(eventually(within: 20) { ServeCLITests.delivered(project) >= 100 })
+        // A plain campaign (no test, nothing kept ahead) knows its total while it sends: counted
+        // ahead of the wire, with its copy, long before the planner reaches the audience's end.
+        var listed: [String: Any] = [:]
+        #expect(
+            eventually(within: 20) {
+                listed = (try? ServeCLITests.runs(project).first) ?? [:]
+                return listed["planned"] as? Int == 3000
+            },
+            "\(listed)"
+        )
+        #expect(listed["status"] as? String == "running" && (listed["percent"] as? Int ?? 100) < 100, "\(listed)")
+        #expect(listed["eta_seconds"] as? Int != nil, "\(listed)")
+        let running = try CLI.run(["report", "1", "--format", "json"], in: project.root)
+        let report = try JSONSerialization.jsonObject(with: Data(running.stdout.utf8)) as? [String: Any] ?? [:]
+        #expect(report["planned"] as? Int == 3000 && (report["copy"] as? [Any])?.count == 1, "\(running.stdout)")
 
         let started = Date()
         let cancel = try CLI.run(["cancel", "1"], in: project.root)
@@ -308,6 +323,6 @@ struct JournalCLITests {
         let received = try Self.received(project).count
         #expect(sent == received, "\(cancel.stdout); the simulator received \(received)")
         #expect(received > 0 && received < 3000)
-        #expect(cancel.stdout.contains("of 3000 planned never sent") || !cancel.stdout.contains("planned"))
+        #expect(cancel.stdout.contains("; \(3000 - received) of 3000 planned never sent"), "\(cancel.stdout)")
     }
 }

@@ -42,6 +42,37 @@ struct EngagementStoreTests {
         )
     }
 
+    /// The readout's chart: one event's recipients per arm and stretch of time after the start.
+    @Test(arguments: Store.allCases)
+    func engagementIsCountedPerArmAndStretchOfTime(_ store: Store) async throws {
+        let (journal, project) = try await store.open()
+        defer { project.remove() }
+        let run = try await journal.createRun(campaign: "spring", revision: "r1", now: 1_700_000_000).id
+        let other = try await journal.createRun(campaign: "autumn", revision: "r1", now: 1_700_000_000).id
+        let start = 1_700_000_000.0
+        func at(_ seq: Int, _ name: String, _ variant: String?, _ seconds: Double) -> EngagementEvent {
+            EngagementEvent(seq: seq, event: name, variant: variant, locale: nil, at: start + seconds)
+        }
+        let events = [
+            // Before the start (counted in the first stretch), in it, at its end, in the third.
+            at(0, "converted", "control", -30), at(1, "converted", "control", 0), at(2, "converted", "control", 3599.5),
+            at(3, "converted", "control", 3600), at(4, "converted", "control", 7300), at(5, "converted", nil, 10),
+            at(6, "opened", "control", 10),
+        ]
+        #expect(try await journal.recordEngagement(events, run: run, now: start) == 7)
+        #expect(try await journal.recordEngagement([at(0, "converted", "control", 10)], run: other, now: start) == 1)
+        let buckets = Set(try await journal.engagementOverTime(of: run, event: "converted", from: start, width: 3600))
+        #expect(
+            buckets == [
+                EngagementBucket(variant: "control", bucket: 0, count: 3),
+                EngagementBucket(variant: "control", bucket: 1, count: 1),
+                EngagementBucket(variant: "control", bucket: 2, count: 1),
+                EngagementBucket(variant: nil, bucket: 0, count: 1),
+            ]
+        )
+        #expect(try await journal.engagementOverTime(of: run, event: "installed", from: start, width: 60).isEmpty)
+    }
+
     @Test(arguments: Store.allCases)
     func aRunsAssignmentIsKeptFoundByApnsIDOrPersonAndTallied(_ store: Store) async throws {
         let (journal, project) = try await store.open()

@@ -132,6 +132,50 @@ struct RunStatsTests {
     }
 }
 
+@Suite("Answers over time")
+struct AnswerSeriesTests {
+    @Test func answersFallInMinutesAlignedToTheClockAndSurviveTheJournal() throws {
+        var series = AnswerSeries()
+        series.record(5, at: 1_700_000_010)  // minute 28,333,333
+        series.record(0, at: 1_700_000_500)  // nothing: no bucket
+        series.record(3, at: 1_700_000_039.9)
+        series.record(2, at: 1_700_000_190)  // two minutes on
+        #expect(series.width == 60 && series.start == 1_699_999_980)
+        #expect(series.counts == [8, 0, 0, 2])
+        // Earlier answers (a slice sent on another machine) go in front.
+        series.record(1, at: 1_699_999_900)
+        #expect(series.start == 1_699_999_860 && series.counts == [1, 0, 8, 0, 0, 2])
+        var stats = RunStats()
+        stats.answers = series
+        #expect(try RunStats.decode(stats.encoded()).answers == series)
+    }
+
+    @Test func aLongRunWidensItsBucketsAndStaysBounded() {
+        var series = AnswerSeries()
+        // Ten days of a run at one answer a second, a batch a minute.
+        let start = 1_700_000_040.0
+        for minute in 0..<(10 * 1440) { series.record(60, at: start + Double(minute) * 60) }
+        #expect(series.counts.count <= AnswerSeries.limit)
+        #expect(series.counts.reduce(0, +) == 10 * 1440 * 60)
+        // 14,400 minutes over at most 240 buckets: 64 minutes each (a power of two times a minute).
+        #expect(series.width == 64 * 60, "\(series.width)")
+        #expect(series.start! <= Int64(start) && series.start! + series.width > Int64(start))
+    }
+
+    @Test func twoSendsOfARunAddUpAtTheCoarserWidth() {
+        var first = AnswerSeries()
+        first.record(10, at: 1_700_000_000)
+        first.record(10, at: 1_700_000_060)
+        var later = AnswerSeries()
+        // Resumed two days later for four hours: together more minutes than a series keeps.
+        for minute in 0..<240 { later.record(1, at: 1_700_172_800 + Double(minute) * 60) }
+        let sum = first.adding(later)
+        #expect(sum.counts.reduce(0, +) == 260 && sum.counts.count <= AnswerSeries.limit)
+        #expect(sum.width >= later.width && sum.width > 60)
+        #expect(first.adding(AnswerSeries()) == first && AnswerSeries().adding(first) == first)
+    }
+}
+
 @Suite("Run statistics from a damaged journal")
 struct DamagedRunStatsTests {
     @Test(arguments: [
@@ -141,6 +185,9 @@ struct DamagedRunStatsTests {
         #"{"latency":[],"retries":{},"seconds":-1,"connections_opened":1,"disconnects":{}}"#,
         #"{"latency":[],"retries":{},"seconds":1,"connections_opened":-9223372036854775808,"disconnects":{}}"#,
         #"{"latency":[],"retries":{},"seconds":1,"connections_opened":1,"disconnects":{"GOAWAY":9223372036854775807}}"#,
+        #"{"latency":[],"retries":{},"seconds":1,"connections_opened":1,"disconnects":{},"answers":{"width":90,"first":1,"counts":[1]}}"#,
+        #"{"latency":[],"retries":{},"seconds":1,"connections_opened":1,"disconnects":{},"answers":{"width":60,"first":1,"counts":[-1]}}"#,
+        #"{"latency":[],"retries":{},"seconds":1,"connections_opened":1,"disconnects":{},"answers":{"width":60,"counts":[1]}}"#,
     ])
     func outOfRangeNumbersAreReportedNotTrappedOn(_ text: String) {
         do {

@@ -122,6 +122,48 @@ struct PlannerTests {
         #expect(bodies["fr-CA"] == #"{"aps":{"alert":{"title":"Allô","body":"Salut Name5"}}}"#)
     }
 
+    /// The count a send makes ahead of the wire: the same totals, arms, locales and copies as the
+    /// plan itself, rendering only the pushes the summary keeps; and it stops when asked.
+    @Test func aPlanThatOnlyCountsAgreesWithThePlanAndRendersOnlyItsCopies() throws {
+        let campaign = """
+            campaign: counted
+            app: shop
+            audience: { source: { csv: audiences/a.csv } }
+            message:
+              payload: templates/p.yaml
+              strings: templates/s.yaml
+              locale: { from: locale, default: en }
+              holdout: 10%
+              variants:
+                - { name: a, weight: 70 }
+                - { name: b, weight: 30 }
+            """
+        let project = try makeProject(
+            rows: 5_000,
+            campaign: campaign,
+            payload: "aps: { alert: { title: \"{{> title}}\", body: \"Hi {{name}}\" } }",
+            strings: "en: { title: Hello }\nfr: { title: Bonjour }\nde: { title: Hallo }"
+        )
+        defer { project.remove() }
+        var planner = Planner(campaign: try load(project))
+        var planned = 0
+        let full = try planner.run { _ in planned += 1 }
+        try planner.findDuplicateCandidates()
+        planner.countsOnly = true
+        var rendered = 0
+        let counted = try planner.run { _ in rendered += 1 }
+        #expect(planned == full.planned && full.planned > 4_000)
+        #expect(counted.planned == full.planned && counted.heldOut == full.heldOut)
+        #expect(counted.variants.map(\.planned) == full.variants.map(\.planned))
+        #expect(counted.locales.map(\.planned) == full.locales.map(\.planned))
+        #expect(counted.copies.map(\.payload) == full.copies.map(\.payload) && counted.copies.count == 6)
+        // Samples (3 per variant) and copies (one per variant and locale) only.
+        #expect(rendered <= 12, "\(rendered)")
+
+        planner.stops = { true }
+        #expect(throws: CancellationError.self) { try planner.run { _ in } }
+    }
+
     @Test func expirationsAreAbsoluteOnceTheSendTimeIsKnown() throws {
         let project = try makeProject(
             rows: 1,

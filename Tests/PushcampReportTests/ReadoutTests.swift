@@ -162,6 +162,47 @@ struct ReadoutTests {
         #expect(fr.count == 80)
     }
 
+    /// The chart over time: each arm's cumulative share, from the journal's buckets, merged to at
+    /// most `EngagementOverTime.points` points; the run page draws a line per arm.
+    @Test func theLeadingEventOverTimeIsEachArmsCumulativeShare() throws {
+        var report = Self.fixture()
+        let readout = try #require(report.readout)
+        let over = EngagementOverTime(
+            event: "converted",
+            width: 600,
+            buckets: [
+                EngagementBucket(variant: "control", bucket: 0, count: 10),
+                EngagementBucket(variant: "control", bucket: 2, count: 30),
+                EngagementBucket(variant: "urgency", bucket: 1, count: 50),
+                EngagementBucket(variant: nil, bucket: 2, count: 5),
+            ]
+        )
+        let (curves, secondsPerPoint) = try #require(over.curves(for: readout))
+        #expect(secondsPerPoint == 600)
+        #expect(
+            curves.map(\.name) == ["control", "urgency", "holdout"] && curves.map(\.isHoldout) == [false, false, true]
+        )
+        #expect(curves[0].rates == [0.01, 0.01, 0.04])
+        #expect(curves[1].rates == [0, 0.05, 0.05])
+        #expect(curves[2].rates == [0, 0, 0.01])
+        // A month of ten-minute buckets is merged to at most 120 points, and keeps every event.
+        let long = EngagementOverTime(
+            event: "converted",
+            width: 600,
+            buckets: (0..<4_320).map { EngagementBucket(variant: "control", bucket: $0, count: 1) }
+        )
+        let (merged, wider) = try #require(long.curves(for: readout))
+        #expect(merged[0].rates.count <= EngagementOverTime.points && wider == 600 * 36)
+        #expect(merged[0].rates.last == 4.32)
+        #expect(EngagementOverTime(event: "converted", width: 600, buckets: []).curves(for: readout) == nil)
+        // The run page draws it: a line per arm, the holdout dashed.
+        report.engagementOverTime = over
+        let html = report.html()
+        #expect(html.contains("<h3 id=\"over-time\">converted over time</h3>"))
+        #expect(html.components(separatedBy: "<polyline class=\"arm ").count == 4)
+        #expect(html.contains("<polyline class=\"arm holdout\""))
+    }
+
     /// The campaign's `readout:` as the run kept it: the primary event leads, guardrails follow and
     /// say which arm has clearly more (never a "winner"), and an event the holdout could have gets
     /// its lift even when the holdout has none of it (a push-only offer), while opens do not.

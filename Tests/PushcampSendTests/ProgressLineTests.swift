@@ -75,6 +75,23 @@ struct ProgressLineTests {
         #expect(SendProgress(planned: 1_000, planFinished: true, delivered: 0, failed: 0, seconds: 0).eta == nil)
     }
 
+    /// While the plan is being read, the line shows what was handed over with a "+"; once the
+    /// counting pass has the total, it shows that, and an ETA against it.
+    @Test func aTotalCountedAheadOfThePlanGivesTheLineItsTotalAndAnETA() {
+        let reading = SendProgress(planned: 2_000, planFinished: false, delivered: 900, failed: 100, seconds: 10)
+        #expect(reading.line(width: nil, color: false).hasPrefix("1000/2000+ · delivered 900"))
+        #expect(reading.eta == nil)
+        var counted = reading
+        counted.expected = 50_000
+        #expect(counted.line(width: nil, color: false).hasPrefix("1000/50000 · delivered 900"))
+        // 49,000 left at 100/s.
+        #expect(counted.eta == 490)
+        // Once the plan is finished its own total counts.
+        counted.planFinished = true
+        counted.planned = 49_000
+        #expect(counted.total == 49_000)
+    }
+
     @Test func aResumedRunCountsWhatItHadAnsweredAndTheRateIsTheLastSeconds() {
         // 11,844 answered before the resume, 20 since: the line shows the run, not this process.
         var resumed = SendProgress(planned: 11_875, planFinished: true, delivered: 20, failed: 0, seconds: 40)

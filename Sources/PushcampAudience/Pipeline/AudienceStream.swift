@@ -28,11 +28,16 @@ public struct AudienceStream: Sendable {
         self.platforms = platforms
     }
 
-    /// Streams the recipients to `body` and returns the counts.
+    /// Streams the recipients to `body` and returns the counts. `candidates` are the source's
+    /// `duplicateCandidates()` when the caller has them already (another pass over the same
+    /// source); else they are found first.
     @discardableResult
-    public func forEachRecipient(_ body: (Recipient) throws -> Void) throws -> AudienceCounts {
+    public func forEachRecipient(
+        candidates known: Set<UInt64>? = nil,
+        _ body: (Recipient) throws -> Void
+    ) throws -> AudienceCounts {
         let excluded = try loadExclusions()
-        let candidates = try duplicateCandidates()
+        let candidates = try known ?? duplicateCandidates()
         var seenCandidates: Set<String> = []
         var counts = AudienceCounts()
         try source.forEachRow(tokensOnly: false) { row in
@@ -101,7 +106,7 @@ public struct AudienceStream: Sendable {
     }
 
     /// Hashes seen more than once in a first, token-only pass (true duplicates and rare false maybes).
-    func duplicateCandidates() throws -> Set<UInt64> {
+    public func duplicateCandidates() throws -> Set<UInt64> {
         var bloom = BloomFilter()
         var candidates: Set<UInt64> = []
         try source.forEachRow(tokensOnly: true) { row in

@@ -16,7 +16,7 @@ extension CampaignJournalStatus {
             var status = try await status(of: run, state: run.status == .running ? .running : .interrupted, in: store)
             status.at = Timestamps.text(run.startedAt)
             status.changedSince = run.revision != campaign.revision
-            if let planned = run.planned {
+            if let planned = run.total(stats: try await store.stats(of: run.id)) {
                 let settled = status.delivered + status.failed
                 status.left = max(0, planned - settled)
             }

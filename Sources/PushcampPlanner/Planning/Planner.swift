@@ -31,6 +31,15 @@ public struct Planner: Sendable {
     /// When planning starts (seconds since 1970), on the clock the planner was given: what a
     /// recurring schedule's next slot, and expirations without a send time, are measured from.
     public var now: Int64
+    /// The audience's duplicate candidates, found by an earlier pass (`AudienceStream`): a second
+    /// plan of the same audience need not read it a third time.
+    public var duplicateCandidates: Set<UInt64>?
+    /// Only counts: renders nothing but the pushes the summary keeps (samples, and the copy of each
+    /// variant and locale), the only ones handed to `run`'s body. The summary's totals then count
+    /// a push pre-flight would refuse for its own recipient as planned.
+    public var countsOnly = false
+    /// Asked every few thousand rows; true stops the plan (`CancellationError`).
+    public var stops: (@Sendable () -> Bool)?
 
     public init(
         campaign: LoadedCampaign,
@@ -54,6 +63,12 @@ public struct Planner: Sendable {
         self.sampleLimit = sampleLimit
     }
 
+    /// Reads the audience's tokens once to find its duplicate candidates, for every later plan of
+    /// this planner (and its copies).
+    public mutating func findDuplicateCandidates() throws {
+        duplicateCandidates = try campaign.audience.duplicateCandidates()
+    }
+
     /// Expands the campaign, calling `body` with each push that passes pre-flight, and summarizes.
     public func run(_ body: (PlannedPush) throws -> Void = { _ in }) throws -> PlanSummary {
         try run(skipping: { _ in false }, body: body)
@@ -64,9 +79,11 @@ public struct Planner: Sendable {
     public func run(skipping skip: (Int) -> Bool, body: (PlannedPush) throws -> Void) throws -> PlanSummary {
         var state = PlanState(campaign: campaign, sendTime: sendTime, sampleLimit: sampleLimit, now: now)
         state.onlyDue = onlyDue
+        state.countsOnly = countsOnly
         var seq = 0
-        let counts = try campaign.audience.forEachRecipient { recipient in
+        let counts = try campaign.audience.forEachRecipient(candidates: duplicateCandidates) { recipient in
             defer { seq += 1 }
+            if seq & 4095 == 0, let stops, stops() { throw CancellationError() }
             // Before the resume check, so a resumed trigger run still knows which firings it reached.
             if let subscriptions = history?.subscriptions {
                 guard let key = subscriptions.key(of: recipient) else {
@@ -196,6 +213,8 @@ struct PlanState {
     var timing: DeliveryTiming?
     var timingSummary = PlanSummary.Timing()
     var onlyDue: Int64?
+    /// See `Planner.countsOnly`.
+    var countsOnly = false
 
     init(campaign: LoadedCampaign, sendTime: Timestamp?, sampleLimit: Int, now: Int64) {
         self.campaign = campaign
@@ -284,6 +303,10 @@ struct PlanState {
         let chosen = variants[variantIndex]
 
         let (localeName, strings) = locale(of: recipient, variant: variantIndex)
+        if countsOnly, !keeps(variant: variantIndex, locale: localeName, platform: recipient.platform) {
+            countPlanned(variant: variantIndex, locale: localeName, platform: recipient.platform, timing: timingVerdict)
+            return nil
+        }
 
         context.reset(attributes: recipient.attributes, variables: chosen.variant.variables, strings: strings)
         if recipient.platform == .android, let android {
@@ -371,13 +394,7 @@ struct PlanState {
 
     /// Counts a planned push: its variant, locale, platform and moment; keeps samples and copies.
     mutating func count(_ push: PlannedPush, variant variantIndex: Int, timing timingVerdict: DeliveryTiming.Verdict?) {
-        planned += 1
-        if push.platform == .android { androidPlanned += 1 }
-        if case .due(let time, let deferred, let fellBack, _)? = timingVerdict {
-            timingSummary.record(due: time, deferred: deferred, fellBack: fellBack)
-        }
-        variantCounts[variantIndex] += 1
-        if let localeName = push.locale { localeCounts[localeName, default: 0] += 1 }
+        countPlanned(variant: variantIndex, locale: push.locale, platform: push.platform, timing: timingVerdict)
         let slot = variantIndex * 2 + (push.platform == .ios ? 0 : 1)
         if sampleCandidates[slot].count < sampleLimit { sampleCandidates[slot].append(push) }
         // A flag per variant when it is not localized: no hashing per push on the send path.
@@ -388,6 +405,32 @@ struct PlanState {
             copiedUnlocalized[slot] = true
             copies[CopyKey(variant: variantIndex, locale: nil, platform: push.platform)] = push
         }
+    }
+
+    /// Counts a planned push by its variant, locale, platform and moment.
+    mutating func countPlanned(
+        variant variantIndex: Int,
+        locale localeName: String?,
+        platform: Platform,
+        timing timingVerdict: DeliveryTiming.Verdict?
+    ) {
+        planned += 1
+        if platform == .android { androidPlanned += 1 }
+        if case .due(let time, let deferred, let fellBack, _)? = timingVerdict {
+            timingSummary.record(due: time, deferred: deferred, fellBack: fellBack)
+        }
+        variantCounts[variantIndex] += 1
+        if let localeName { localeCounts[localeName, default: 0] += 1 }
+    }
+
+    /// Whether a push of this variant, locale and platform would be kept as a sample or a copy:
+    /// the only pushes a plan that `countsOnly` renders.
+    func keeps(variant variantIndex: Int, locale localeName: String?, platform: Platform) -> Bool {
+        let slot = variantIndex * 2 + (platform == .ios ? 0 : 1)
+        if sampleCandidates[slot].count < sampleLimit { return true }
+        guard let localeName else { return !copiedUnlocalized[slot] }
+        return copies.count < Self.copyLimit
+            && copies[CopyKey(variant: variantIndex, locale: localeName, platform: platform)] == nil
     }
 
     /// Plans an Android recipient: its `FCMMessage` rendered from the same context, checked by FCM's

@@ -95,17 +95,23 @@ public struct EngagementReadout: Sendable, Hashable {
         }
     }
 
+    /// The events of a readout: the primary first, then the guardrails, then the others recorded,
+    /// by name.
+    static func events(spec: ReadoutSpec, counts: [EngagementCount]) -> [String] {
+        let declared = (spec.primary.map { [$0] } ?? []) + spec.guardrails
+        return declared + Set(counts.map(\.event)).subtracting(declared).sorted()
+    }
+
     /// The readout of `report`'s run with `counts` from the journal; nil when nothing was recorded,
     /// or when the run kept neither its assignment nor its plan's summary (without them, how many
     /// each arm was assigned is unknown).
     public init?(report: RunReport, counts: [EngagementCount]) {
         guard !counts.isEmpty, let assigned = Assigned(report: report) else { return nil }
-        let spec = report.assignment?.readout ?? report.stats.plan?.readout ?? ReadoutSpec()
+        let spec = report.readoutSpec
         self.spec = spec
         userKey = report.assignment?.userKey
         note = Self.note(for: report, assigned: assigned.variants.values.reduce(0, +))
-        let declared = (spec.primary.map { [$0] } ?? []) + spec.guardrails
-        events = declared + Set(counts.map(\.event)).subtracting(declared).sorted()
+        events = Self.events(spec: spec, counts: counts)
         var perVariant: [String?: [String: Int]] = [:]
         var perLocale: [String: [String: Int]] = [:]
         // Values per variant (nil: the holdout) and event: their sum and sum of squares.

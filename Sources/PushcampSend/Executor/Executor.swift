@@ -28,6 +28,8 @@ public final class Executor: Service, Sendable {
     enum Input: Sendable {
         case planned(ExecutorStateMachine.PlanBatch)
         case planEnded
+        /// The plan's funnel, counted ahead of the send (see `PlanProducer.start`).
+        case planCounted(PlanFunnel)
         case recorded(id: Int, failure: String?)
         case transport(TransportEvent)
         case transportEnded
@@ -90,7 +92,7 @@ public final class Executor: Service, Sendable {
         guard var machine = machine.withLock({ $0.take() }) else {
             preconditionFailure("an executor runs once")
         }
-        producer.start()
+        producer.start(counted: { [input] funnel in input.yield(.planCounted(funnel)) })
         let final: SendReport?
         if let executor = transport.taskExecutor {
             final = await withTaskExecutorPreference(executor) { await drive(&machine) }
@@ -158,6 +160,9 @@ public final class Executor: Service, Sendable {
                     case .planEnded:
                         let (summary, failure) = producer.outcome
                         actions = machine.planEnded(summary: summary, failure: failure, now: now)
+                    case .planCounted(let funnel):
+                        machine.planCounted(funnel)
+                        actions = []
                     case .recorded(let id, let failure): actions = machine.recorded(id: id, failure: failure, now: now)
                     case .transport(let event): actions = machine.transportEvent(event, now: now)
                     case .transportEnded: actions = machine.transportEnded(now: now)

@@ -16,6 +16,7 @@ extension ExecutorStateMachine {
         var dead: [InvalidToken] = []
         var lostInFlight = 0
         var stopReason: SendReport.Stop?
+        var answered = 0
         for outcome in outcomes {
             let request = outcome.request
             if case .response = outcome.result {
@@ -52,6 +53,7 @@ extension ExecutorStateMachine {
             case .delivered:
                 if request.isFCM { fcmAccepted = true }
                 report.delivered += 1
+                answered += 1
                 report.statuses[.init(request.isFCM ? .android : .ios, 200), default: 0] += 1
                 report.groups[request.group, default: Readout()].delivered += 1
                 if request.attempt == 0 {
@@ -63,6 +65,7 @@ extension ExecutorStateMachine {
                 }
             case .failed(let reason):
                 fail(outcome, reason: reason)
+                answered += 1
                 report.groups[request.group, default: Readout()].failed[reason, default: 0] += 1
                 var stamp: Int64?
                 if case .response(_, _, let timestamp) = outcome.result { stamp = timestamp }
@@ -122,6 +125,7 @@ extension ExecutorStateMachine {
             }
         }
         report.possibleDuplicates += lostInFlight
+        report.answers.record(answered, at: now)
         var actions: [Action] = [
             .settle(updates, firstDeliveries: firstDeliveries, possibleDuplicates: lostInFlight, invalidTokens: dead)
         ]

@@ -255,6 +255,12 @@ public struct ExecutorStateMachine: Sendable {
         return pump(now: now)
     }
 
+    /// The plan's funnel, counted ahead of the send: the run's total and copy before the plan itself
+    /// reaches its end (whose own funnel, once there, replaces it).
+    public mutating func planCounted(_ funnel: PlanFunnel) {
+        if report.funnel == nil { report.ahead = funnel }
+    }
+
     /// The journal committed recording `id` (or could not: `failure`).
     public mutating func recorded(id: Int, failure: String?, now: Double) -> [Action] {
         var actions: [Action] = []

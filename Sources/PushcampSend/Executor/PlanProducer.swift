@@ -34,6 +34,8 @@ final class PlanProducer: Sendable {
     /// The variant and locale of each request, for the readout.
     let groups: ReadoutGroups
     private let result = Mutex<(summary: PlanSummaryCounts?, failure: String?)>((nil, nil))
+    /// Set when the counting pass should stop: the send stopped, or the plan itself reached its end.
+    private let countingStops = Atomic(false)
 
     /// `sendTime` is when the send really starts: relative expirations count from it.
     init(
@@ -67,8 +69,9 @@ final class PlanProducer: Sendable {
         await feed.next()
     }
 
-    /// Stops the planner at its next batch.
+    /// Stops the planner at its next batch, and the counting pass at its next push.
     func cancel() {
+        countingStops.store(true, ordering: .relaxed)
         feed.cancel()
     }
 
@@ -95,16 +98,57 @@ final class PlanProducer: Sendable {
     /// Starts the planner on a thread of its own, when the pushes come from it (not awaited: a
     /// cancelled plan stops at its next batch, however long the audience read before it takes).
     /// Started by the caller, not from a task: planning then needs no thread of the shared pool.
-    func start() {
+    ///
+    /// A run's whole plan (not a slice's) is also counted ahead of the send, on a second thread at
+    /// the lowest priority: the planner hands pushes over only a few batches ahead of the wire, so
+    /// without it the run's total, and the copy each variant was sent, would be known only near its
+    /// end. `counted` gets the plan's funnel, unless the plan itself reached its end first.
+    func start(counted: @escaping @Sendable (PlanFunnel) -> Void = { _ in }) {
         let planner = source.withLock { source -> Planner? in
             guard case .planner(let planner)? = source else { return nil }
             source = nil
             return planner
         }
         guard let planner else { return }
-        let thread = Thread { [self] in produce(planner) }
+        let thread = Thread { [self] in produce(planner, counted: counted) }
         thread.name = "pushcamp-planner"
         thread.start()
+    }
+
+    /// The recipients a resumed run settled before (and, for a run's part, those not in it): passed
+    /// over before rendering.
+    private var skip: (Int) -> Bool {
+        let settled = resume.settled
+        guard let only else { return settled.contains }
+        return { seq in !only.contains(seq) || settled.contains(seq) }
+    }
+
+    /// Counts the plan of `planner` (with the audience's duplicate candidates already found) on a
+    /// thread of its own at the lowest priority, for a run's whole plan (not a slice's): the same
+    /// planner, history and skips as the send's, rendering only the copies.
+    private func startCounting(_ planner: Planner, then counted: @escaping @Sendable (PlanFunnel) -> Void) {
+        guard only == nil else { return }
+        var counter = planner
+        counter.countsOnly = true
+        counter.stops = { [self] in countingStops.load(ordering: .relaxed) }
+        let thread = Thread { [self, counter] in
+            Self.yieldToOtherThreads()
+            guard let summary = try? counter.run(skipping: skip, body: { _ in }),
+                !countingStops.load(ordering: .relaxed)
+            else { return }
+            counted(PlanFunnel(summary))
+        }
+        thread.name = "pushcamp-count"
+        thread.start()
+    }
+
+    /// Lowers the calling thread to the lowest priority: work that must never slow the send down.
+    /// Linux keeps a nice value per thread, and `who` 0 names the calling thread, not the process.
+    private static func yieldToOtherThreads() {
+        #if os(Linux)
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
+        #endif
+        Thread.current.qualityOfService = .background
     }
 
     /// Reads a slice of the snapshot, when the pushes come from one, awaiting each page of the
@@ -149,8 +193,10 @@ final class PlanProducer: Sendable {
         feed.finish()
     }
 
-    private func produce(_ planner: Planner) {
-        let resume = self.resume
+    private func produce(_ planner: Planner, counted: @escaping @Sendable (PlanFunnel) -> Void) {
+        // However the plan ends (read to its end, stopped, failed), counting ahead of it is over.
+        defer { countingStops.store(true, ordering: .relaxed) }
+        var planner = planner
         var batches = batches()
         func take(_ push: PlannedPush) throws {
             if let full = batches.add(push), !feed.put(full) { throw CancellationError() }
@@ -159,9 +205,11 @@ final class PlanProducer: Sendable {
             if let last = batches.rest(), !feed.put(last) { throw CancellationError() }
         }
         do {
-            let skip: (Int) -> Bool =
-                only.map { only in { seq in !only.contains(seq) || resume.settled.contains(seq) } }
-                ?? resume.settled.contains
+            let skip = self.skip
+            // The audience's duplicates are found once, for every pass over it: the counting pass,
+            // the plan's, and one per later moment.
+            try planner.findDuplicateCandidates()
+            startCounting(planner, then: counted)
             // Pushes due now go in the first pass; those due later are counted by moment, and each
             // moment gets a pass of its own, handed over (and held) at that moment.
             let now = Int64(clock.now().rounded(.up))

@@ -6,6 +6,7 @@ extension SendProgress {
     public init(
         planned: Int,
         planFinished: Bool,
+        expected: Int? = nil,
         delivered: Int,
         failed: Int,
         waitingToRetry: Int = 0,
@@ -20,6 +21,7 @@ extension SendProgress {
     ) {
         self.planned = planned
         self.planFinished = planFinished
+        self.expected = expected
         self.delivered = delivered
         self.failed = failed
         self.waitingToRetry = waitingToRetry
@@ -33,13 +35,16 @@ extension SendProgress {
         self.run = run
     }
 
+    /// How many the run sends to, once known: the plan's total, or the count ahead of it.
+    public var total: Int? { planFinished ? planned : expected }
+
     /// Seconds until every planned push has an answer, at the rate so far, and never before the
     /// next retry's back-off ends while retries wait; nil while the rate is unknown.
     public var eta: Double? {
         let answered = delivered + failed
-        guard planFinished, seconds > 0, answered > 0 else { return nil }
+        guard let total, seconds > 0, answered > 0 else { return nil }
         let rate = recentRate.flatMap { $0 > 0 ? $0 : nil } ?? Double(answered) / seconds
-        let left = Double(max(0, planned - settledBefore - answered)) / rate
+        let left = Double(max(0, total - settledBefore - answered)) / rate
         if waitingToRetry > 0, let next = nextRetryIn { return max(left, next) }
         return left
     }
@@ -58,9 +63,10 @@ extension SendProgress {
             add("run \(run.answered)/\(run.planned)")
             add("slices \(run.slicesDone)/\(run.slices) done, \(run.slicesHeld) sending")
         }
-        // "21340/50000": answered of planned ("+" while the plan is still being read), those a
-        // resumed run had answered before included.
-        add((run == nil ? "" : "here ") + "\(settledBefore + answered)/\(planned)\(planFinished ? "" : "+")")
+        // "21340/50000": answered of planned (of those handed over so far, with a "+", while the
+        // plan is still being read and not counted yet), those a resumed run had answered before
+        // included.
+        add((run == nil ? "" : "here ") + "\(settledBefore + answered)/" + (total.map(String.init) ?? "\(planned)+"))
         add("delivered \(delivered)", painted: "delivered " + paint("\(delivered)", "32"))
         add("failed \(failed)", painted: "failed " + (failed > 0 ? paint("\(failed)", "31") : "0"))
         if waitingToRetry > 0 {

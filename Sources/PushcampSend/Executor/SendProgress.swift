@@ -6,6 +6,9 @@ public struct SendProgress: Sendable {
     /// Every recipient of the run with a row: those settled before a resume included.
     public var planned: Int
     public var planFinished: Bool
+    /// The run's total counted ahead of the send while the plan itself is still being read (see
+    /// `PlanProducer.start`); nil once the plan is finished, or before the count is.
+    public var expected: Int?
     /// This process's outcomes.
     public var delivered: Int
     public var failed: Int
@@ -56,6 +59,7 @@ public struct SendProgress: Sendable {
         let report = machine.report
         planned = machine.planned
         planFinished = machine.planFinished
+        expected = machine.planFinished ? nil : report.ahead?.planned
         delivered = report.delivered
         failed = report.failed
         platforms = report.platforms(latency: false).mapValues { ($0.delivered, $0.failedTotal) }

@@ -96,6 +96,10 @@ public struct SendReport: Sendable {
     public var groupNames: ReadoutGroups?
     /// Where the audience went, when the plan went through all of it in this send.
     public var funnel: PlanFunnel?
+    /// The plan counted ahead of the send (`RunStats.ahead`), until the plan itself ends.
+    public var ahead: PlanFunnel?
+    /// Final answers per minute (`RunStats.answers`).
+    public var answers = AnswerSeries()
     /// What the send went to.
     public var sent: SentFacts?
     /// How this send started (or resumed the run) and, once over, how it ended.
@@ -150,6 +154,8 @@ public struct SendReport: Sendable {
         stats.connectionsOpened = connectionsOpened
         stats.disconnects = disconnects
         stats.plan = funnel
+        stats.ahead = funnel == nil ? ahead : nil
+        stats.answers = answers
         stats.sent = sent
         stats.events = events
         guard let names = groupNames else { return stats }

@@ -8,6 +8,8 @@ public enum RunCancellation {
     public struct Outcome: Sendable {
         public var run: RunRecord
         public var counts: RecipientCounts
+        /// How many the run was to send to, when known (see `RunRecord.total`).
+        public var planned: Int?
 
         /// One line: how many recipients were sent to before the cancel, and what became of them.
         public var text: String {
@@ -19,7 +21,7 @@ public enum RunCancellation {
                 line += ", \(counts.inFlight + counts.unknown) without an answer"
             }
             line += ")"
-            if let planned = run.planned { line += "; \(max(0, planned - sent)) of \(planned) planned never sent" }
+            if let planned { line += "; \(max(0, planned - sent)) of \(planned) planned never sent" }
             return line
         }
     }
@@ -74,7 +76,12 @@ public enum RunCancellation {
                     try await clock.sleep(for: 0.1)
                 }
             }
-            return Outcome(run: try await journal.run(id) ?? record, counts: try await journal.counts(of: id))
+            let run = try await journal.run(id) ?? record
+            return Outcome(
+                run: run,
+                counts: try await journal.counts(of: id),
+                planned: run.total(stats: try await journal.stats(of: id))
+            )
         } catch let refusal as RunRefusal {
             throw refusal
         } catch let error as JournalError {

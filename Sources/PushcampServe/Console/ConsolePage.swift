@@ -60,6 +60,7 @@ public struct ConsolePage: Sendable {
         progress{width:120px;height:10px;vertical-align:middle}header{margin-bottom:8px}
         pre{white-space:pre-wrap;font-size:12px;background:#f6f7f9;padding:8px;border-radius:6px;margin:0}
         a{color:#1f4f96}section{margin-top:24px}.pair{margin-top:0}
+        .spark{width:80px;height:20px;vertical-align:middle}.spark rect{fill:#1f4f96}
         @media (max-width:640px){progress{width:56px}.wide{display:none}}
         """
 
@@ -75,7 +76,7 @@ public struct ConsolePage: Sendable {
         return "<tr data-run=\"\(run.id)\"><td><a href=\"/runs/\(run.id)\">\(run.id)</a></td>"
             + "<td>\(escape(run.campaign))</td>"
             + "<td><span class=\"status \(tone(run.status))\">\(run.status.rawValue)</span></td>"
-            + "<td>\(bar) \(escape(progressText(row)))</td>"
+            + "<td>\(bar) \(escape(progressText(row)))</td><td class=\"wide\">\(row.chart)</td>"
             + "<td class=\"num\">\(counts.delivered)</td><td class=\"num\">\(failedCell(row))</td>"
             + "<td class=\"num wide\">\(row.planned.map(String.init) ?? "?")</td>"
             + "<td class=\"wide\">\(Timestamps.text(run.startedAt))</td></tr>"
@@ -112,9 +113,10 @@ public struct ConsolePage: Sendable {
 
         body +=
             "<section><h2>Runs</h2><div class=\"scroll\"><table id=\"runs\"><thead><tr><th>run</th><th>campaign</th>"
-        body += "<th>status</th><th>progress</th><th class=\"num\">delivered</th><th class=\"num\">failed</th>"
+        body += "<th>status</th><th>progress</th><th class=\"wide\">per minute</th><th class=\"num\">delivered</th>"
+        body += "<th class=\"num\">failed</th>"
         body += "<th class=\"num wide\">planned</th><th class=\"wide\">started</th></tr></thead><tbody>"
-        body += runs.rows.isEmpty ? "<tr><td colspan=\"8\">no runs yet</td></tr>" : runs.rows.map(Self.runRow).joined()
+        body += runs.rows.isEmpty ? "<tr><td colspan=\"9\">no runs yet</td></tr>" : runs.rows.map(Self.runRow).joined()
         body += "</tbody></table></div><p class=\"note\">Each run links to its report.</p></section>\n"
 
         body +=
@@ -200,6 +202,15 @@ public struct ConsolePage: Sendable {
         td.textContent=text;tr.appendChild(td);return td;}
         function span(s){if(s<90)return s+'s';if(s<5400)return Math.floor((s+30)/60)+'m';
         return Math.floor(s/3600)+'h '+Math.floor(s%3600/60)+'m';}
+        function spark(a){if(!a)return null;var c=a.counts.slice(-60),peak=Math.max.apply(null,[0].concat(c));
+        if(!peak)return null;var ns='http://www.w3.org/2000/svg',svg=document.createElementNS(ns,'svg');
+        var label='answers per '+(a.bucket_seconds==60?'minute':(a.bucket_seconds/60)+' minutes')+': at most '+peak;
+        svg.setAttribute('class','spark');svg.setAttribute('viewBox','0 0 '+c.length+' 20');
+        svg.setAttribute('preserveAspectRatio','none');svg.setAttribute('role','img');svg.setAttribute('aria-label',label);
+        var t=document.createElementNS(ns,'title');t.textContent=label;svg.appendChild(t);
+        c.forEach(function(n,i){if(!n)return;var h=Math.max(1,20*n/peak),b=document.createElementNS(ns,'rect');
+        b.setAttribute('x',i);b.setAttribute('y',Math.round((20-h)*10)/10);b.setAttribute('width','0.8');
+        b.setAttribute('height',Math.round(h*10)/10);svg.appendChild(b);});return svg;}
         function when(iso){return iso.replace('T',' ').replace(/\\.\\d+Z$/,'Z').replace(/:\\d\\dZ$/,'Z');}
         function row(r){var tr=document.createElement('tr');tr.setAttribute('data-run',r.run);
         var a=document.createElement('a');a.href='/runs/'+r.run;a.textContent=r.run;
@@ -212,6 +223,7 @@ public struct ConsolePage: Sendable {
         var text=' '+done+' of '+(r.planned==null?'?':r.planned)+(r.percent==null?'':' ('+r.percent+'%)');
         if(r.eta_seconds!=null)text+=' · '+span(r.eta_seconds)+' left';
         td.appendChild(document.createTextNode(text));
+        var chart=cell(tr,'','wide'),svg=spark(r.answers_over_time);if(svg)chart.appendChild(svg);
         cell(tr,String(r.delivered),'num');var f=cell(tr,r.failed>0?'':'0','num');
         if(r.failed>0){var l=document.createElement('a');l.href='/runs/'+r.run+'#outcomes';
         var why=Object.keys(r.failed_by_reason||{}).map(function(k){return k+' '+r.failed_by_reason[k];}).join(', ');
