@@ -14,7 +14,7 @@
 #
 #   bench/peers.sh                 # 200,000 pushes, 5 rounds
 #   bench/peers.sh 50000 1         # a quicker look
-#   BASELINE=/tmp/old/.build/release/pushcamp bench/peers.sh 200000 5
+#   BASELINE=../old/.build/release/pushcamp bench/peers.sh 200000 5   # ../old: a worktree, built
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib/nginx.sh
