@@ -40,10 +40,12 @@ public protocol JournalStore: Sendable {
     /// The writer of a send's batches (`record`, gathered by a `RecordingQueue`): SQLite's commits
     /// on a thread of its own, the others' in a task (the default).
     var recorder: any RunRecorder { get }
-    /// The seq ranges recorded as dispatched, in order.
-    func dispatched(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>]
-    /// The seq ranges recorded as delivered on their first attempt, in order.
-    func delivered(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>]
+    /// The seq ranges recorded as dispatched, in order; with `seqs`, only those overlapping them
+    /// (whole: not clamped), read without the rest of the run's (a slice's resume).
+    func dispatched(of run: RunID, within seqs: ClosedRange<Int>?) async throws(JournalError) -> [ClosedRange<Int>]
+    /// The seq ranges recorded as delivered on their first attempt, in order; with `seqs`, as
+    /// `dispatched`.
+    func delivered(of run: RunID, within seqs: ClosedRange<Int>?) async throws(JournalError) -> [ClosedRange<Int>]
     /// Up to `limit` recipients of `run` with a row of their own and a seq above `seq`, in plan
     /// order: one page of `forEachRecipient`. Recipients delivered on their first attempt have
     /// none: they are in `delivered(of:)`.
@@ -80,17 +82,31 @@ extension JournalStore {
         try await createRun(campaign: campaign, revision: revision, now: now, file: nil, replay: nil)
     }
 
-    /// Every recipient of `run` with a row of its own, in plan order, a page at a time: never all
-    /// of them in memory at once.
+    /// Every seq range of `run` recorded as dispatched, in order.
+    public func dispatched(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>] {
+        try await dispatched(of: run, within: nil)
+    }
+
+    /// Every seq range of `run` recorded as delivered on its first attempt, in order.
+    public func delivered(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>] {
+        try await delivered(of: run, within: nil)
+    }
+
+    /// Every recipient of `run` with a row of its own (among `seqs`, when given), in plan order, a
+    /// page at a time: never all of them in memory at once, nor any outside `seqs` read.
     public func forEachRecipient(
         of run: RunID,
+        within seqs: ClosedRange<Int>? = nil,
         pageSize: Int = 10_000,
         _ body: (RecipientRecord) async throws -> Void
     ) async throws {
-        var after = -1
+        var after = (seqs?.lowerBound ?? 0) - 1
         while true {
             let page = try await recipients(of: run, after: after, limit: pageSize)
-            for row in page { try await body(row) }
+            for row in page {
+                if let seqs, row.seq > seqs.upperBound { return }
+                try await body(row)
+            }
             guard page.count == pageSize, let last = page.last else { return }
             after = last.seq
         }

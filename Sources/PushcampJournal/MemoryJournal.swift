@@ -189,13 +189,26 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
         }
     }
 
-    public func dispatched(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>] {
-        state.withLock { state in (state.dispatched[run] ?? []).sorted { $0.lowerBound < $1.lowerBound } }
+    public func dispatched(
+        of run: RunID,
+        within seqs: ClosedRange<Int>?
+    ) async throws(JournalError)
+        -> [ClosedRange<Int>]
+    {
+        state.withLock { state in
+            (state.dispatched[run] ?? []).filter { seqs?.overlaps($0) ?? true }.sorted { $0.lowerBound < $1.lowerBound }
+        }
     }
 
-    public func delivered(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>] {
+    public func delivered(
+        of run: RunID,
+        within seqs: ClosedRange<Int>?
+    ) async throws(JournalError)
+        -> [ClosedRange<Int>]
+    {
         state.withLock { state in
-            (state.delivered[run] ?? []).map(\.range.seqs).sorted { $0.lowerBound < $1.lowerBound }
+            (state.delivered[run] ?? []).map(\.range.seqs).filter { seqs?.overlaps($0) ?? true }
+                .sorted { $0.lowerBound < $1.lowerBound }
         }
     }
 

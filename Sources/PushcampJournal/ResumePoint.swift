@@ -37,14 +37,15 @@ public struct ResumePoint: Sendable {
         try await self.init(journal: journal, run: slice.run, within: slice.seqs)
     }
 
-    private init(journal: any JournalStore, run: RunID, within seqs: ClosedRange<Int>?) async throws {
-        let seqs = seqs ?? 0...Int.max
-        for whole in try await journal.delivered(of: run) where whole.overlaps(seqs) {
+    /// Within `seqs` (a slice's), only the journal's rows and ranges of those seqs are read.
+    private init(journal: any JournalStore, run: RunID, within slice: ClosedRange<Int>?) async throws {
+        let seqs = slice ?? 0...Int.max
+        for whole in try await journal.delivered(of: run, within: slice) where whole.overlaps(seqs) {
             let range = whole.clamped(to: seqs)
             for seq in range { settled.insert(seq) }
             delivered += range.count
         }
-        try await journal.forEachRecipient(of: run) { row in
+        try await journal.forEachRecipient(of: run, within: slice) { row in
             guard seqs.contains(row.seq) else { return }
             switch row.state {
             case .delivered:
@@ -63,7 +64,7 @@ public struct ResumePoint: Sendable {
             }
         }
         // Dispatched first attempts with neither an answer nor a row were in flight when it stopped.
-        for whole in try await journal.dispatched(of: run) where whole.overlaps(seqs) {
+        for whole in try await journal.dispatched(of: run, within: slice) where whole.overlaps(seqs) {
             for seq in whole.clamped(to: seqs) where !settled.contains(seq) && pending[seq] == nil {
                 pending[seq] = .unknown(attempts: 1)
             }

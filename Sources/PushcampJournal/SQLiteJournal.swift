@@ -664,12 +664,22 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
         }
     }
 
-    public func dispatched(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>] {
-        try await ranges(in: .dispatch, of: run)
+    public func dispatched(
+        of run: RunID,
+        within seqs: ClosedRange<Int>?
+    ) async throws(JournalError)
+        -> [ClosedRange<Int>]
+    {
+        try await ranges(in: .dispatch, of: run, within: seqs)
     }
 
-    public func delivered(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>] {
-        try await ranges(in: .delivery, of: run)
+    public func delivered(
+        of run: RunID,
+        within seqs: ClosedRange<Int>?
+    ) async throws(JournalError)
+        -> [ClosedRange<Int>]
+    {
+        try await ranges(in: .delivery, of: run, within: seqs)
     }
 
     /// The two tables of seq ranges.
@@ -677,13 +687,36 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
         case dispatch, delivery
     }
 
-    private func ranges(in table: RangeTable, of run: RunID) async throws(JournalError) -> [ClosedRange<Int>] {
+    /// The ranges of `run` in `table`; within `seqs`, those starting in them (by the key) and the
+    /// one before, when it reaches into them: nothing else of the run is read.
+    private func ranges(
+        in table: RangeTable,
+        of run: RunID,
+        within seqs: ClosedRange<Int>? = nil
+    ) async throws(JournalError) -> [ClosedRange<Int>] {
         try await read { db in
-            try Row.fetchAll(
-                db,
-                sql: "SELECT first_seq, last_seq FROM \(table.rawValue) WHERE run = ? ORDER BY first_seq",
-                arguments: [run.rawValue]
-            ).map { row in (row[0] as Int)...(row[1] as Int) }
+            func fetch(_ sql: String, _ arguments: StatementArguments) throws -> [ClosedRange<Int>] {
+                try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in (row[0] as Int)...(row[1] as Int) }
+            }
+            let table = table.rawValue
+            guard let seqs else {
+                return try fetch(
+                    "SELECT first_seq, last_seq FROM \(table) WHERE run = ? ORDER BY first_seq",
+                    [run.rawValue]
+                )
+            }
+            let before = try fetch(
+                "SELECT first_seq, last_seq FROM \(table) WHERE run = ? AND first_seq < ? ORDER BY first_seq DESC LIMIT 1",
+                [run.rawValue, seqs.lowerBound]
+            )
+            let starting = try fetch(
+                """
+                SELECT first_seq, last_seq FROM \(table) WHERE run = ? AND first_seq BETWEEN ? AND ?
+                ORDER BY first_seq
+                """,
+                [run.rawValue, seqs.lowerBound, seqs.upperBound]
+            )
+            return before.filter { $0.upperBound >= seqs.lowerBound } + starting
         }
     }
 

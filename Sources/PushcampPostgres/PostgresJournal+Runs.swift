@@ -259,16 +259,65 @@ extension PostgresJournal: JournalStore, TokenHistoryStore {
             """
     }
 
-    public func dispatched(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>] {
-        try await ranges("SELECT first_seq, last_seq FROM dispatch WHERE run = \(run.rawValue) ORDER BY first_seq")
+    public func dispatched(
+        of run: RunID,
+        within seqs: ClosedRange<Int>?
+    ) async throws(JournalError)
+        -> [ClosedRange<Int>]
+    {
+        guard let seqs else {
+            return try await ranges(
+                "SELECT first_seq, last_seq FROM dispatch WHERE run = \(run.rawValue) ORDER BY first_seq"
+            )
+        }
+        return try await ranges(
+            """
+            (SELECT first_seq, last_seq FROM dispatch WHERE run = \(run.rawValue) AND first_seq < \(seqs.lowerBound)
+                ORDER BY first_seq DESC LIMIT 1)
+            UNION ALL
+            (SELECT first_seq, last_seq FROM dispatch WHERE run = \(run.rawValue)
+                AND first_seq BETWEEN \(seqs.lowerBound) AND \(seqs.upperBound) ORDER BY first_seq)
+            """,
+            within: seqs
+        )
     }
 
-    public func delivered(of run: RunID) async throws(JournalError) -> [ClosedRange<Int>] {
-        try await ranges("SELECT first_seq, last_seq FROM delivery WHERE run = \(run.rawValue) ORDER BY first_seq")
+    public func delivered(
+        of run: RunID,
+        within seqs: ClosedRange<Int>?
+    ) async throws(JournalError)
+        -> [ClosedRange<Int>]
+    {
+        guard let seqs else {
+            return try await ranges(
+                "SELECT first_seq, last_seq FROM delivery WHERE run = \(run.rawValue) ORDER BY first_seq"
+            )
+        }
+        return try await ranges(
+            """
+            (SELECT first_seq, last_seq FROM delivery WHERE run = \(run.rawValue) AND first_seq < \(seqs.lowerBound)
+                ORDER BY first_seq DESC LIMIT 1)
+            UNION ALL
+            (SELECT first_seq, last_seq FROM delivery WHERE run = \(run.rawValue)
+                AND first_seq BETWEEN \(seqs.lowerBound) AND \(seqs.upperBound) ORDER BY first_seq)
+            """,
+            within: seqs
+        )
     }
 
-    private func ranges(_ query: PostgresQuery) async throws(JournalError) -> [ClosedRange<Int>] {
-        try await rows(query) { row in try row["first_seq"].decode(Int.self)...row["last_seq"].decode(Int.self) }
+    /// The ranges `query` answers (within `seqs`: the one starting before them, when it reaches
+    /// into them, then those starting in them), in order.
+    private func ranges(
+        _ query: PostgresQuery,
+        within seqs: ClosedRange<Int>? = nil
+    ) async throws(JournalError)
+        -> [ClosedRange<Int>]
+    {
+        let ranges = try await rows(query) { row in
+            try row["first_seq"].decode(Int.self)...row["last_seq"].decode(Int.self)
+        }
+        guard let seqs else { return ranges }
+        return ranges.filter { $0.overlaps(seqs) }.sorted { $0.lowerBound < $1.lowerBound }
     }
 
     public func recipients(of run: RunID, after seq: Int, limit: Int) async throws(JournalError) -> [RecipientRecord] {

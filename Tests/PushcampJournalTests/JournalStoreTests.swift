@@ -206,6 +206,20 @@ struct JournalStoreTests {
         #expect((0...9).filter(resume.settled.contains) == [0, 1, 2, 3, 4, 5, 6])
         #expect(resume.pending == [7: .unknown(attempts: 1), 8: .unknown(attempts: 1), 9: .unknown(attempts: 1)])
 
+        // A slice's part only: the ranges reaching into its seqs (whole), its rows alone.
+        #expect(try await journal.delivered(of: run.id, within: 2...5) == [0...3])
+        #expect(try await journal.delivered(of: run.id, within: 4...6) == [6...6])
+        #expect(try await journal.delivered(of: run.id, within: 7...9) == [])
+        #expect(try await journal.dispatched(of: run.id, within: 9...12) == [0...9])
+        #expect(try await journal.dispatched(of: run.id, within: 10...12) == [])
+        var rows: [Int] = []
+        try await journal.forEachRecipient(of: run.id, within: 4...4, pageSize: 1) { rows.append($0.seq) }
+        #expect(rows == [4])
+        let slice = try await ResumePoint(journal: journal, slice: RunSlice(run: run.id, seqs: 3...7))
+        #expect(slice.delivered == 3 && slice.failed == 1)
+        #expect((0...9).filter(slice.settled.contains) == [3, 4, 5, 6])
+        #expect(slice.pending == [7: .unknown(attempts: 1)])
+
         // Deliveries since a time, from ranges and rows alike, in any run.
         let other = try await journal.createRun(campaign: "d", revision: "r", now: 6)
         try await journal.record(
