@@ -25,6 +25,8 @@ public final class MemoryJournal: JournalStore, TokenHistoryStore {
         var notificationDelay: Duration?
         var leases: [String: Lease] = [:]
         var providerTokens: [String: String] = [:]
+        /// Until when (on `clock`) no token is minted, per key.
+        var providerTokenHolds: [String: Double] = [:]
         var snapshots: [RunID: [Int: SnapshotPush]] = [:]
         var slices: [RunID: [MemorySlice]] = [:]
         var duplicates: [RunID: [Int: PossibleDuplicate]] = [:]

@@ -1,4 +1,5 @@
 import GRDB
+import PushcampAPNsCore
 import Synchronization
 
 /// One provider token per Apple key for every node on the journal: APNs answers
@@ -16,6 +17,11 @@ public protocol ProviderTokenStore: Sendable {
         with token: String
     ) async throws(JournalError)
         -> Bool
+    /// APNs refused a token for `key` as too frequent: no node mints one for `seconds` from now on
+    /// the store's clock (a longer hold already stored stands).
+    func holdProviderToken(for key: String, seconds: Double) async throws(JournalError)
+    /// Seconds left of `key`'s hold on the store's clock; nil when there is none, or it is over.
+    func providerTokenHold(for key: String) async throws(JournalError) -> Double?
 }
 
 extension MemoryJournal: ProviderTokenStore {
@@ -33,6 +39,16 @@ extension MemoryJournal: ProviderTokenStore {
             state.providerTokens[key] = token
             return true
         }
+    }
+
+    public func holdProviderToken(for key: String, seconds: Double) async throws(JournalError) {
+        let until = clock.now() + seconds
+        state.withLock { $0.providerTokenHolds[key] = max($0.providerTokenHolds[key] ?? until, until) }
+    }
+
+    public func providerTokenHold(for key: String) async throws(JournalError) -> Double? {
+        let now = clock.now()
+        return state.withLock { state in state.providerTokenHolds[key].map { $0 - now }.flatMap { $0 > 0 ? $0 : nil } }
     }
 }
 
@@ -61,6 +77,29 @@ extension SQLiteJournal: ProviderTokenStore {
                 )
             }
             return db.changesCount == 1
+        }
+    }
+
+    public func holdProviderToken(for key: String, seconds: Double) async throws(JournalError) {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO provider_token_hold (key, held_until) VALUES (?, \(Self.sqliteNow) + ?)
+                    ON CONFLICT (key) DO UPDATE SET held_until = max(held_until, excluded.held_until)
+                    """,
+                arguments: [key, seconds]
+            )
+        }
+    }
+
+    public func providerTokenHold(for key: String) async throws(JournalError) -> Double? {
+        try await read { db in
+            let left = try Double.fetchOne(
+                db,
+                sql: "SELECT held_until - \(Self.sqliteNow) FROM provider_token_hold WHERE key = ?",
+                arguments: [key]
+            )
+            return left.flatMap { $0 > 0 ? $0 : nil }
         }
     }
 }

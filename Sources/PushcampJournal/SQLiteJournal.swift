@@ -411,6 +411,15 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
             try db.execute(sql: SQLiteJournal.assignmentSchema)
             try db.execute(sql: "ALTER TABLE engagement ADD COLUMN value REAL")
         }
+        migrator.registerMigration("v15: provider token holds") { db in
+            try db.execute(
+                sql: """
+                    -- APNs refused a provider token as too frequent: no process mints one for the
+                    -- key before held_until (seconds since 1970).
+                    CREATE TABLE provider_token_hold (key TEXT PRIMARY KEY, held_until REAL NOT NULL) WITHOUT ROWID;
+                    """
+            )
+        }
         return migrator
     }
 

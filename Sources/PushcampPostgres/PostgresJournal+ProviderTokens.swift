@@ -26,4 +26,26 @@ extension PostgresJournal: ProviderTokenStore {
         }
         return !rows.isEmpty
     }
+
+    public func holdProviderToken(for key: String, seconds: Double) async throws(JournalError) {
+        try await execute(
+            """
+            INSERT INTO provider_token_hold (key, held_until)
+            VALUES (\(key), extract(epoch FROM clock_timestamp()) + \(seconds))
+            ON CONFLICT (key) DO UPDATE SET held_until = greatest(provider_token_hold.held_until, excluded.held_until)
+            """
+        )
+    }
+
+    public func providerTokenHold(for key: String) async throws(JournalError) -> Double? {
+        let rows = try await rows(
+            """
+            SELECT held_until - extract(epoch FROM clock_timestamp())::double precision AS left
+            FROM provider_token_hold WHERE key = \(key)
+            """
+        )
+        guard let row = rows.first else { return nil }
+        let left = try decode(row, "left", Double.self)
+        return left > 0 ? left : nil
+    }
 }

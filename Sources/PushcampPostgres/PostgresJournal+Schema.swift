@@ -312,6 +312,15 @@ extension PostgresJournal {
                 """,
             ]
         ),
+        // APNs refused a provider token as too frequent: no node mints one for the key before
+        // held_until (the database's clock, seconds since 1970).
+        Migration(
+            version: 8,
+            name: "provider token holds",
+            statements: [
+                "CREATE TABLE provider_token_hold (key TEXT PRIMARY KEY, held_until DOUBLE PRECISION NOT NULL)"
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

@@ -57,7 +57,9 @@ struct Send: AsyncParsableCommand {
             own (the pool slows down instead of failing them). An endpoint that answers nothing \
             for --stall-timeout seconds while requests are pending (no streams allowed, no HTTP/2 \
             SETTINGS, no answers) stops the send with exit status 2, naming what it did. \
-            TooManyProviderTokenUpdates stops the run at once: no new token is minted.
+            TooManyProviderTokenUpdates stops the run at once: no new token is minted, and for \
+            20 minutes no process on the journal mints one (a send without a token young \
+            enough waits, refused with exit status 2).
 
             Tokens APNs answers Unregistered, ExpiredToken or BadDeviceToken are remembered for the \
             topic, and later campaigns pass over them (counted as suppressed) unless the audience's \
@@ -76,8 +78,8 @@ struct Send: AsyncParsableCommand {
 
             Exit status: 0 every push delivered; 1 invalid campaign or audience, a journal that \
             cannot be used, a campaign already sent or scheduled later, a plan file that no longer \
-            matches, a production send not confirmed; 2 credentials missing or \
-            refused, no connection, or a stalled endpoint; 4 some pushes failed or were not \
+            matches, a production send not confirmed; 2 credentials missing, \
+            refused or held, no connection, or a stalled endpoint; 4 some pushes failed or were not \
             sent; 5 the campaign is being sent by another process; 130 interrupted or cancelled.
 
             Examples:

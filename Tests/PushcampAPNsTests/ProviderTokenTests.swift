@@ -144,6 +144,86 @@ struct ProviderTokenTests {
         #expect(cached.hasPrefix(String(good.bearer.dropFirst(7)) + "\nhold-until "), "\(cached)")
     }
 
+    /// A store of one key's token and hold, as the journal keeps them (hold on `clock`).
+    final class SharedStore: Sendable {
+        let token = Mutex<String?>(nil)
+        let holdUntil = Mutex<Double?>(nil)
+        let clock: ManualClock
+        init(clock: ManualClock) { self.clock = clock }
+
+        func synchronize(_ tokens: ProviderTokens) async throws {
+            try await tokens.synchronizeHold(
+                read: { self.holdUntil.withLock { $0 }.map { $0 - self.clock.now() }.flatMap { $0 > 0 ? $0 : nil } },
+                hold: { seconds in self.holdUntil.withLock { $0 = max($0 ?? 0, self.clock.now() + seconds) } },
+                replace: { replacing, new in self.replace(replacing, new) }
+            )
+            try await tokens.synchronize(read: { self.token.withLock { $0 } }, replace: { self.replace($0, $1) })
+        }
+
+        func replace(_ replacing: String?, _ new: String) -> Bool {
+            token.withLock { stored in
+                guard stored == replacing else { return false }
+                stored = new
+                return true
+            }
+        }
+    }
+
+    /// Issue 48: a refusal as too frequent is the cluster's, as the token is. The node refused
+    /// stores the hold and puts back the token it returned to; a node that starts meanwhile keeps
+    /// the hold, adopts the good token and mints nothing. With nothing to return to, the refused
+    /// token gives way to an empty one no node adopts, and a node without a token is held back.
+    @Test func aHoldIsSharedThroughTheStoreAndNoNodeMintsIntoIt() async throws {
+        let clock = ManualClock(1_800_000_000)
+        let key = P256.Signing.PrivateKey()
+        let store = SharedStore(clock: clock)
+        let make = { ProviderTokens(teamID: "TEAM123456", keyID: "KEY1234567", key: key, clock: clock) }
+        let first = make()
+        try await store.synchronize(first)
+        let good = try #require(store.token.withLock { $0 })
+        #expect(first.mintedCount == 1 && first.current().bearer == "bearer " + good)
+        // 49 minutes on the node refreshes; APNs refuses the new token (a process elsewhere minted).
+        clock.advance(49 * 60)
+        try await store.synchronize(first)
+        let refused = first.current()
+        #expect(first.mintedCount == 2 && refused.bearer != "bearer " + good)
+        #expect(first.refused(generation: refused.generation) == .reverted)
+        #expect(first.hasNews && first.heldBack == nil)
+        try await store.synchronize(first)
+        #expect(!first.hasNews)
+        #expect(store.token.withLock { $0 } == good)
+        #expect(store.holdUntil.withLock { $0 } == clock.now() + 20 * 60)
+
+        // Another node starts five minutes later: it keeps the hold and the good token.
+        clock.advance(5 * 60)
+        let second = make()
+        try await store.synchronize(second)
+        #expect(second.mintedCount == 0 && second.current().bearer == "bearer " + good && second.heldBack == nil)
+        // The good token grows too old to send with during the hold: a node with nothing else is
+        // held back, and says until when.
+        clock.advance(6 * 60)
+        let late = make()
+        try await store.synchronize(late)
+        let held = try #require(late.heldBack)
+        #expect(held.contains("TooManyProviderTokenUpdates") && held.contains("9 min from now"), "\(held)")
+        #expect(late.mintedCount == 0)
+
+        // A node refused with nothing to return to leaves an empty token in the store.
+        let fresh = SharedStore(clock: clock)
+        let alone = make()
+        try await fresh.synchronize(alone)
+        #expect(alone.refused(generation: alone.current().generation) == .stands)
+        try await fresh.synchronize(alone)
+        #expect(fresh.token.withLock { $0 } == "" && fresh.holdUntil.withLock { $0 } != nil)
+        let next = make()
+        try await fresh.synchronize(next)
+        #expect(next.mintedCount == 0 && next.heldBack != nil)
+        // Once the hold is over, a node mints and stores in place of the empty token.
+        clock.advance(20 * 60 + 1)
+        try await fresh.synchronize(next)
+        #expect(next.mintedCount == 1 && next.heldBack == nil && fresh.token.withLock { $0 } != "")
+    }
+
     static func directory() throws -> String {
         let path = NSTemporaryDirectory() + "pushcamp-tokens-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

@@ -22,15 +22,15 @@ struct JournalCommandCLITests {
         let migrated = try CLI.run(["journal", "migrate", "--journal", url], in: project.root)
         #expect(migrated.status == 0, "\(migrated.stderr)")
         #expect(
-            migrated.stdout.hasSuffix("migrated to schema version 7 (applied 1, 2, 3, 4, 5, 6, 7)\n"),
+            migrated.stdout.hasSuffix("migrated to schema version 8 (applied 1, 2, 3, 4, 5, 6, 7, 8)\n"),
             "\(migrated.stdout)"
         )
         let again = try CLI.run(["journal", "migrate", "--journal", url], in: project.root)
-        #expect(again.stdout.hasSuffix("already at schema version 7\n"), "\(again.stdout)")
+        #expect(again.stdout.hasSuffix("already at schema version 8\n"), "\(again.stdout)")
 
         let ready = try CLI.run(["journal", "check", "--journal", url], in: project.root)
         #expect(ready.status == 0, "\(ready.stderr)")
-        #expect(ready.stdout.contains("schema: version 7 (this pushcamp: 7)\nstate: ready\n"), "\(ready.stdout)")
+        #expect(ready.stdout.contains("schema: version 8 (this pushcamp: 8)\nstate: ready\n"), "\(ready.stdout)")
         #expect(ready.stderr.isEmpty, "\(ready.stderr)")
     }
 
@@ -70,10 +70,10 @@ struct JournalCommandCLITests {
         #expect(none.stdout.hasSuffix("state: none yet (the first send or `pushcamp journal migrate` creates it)\n"))
         let created = try CLI.run(["journal", "migrate"], in: project.root)
         #expect(created.status == 0, "\(created.stderr)")
-        #expect(created.stdout.contains(".pushcamp/journal.sqlite at schema version 14"), "\(created.stdout)")
+        #expect(created.stdout.contains(".pushcamp/journal.sqlite at schema version 15"), "\(created.stdout)")
         let ready = try CLI.run(["journal", "check"], in: project.root)
         #expect(
-            ready.stdout.contains("schema: version 14 (this pushcamp: 14)\nstate: ready (no runs yet)\n"),
+            ready.stdout.contains("schema: version 15 (this pushcamp: 15)\nstate: ready (no runs yet)\n"),
             "\(ready.stdout)"
         )
     }

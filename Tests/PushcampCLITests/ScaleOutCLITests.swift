@@ -405,6 +405,40 @@ struct ScaleOutCLITests {
         #expect(refused.status == 1 && refused.stderr.contains("--detach"), "\(refused.stderr)")
     }
 
+    /// Issue 48: APNs's refusal of a provider token as too frequent is the cluster's, as the token
+    /// is. A token was minted elsewhere (a send on a journal of its own, whose cached token then
+    /// went); node A, on the shared journal, mints one of its own within 20 minutes and APNs
+    /// refuses it. Node B, another machine (a folder of its own), starts meanwhile: held back
+    /// before it sends anything, it mints nothing and never connects.
+    @Test func aProviderTokenRefusedOnOneNodeIsHeldOnEveryNode() throws {
+        let journal = try TestPostgres.newDatabase().url
+        let a = try TemporaryProject(projectFile: nil)
+        defer { a.remove() }
+        let sim = try JournalCLITests.start(a, [])
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        try SendCLITests.writeAudience(a, count: 5)
+        try SendCLITests.writeCampaign(a)
+        let elsewhere = try CLI.run(["send", "--quiet", "campaigns/c.yaml"], in: a.root)
+        #expect(elsewhere.status == 0, "\(elsewhere.stdout)\(elsewhere.stderr)")
+        try FileManager.default.removeItem(at: a.root.appendingPathComponent(".pushcamp"))
+        let b = try TemporaryProject(projectFile: nil)
+        defer { b.remove() }
+        for file in ["pushcamp.yaml", "sim/key.p8", "sim/ca.pem", "audiences/a.csv", "campaigns/c.yaml"] {
+            try b.write(file, try String(contentsOf: a.root.appendingPathComponent(file), encoding: .utf8))
+        }
+
+        let refused = try CLI.run(["send", "--quiet", "--journal", journal, "campaigns/c.yaml"], in: a.root)
+        #expect(refused.status != 0, "\(refused.stdout)\(refused.stderr)")
+        #expect((refused.stdout + refused.stderr).contains("TooManyProviderTokenUpdates"), "\(refused.stderr)")
+        let held = try CLI.run(["send", "--quiet", "--journal", journal, "campaigns/c.yaml"], in: b.root)
+        #expect(held.status == 2, "\(held.stdout)\(held.stderr)")
+        #expect(held.stderr.contains("no token is minted before") && held.stderr.contains("nothing was sent"))
+        // The token from elsewhere accepted; A's refused on its one connection; B never connected.
+        let received = sim.stop()
+        #expect(received.contains("on 2 connection(s)") && received.contains("provider tokens: 1 accepted"))
+        #expect(received.contains("  200  5\n"), "\(received)")
+    }
+
     /// A node whose link to PostgreSQL is cut while it sends the big run (it still reaches APNs):
     /// PostgreSQL runs in a network namespace of the test's own, reached by each node over a veth
     /// link of its own, and the sender's link is cut at the far end, so its packets vanish. It

@@ -20,4 +20,22 @@ struct ProviderTokenStoreTests {
         // Keys are apart.
         #expect(try await journal.providerToken(for: "TEAM/KEY/f2") == nil)
     }
+
+    /// APNs's refusal of a token as too frequent is shared: every node sees how long no token may
+    /// be minted, on the store's clock; a shorter hold never shortens a longer one.
+    @Test(arguments: Store.allCases)
+    func aHoldIsSharedOnTheStoresClockAndOnlyLengthens(_ store: Store) async throws {
+        let (journal, project) = try await store.open()
+        defer { project.remove() }
+        #expect(try await journal.providerTokenHold(for: "TEAM/KEY/f1") == nil)
+        try await journal.holdProviderToken(for: "TEAM/KEY/f1", seconds: 1_200)
+        let left = try #require(try await journal.providerTokenHold(for: "TEAM/KEY/f1"))
+        #expect(left > 1_190 && left <= 1_200, "\(left)")
+        try await journal.holdProviderToken(for: "TEAM/KEY/f1", seconds: 60)
+        #expect((try await journal.providerTokenHold(for: "TEAM/KEY/f1") ?? 0) > 1_190)
+        // Keys are apart, and a hold that is over is none.
+        #expect(try await journal.providerTokenHold(for: "TEAM/KEY/f2") == nil)
+        try await journal.holdProviderToken(for: "TEAM/KEY/f2", seconds: -5)
+        #expect(try await journal.providerTokenHold(for: "TEAM/KEY/f2") == nil)
+    }
 }

@@ -29,6 +29,31 @@ public protocol SharedCredential: Sendable {
         replace: @Sendable (_ replacing: String?, _ token: String) async throws -> Bool,
         lookahead: Double
     ) async throws
+    /// Whether the credential learnt something since it last synchronized that the other nodes
+    /// must hear of at once (APNs refused a provider token as too frequent).
+    var hasNews: Bool { get }
+    /// Why nothing can be sent with it now (a hold, and no token to send with), or nil.
+    var heldBack: String? { get }
+    /// Shares what the provider refused: a hold this process learnt is stored (`hold`: seconds
+    /// from now), a token it went back to is put back in place of the refused one (`replace`);
+    /// a hold another node stored (`read`: seconds left) is kept here. Run before `synchronize`.
+    func synchronizeHold(
+        read: @Sendable () async throws -> Double?,
+        hold: @Sendable (_ seconds: Double) async throws -> Void,
+        replace: @Sendable (_ replacing: String?, _ token: String) async throws -> Bool
+    ) async throws
+}
+
+extension SharedCredential {
+    /// Credentials without holds (FCM's access tokens) have none to share.
+    public var hasNews: Bool { false }
+    public var heldBack: String? { nil }
+
+    public func synchronizeHold(
+        read: @Sendable () async throws -> Double?,
+        hold: @Sendable (_ seconds: Double) async throws -> Void,
+        replace: @Sendable (_ replacing: String?, _ token: String) async throws -> Bool
+    ) async throws {}
 }
 
 extension ProviderTokens: SharedCredential {}

@@ -33,6 +33,11 @@ public final class ProviderTokens: Sendable {
         /// The token before `bearer`, while the schedule may go back to it.
         var previousBearer: String?
         var minted = 0
+        /// The hold (`schedule.holdUntil`) the journal's store has, as far as this process knows.
+        var sharedHold: Double?
+        /// After APNs refused a token as too frequent and the one before it went back into use:
+        /// the refused JWT and the one to put back in its place in the store.
+        var putBack: (refused: String, token: String)?
     }
 
     /// A token ready for the `authorization` header.
@@ -115,6 +120,10 @@ public final class ProviderTokens: Sendable {
             if verdict == .reverted, let previous = state.previousBearer {
                 state.bearer = previous
                 state.previousBearer = nil
+                state.putBack = (Self.jwt(of: refusedBearer), Self.jwt(of: previous))
+            } else if verdict == .stands {
+                // Nothing to go back to: an empty token in its place, which no node adopts.
+                state.putBack = (Self.jwt(of: refusedBearer), "")
             }
             if let cacheFile {
                 CacheLock.withExclusiveLock(on: cacheFile) {
@@ -189,6 +198,77 @@ public final class ProviderTokens: Sendable {
                     adopt("bearer " + winner, issuedAt: issuedAt, into: &state)
                 }
             }
+        }
+    }
+
+    public var heldBack: String? {
+        let now = clock.now()
+        return state.withLock { state in
+            guard let until = state.schedule.holdUntil, until > now else { return nil }
+            if let issuedAt = state.schedule.issuedAt, now - issuedAt < ProviderTokenSchedule.lastUsableAge,
+                !state.bearer.isEmpty
+            {
+                return nil
+            }
+            return "APNs refused a new provider token for key \(keyID) of team \(teamID) as too frequent "
+                + "(TooManyProviderTokenUpdates, here or on a node sharing this journal), and no earlier token is "
+                + "at hand: no token is minted before \(Self.utc(until)), \(Int(((until - now) / 60).rounded(.up))) min from now"
+        }
+    }
+
+    /// "2026-12-06 03:41:07 UTC".
+    private static func utc(_ seconds: Double) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        return String(
+            format: "%04d-%02d-%02d %02d:%02d:%02d UTC",
+            parts.tm_year + 1900,
+            parts.tm_mon + 1,
+            parts.tm_mday,
+            parts.tm_hour,
+            parts.tm_min,
+            parts.tm_sec
+        )
+    }
+
+    public var hasNews: Bool {
+        let now = clock.now()
+        return state.withLock { state in
+            state.putBack != nil || (state.schedule.holdUntil.map { $0 > now && $0 != state.sharedHold } ?? false)
+        }
+    }
+
+    /// Shares APNs's refusal of a token as too frequent with every node on the journal, as the
+    /// cache file does with the processes on this machine: a hold learnt here is stored (no node
+    /// mints into it), the token gone back to replaces the refused one in the store (no node
+    /// adopts the refused one); a hold another node stored is kept here, measured on the store's
+    /// clock (`read` answers the seconds left).
+    public func synchronizeHold(
+        read: @Sendable () async throws -> Double?,
+        hold: @Sendable (_ seconds: Double) async throws -> Void,
+        replace: @Sendable (_ replacing: String?, _ token: String) async throws -> Bool
+    ) async throws {
+        let now = clock.now()
+        let (learnt, putBack) = state.withLock { state -> (Double?, (refused: String, token: String)?) in
+            let learnt = state.schedule.holdUntil.flatMap { $0 > now && $0 != state.sharedHold ? $0 : nil }
+            return (learnt, state.putBack)
+        }
+        if let putBack {
+            _ = try await replace(putBack.refused, putBack.token)
+            state.withLock { state in
+                if state.putBack?.refused == putBack.refused { state.putBack = nil }
+            }
+        }
+        if let learnt {
+            try await hold(learnt - now)
+            state.withLock { $0.sharedHold = max($0.sharedHold ?? learnt, learnt) }
+            return
+        }
+        guard let left = try await read() else { return }
+        state.withLock { state in
+            state.schedule.hold(until: now + left)
+            state.sharedHold = state.schedule.holdUntil
         }
     }
 

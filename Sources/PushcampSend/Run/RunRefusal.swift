@@ -20,6 +20,10 @@ public struct RunRefusal: Error, Sendable, CustomStringConvertible {
         public static let journal = Code("journal", exitCode: 1)
         /// The app's credentials or endpoint cannot be used.
         public static let credentials = Code("credentials", exitCode: 2)
+        /// The app's credentials are held back for a while: APNs refused a provider token as too
+        /// frequent, here or on a node sharing the journal, and no token may be minted yet. Not a
+        /// reason to give a slot up: `serve` tries it again.
+        public static let held = Code("held", exitCode: 2)
         /// Another process is sending the campaign.
         public static let busy = Code("busy", exitCode: 5)
         /// `cancel`: the sending process did not stop in time.

@@ -354,6 +354,18 @@ struct SharedCredentials: Sendable {
         for item in items { await item.synchronize(through: journal) }
     }
 
+    /// Shares what the credentials learnt since they last synchronized (a refusal of a provider
+    /// token as too frequent): at the end of a send, before the process may exit.
+    func shareNews(through journal: any Journal) async {
+        for item in items where item.hasNews { await item.synchronizeHold(through: journal) }
+    }
+
+    /// Adopts the holds other nodes stored, and says why nothing can be sent now, if so.
+    func heldBack(through journal: any Journal) async -> String? {
+        for item in items { await item.synchronizeHold(through: journal) }
+        return items.lazy.compactMap(\.heldBack).first
+    }
+
     func keepSynchronized(through journal: any Journal) async {
         await withDiscardingTaskGroup { group in
             // One child per credential, each sharing its token until the send ends and cancels them.
@@ -366,6 +378,7 @@ extension SharedCredential {
     /// Shares this credential through `journal` (every node on it uses one; see `synchronize`).
     /// Failures are left to the next call: without the store, each node goes on as on one machine.
     package func synchronize(through journal: any Journal) async {
+        await synchronizeHold(through: journal)
         let name = sharedName
         try? await synchronize(
             read: { try await journal.providerToken(for: name) },
@@ -376,16 +389,41 @@ extension SharedCredential {
         )
     }
 
+    /// Shares a hold learnt here, and adopts one stored by another node (see `synchronizeHold`).
+    /// Failures are left to the next call.
+    func synchronizeHold(through journal: any Journal) async {
+        let name = sharedName
+        try? await synchronizeHold(
+            read: { try await journal.providerTokenHold(for: name) },
+            hold: { try await journal.holdProviderToken(for: name, seconds: $0) },
+            replace: { replacing, token in
+                try await journal.replaceProviderToken(for: name, replacing: replacing, with: token)
+            }
+        )
+    }
+
     /// `synchronize(through:)` every `interval` seconds until cancelled: while a send lasts, so
-    /// the refresh of its token (about every 50 minutes) is one node's, adopted by the others.
-    func keepSynchronized(through journal: any Journal, clock: any WallClock, every interval: Double = 60) async {
+    /// the refresh of its token (about every 50 minutes) is one node's, adopted by the others;
+    /// and within `step` seconds of news (a refusal as too frequent) the other nodes must hear.
+    func keepSynchronized(
+        through journal: any Journal,
+        clock: any WallClock,
+        every interval: Double = 60,
+        step: Double = 2
+    ) async {
+        var next = clock.now() + interval
         while !Task.isCancelled {
             do {
-                try await clock.sleep(for: interval)
+                try await clock.sleep(for: min(step, interval))
             } catch {
                 return
             }
-            await synchronize(through: journal)
+            if hasNews {
+                await synchronizeHold(through: journal)
+            } else if clock.now() >= next {
+                next = clock.now() + interval
+                await synchronize(through: journal)
+            }
         }
     }
 }

@@ -140,6 +140,8 @@ public final class SendRun: Service, Sendable {
                 try? await worker.run()
                 await lease?.release()
             }
+            // A refusal as too frequent is the other nodes' news before this process goes.
+            if let (tokens, journal) = self.tokens { await tokens.shareNews(through: journal) }
             group.cancelAll()
         }
         return report ?? SendReport(campaign: run.campaign, revision: run.revision, endpoint: endpoint)
@@ -198,6 +200,11 @@ public final class SendRun: Service, Sendable {
             }
         }
         let (pool, endpoint, tokens) = try connections(for: campaign, over: transport, options: options, clock: clock)
+        // A node sharing the journal was refused a provider token as too frequent: no token is
+        // minted into that penalty, and without one nothing is sent.
+        if let held = await tokens?.heldBack(through: options.journal) {
+            throw RunRefusal(.held, "\(held); nothing was sent")
+        }
         let opened = try await OpenedRun.open(campaign, options: options, now: now, clock: clock)
         // The token every node on the journal shares, adopted (or minted and stored) first.
         await tokens?.synchronize(through: options.journal)

@@ -204,11 +204,12 @@ extension SchedulerService {
             logger.debug("\(launch.what): \(error.message)")
         case .givenUp:
             report(error.message, Logger.fields("run-given-up", campaign: campaign, slot: launch.slot))
-        case .busy:
-            // Another process sends the campaign (usual with several nodes). The slot belongs to
-            // whoever fires it: recording it as skipped here could leave it unsent. It is tried
-            // again at the next tick, until some process claimed it, unless the holder sends an
-            // earlier slot: then this one came due while that one was sending. Firings wait.
+        case .busy, .held:
+            // Another process sends the campaign (usual with several nodes), or the app's provider
+            // token is held (APNs refused one as too frequent). The slot belongs to whoever fires
+            // it: recording it as skipped here could leave it unsent. It is tried again at the next
+            // tick, until some process claimed it, unless the holder sends an earlier slot: then
+            // this one came due while that one was sending. Firings wait.
             guard let slot = launch.slot else { return .done }
             logger.debug(
                 "\(launch.what): \(error.message); tried again at the next tick",
