@@ -262,57 +262,42 @@ extension PostgresJournal: JournalStore, TokenHistoryStore {
     public func dispatched(
         of run: RunID,
         within seqs: ClosedRange<Int>?
-    ) async throws(JournalError)
-        -> [ClosedRange<Int>]
-    {
-        guard let seqs else {
-            return try await ranges(
-                "SELECT first_seq, last_seq FROM dispatch WHERE run = \(run.rawValue) ORDER BY first_seq"
-            )
-        }
-        return try await ranges(
-            """
-            (SELECT first_seq, last_seq FROM dispatch WHERE run = \(run.rawValue) AND first_seq < \(seqs.lowerBound)
-                ORDER BY first_seq DESC LIMIT 1)
-            UNION ALL
-            (SELECT first_seq, last_seq FROM dispatch WHERE run = \(run.rawValue)
-                AND first_seq BETWEEN \(seqs.lowerBound) AND \(seqs.upperBound) ORDER BY first_seq)
-            """,
-            within: seqs
-        )
+    ) async throws(JournalError) -> [ClosedRange<Int>] {
+        try await ranges(in: .dispatch, of: run, within: seqs)
     }
 
     public func delivered(
         of run: RunID,
         within seqs: ClosedRange<Int>?
-    ) async throws(JournalError)
-        -> [ClosedRange<Int>]
-    {
-        guard let seqs else {
-            return try await ranges(
-                "SELECT first_seq, last_seq FROM delivery WHERE run = \(run.rawValue) ORDER BY first_seq"
-            )
-        }
-        return try await ranges(
-            """
-            (SELECT first_seq, last_seq FROM delivery WHERE run = \(run.rawValue) AND first_seq < \(seqs.lowerBound)
-                ORDER BY first_seq DESC LIMIT 1)
-            UNION ALL
-            (SELECT first_seq, last_seq FROM delivery WHERE run = \(run.rawValue)
-                AND first_seq BETWEEN \(seqs.lowerBound) AND \(seqs.upperBound) ORDER BY first_seq)
-            """,
-            within: seqs
-        )
+    ) async throws(JournalError) -> [ClosedRange<Int>] {
+        try await ranges(in: .delivery, of: run, within: seqs)
     }
 
-    /// The ranges `query` answers (within `seqs`: the one starting before them, when it reaches
-    /// into them, then those starting in them), in order.
+    /// The two tables of seq ranges.
+    private enum RangeTable: String {
+        case dispatch, delivery
+    }
+
+    /// The ranges of `run` in `table`, in order; within `seqs`, those starting in them (by the
+    /// key) and the one before, when it reaches into them: nothing else of the run is read.
     private func ranges(
-        _ query: PostgresQuery,
-        within seqs: ClosedRange<Int>? = nil
-    ) async throws(JournalError)
-        -> [ClosedRange<Int>]
-    {
+        in table: RangeTable,
+        of run: RunID,
+        within seqs: ClosedRange<Int>?
+    ) async throws(JournalError) -> [ClosedRange<Int>] {
+        let name = table.rawValue
+        let query: PostgresQuery =
+            if let seqs {
+                """
+                (SELECT first_seq, last_seq FROM \(unescaped: name) WHERE run = \(run.rawValue)
+                    AND first_seq < \(seqs.lowerBound) ORDER BY first_seq DESC LIMIT 1)
+                UNION ALL
+                (SELECT first_seq, last_seq FROM \(unescaped: name) WHERE run = \(run.rawValue)
+                    AND first_seq BETWEEN \(seqs.lowerBound) AND \(seqs.upperBound) ORDER BY first_seq)
+                """
+            } else {
+                "SELECT first_seq, last_seq FROM \(unescaped: name) WHERE run = \(run.rawValue) ORDER BY first_seq"
+            }
         let ranges = try await rows(query) { row in
             try row["first_seq"].decode(Int.self)...row["last_seq"].decode(Int.self)
         }
