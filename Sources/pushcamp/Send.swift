@@ -20,7 +20,9 @@ struct Send: AsyncParsableCommand {
             number of connections; each connection keeps no more streams open than the server \
             allows. Failed pushes are retried as Apple advises and as the campaign's retry: says; \
             refused credentials stop the run after a few requests. Ctrl-C drains in-flight requests \
-            and stops.
+            and stops. On a terminal a progress line shows answered of the run's total \
+            ("21340/50000", the plan counted ahead of the send in its first seconds; "/1200+" \
+            until then), delivered, failed, retries waiting and the time left.
 
             A campaign naming an Android app (app: [shop-ios, shop-android], or the Android app \
             alone) sends its Android recipients to FCM HTTP v1 over connections of their own, \
