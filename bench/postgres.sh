@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The send with a PostgreSQL journal against the same send with the SQLite journal, in one run:
 # 200,000 pushes to Debian's nginx answering like APNs, rounds alternating the two sides (a new
-# database, and a new SQLite file, each round). Prints each rate, the medians and their ratio.
+# database, and a new SQLite file, each round). Prints each rate, the medians and their ratio,
+# and what each journal weighs after its send, per million recipients (the SQLite file with its
+# WAL and shared memory; PostgreSQL's database, less an empty one's).
 # Target (issue #28): PostgreSQL >= 0.85 x SQLite.
 #
 # PostgreSQL is a throwaway cluster (scripts/postgres.sh: Debian's server, a free loopback port,
@@ -41,23 +43,36 @@ round_side() {
         "$send_delivered" "$send_seconds" "$send_cpu" "$(python3 -c "print($send_kilobytes / 1024)")"
 }
 
+# An empty database's size: what a journal's own tables add is measured above it.
+psql -X -q "$server" -c "CREATE DATABASE bench_empty" >/dev/null
+empty=$(psql -X -q -A -t "$server" -c "SELECT pg_database_size('bench_empty')")
+
 printf '%-6s %-34s %10s\n' "round" "" "pushes/s"
 for round in $(seq 1 "$rounds"); do
     round_side sqlite "pushcamp send (SQLite journal)"
+    echo "$(du -cb "$out"/.pushcamp/journal.sqlite* | tail -1 | cut -f1) $(stat -c %s "$out/.pushcamp/journal.sqlite")" \
+        >> "$out/sqlite-bytes.txt"
     psql -X -q "$server" -c "CREATE DATABASE bench_$round" >/dev/null
     url=${server/\/postgres\?/\/bench_$round?}
     round_side postgres "pushcamp send (PostgreSQL journal)" --journal "$url"
     psql -X -q -A -t "${url}" -c \
         "SELECT 'journal rows: ' || (SELECT count(*) FROM dispatch) || ' dispatch ranges, ' || (SELECT count(*) FROM delivery) || ' delivered ranges, ' || (SELECT count(*) FROM recipient) || ' recipient rows'"
+    echo "$(psql -X -q -A -t "$server" -c "SELECT pg_database_size('bench_$round') - $empty")" 0 \
+        >> "$out/postgres-bytes.txt"
 done
 
-python3 - "$out/sqlite.txt" "$out/postgres.txt" <<'PY'
+python3 - "$out" "$count" <<'PY'
 import statistics, sys
+out, count = sys.argv[1], int(sys.argv[2])
 def rates(path):
     rows = [line.split() for line in open(path)]
     return statistics.median(float(r) for r, _ in rows), statistics.median(float(c) for _, c in rows)
-sqlite, sqlite_cpu = rates(sys.argv[1])
-postgres, postgres_cpu = rates(sys.argv[2])
+def per_million(name, column=0):
+    return statistics.median(int(line.split()[column]) for line in open(f"{out}/{name}-bytes.txt")) / count * 1e6 / 2**20
+sqlite, sqlite_cpu = rates(f"{out}/sqlite.txt")
+postgres, postgres_cpu = rates(f"{out}/postgres.txt")
 print(f"median: SQLite {sqlite:,.0f}/s ({sqlite_cpu:.1f} s CPU), PostgreSQL {postgres:,.0f}/s ({postgres_cpu:.1f} s CPU)")
 print(f"PostgreSQL / SQLite: {postgres / sqlite:.2f} (target >= 0.85)")
+print(f"journal per million recipients: SQLite {per_million('sqlite'):.1f} MiB ({per_million('sqlite', 1):.1f} MiB "
+      f"without its WAL), PostgreSQL {per_million('postgres'):.1f} MiB")
 PY
