@@ -70,10 +70,10 @@ struct JournalCommandCLITests {
         #expect(none.stdout.hasSuffix("state: none yet (the first send or `pushcamp journal migrate` creates it)\n"))
         let created = try CLI.run(["journal", "migrate"], in: project.root)
         #expect(created.status == 0, "\(created.stderr)")
-        #expect(created.stdout.contains(".pushcamp/journal.sqlite at schema version 15"), "\(created.stdout)")
+        #expect(created.stdout.contains(".pushcamp/journal.sqlite at schema version 16"), "\(created.stdout)")
         let ready = try CLI.run(["journal", "check"], in: project.root)
         #expect(
-            ready.stdout.contains("schema: version 15 (this pushcamp: 15)\nstate: ready (no runs yet)\n"),
+            ready.stdout.contains("schema: version 16 (this pushcamp: 16)\nstate: ready (no runs yet)\n"),
             "\(ready.stdout)"
         )
     }
