@@ -106,13 +106,15 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // The journal on PostgreSQL (postgres-nio): several machines on one journal. A target of its own
+        // The journal on PostgreSQL (postgres-nio): several machines on one journal; and audiences read
+        // from PostgreSQL queries. A target of its own
         // so that what links the journal alone (the fuzz targets) does not build a database client.
         .target(
             name: "PushcampPostgres",
             dependencies: [
-                "PushcampJournal", "PushcampModel",
+                "PushcampJournal", "PushcampModel", "PushcampAudience",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -120,11 +122,12 @@ let package = Package(
             swiftSettings: strict
         ),
         // The one place that knows the three kinds of journal (a SQLite file, PostgreSQL, memory):
-        // what the commands and `serve` open, and the scope a one-shot command uses it in.
+        // what the commands and `serve` open, and the scope a one-shot command uses it in; and what
+        // opens audiences kept in PostgreSQL.
         .target(
             name: "PushcampJournalAccess",
             dependencies: [
-                "PushcampJournal", "PushcampPostgres", "PushcampModel",
+                "PushcampJournal", "PushcampPostgres", "PushcampModel", "PushcampAudience",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -227,7 +230,7 @@ let package = Package(
             name: "PushcampServe",
             dependencies: [
                 "PushcampSend", "PushcampPlanner", "PushcampModel", "PushcampJournal", "PushcampAPNsCore",
-                "PushcampAPNs", "PushcampAppStore", "PushcampBuildInfo", "PushcampReport",
+                "PushcampAPNs", "PushcampAppStore", "PushcampBuildInfo", "PushcampReport", "PushcampPostgres",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -338,6 +341,7 @@ let package = Package(
             name: "PushcampJournalTests",
             dependencies: [
                 "PushcampJournal", "PushcampModel", "PushcampTestSupport", "PushcampPostgres", "PushcampAPNsCore",
+                "PushcampAudience",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -26,6 +26,26 @@ public protocol AudienceSource: Sendable {
     func columns() throws(AudienceError) -> [String]?
     /// Calls `body` with each row in order. With `tokensOnly`, sources may skip building attributes.
     func forEachRow(tokensOnly: Bool, _ body: (SourceRow) throws -> Void) throws
+    /// Whether its rows can change without any file of the campaign changing (a query on a database
+    /// server): a run planned from it is planned once into the journal, and sent from there.
+    var isLive: Bool { get }
+}
+
+extension AudienceSource {
+    public var isLive: Bool { false }
+}
+
+/// Opens audiences kept on a database server, which this module cannot reach itself (it never
+/// imports NIO): the layer that can (PushcampPostgres) hands one to the campaign loader.
+public protocol AudienceServers: Sendable {
+    /// The rows of `query` on the PostgreSQL server at `url` (a `postgres://` URL, with `${env:…}`
+    /// resolved; it may carry a password, which no message repeats).
+    func postgres(
+        url: String,
+        query: String,
+        tokenColumn: String,
+        location: SourceLocation
+    ) throws(AudienceError) -> any AudienceSource
 }
 
 /// A problem with an audience source, located in the source file (or the campaign that names it).

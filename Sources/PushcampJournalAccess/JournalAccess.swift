@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PushcampAudience
 import PushcampJournal
 import PushcampModel
 import PushcampPostgres
@@ -235,4 +236,11 @@ extension PostgresJournal.Address {
         case .verifyFull: "TLS, certificate and host name verified"
         }
     }
+}
+
+extension JournalAccess {
+    /// What opens audiences kept on a database server (`source: { postgres: … }`) for the commands'
+    /// campaign loader: PostgreSQL, as the journal is reached, with `PGPASSWORD` from the
+    /// environment.
+    public static var audienceServers: any AudienceServers { PostgresAudiences() }
 }

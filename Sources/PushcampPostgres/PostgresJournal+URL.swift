@@ -26,6 +26,16 @@ extension PostgresJournal {
         /// A PEM file of the certificate authorities the server's certificate must chain to.
         public var rootCertificates: String?
 
+        /// TLS as `tls` asks (nil: none): the server's certificate verified against the system's
+        /// roots, or `rootCertificates`, and its host name.
+        var tlsConfiguration: TLSConfiguration? {
+            guard tls == .verifyFull else { return nil }
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.certificateVerification = .fullVerification
+            if let rootCertificates { configuration.trustRoots = .file(rootCertificates) }
+            return configuration
+        }
+
         /// How messages name it: `host:port/database`.
         public var name: String { "\(host):\(port)/\(database)" }
 
@@ -39,25 +49,31 @@ extension PostgresJournal {
                     "a PostgreSQL journal is named by a postgres://user@host:5432/database URL (a SQLite journal by its file)"
                 )
             }
+            try self.init(components, what: "journal URL")
+        }
+
+        /// Reads a URL's parts (the scheme checked by the caller), `what` naming it in errors: a
+        /// password is refused.
+        init(_ components: URLComponents, what: String) throws(JournalError) {
             guard components.password == nil else {
                 throw JournalError(
                     .cannotOpen,
-                    "the journal URL must not carry a password (it would be in files, shell history and logs); "
+                    "the \(what) must not carry a password (it would be in files, shell history and logs); "
                         + "set PGPASSWORD, or name the variable that holds it with --password-env"
                 )
             }
             guard let host = components.host, !host.isEmpty else {
-                throw JournalError(.cannotOpen, "the journal URL names no host")
+                throw JournalError(.cannotOpen, "the \(what) names no host")
             }
             let database = String(components.path.drop { $0 == "/" })
             guard !database.isEmpty, !database.contains("/") else {
                 throw JournalError(
                     .cannotOpen,
-                    "the journal URL names no database (postgres://user@host:5432/database)"
+                    "the \(what) names no database (postgres://user@host:5432/database)"
                 )
             }
             guard let user = components.user, !user.isEmpty else {
-                throw JournalError(.cannotOpen, "the journal URL names no user (postgres://user@host:5432/database)")
+                throw JournalError(.cannotOpen, "the \(what) names no user (postgres://user@host:5432/database)")
             }
             self.host = host
             self.port = components.port ?? 5432
@@ -71,14 +87,14 @@ extension PostgresJournal {
                 case ("sslmode", _):
                     throw JournalError(
                         .cannotOpen,
-                        "the journal URL's sslmode must be verify-full (the default: the certificate and host name are checked) "
+                        "the \(what)'s sslmode must be verify-full (the default: the certificate and host name are checked) "
                             + "or disable (loopback and private networks only)"
                     )
                 case ("sslrootcert", let path?): rootCertificates = path
                 default:
                     throw JournalError(
                         .cannotOpen,
-                        "the journal URL has an unknown parameter '\(item.name)' (known: sslmode, sslrootcert)"
+                        "the \(what) has an unknown parameter '\(item.name)' (known: sslmode, sslrootcert)"
                     )
                 }
             }
@@ -112,18 +128,7 @@ extension PostgresJournal {
             }
             password = value
         }
-        let tls: PostgresClient.Configuration.TLS
-        switch address.tls {
-        case .disable:
-            tls = .disable
-        case .verifyFull:
-            var configuration = TLSConfiguration.makeClientConfiguration()
-            configuration.certificateVerification = .fullVerification
-            if let roots = address.rootCertificates {
-                configuration.trustRoots = .file(roots)
-            }
-            tls = .require(configuration)
-        }
+        let tls: PostgresClient.Configuration.TLS = address.tlsConfiguration.map { .require($0) } ?? .disable
         var configuration = PostgresClient.Configuration(
             host: address.host,
             port: address.port,

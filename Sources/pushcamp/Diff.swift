@@ -49,7 +49,7 @@ struct Diff: AsyncParsableCommand {
 
     func run() async throws {
         try projectOption.enter()
-        let loaded = CampaignLoader().load(file)
+        let loaded = CampaignLoader.forCommands().load(file)
         for diagnostic in loaded.diagnostics { printError(diagnostic.description) }
         guard let campaign = loaded.campaign else { throw ExitCode(1) }
         if campaign.broadcast != nil {

@@ -136,7 +136,7 @@ struct Plan: AsyncParsableCommand {
 
     func run() async throws {
         try projectOption.enter()
-        let loaded = CampaignLoader(reviewing: review).load(file)
+        let loaded = CampaignLoader.forCommands(reviewing: review).load(file)
         for diagnostic in loaded.diagnostics { printError(diagnostic.description) }
         guard let campaign = loaded.campaign else { throw ExitCode(1) }
         let sendTime = at.flatMap { try? Timestamp.parse($0).get() }

@@ -74,7 +74,7 @@ struct Review: AsyncParsableCommand {
     func run() async throws {
         try projectOption.enter()
         let (project, paths) = try projectOption.load()
-        let loader = CampaignLoader(reviewing: true)
+        let loader = CampaignLoader.forCommands(reviewing: true)
         let review = await PlanReview.make(
             paths: paths,
             folders: project.serve.campaignFolders,

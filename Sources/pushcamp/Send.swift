@@ -433,10 +433,18 @@ func runServices(_ services: [any Service], until send: SendRun, printer: Progre
 
 /// Loads and checks a campaign, printing diagnostics; exits 1 when it is invalid.
 func loadCampaign(_ file: String) throws -> (LoadedCampaign, ProjectPaths) {
-    let loaded = CampaignLoader().load(file)
+    let loaded = CampaignLoader.forCommands().load(file)
     for diagnostic in loaded.diagnostics { printError(diagnostic.description) }
     guard let campaign = loaded.campaign, let paths = ProjectPaths.locate(campaignFile: file) else { throw ExitCode(1) }
     return (campaign, paths)
+}
+
+extension CampaignLoader {
+    /// How the commands load campaigns: from the working directory, audiences on PostgreSQL
+    /// included.
+    static func forCommands(reviewing: Bool = false) -> CampaignLoader {
+        CampaignLoader(reviewing: reviewing, servers: JournalAccess.audienceServers)
+    }
 }
 
 extension ProjectPaths {

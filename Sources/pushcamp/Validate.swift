@@ -13,8 +13,8 @@ struct Validate: ParsableCommand {
             it, or pushcamp.yaml itself as the project file.
 
             For each campaign: reads it and its project, compiles its templates and strings, opens \
-            its audience sources (CSV header, SQLite query columns) and checks filter and template \
-            names against them, plus the pre-flight rules that depend only on the campaign (push \
+            its audience sources (CSV header, SQLite query columns; a PostgreSQL query's columns, \
+            asked of the server without reading a row) and checks filter and template names against them, plus the pre-flight rules that depend only on the campaign (push \
             type, priority, topic, payload shape). Every problem is printed like a compiler error: \
             path:line:col: error: message. Exit status 1 when anything is invalid.
 
@@ -46,7 +46,7 @@ struct Validate: ParsableCommand {
 
     func run() throws {
         try projectOption.enter()
-        let validation = Validation(loader: CampaignLoader(reviewing: review))
+        let validation = Validation(loader: CampaignLoader.forCommands(reviewing: review))
         let results: [Validation.FileResult]
         if files.isEmpty {
             results = validation.checkProject()

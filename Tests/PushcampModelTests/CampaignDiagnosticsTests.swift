@@ -86,7 +86,7 @@ struct CampaignDiagnosticsTests {
         let yaml = Self.valid.replacingOccurrences("{ csv: audiences/a.csv }", "{ csv: a.csv, jsonl: b.jsonl }")
         #expect(
             diagnostics(yaml) == [
-                "campaigns/c.yaml:4:11: error: 'audience.source' needs exactly one of csv, jsonl, sqlite or inline (found csv and jsonl)"
+                "campaigns/c.yaml:4:11: error: 'audience.source' needs exactly one of csv, jsonl, sqlite, postgres or inline (found csv and jsonl)"
             ]
         )
     }

@@ -12,6 +12,8 @@ public struct AudienceStream: Sendable {
     public let source: any AudienceSource
     public let filter: FilterExpression?
     public let exclusions: [any AudienceSource]
+    /// Whether its source or an exclusion can change without any file changing (`AudienceSource.isLive`).
+    public var isLive: Bool { source.isLive || exclusions.contains { $0.isLive } }
     /// How each row's platform is decided; rows of a platform the campaign does not send to are
     /// passed over (and counted) before the duplicate check.
     public let platforms: PlatformRule

@@ -80,6 +80,9 @@ public struct SourceSpec {
         case csv(path: String, delimiter: UInt8)
         case jsonLines(path: String)
         case sqlite(path: String, query: String)
+        /// A query on a PostgreSQL server, named by a `postgres://` URL (written with `${env:…}`
+        /// when it carries a password: the campaign file never does).
+        case postgres(url: String, query: String)
         /// Rows written in the campaign: each is a token or a mapping with a token and attributes.
         case inline([InlineRow])
     }

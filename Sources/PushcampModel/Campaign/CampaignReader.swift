@@ -1,3 +1,4 @@
+import Foundation
 import PushcampAPNsCore
 import Yams
 
@@ -371,7 +372,7 @@ public enum CampaignReader {
     }
 
     static func readSource(_ node: Node, _ context: String, _ reader: YAMLReader) -> SourceSpec? {
-        let kinds = ["csv", "jsonl", "sqlite", "inline"]
+        let kinds = ["csv", "jsonl", "sqlite", "postgres", "inline"]
         guard let map = reader.mapping(node, in: context, allowed: kinds + ["query", "token_column", "delimiter"])
         else {
             return nil
@@ -379,12 +380,18 @@ public enum CampaignReader {
         let present = map.entries.map(\.key).filter { kinds.contains($0) }
         guard present.count == 1, let kindKey = present.first, let value = map[kindKey] else {
             let found = present.isEmpty ? "none" : present.joined(separator: " and ")
-            reader.error("'\(context)' needs exactly one of csv, jsonl, sqlite or inline (found \(found))", at: node)
+            reader.error(
+                "'\(context)' needs exactly one of csv, jsonl, sqlite, postgres or inline (found \(found))",
+                at: node
+            )
             return nil
         }
         let tokenColumn = map["token_column"].flatMap { reader.string($0, "\(context).token_column") } ?? "token"
-        if kindKey != "sqlite", let query = map["query"] {
-            reader.error("'query' belongs to a sqlite source, not \(kindKey)", at: map.keyNode("query") ?? query)
+        if kindKey != "sqlite", kindKey != "postgres", let query = map["query"] {
+            reader.error(
+                "'query' belongs to a sqlite or postgres source, not \(kindKey)",
+                at: map.keyNode("query") ?? query
+            )
         }
         if kindKey != "csv", let delimiter = map["delimiter"] {
             reader.error(
@@ -420,6 +427,17 @@ public enum CampaignReader {
             }
             guard let query = reader.string(queryNode, "\(context).query") else { return nil }
             kind = .sqlite(path: path, query: query)
+        case "postgres":
+            guard let url = postgresURL(value, "\(context).postgres", reader) else { return nil }
+            guard let queryNode = map["query"] else {
+                reader.error(
+                    "a postgres source needs 'query', like query: \"SELECT token, locale FROM devices\"",
+                    at: node
+                )
+                return nil
+            }
+            guard let query = reader.string(queryNode, "\(context).query") else { return nil }
+            kind = .postgres(url: url, query: query)
         default:
             guard let rows = readInline(value, "\(context).inline", tokenColumn: tokenColumn, reader) else {
                 return nil
@@ -427,6 +445,39 @@ public enum CampaignReader {
             kind = .inline(rows)
         }
         return SourceSpec(kind: kind, tokenColumn: tokenColumn, location: reader.location(node))
+    }
+
+    /// A PostgreSQL audience's URL: `${env:NAME}` (the whole URL, password included, from the
+    /// environment) or a `postgres://user@host:5432/database` without a password (which then comes
+    /// from `PGPASSWORD`). A password written in the campaign is refused without repeating it.
+    static func postgresURL(_ node: Node, _ what: String, _ reader: YAMLReader) -> String? {
+        guard let url = reader.string(node, what) else { return nil }
+        switch ConfigString.parse(url) {
+        case .failure(let error):
+            reader.error("'\(what)': \(error.message)", at: node)
+            return nil
+        case .success(let reference):
+            let literal = reference.parts.allSatisfy { if case .text = $0 { true } else { false } }
+            guard literal else { return url }
+            guard let components = URLComponents(string: url),
+                components.scheme == "postgres" || components.scheme == "postgresql"
+            else {
+                reader.error(
+                    "'\(what)' must be a postgres://user@host:5432/database URL, or ${env:NAME} naming the variable that holds one",
+                    at: node
+                )
+                return nil
+            }
+            guard components.password == nil else {
+                reader.error(
+                    "'\(what)' carries a password, which must not be in a campaign file (git, reviews, logs): "
+                        + "write the URL as ${env:NAME}, or set PGPASSWORD",
+                    at: node
+                )
+                return nil
+            }
+            return url
+        }
     }
 
     /// An audience file's path, which may name environment variables (`${env:AUDIENCES}/all.csv`):

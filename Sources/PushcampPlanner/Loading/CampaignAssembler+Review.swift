@@ -82,6 +82,11 @@ extension CampaignAssembler {
     /// Why a file source cannot be read on this machine (a variable of its path not set, or no file
     /// there: not committed), or nil when it can.
     func unreadable(_ spec: SourceSpec) -> String? {
+        if case .postgres(let url, _) = spec.kind, case .success(let reference) = ConfigString.parse(url),
+            case .failure(let error) = reference.resolve(environment)
+        {
+            return "audience.source.postgres: \(error.message)"
+        }
         guard let written = Self.writtenPath(spec), case .success(let reference) = ConfigString.parse(written) else {
             return nil
         }
@@ -97,7 +102,7 @@ extension CampaignAssembler {
     static func writtenPath(_ spec: SourceSpec) -> String? {
         switch spec.kind {
         case .csv(let path, _), .jsonLines(let path), .sqlite(let path, _): return path
-        case .inline: return nil
+        case .inline, .postgres: return nil
         }
     }
 }

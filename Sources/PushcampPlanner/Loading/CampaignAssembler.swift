@@ -20,6 +20,8 @@ struct CampaignAssembler {
     let environment: [String: String]
     /// Whether the campaign is loaded for a review (`CampaignLoader.reviewing`).
     let reviewing: Bool
+    /// What opens audiences on a database server (`CampaignLoader.servers`).
+    let servers: (any AudienceServers)?
     /// What a review read of the audience.
     var review: AudienceReview?
 
@@ -29,8 +31,10 @@ struct CampaignAssembler {
         paths: ProjectPaths,
         document: YAMLDocument,
         environment: [String: String] = [:],
-        reviewing: Bool = false
+        reviewing: Bool = false,
+        servers: (any AudienceServers)? = nil
     ) {
+        self.servers = servers
         self.campaign = campaign
         self.project = project
         self.paths = paths
@@ -115,7 +119,37 @@ struct CampaignAssembler {
         result.maxInvalid = campaign.audience.maxInvalid
         result.readout = campaign.readout
         result.review = review
+        if let problem = unplannable(result) {
+            diagnostics.append(problem)
+            return nil
+        }
         return result
+    }
+
+    /// Why a campaign reading a live audience (a PostgreSQL query, as source or exclusion) cannot be
+    /// sent yet. Such a run is planned once into the journal's snapshot, so that a resume or another
+    /// worker sends the audience it was planned with; the snapshot holds pushes that all go at once,
+    /// to APNs.
+    func unplannable(_ loaded: LoadedCampaign) -> Diagnostic? {
+        let specs = [campaign.audience.source] + campaign.audience.exclude
+        guard let live = specs.first(where: { if case .postgres = $0.kind { true } else { false } }) else {
+            return nil
+        }
+        let reason: String
+        if loaded.android != nil {
+            reason = "it has an Android app"
+        } else if loaded.timesEachRecipient {
+            reason = "it gives each recipient a moment of its own (a recipient-local schedule or quiet hours)"
+        } else if loaded.trigger != nil {
+            reason = "it is sent by a trigger"
+        } else {
+            return nil
+        }
+        return .error(
+            "a PostgreSQL audience is planned once into the journal, and this campaign cannot be yet: \(reason); "
+                + "export the audience to a file for it (docs/campaign-format.md#postgresql)",
+            at: live.location
+        )
     }
 
     func frequencyCap() -> FrequencyCapSpec? {
@@ -181,6 +215,8 @@ struct CampaignAssembler {
                 tokenColumn: spec.tokenColumn,
                 location: spec.location
             )
+        case .postgres(let written, let query):
+            return postgresSource(written, query: query, spec: spec)
         case .inline(let rows):
             // A broadcast campaign's audience is empty on purpose: its channel is the audience.
             if rows.isEmpty && campaign.channel == nil {
@@ -188,6 +224,29 @@ struct CampaignAssembler {
                 return nil
             }
             return InlineSource(rows: rows, name: "\(campaign.path) (inline)", tokenColumn: spec.tokenColumn)
+        }
+    }
+
+    /// A PostgreSQL audience, its URL's `${env:…}` filled in. Its rows are not part of the revision
+    /// (the query is, as written in the campaign): a run of it is planned once into the journal.
+    mutating func postgresSource(_ written: String, query: String, spec: SourceSpec) -> (any AudienceSource)? {
+        guard case .success(let reference) = ConfigString.parse(written) else { return nil }
+        let url: String
+        switch reference.resolve(environment) {
+        case .success(let resolved): url = resolved
+        case .failure(let error):
+            diagnostics.append(.error("audience.source.postgres: \(error.message)", at: spec.location))
+            return nil
+        }
+        guard let servers else {
+            diagnostics.append(.error("this build of pushcamp reads no PostgreSQL audience", at: spec.location))
+            return nil
+        }
+        do {
+            return try servers.postgres(url: url, query: query, tokenColumn: spec.tokenColumn, location: spec.location)
+        } catch {
+            diagnostics.append(error.diagnostic)
+            return nil
         }
     }
 

@@ -15,15 +15,20 @@ public struct CampaignLoader: Sendable {
     /// instead of the audience, and an audience or exclusion that cannot be read here (a variable
     /// not set, a file not committed) is noted in `LoadedCampaign.review` instead of failing.
     public var reviewing: Bool
+    /// What opens audiences kept on a database server (`source: { postgres: … }`); without it,
+    /// such a campaign fails to load.
+    public var servers: (any AudienceServers)?
 
     public init(
         workingDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
         environment: [String: String] = ProcessInfo.processInfo.environment,
-        reviewing: Bool = false
+        reviewing: Bool = false,
+        servers: (any AudienceServers)? = nil
     ) {
         self.workingDirectory = workingDirectory
         self.environment = environment
         self.reviewing = reviewing
+        self.servers = servers
     }
 
     public struct Result: Sendable {
@@ -60,7 +65,8 @@ public struct CampaignLoader: Sendable {
             paths: paths,
             document: document,
             environment: environment,
-            reviewing: reviewing
+            reviewing: reviewing,
+            servers: servers
         )
         let loaded = assembler.assemble()
         return Result(campaign: loaded, diagnostics: (diagnostics + assembler.diagnostics).sortedByLocation())

@@ -35,6 +35,9 @@ public struct LoadedCampaign: Sendable {
     public var holdout: Share
     public var locale: LocaleSpec?
     public var audience: AudienceStream
+    /// Whether the audience can change without any file changing (a PostgreSQL query): a run of
+    /// it is planned once into the journal, and sent from there.
+    public var audienceIsLive: Bool { audience.isLive }
     public var filterText: String?
     public var rate: Rate
     public var rateIsDefault: Bool

@@ -184,6 +184,18 @@ public final class SendRun: Service, Sendable {
                     """
                 )
             }
+            // A replay names recipients by their place in the plan: rows a query returns now may not
+            // be in the places they were.
+            guard !campaign.audienceIsLive else {
+                throw RunRefusal(
+                    .refused,
+                    """
+                    run \(original.id) was planned from a PostgreSQL audience, which may have changed since; a \
+                    replay plans the audience again and could reach other recipients, so nothing was sent. Only \
+                    a campaign whose audience is a file or a SQLite database can be replayed
+                    """
+                )
+            }
         }
         try refuseUndeliberate(campaign, options: options, now: now)
         if let (plan, path) = options.plan {
@@ -244,7 +256,7 @@ public final class SendRun: Service, Sendable {
                 )
             }
         }
-        if let slicing = options.slicing, campaign.isSliceable(as: options.kind) {
+        if let slicing = Self.slicing(campaign, options: options) {
             let worker: SliceWorker
             do {
                 worker = try await sliced(

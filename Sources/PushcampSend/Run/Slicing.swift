@@ -21,6 +21,13 @@ public struct Slicing: Sendable, Hashable {
         if let seconds { self.seconds = seconds }
     }
 
+    /// One slice for the whole run: planned once into the snapshot, sent by one worker at a time.
+    public static let whole: Slicing = {
+        var whole = Slicing()
+        (whole.minimum, whole.maximum) = (Int.max, Int.max)
+        return whole
+    }()
+
     /// Pushes per slice for a campaign sent at `rate` a second: `seconds` of work at a third of the
     /// rate (three workers' share), within `minimum…maximum`.
     public func size(rate: Double) -> Int {
@@ -387,6 +394,15 @@ extension LoadedCampaign {
 }
 
 extension SendRun {
+    /// How a run of `campaign` is cut, nil when it is not: as `journal.slice` says (a PostgreSQL
+    /// journal) for a campaign that can be sliced; and always, in one slice unless the journal
+    /// cuts more, for a live audience (a PostgreSQL query, which may change while the run sends):
+    /// planned once, its snapshot is what every resume and every worker sends.
+    static func slicing(_ campaign: LoadedCampaign, options: Options) -> Slicing? {
+        guard campaign.isSliceable(as: options.kind) else { return nil }
+        return options.slicing ?? (campaign.audienceIsLive ? .whole : nil)
+    }
+
     /// The pools of a worker's slices: `first` (made while the send was checked), kept from slice
     /// to slice, then a new one to the same place whenever the last was shut down (a slice that
     /// stopped with requests on the wire).

@@ -1,6 +1,7 @@
 import Foundation
 import PushcampModel
 import PushcampPlanner
+import PushcampPostgres
 
 /// The campaign files `serve` watches: every `*.yaml` and `*.yml` under the configured folders
 /// (not recursively), read again when a file's size or modification time changes. A file that does
@@ -43,7 +44,7 @@ struct CampaignCatalog {
     init(paths: ProjectPaths, folders: [String]) {
         self.paths = paths
         self.folders = folders
-        loader = CampaignLoader(workingDirectory: paths.root)
+        loader = CampaignLoader(workingDirectory: paths.root, servers: PostgresAudiences())
     }
 
     /// Scheduled campaigns by id (the first file wins when two name the same campaign), with the

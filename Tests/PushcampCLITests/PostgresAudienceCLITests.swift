@@ -1,0 +1,205 @@
+import Foundation
+import PushcampTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Audiences read from a PostgreSQL query, through the built binary: planned as the same rows in a
+/// CSV file are (filters, caps, buckets), checked without reading a row, and sent from the run's
+/// snapshot, so that an audience that changes while the run is interrupted does not change the run.
+@Suite("PostgreSQL audiences, from the command line", .serialized)
+struct PostgresAudienceCLITests {
+    static let count = 600
+
+    /// `devices` in a new database: `count` rows, every sixth not opted in.
+    static func audience() throws -> (url: String, server: TestPostgres.Server) {
+        let (name, url) = try TestPostgres.newDatabase()
+        let server = try TestPostgres.server().on(database: name)
+        let rows = (0..<count).map { "(\($0), '\(TemporaryProject.token($0))', 'Name\($0)', \($0 % 6 != 0))" }
+        try TestPostgres.psql(
+            server,
+            "CREATE TABLE devices (id int PRIMARY KEY, token text, name text, opted_in bool);"
+                + "INSERT INTO devices VALUES \(rows.joined(separator: ","))"
+        )
+        return (url, server)
+    }
+
+    static func campaign(id: String, source: String, extra: String = "") -> String {
+        """
+        campaign: \(id)
+        app: shop
+        audience:
+          source: \(source)
+          where: opted_in
+        message:
+          payload: { aps: { alert: "hi {{name}}" } }
+          holdout: 10%
+          variants:
+            - { name: a, weight: 1 }
+            - { name: b, weight: 1 }
+        frequency_cap: { max: 1, per: 24h }
+        \(extra)
+        """
+    }
+
+    /// The plan's funnel and per-variant lines (what the source's name and revision do not change).
+    static func funnel(_ plan: String) -> [Substring] {
+        plan.split(separator: "\n").filter { line in
+            ["read", "duplicates", "filtered out", "capped", "held out", "planned", "  variant"].contains {
+                line.trimmingCharacters(in: .whitespaces).hasPrefix($0.trimmingCharacters(in: .whitespaces))
+            }
+        }
+    }
+
+    @Test func aPostgreSQLAudienceIsPlannedAsItsRowsInAFileAndSentFromTheRunsSnapshot() throws {
+        let (url, server) = try Self.audience()
+        let (project, sim) = try ServeCLITests.simulated()
+        defer {
+            if sim.process.isRunning { _ = sim.stop() }
+            project.remove()
+        }
+        // Any password in the URL comes from the environment, and no message repeats it.
+        let secret = "not-the-password-\(getpid())"
+        let environment = ["AUDIENCE_URL": url.replacingOccurrences(of: "@", with: ":\(secret)@")]
+        // Forty recipients already delivered today: the frequency cap holds them back.
+        try project.write(
+            "audiences/warm.csv",
+            TemporaryProject.csv(count: 40, columns: ["name", "opted_in"]) { ["Name\($0)", "true"] }
+        )
+        try project.write(
+            "campaigns/warm.yaml",
+            "campaign: warm\napp: shop\naudience:\n  source: { csv: audiences/warm.csv }\n"
+                + "message:\n  payload: { aps: { alert: warm } }\nfrequency_cap: off\n"
+        )
+        let warm = try CLI.run(["send", "--quiet", "campaigns/warm.yaml"], in: project.root)
+        #expect(warm.status == 0, "\(warm.stderr)")
+
+        let query = "SELECT token, name, opted_in FROM devices ORDER BY id"
+        try project.write(
+            "campaigns/pg.yaml",
+            Self.campaign(
+                id: "pg",
+                source: "{ postgres: \"${env:AUDIENCE_URL}\", query: \"\(query)\" }",
+                extra: "throttle: { rate: 100/s, connections: 1 }"
+            )
+        )
+        // The same rows as a file, the same campaign id: the same plan, bucket for bucket.
+        try project.write(
+            "audiences/same.csv",
+            TemporaryProject.csv(count: Self.count, columns: ["name", "opted_in"]) {
+                ["Name\($0)", $0 % 6 != 0 ? "true" : "false"]
+            }
+        )
+        try project.write("campaigns/csv.yaml", Self.campaign(id: "pg", source: "{ csv: audiences/same.csv }"))
+
+        let validated = try CLI.run(["validate", "campaigns/pg.yaml"], in: project.root, environment: environment)
+        #expect(validated.status == 0, "\(validated.stderr)")
+        let plan = try CLI.run(["plan", "campaigns/pg.yaml"], in: project.root, environment: environment)
+        let same = try CLI.run(["plan", "campaigns/csv.yaml"], in: project.root)
+        #expect(plan.status == 0, "\(plan.stderr)")
+        #expect(plan.stdout.contains("Audience (postgres "), "\(plan.stdout)")
+        #expect(Self.funnel(plan.stdout) == Self.funnel(same.stdout), "\(plan.stdout)\n---\n\(same.stdout)")
+        #expect(plan.stdout.contains("filtered out           100"), "\(plan.stdout)")
+        // Of the forty warm tokens, the six not opted in were filtered out first.
+        #expect(plan.stdout.contains("capped                  33"), "\(plan.stdout)")
+        #expect(plan.stdout.contains("hi Name40"), "\(plan.stdout)")
+        let planned = SendCLITests.numbers(in: plan.stdout, lineStartingWith: "  planned").first ?? -1
+        #expect(planned > 400, "\(plan.stdout)")
+
+        // Killed while it sends; then the audience changes: everyone flips, and new rows come.
+        let send = Process()
+        send.executableURL = CLI.binary
+        send.arguments = ["send", "--quiet", "campaigns/pg.yaml"]
+        send.currentDirectoryURL = project.root
+        send.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        send.standardOutput = FileHandle.nullDevice
+        send.standardError = FileHandle.nullDevice
+        try send.run()
+        let received = project.root.appendingPathComponent("received.csv")
+        eventually(within: 30, every: 0.05) {
+            let runs = (try? CLI.run(["runs", "--format", "json"], in: project.root))?.stdout ?? ""
+            let listed = (try? JSONSerialization.jsonObject(with: Data(runs.utf8))) as? [[String: Any]] ?? []
+            return listed.contains { $0["campaign"] as? String == "pg" && $0["delivered"] as? Int ?? 0 > 30 }
+        }
+        kill(send.processIdentifier, SIGKILL)
+        send.waitUntilExit()
+        let added = (Self.count..<(Self.count + 50)).map {
+            "(\($0), '\(TemporaryProject.token($0))', 'New\($0)', true)"
+        }
+        try TestPostgres.psql(
+            server,
+            "UPDATE devices SET opted_in = NOT opted_in; INSERT INTO devices VALUES \(added.joined(separator: ","))"
+        )
+        let resumed = try CLI.run(["send", "--quiet", "campaigns/pg.yaml"], in: project.root, environment: environment)
+        _ = sim.stop()
+        #expect(resumed.status == 0, "\(resumed.stdout)\(resumed.stderr)")
+        #expect(!(resumed.stdout + resumed.stderr + plan.stderr + validated.stderr).contains(secret))
+
+        // The run sent its plan: every planned recipient, nobody it had filtered out, nobody new.
+        let runs = try CLI.run(["runs", "--format", "json"], in: project.root)
+        let listed = try JSONSerialization.jsonObject(with: Data(runs.stdout.utf8)) as? [[String: Any]] ?? []
+        let run = listed.first { $0["campaign"] as? String == "pg" }
+        #expect(run?["status"] as? String == "finished", "\(runs.stdout)")
+        #expect(run?["delivered"] as? Int == planned, "\(runs.stdout)")
+        let text = try String(contentsOf: received, encoding: .utf8)
+        var alerts: [String: Set<String>] = [:]
+        for line in text.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: ",", omittingEmptySubsequences: false)
+            alerts[String(fields[0]), default: []].insert(String(line))
+        }
+        let outsiders = (0..<(Self.count + 50)).filter { $0 % 6 == 0 || $0 >= Self.count }
+        for index in outsiders where index >= 40 {
+            #expect(alerts[TemporaryProject.token(index)] == nil, "row \(index) was not in the run's plan")
+        }
+    }
+
+    @Test func aPostgreSQLAudienceNamesItsProblemsWithoutItsURLAndRefusesWhatItCannotPlanOnce() throws {
+        let (url, _) = try Self.audience()
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        try SendCLITests.writeProject(project, port: 1, credentials: SendCLITests.simulatorKey)
+        let secret = "not-the-password-\(getpid())"
+        let environment = ["AUDIENCE_URL": url.replacingOccurrences(of: "@", with: ":\(secret)@")]
+        func validate(_ source: String, extra: String = "") throws -> CLI.Output {
+            try project.write("campaigns/c.yaml", Self.campaign(id: "c", source: source, extra: extra))
+            return try CLI.run(["validate", "campaigns/c.yaml"], in: project.root, environment: environment)
+        }
+        // The query is checked, not run: a row that would fail it is never read by validate.
+        let unread = try validate(
+            "{ postgres: \"${env:AUDIENCE_URL}\", query: \"SELECT token, name, opted_in, 1 / (id - 7) AS x FROM devices\" }"
+        )
+        #expect(unread.status == 0, "\(unread.stdout)")
+        let unset = try CLI.run(["validate", "campaigns/c.yaml"], in: project.root)
+        #expect(unset.status == 1)
+        #expect(unset.stdout.contains("environment variable AUDIENCE_URL is not set"), "\(unset.stdout)")
+        for (query, said) in [
+            ("SELECT tokn, name, opted_in FROM devices", "column \"tokn\" does not exist"),
+            ("SELECT id, name, opted_in FROM devices", "the query returns no 'token' column"),
+            ("DELETE FROM devices RETURNING token", "must be a SELECT (or WITH … SELECT), found DELETE"),
+            ("SELECT token, name, opted_in FROM devices; DROP TABLE devices", "syntax error"),
+        ] {
+            let output = try validate("{ postgres: \"${env:AUDIENCE_URL}\", query: \"\(query)\" }")
+            #expect(output.status == 1, "\(query)")
+            #expect(output.stdout.contains("campaigns/c.yaml:4:11: error:"), "\(output.stdout)")
+            #expect(output.stdout.contains(said), "\(output.stdout)")
+            #expect(!(output.stdout + output.stderr).contains(secret))
+        }
+        let written = try validate(
+            "{ postgres: \"postgres://u:\(secret)@db.internal/app\", query: \"SELECT token FROM t\" }"
+        )
+        #expect(
+            written.stdout.contains("carries a password, which must not be in a campaign file"),
+            "\(written.stdout)"
+        )
+        #expect(!(written.stdout + written.stderr).contains(secret))
+        // A moment per recipient cannot come from the run's snapshot yet: said before any send.
+        let local = try validate(
+            "{ postgres: \"${env:AUDIENCE_URL}\", query: \"SELECT token, name, opted_in FROM devices\" }",
+            extra: "quiet_hours: { from: \"22:00\", to: \"08:00\", timezone: Europe/Paris }"
+        )
+        #expect(local.status == 1)
+        #expect(local.stdout.contains("a PostgreSQL audience is planned once into the journal"), "\(local.stdout)")
+    }
+}
