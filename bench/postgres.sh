@@ -3,7 +3,10 @@
 # 200,000 pushes to Debian's nginx answering like APNs, rounds alternating the two sides (a new
 # database, and a new SQLite file, each round). Prints each rate, the medians and their ratio,
 # and what each journal weighs after its send, per million recipients (the SQLite file with its
-# WAL and shared memory; PostgreSQL's database, less an empty one's).
+# WAL and shared memory; PostgreSQL's database, less an empty one's), and again once the run is
+# pruned (`pushcamp journal prune --older-than 0s`): the whole journal then, not per million
+# (SQLite's pages in use, less its free list; PostgreSQL's tables with their indexes, after VACUUM
+# FULL).
 # Target (issue #28): PostgreSQL >= 0.85 x SQLite.
 #
 # PostgreSQL is a throwaway cluster (scripts/postgres.sh: Debian's server, a free loopback port,
@@ -52,6 +55,9 @@ for round in $(seq 1 "$rounds"); do
     round_side sqlite "pushcamp send (SQLite journal)"
     echo "$(du -cb "$out"/.pushcamp/journal.sqlite* | tail -1 | cut -f1) $(stat -c %s "$out/.pushcamp/journal.sqlite")" \
         >> "$out/sqlite-bytes.txt"
+    (cd "$out" && "$binary" journal prune --older-than 0s >/dev/null)
+    python3 -c "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); q = lambda p: db.execute('PRAGMA ' + p).fetchone()[0]; print((q('page_count') - q('freelist_count')) * q('page_size'), 0)" \
+        "$out/.pushcamp/journal.sqlite" >> "$out/sqlite-pruned-bytes.txt"
     psql -X -q "$server" -c "CREATE DATABASE bench_$round" >/dev/null
     url=${server/\/postgres\?/\/bench_$round?}
     round_side postgres "pushcamp send (PostgreSQL journal)" --journal "$url"
@@ -59,6 +65,11 @@ for round in $(seq 1 "$rounds"); do
         "SELECT 'journal rows: ' || (SELECT count(*) FROM dispatch) || ' dispatch ranges, ' || (SELECT count(*) FROM delivery) || ' delivered ranges, ' || (SELECT count(*) FROM recipient) || ' recipient rows'"
     echo "$(psql -X -q -A -t "$server" -c "SELECT pg_database_size('bench_$round') - $empty")" 0 \
         >> "$out/postgres-bytes.txt"
+    (cd "$out" && "$binary" journal prune --older-than 0s --journal "$url" >/dev/null)
+    psql -X -q "$url" -c "VACUUM FULL" >/dev/null
+    echo "$(psql -X -q -A -t "$url" -c "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c
+        JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'r'")" 0 \
+        >> "$out/postgres-pruned-bytes.txt"
 done
 
 python3 - "$out" "$count" <<'PY'
@@ -75,4 +86,8 @@ print(f"median: SQLite {sqlite:,.0f}/s ({sqlite_cpu:.1f} s CPU), PostgreSQL {pos
 print(f"PostgreSQL / SQLite: {postgres / sqlite:.2f} (target >= 0.85)")
 print(f"journal per million recipients: SQLite {per_million('sqlite'):.1f} MiB ({per_million('sqlite', 1):.1f} MiB "
       f"without its WAL), PostgreSQL {per_million('postgres'):.1f} MiB")
+def kib(name):
+    return statistics.median(int(line.split()[0]) for line in open(f"{out}/{name}-bytes.txt")) / 1024
+print(f"once its run is pruned, the whole journal: SQLite {kib('sqlite-pruned'):.0f} KiB in use, "
+      f"PostgreSQL {kib('postgres-pruned'):.0f} KiB (its schema, the run, its statistics)")
 PY

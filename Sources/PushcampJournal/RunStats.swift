@@ -98,6 +98,9 @@ public struct RunStats: Sendable, Equatable {
     public var events: [RunEvent] = []
     /// Final answers per minute (wider buckets for long runs): the console's chart of the run.
     public var answers = AnswerSeries()
+    /// What the run kept of its recipients' rows when `pushcamp journal prune` dropped them; nil
+    /// while it has them.
+    public var pruned: PrunedRun?
 
     public init() {}
 
@@ -119,6 +122,7 @@ public struct RunStats: Sendable, Equatable {
         sum.sent = later.sent ?? sent
         sum.events = events + later.events
         sum.answers = answers.adding(later.answers)
+        sum.pruned = pruned ?? later.pruned
         return sum
     }
 }
@@ -296,7 +300,34 @@ extension RunStats: Decodable {
     private enum Keys: String, CodingKey {
         case latency, retries, seconds
         case connectionsOpened = "connections_opened"
-        case disconnects, variants, locales, platforms, plan, ahead, sent, events, answers
+        case disconnects, variants, locales, platforms, plan, ahead, sent, events, answers, pruned
+    }
+
+    /// A pruned run's figures as stored: `{"at": t, "counts": {…}, "failures": [{…}],
+    /// "per_second": [[second, delivered, failed, retried]…]}`.
+    private struct StoredPruned: Decodable {
+        struct Counts: Decodable {
+            var planned, delivered, failed, waiting, unknown: Int
+            var inFlight: Int
+            enum CodingKeys: String, CodingKey {
+                case planned, delivered, failed, waiting, unknown
+                case inFlight = "in_flight"
+            }
+        }
+        struct Failure: Decodable {
+            var platform: Platform
+            var status: Int?
+            var reason: String
+            var count: Int
+        }
+        var at: Double
+        var counts: Counts
+        var failures: [Failure]
+        var perSecond: [[Int64]]
+        enum CodingKeys: String, CodingKey {
+            case at, counts, failures
+            case perSecond = "per_second"
+        }
     }
 
     /// An answer series as stored: `{"width": 60, "first": 29_000_000, "counts": [n…]}`.
@@ -370,6 +401,33 @@ extension RunStats: Decodable {
             answers = series
         }
         sent = try container.decodeIfPresent(SentFacts.self, forKey: .sent)
+        if let stored = try container.decodeIfPresent(StoredPruned.self, forKey: .pruned) {
+            let numbers = [
+                stored.counts.planned, stored.counts.inFlight, stored.counts.delivered, stored.counts.failed,
+                stored.counts.waiting, stored.counts.unknown,
+            ]
+            try check(
+                stored.at.isFinite && numbers.allSatisfy { (0...most).contains($0) }
+                    && stored.failures.allSatisfy { (0...most).contains($0.count) }
+                    && stored.perSecond.allSatisfy {
+                        $0.count == 4 && $0.dropFirst().allSatisfy { (0...Int64(most)).contains($0) }
+                    },
+                .pruned
+            )
+            var counts = RecipientCounts()
+            (counts.planned, counts.inFlight, counts.delivered) = (numbers[0], numbers[1], numbers[2])
+            (counts.failed, counts.waiting, counts.unknown) = (numbers[3], numbers[4], numbers[5])
+            pruned = PrunedRun(
+                at: stored.at,
+                counts: counts,
+                failures: stored.failures.map {
+                    PrunedRun.Failure(platform: $0.platform, status: $0.status, reason: $0.reason, count: $0.count)
+                },
+                perSecond: stored.perSecond.map {
+                    AnswersInSecond(second: $0[0], delivered: Int($0[1]), failed: Int($0[2]), retried: Int($0[3]))
+                }
+            )
+        }
         // Absent from journals written before the timeline existed.
         events = try container.decodeIfPresent([RunEvent].self, forKey: .events) ?? []
         try check(events.count <= RunEvent.kept * 2 && events.allSatisfy { $0.at.isFinite }, .events)
@@ -424,6 +482,7 @@ extension RunStats: Decodable {
             ("locales", locales.isEmpty ? nil : { $0.readouts(locales) }),
             ("plan", plan.map { plan in { plan.write(to: &$0) } }),
             ("platforms", platforms.isEmpty ? nil : { $0.readouts(platforms) }),
+            ("pruned", pruned.map { pruned in { pruned.write(to: &$0) } }),
             ("retries", { $0.counts(retries) }),
             ("seconds", { $0.number(seconds) }),
             ("sent", sent.map { sent in { sent.write(to: &$0) } }),
@@ -602,6 +661,54 @@ extension SentFacts {
             ("environment", { $0.string(environment) }),
             ("rate", { $0.string(rate) }),
             ("topic", { $0.string(topic) }),
+        ])
+    }
+}
+
+extension PrunedRun {
+    /// As `RunStats.encoded` stores it.
+    fileprivate func write(to json: inout JSONWriter) {
+        json.object([
+            ("at", { $0.number(at) }),
+            (
+                "counts",
+                { json in
+                    json.object([
+                        ("delivered", { $0.integer(counts.delivered) }),
+                        ("failed", { $0.integer(counts.failed) }),
+                        ("in_flight", { $0.integer(counts.inFlight) }),
+                        ("planned", { $0.integer(counts.planned) }),
+                        ("unknown", { $0.integer(counts.unknown) }),
+                        ("waiting", { $0.integer(counts.waiting) }),
+                    ])
+                }
+            ),
+            (
+                "failures",
+                { json in
+                    json.raw("[")
+                    for (index, failure) in failures.enumerated() {
+                        if index > 0 { json.raw(",") }
+                        json.object([
+                            ("count", { $0.integer(failure.count) }),
+                            ("platform", { $0.string(failure.platform.rawValue) }),
+                            ("reason", { $0.string(failure.reason) }),
+                            ("status", failure.status.map { status in { $0.integer(status) } }),
+                        ])
+                    }
+                    json.raw("]")
+                }
+            ),
+            (
+                "per_second",
+                { json in
+                    json.raw(
+                        "["
+                            + perSecond.map { "[\($0.second),\($0.delivered),\($0.failed),\($0.retried)]" }
+                            .joined(separator: ",") + "]"
+                    )
+                }
+            ),
         ])
     }
 }

@@ -83,7 +83,7 @@ public struct RunListing: Sendable {
             rows.append(
                 Row(
                     run: checked,
-                    counts: try await journal.counts(of: run.id),
+                    counts: try await journal.keptCounts(of: run.id, stats: stats),
                     // Each worker's rate, for runs being sent: that reads every slice's statistics.
                     slices: try await RunReport.slices(of: run.id, in: journal, workers: checked.status == .running),
                     planned: try await total(of: run, stats: stats, in: journal),

@@ -119,32 +119,27 @@ public struct RunReport: Sendable {
         from journal: any JournalStore & SliceStore & EngagementStore
     ) async throws -> RunReport? {
         guard let run = try await journal.run(id) else { return nil }
+        let stats = try await journal.stats(of: id) ?? RunStats()
         // Failures by platform, status and reason from their rows (the journal keeps each token as
-        // its provider takes it, and only APNs' are hexadecimal alone); everything else from the
-        // journal's counts.
-        var failures: [String: Outcome] = [:]
-        try await journal.forEachRecipient(of: id) { row in
-            guard case .failed(let status, let reason, _) = row.state else { return }
-            let platform = Platform(tokenShape: row.token)
-            failures[
-                "\(platform) \(status.map(String.init) ?? "-") \(reason)",
-                default: Outcome(kind: .failed, status: status, reason: reason, count: 0, platform: platform)
-            ]
-            .count += 1
+        // its provider takes it, and only APNs' are hexadecimal alone), and everything else from
+        // the journal's counts; or, once the run was pruned, what it kept of them.
+        let pruned: PrunedRun
+        if let kept = stats.pruned {
+            pruned = kept
+        } else {
+            pruned = try await PrunedRun.read(id, from: journal, at: 0)
         }
-        let counts = try await journal.counts(of: id)
+        let counts = pruned.counts
         var outcomes = [Outcome(kind: .delivered, status: 200, reason: nil, count: counts.delivered)]
-        outcomes += failures.values.sorted { $0.count != $1.count ? $0.count > $1.count : $0.label < $1.label }
+        outcomes += pruned.failures.map {
+            Outcome(kind: .failed, status: $0.status, reason: $0.reason, count: $0.count, platform: $0.platform)
+        }
+        .sorted { $0.count != $1.count ? $0.count > $1.count : $0.label < $1.label }
         outcomes.append(Outcome(kind: .waiting, status: nil, reason: nil, count: counts.waiting))
         outcomes.append(Outcome(kind: .unknown, status: nil, reason: nil, count: counts.unknown + counts.inFlight))
         let neverSent = counts.planned + max(0, (run.planned ?? 0) - counts.total)
         outcomes.append(Outcome(kind: .unsent, status: nil, reason: nil, count: neverSent))
-        var report = RunReport(
-            run: run,
-            outcomes: outcomes,
-            stats: try await journal.stats(of: id) ?? RunStats(),
-            perSecond: try await journal.answersPerSecond(of: id)
-        )
+        var report = RunReport(run: run, outcomes: outcomes, stats: stats, perSecond: pruned.perSecond)
         report.duplicates = try await journal.possibleDuplicates(of: id)
         report.slices = try await slices(of: id, in: journal)
         report.engagement = try await journal.engagementCounts(of: id)

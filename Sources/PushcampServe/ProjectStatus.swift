@@ -91,7 +91,7 @@ public struct ProjectStatus: Sendable {
             let checked = await record.livenessChecked(journal)
             let recent = checked.updatedAt >= dayAgo
             guard checked.status == .running || checked.status == .interrupted || recent else { continue }
-            let counts = try await journal.counts(of: checked.id)
+            let counts = try await journal.keptCounts(of: checked.id, stats: try await journal.stats(of: checked.id))
             if checked.status == .running || checked.status == .interrupted {
                 runs.append(Run(record: checked, counts: counts, file: checked.file.map(paths.displayRelative)))
             }

@@ -6,8 +6,8 @@ import PushcampSend
 import ServiceLifecycle
 
 /// One `serve` node's services over a journal it shares: the scheduler (slots, triggers, orphaned
-/// runs), and the HTTP server (health, readiness, metrics, App Store notifications when
-/// pushcamp.yaml asks, the console when it is on). The caller runs them in one `ServiceGroup`,
+/// runs), the HTTP server (health, readiness, metrics, App Store notifications when
+/// pushcamp.yaml asks, the console when it is on), and retention when `journal.retention` is set. The caller runs them in one `ServiceGroup`,
 /// with the journal's client (PostgreSQL's) first in, last out.
 public struct ServeNode {
     /// What the command line sets.
@@ -130,10 +130,23 @@ public struct ServeNode {
                 "listening on http://\(ListenAddress(host: listen.host, port: port)) (/healthz, /readyz, /metrics\(receiving)); watching \(folders)"
             )
         }
-        self.services = [
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: scheduler, successTerminationBehavior: .gracefullyShutdownGroup),
             .init(service: http, successTerminationBehavior: .gracefullyShutdownGroup),
         ]
+        if let retention = project.journalRetention {
+            if let floor = RetentionFloor.of(project, paths: paths), retention.seconds < floor.window.seconds {
+                throw Failure(
+                    message: """
+                        error: journal.retention (\(retention)) is shorter than the frequency cap of \(floor.source) \
+                        (\(floor.window)), which counts deliveries from the rows of the runs within it; keep them at \
+                        least \(floor.window)
+                        """
+                )
+            }
+            services.append(.init(service: RetentionService(journal: journal, retention: retention, logger: logger)))
+        }
+        self.services = services
     }
 }
 

@@ -123,7 +123,7 @@ struct LoaderTests {
                 "pushcamp.yaml:5:14: error: 'team_id' must be Apple's 10-character id (uppercase letters and digits), found 'abc'",
                 "pushcamp.yaml:6:18: error: environment must be production or sandbox, found 'prod'",
                 "pushcamp.yaml:7:15: error: endpoint must be an https:// URL (APNs speaks HTTP/2 over TLS only), found 'http://localhost'",
-                "pushcamp.yaml:8:38: error: unknown key 'mode' in 'journal' (expected one of: path, url, password_env, lease, slice)",
+                "pushcamp.yaml:8:38: error: unknown key 'mode' in 'journal' (expected one of: path, url, password_env, lease, slice, retention)",
             ]
         )
     }

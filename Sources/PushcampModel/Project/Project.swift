@@ -20,6 +20,9 @@ public struct Project {
     /// About how long one slice of a run lasts at one worker's share of the rate
     /// (`journal.slice`), on a PostgreSQL journal.
     public var journalSlice: TimeSpan?
+    /// How long the rows of each recipient of a run that ended are kept (`journal.retention`):
+    /// `serve` prunes older ones on its own. Nil: kept forever.
+    public var journalRetention: TimeSpan?
     public var defaults: Defaults
     /// The file this project was read from, as printed in diagnostics.
     public var path: String

@@ -43,11 +43,12 @@ public enum ProjectReader {
         var journalPasswordVariable: String?
         var journalLease: TimeSpan?
         var journalSlice: TimeSpan?
+        var journalRetention: TimeSpan?
         if let journalNode = top["journal"],
             let map = reader.mapping(
                 journalNode,
                 in: "journal",
-                allowed: ["path", "url", "password_env", "lease", "slice"]
+                allowed: ["path", "url", "password_env", "lease", "slice", "retention"]
             )
         {
             if let path = map["path"].flatMap({ reader.string($0, "journal.path") }) { journalPath = path }
@@ -88,6 +89,16 @@ public enum ProjectReader {
                     reader.error("'journal.slice' is for a PostgreSQL journal ('journal.url')", at: node)
                 } else {
                     journalSlice = slice
+                }
+            }
+            if let node = map["retention"], let retention = reader.parsed(node, "journal.retention", TimeSpan.parse) {
+                if retention.seconds < 86_400 {
+                    reader.error(
+                        "'journal.retention' is at least 1d (how long each recipient's rows are kept after a run ends)",
+                        at: node
+                    )
+                } else {
+                    journalRetention = retention
                 }
             }
         }
@@ -148,6 +159,7 @@ public enum ProjectReader {
         project.journalPasswordVariable = journalPasswordVariable
         project.journalLease = journalLease
         project.journalSlice = journalSlice
+        project.journalRetention = journalRetention
         return (project, reader.diagnostics)
     }
 

@@ -33,7 +33,7 @@ extension CampaignJournalStatus {
     }
 
     private static func status(of run: RunRecord, state: State, in store: any Journal) async throws -> Self {
-        let counts = try await store.counts(of: run.id)
+        let counts = try await store.keptCounts(of: run.id, stats: try await store.stats(of: run.id))
         var status = CampaignJournalStatus(state: state)
         status.run = run.id.rawValue
         status.at = Timestamps.text(run.updatedAt)

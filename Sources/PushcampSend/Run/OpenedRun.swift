@@ -103,7 +103,7 @@ struct OpenedRun {
         } else if options.kind == .send, !options.newRun, let last = try await store.latestRun(campaign: campaign.id),
             last.status == .finished || last.status == .cancelled
         {
-            let counts = try await store.counts(of: last.id)
+            let counts = try await store.keptCounts(of: last.id, stats: try await store.stats(of: last.id))
             throw RunRefusal(
                 .refused,
                 """

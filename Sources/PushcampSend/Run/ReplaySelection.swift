@@ -29,6 +29,13 @@ public struct ReplaySelection: Sendable, Equatable {
             guard let original = try await journal.run(id) else {
                 throw RunRefusal(.refused, "no run \(id) in \(path); `pushcamp runs` lists them")
             }
+            if let pruned = try await journal.stats(of: id)?.pruned {
+                throw RunRefusal(
+                    .refused,
+                    "run \(id)'s recipients were pruned from the journal (\(Timestamps.text(pruned.at))): its report "
+                        + "keeps their figures, not who they were, so it cannot be replayed"
+                )
+            }
             let wanted = Set(reasons.map { $0.lowercased() })
             var recipients = SeqSet()
             var failures: [String: Int] = [:]
