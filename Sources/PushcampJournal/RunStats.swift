@@ -276,6 +276,16 @@ public struct SentFacts: Sendable, Equatable, Codable {
     /// The campaign's description, kept from the run's first second (the plan's funnel keeps it
     /// too, but only once the whole audience was read); nil in runs recorded before.
     public var description: String?
+    /// The `apns-push-type` and `apns-priority` of the run's pushes, kept by a run planned into a
+    /// snapshot: with the topic, what a node of another revision needs to finish the run as it was
+    /// planned (nil in runs recorded before, and runs sent whole).
+    public var pushType: String?
+    public var priority: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case app, topic, environment, endpoint, rate, connections, description, priority
+        case pushType = "push_type"
+    }
 
     public init(
         app: String,
@@ -659,6 +669,8 @@ extension SentFacts {
             ("description", description.map { description in { $0.string(description) } }),
             ("endpoint", { $0.string(endpoint) }),
             ("environment", { $0.string(environment) }),
+            ("priority", priority.map { priority in { $0.integer(priority) } }),
+            ("push_type", pushType.map { type in { $0.string(type) } }),
             ("rate", { $0.string(rate) }),
             ("topic", { $0.string(topic) }),
         ])

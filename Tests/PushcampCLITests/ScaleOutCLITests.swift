@@ -18,9 +18,14 @@ struct ScaleOutCLITests {
 
     /// A project on the PostgreSQL journal at `url`: `tick` (5 recipients, every 2 s) and `big`
     /// (`count` recipients at `at`, paced so it takes a while).
-    static func project(count: Int, at: Date, journal url: String) throws -> (TemporaryProject, SimulatorProcess) {
+    static func project(
+        count: Int,
+        at: Date,
+        journal url: String,
+        sliced: Bool = true
+    ) throws -> (TemporaryProject, SimulatorProcess) {
         let (project, sim) = try ServeCLITests.simulated()
-        try useJournal(url, in: project)
+        try useJournal(url, in: project, sliced: sliced)
         try SendCLITests.writeAudience(project, count: count)
         try project.write(
             "audiences/small.csv",
@@ -55,12 +60,12 @@ struct ScaleOutCLITests {
     }
 
     /// `project`'s journal: the PostgreSQL database at `url`, with leases of `lease` seconds, its
-    /// runs cut into slices of 20 s of work.
-    static func useJournal(_ url: String, in project: TemporaryProject) throws {
+    /// runs cut into slices of 20 s of work (unless not `sliced`: sent whole).
+    static func useJournal(_ url: String, in project: TemporaryProject, sliced: Bool = true) throws {
         let projectFile = try String(contentsOf: project.root.appendingPathComponent("pushcamp.yaml"), encoding: .utf8)
         try project.write(
             "pushcamp.yaml",
-            projectFile + "\njournal: { url: \"\(url)\", lease: \(Int(lease))s, slice: 20s }\n"
+            projectFile + "\njournal: { url: \"\(url)\", lease: \(Int(lease))s\(sliced ? ", slice: 20s" : "") }\n"
         )
     }
 
@@ -505,10 +510,12 @@ struct ScaleOutCLITests {
         try Self.checkEachSlotFiredOnceAndNothingSentTwiceUncounted(server, project, count: count)
     }
 
-    /// A rolling deploy that changed the campaign mid-send: the node sending the big run is killed,
-    /// and the node that finds the run has another revision of the campaign. It does not send a
-    /// plan the run was not made from: it gives the run up (`superseded`), says why, and fires
-    /// nothing more for that slot; what reached the simulator came once.
+    /// A rolling deploy that changed the campaign mid-send of a run sent whole (no slices, so no
+    /// snapshot): the node sending the big run is killed, and the node that finds the run has
+    /// another revision of the campaign. It does not send a plan the run was not made from: it
+    /// gives the run up (`superseded`), says why, and fires nothing more for that slot; what
+    /// reached the simulator came once. (A run planned into a snapshot is finished instead:
+    /// `aRollingDeployFinishesTheRunAsItWasPlanned`.)
     @Test func aNodeOfAnotherRevisionGivesTheRunUpInsteadOfSendingAnotherPlan() async throws {
         try await onOwnThread(Self.aNodeOfAnotherRevisionGivesTheRunUpInsteadOfSendingAnotherPlanScenario)
     }
@@ -517,7 +524,12 @@ struct ScaleOutCLITests {
         let count = 20_000
         let (name, url) = try TestPostgres.newDatabase()
         let server = try TestPostgres.server().on(database: name)
-        let (project, sim) = try Self.project(count: count, at: Date().addingTimeInterval(4), journal: url)
+        let (project, sim) = try Self.project(
+            count: count,
+            at: Date().addingTimeInterval(4),
+            journal: url,
+            sliced: false
+        )
         defer { project.remove() }
         defer { if sim.process.isRunning { _ = sim.stop() } }
         // The next revision: the same project with the big campaign's message changed.

@@ -14,6 +14,9 @@ struct OpenedRun {
     var note: String?
     /// For the run of trigger firings: the subscriptions they are about.
     var triggerKeys: [String]?
+    /// The campaign as the run was planned, when it was planned from another revision than this
+    /// process's files and is finished from its snapshot (`SendRun.pinned`).
+    var pinned: LoadedCampaign?
 
     /// Throws `RunRefusal` only.
     static func open(
@@ -82,6 +85,11 @@ struct OpenedRun {
                     named: "run \(unfinished.id) of \(campaign.id)",
                     now: now
                 )
+            }
+            if !options.newRun, options.kind == .send,
+                let opened = try await finishing(unfinished, campaign, store: store, lease: lease, now: now)
+            {
+                return opened
             }
             guard options.newRun || options.kind == .rehearsal else {
                 throw RunRefusal(
@@ -235,6 +243,11 @@ struct OpenedRun {
         guard let id, let run = try await store.run(id), run.status.isUnfinished else {
             throw RunRefusal(.recorded, alreadyDone)
         }
+        if run.revision != campaign.revision,
+            let opened = try await finishing(run, campaign, store: store, lease: lease, now: now)
+        {
+            return opened
+        }
         guard run.revision == campaign.revision else {
             try await store.setStatus(.superseded, of: run.id, now: now)
             throw RunRefusal(
@@ -287,6 +300,29 @@ struct OpenedRun {
     }
 
     /// Picks up the unfinished `run`, saying so in the note (`name` is how it calls the run).
+    /// Run `run`, planned from another revision than `campaign`'s, resumed as it was planned when
+    /// its snapshot holds the plan (a rolling deploy: the old revision's recipients get the old
+    /// revision's pushes); nil when it cannot be.
+    private static func finishing(
+        _ run: RunRecord,
+        _ campaign: LoadedCampaign,
+        store: any Journal,
+        lease: SendLease,
+        now: Double
+    ) async throws -> OpenedRun? {
+        guard let pinned = try await SendRun.pinned(campaign, to: run, in: store) else { return nil }
+        var opened = try await resuming(
+            run,
+            in: store,
+            lease: lease,
+            named: "run \(run.id) of \(campaign.id), planned from revision \(run.revision) (this one is "
+                + "\(campaign.revision)), from its snapshot",
+            now: now
+        )
+        opened.pinned = pinned
+        return opened
+    }
+
     private static func resuming(
         _ run: RunRecord,
         in store: any Journal,

@@ -165,7 +165,7 @@ public final class SendRun: Service, Sendable {
         progress: @escaping @Sendable (SendProgress) -> Void = { _ in }
     ) async throws(RunRefusal) -> SendRun {
         let now = clock.now()
-        let campaign: LoadedCampaign
+        var campaign: LoadedCampaign
         do {
             // A rehearsal names the project's channels (its own journal records none).
             campaign = try await written.resolvingBuiltins(in: options.history ?? options.journal, now: now)
@@ -218,6 +218,8 @@ public final class SendRun: Service, Sendable {
             throw RunRefusal(.held, "\(held); nothing was sent")
         }
         let opened = try await OpenedRun.open(campaign, options: options, now: now, clock: clock)
+        // A run planned from another revision, finished from its snapshot as it was planned.
+        if let pinned = opened.pinned { campaign = pinned }
         // The token every node on the journal shares, adopted (or minted and stored) first.
         await tokens?.synchronize(through: options.journal)
         let history: DeliveryHistory?
@@ -256,7 +258,7 @@ public final class SendRun: Service, Sendable {
                 )
             }
         }
-        if let slicing = Self.slicing(campaign, options: options) {
+        if let slicing = opened.pinned != nil ? options.slicing ?? .whole : Self.slicing(campaign, options: options) {
             let worker: SliceWorker
             do {
                 worker = try await sliced(

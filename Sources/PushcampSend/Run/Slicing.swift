@@ -394,6 +394,28 @@ extension LoadedCampaign {
 }
 
 extension SendRun {
+    /// `campaign` as run `run` was planned, for a node whose files are of another revision to
+    /// finish it from its snapshot: the run's revision (so its `apns-id`s are the plan's), topic,
+    /// push type and priority, as the run's creator kept them. Nil when the run has no sealed
+    /// snapshot, keeps no such facts (runs planned before they were kept), or goes through another
+    /// app (other credentials).
+    static func pinned(
+        _ campaign: LoadedCampaign,
+        to run: RunRecord,
+        in store: any Journal
+    ) async throws -> LoadedCampaign? {
+        guard run.campaign == campaign.id, try await !store.slices(of: run.id).isEmpty,
+            let facts = try await store.stats(of: run.id)?.sent, facts.app == campaign.appLabel,
+            let type = facts.pushType.flatMap(PushType.init(rawValue:)), let priority = facts.priority
+        else { return nil }
+        var pinned = campaign
+        pinned.revision = run.revision
+        pinned.topic = facts.topic
+        pinned.pushType = type
+        pinned.priority = priority
+        return pinned
+    }
+
     /// How a run of `campaign` is cut, nil when it is not: as `journal.slice` says (a PostgreSQL
     /// journal) for a campaign that can be sliced; and always, in one slice unless the journal
     /// cuts more, for a live audience (a PostgreSQL query, which may change while the run sends):
@@ -437,6 +459,21 @@ extension SendRun {
         let store = options.journal
         let run = opened.journal.run
         if try await store.slices(of: run.id).isEmpty, try await store.run(run.id)?.planned == nil {
+            // Where and how the run's pushes go, kept before its snapshot is sealed: a node of
+            // another revision finishes the run as planned from them (`pinned(to:facts:)`).
+            var stats = RunStats()
+            stats.sent = SentFacts(
+                app: campaign.appLabel,
+                topic: campaign.topic,
+                environment: campaign.environmentLabel,
+                endpoint: endpoint,
+                rate: campaign.rate.text,
+                connections: campaign.connections,
+                description: campaign.description
+            )
+            stats.sent?.pushType = campaign.pushType.rawValue
+            stats.sent?.priority = campaign.priority
+            try await store.record(JournalBatch(stats: stats, lease: opened.lease.lease), run: run.id, now: clock.now())
             let sendTime = Timestamp(secondsSince1970: Int64(clock.now()))
             var planner = Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "now", sampleLimit: 3)
             planner.history = history
@@ -449,17 +486,7 @@ extension SendRun {
                 size: slicing.size(rate: campaign.rate.perSecond)
             )
             // The creator's part of the run's statistics: where the audience went, and where to.
-            var stats = RunStats()
             stats.plan = PlanFunnel(summary)
-            stats.sent = SentFacts(
-                app: campaign.appLabel,
-                topic: campaign.topic,
-                environment: campaign.environmentLabel,
-                endpoint: endpoint,
-                rate: campaign.rate.text,
-                connections: campaign.connections,
-                description: campaign.description
-            )
             try await store.record(JournalBatch(stats: stats, lease: opened.lease.lease), run: run.id, now: clock.now())
         }
         return worker(
@@ -516,6 +543,12 @@ extension SendRun {
         clock: any WallClock = SystemWallClock(),
         progress: @escaping @Sendable (SendProgress) -> Void = { _ in }
     ) async throws(RunRefusal) -> SendRun {
+        var campaign = campaign
+        if run.campaign == campaign.id, run.revision != campaign.revision,
+            let pinned = try? await pinned(campaign, to: run, in: options.journal)
+        {
+            campaign = pinned  // a rolling deploy: the run's plan, finished from its snapshot
+        }
         guard run.campaign == campaign.id, run.revision == campaign.revision else {
             throw RunRefusal(
                 .refused,
