@@ -13,15 +13,10 @@ extension ScaleOutCLITests {
 
     static func aRollingDeployFinishesTheRunAsItWasPlannedScenario() throws {
         let count = 9_000
-        let (name, url) = try TestPostgres.newDatabase()
-        let server = try TestPostgres.server().on(database: name)
-        let (project, sim) = try ServeCLITests.simulated()
+        // Slices of a second at a third of 1,500/s: 500 pushes, eighteen slices, six seconds at least.
+        let (server, project, sim) = try slicedProject(count: count)
         defer { project.remove() }
         defer { if sim.process.isRunning { _ = sim.stop() } }
-        let projectFile = try String(contentsOf: project.root.appendingPathComponent("pushcamp.yaml"), encoding: .utf8)
-        // Slices of a second at a third of 1,500/s: 500 pushes, eighteen slices, six seconds at least.
-        try project.write("pushcamp.yaml", projectFile + "\njournal: { url: \"\(url)\", lease: 3s, slice: 1s }\n")
-        try SendCLITests.writeAudience(project, count: count)
         func campaign(_ alert: String) -> String {
             """
             campaign: big

@@ -302,17 +302,23 @@ struct ScaleOutCLITests {
         try await onOwnThread(Self.sendCutsItsRunIntoSlicesThatServeNodesHelpWithOrLeavesThemAllScenario)
     }
 
-    static func sendCutsItsRunIntoSlicesThatServeNodesHelpWithOrLeavesThemAllScenario() throws {
-        let count = 6_000
+    /// A project against the simulator on a new database, its runs cut into slices of a second
+    /// (leases of 3 s), with `count` recipients in `audiences/a.csv`.
+    static func slicedProject(count: Int) throws -> (TestPostgres.Server, TemporaryProject, SimulatorProcess) {
         let (name, url) = try TestPostgres.newDatabase()
-        let server = try TestPostgres.server().on(database: name)
         let (project, sim) = try ServeCLITests.simulated()
-        defer { project.remove() }
-        defer { if sim.process.isRunning { _ = sim.stop() } }
         let projectFile = try String(contentsOf: project.root.appendingPathComponent("pushcamp.yaml"), encoding: .utf8)
-        // Slices of a second at a third of 1,500/s: 500 pushes, twelve slices.
         try project.write("pushcamp.yaml", projectFile + "\njournal: { url: \"\(url)\", lease: 3s, slice: 1s }\n")
         try SendCLITests.writeAudience(project, count: count)
+        return (try TestPostgres.server().on(database: name), project, sim)
+    }
+
+    static func sendCutsItsRunIntoSlicesThatServeNodesHelpWithOrLeavesThemAllScenario() throws {
+        let count = 6_000
+        // Slices of a second at a third of 1,500/s: 500 pushes, twelve slices.
+        let (server, project, sim) = try slicedProject(count: count)
+        defer { project.remove() }
+        defer { if sim.process.isRunning { _ = sim.stop() } }
         for campaign in ["c", "d", "e"] {
             try project.write(
                 "campaigns/\(campaign).yaml",
@@ -405,7 +411,8 @@ struct ScaleOutCLITests {
         #expect(deliveries.count == count && deliveries.values.allSatisfy { $0 == 2 || $0 == 3 })
         #expect(deliveries.values.filter { $0 == 3 }.count <= atCancel + 100)
         // --detach needs a shared journal.
-        try project.write("pushcamp.yaml", projectFile)
+        let shared = try String(contentsOf: project.root.appendingPathComponent("pushcamp.yaml"), encoding: .utf8)
+        try project.write("pushcamp.yaml", shared.components(separatedBy: "\njournal:")[0] + "\n")
         let refused = try CLI.run(["send", "--detach", "campaigns/d.yaml"], in: project.root)
         #expect(refused.status == 1 && refused.stderr.contains("--detach"), "\(refused.stderr)")
     }
