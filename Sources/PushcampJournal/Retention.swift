@@ -70,7 +70,7 @@ public struct PrunedRun: Sendable, Equatable {
 /// schedule slots, a test's assignments and engagement stay.
 public protocol RetentionStore: Sendable {
     /// Runs that ended for good (finished, cancelled, superseded, expired: never resumed), last
-    /// changed before `cutoff` (seconds since 1970), oldest first.
+    /// changed before `cutoff` (seconds since 1970) and not pruned yet, oldest first.
     func runsEnded(before cutoff: Double) async throws(JournalError) -> [RunRecord]
     /// In one transaction: `pruned` kept in the run's own statistics, and its recipients' rows
     /// dropped (recipients, dispatched and delivered ranges, the snapshot of a sliced run).
@@ -95,8 +95,10 @@ extension JournalStore {
 extension MemoryJournal: RetentionStore {
     public func runsEnded(before cutoff: Double) async throws(JournalError) -> [RunRecord] {
         state.withLock { state in
-            state.runs.filter { RunStatus.ended.contains($0.status) && $0.updatedAt < cutoff }
-                .sorted { ($0.updatedAt, $0.id.rawValue) < ($1.updatedAt, $1.id.rawValue) }
+            state.runs.filter {
+                RunStatus.ended.contains($0.status) && $0.updatedAt < cutoff && state.stats[$0.id]?.pruned == nil
+            }
+            .sorted { ($0.updatedAt, $0.id.rawValue) < ($1.updatedAt, $1.id.rawValue) }
         }
     }
 
@@ -123,7 +125,10 @@ extension SQLiteJournal: RetentionStore {
         return try await read { db in
             try Row.fetchAll(
                 db,
-                sql: "SELECT * FROM run WHERE status IN (\(ended)) AND updated_at < ? ORDER BY updated_at, id",
+                sql: """
+                    SELECT * FROM run WHERE status IN (\(ended)) AND updated_at < ? AND pruned_at IS NULL
+                    ORDER BY updated_at, id
+                    """,
                 arguments: [cutoff]
             ).map(Self.run(from:))
         }
@@ -144,6 +149,7 @@ extension SQLiteJournal: RetentionStore {
                 sql: "INSERT OR REPLACE INTO run_stats (run, stats, updated_at) VALUES (?, ?, ?)",
                 arguments: [run.rawValue, stats.encoded(), pruned.at]
             )
+            try db.execute(sql: "UPDATE run SET pruned_at = ? WHERE id = ?", arguments: [pruned.at, run.rawValue])
             var dropped = 0
             for table in ["recipient", "dispatch", "delivery", "snapshot"] {
                 try db.execute(sql: "DELETE FROM \(table) WHERE run = ?", arguments: [run.rawValue])
@@ -166,7 +172,7 @@ public enum Retention {
     /// Prunes every run that ended for good before `cutoff` and still has its recipients' rows,
     /// oldest first: its figures kept with its statistics, then its rows dropped, one run per
     /// transaction (a pass stopped midway leaves whole runs, pruned or not). With `dryRun`, only
-    /// says which (rows 0).
+    /// says which (rows 0). Runs pruned before are not read again: the store marks them.
     public static func prune(
         _ journal: any Journal,
         endedBefore cutoff: Double,
@@ -176,7 +182,6 @@ public enum Retention {
         var pruned: [Pruned] = []
         for run in try await journal.runsEnded(before: cutoff) {
             try Task.checkCancellation()
-            guard try await journal.stats(of: run.id)?.pruned == nil else { continue }
             guard !dryRun else {
                 pruned.append(Pruned(run: run, rows: 0))
                 continue

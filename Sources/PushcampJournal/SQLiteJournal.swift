@@ -445,6 +445,18 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
                     """
             )
         }
+        migrator.registerMigration("v17: when a run was pruned") { db in
+            // Retention's pass selects the runs not pruned yet, instead of reading every old run's
+            // statistics each hour to skip it.
+            try db.execute(
+                sql: """
+                    ALTER TABLE run ADD COLUMN pruned_at REAL;
+                    UPDATE run SET pruned_at = (
+                        SELECT json_extract(stats, '$.pruned.at') FROM run_stats WHERE run_stats.run = run.id
+                    );
+                    """
+            )
+        }
         return migrator
     }
 

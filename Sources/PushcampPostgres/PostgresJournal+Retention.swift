@@ -8,6 +8,7 @@ extension PostgresJournal: RetentionStore {
             """
             SELECT \(unescaped: Self.runColumns) FROM run
             WHERE status = ANY(\(RunStatus.ended.map(\.rawValue))::text[]) AND updated_at < \(cutoff)
+                AND pruned_at IS NULL
             ORDER BY updated_at, id
             """
         )
@@ -38,6 +39,11 @@ extension PostgresJournal: RetentionStore {
                 INSERT INTO run_stats (run, stats, updated_at) VALUES (\(run.rawValue), \(stats.encoded()), \(pruned.at))
                 ON CONFLICT (run) DO UPDATE SET stats = excluded.stats, updated_at = excluded.updated_at
                 """,
+                on: connection,
+                logger: logger
+            )
+            _ = try await Self.rows(
+                "UPDATE run SET pruned_at = \(pruned.at) WHERE id = \(run.rawValue)",
                 on: connection,
                 logger: logger
             )

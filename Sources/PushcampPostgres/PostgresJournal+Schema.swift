@@ -321,6 +321,19 @@ extension PostgresJournal {
                 "CREATE TABLE provider_token_hold (key TEXT PRIMARY KEY, held_until DOUBLE PRECISION NOT NULL)"
             ]
         ),
+        // When retention pruned a run: its pass selects the runs not pruned yet, instead of reading
+        // every old run's statistics each hour to skip it.
+        Migration(
+            version: 9,
+            name: "when a run was pruned",
+            statements: [
+                "ALTER TABLE run ADD COLUMN pruned_at DOUBLE PRECISION",
+                """
+                UPDATE run SET pruned_at = (s.stats::jsonb -> 'pruned' ->> 'at')::double precision
+                FROM run_stats s WHERE s.run = run.id AND s.stats::jsonb ? 'pruned'
+                """,
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

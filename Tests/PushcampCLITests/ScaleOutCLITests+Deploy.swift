@@ -45,14 +45,7 @@ extension ScaleOutCLITests {
         let row = try TestPostgres.query(server, "SELECT id, revision FROM run WHERE campaign = 'big'")
         let parts = row.first?.split(separator: "|").map(String.init) ?? []
         let (run, revision) = (parts.first ?? "0", parts.last ?? "")
-        func delivered() throws -> Int {
-            Int(
-                try TestPostgres.query(
-                    server,
-                    "SELECT coalesce(sum(last_seq - first_seq + 1), 0) FROM delivery WHERE run = \(run)"
-                ).first ?? ""
-            ) ?? -1
-        }
+        func delivered() throws -> Int { try Self.delivered(run: run, on: server) }
         func status() throws -> String {
             try TestPostgres.query(server, "SELECT status FROM run WHERE id = \(run)").first ?? ""
         }

@@ -313,6 +313,16 @@ struct ScaleOutCLITests {
         return (try TestPostgres.server().on(database: name), project, sim)
     }
 
+    /// How many of `run`'s recipients the journal on `server` holds delivered (-1 when unreadable).
+    static func delivered(run: String, on server: TestPostgres.Server) throws -> Int {
+        Int(
+            try TestPostgres.query(
+                server,
+                "SELECT coalesce(sum(last_seq - first_seq + 1), 0) FROM delivery WHERE run = \(run)"
+            ).first ?? ""
+        ) ?? -1
+    }
+
     static func sendCutsItsRunIntoSlicesThatServeNodesHelpWithOrLeavesThemAllScenario() throws {
         let count = 6_000
         // Slices of a second at a third of 1,500/s: 500 pushes, twelve slices.
@@ -372,14 +382,7 @@ struct ScaleOutCLITests {
         // every node's slices of it within a few seconds.
         #expect(try CLI.run(["send", "--detach", "campaigns/e.yaml"], in: project.root).status == 0)
         let e = try run("e")[0]
-        func delivered() throws -> Int {
-            Int(
-                try TestPostgres.query(
-                    server,
-                    "SELECT coalesce(sum(last_seq - first_seq + 1), 0) FROM delivery WHERE run = \(e)"
-                ).first ?? ""
-            ) ?? -1
-        }
+        func delivered() throws -> Int { try Self.delivered(run: e, on: server) }
         try eventually(within: 30, every: 0.1) { try delivered() >= 600 }
         let listed = try CLI.run(["runs"], in: project.root)
         let line = listed.stdout.split(separator: "\n").first { $0.hasPrefix("\(e) ") } ?? ""
@@ -677,13 +680,12 @@ struct ScaleOutAppStoreCLITests {
         eventually(within: 30) { sending() == "1" }
         try #require(sending() == "1", "no trigger run is being sent")
         try cluster.halt()
-        // Answered 503 within seconds (the receiver's deadline is 2 s), not the journal's 10 s.
+        // Answered 503 by the receiver's own deadline (2 s), not after the journal's 10 s: the
+        // nodes say why in their logs (checked below), so the suite's load cannot fail this.
         var whileDown: [Int] = []
         for index in 10..<13 {
             let node = nodes[index % nodes.count]
-            let asked = Date()
             whileDown.append((try? node.post("/app-store/notifications", body: bodies[index].body).status) ?? 0)
-            #expect(Date().timeIntervalSince(asked) < 5)
         }
         #expect(whileDown == [503, 503, 503], "answered while PostgreSQL was down: \(whileDown)")
         let notReady = try nodes[0].get("/readyz")
@@ -706,6 +708,9 @@ struct ScaleOutAppStoreCLITests {
         for node in nodes {
             #expect(!node.output.contains("PSQLError"), "\(node.output.suffix(3000))")
         }
+        let late = "not stored (503, Apple retries): the journal did not store it within 2 s"
+        let lateAnswers = nodes.map { $0.output.components(separatedBy: late).count - 1 }.reduce(0, +)
+        #expect(lateAnswers >= whileDown.count, "\(nodes.map { $0.output.suffix(2000) })")
 
         // Stored once each, and every notification answered 200 is stored.
         let stored = try TestPostgres.query(server, "SELECT uuid FROM appstore_notification")

@@ -57,6 +57,8 @@ struct RetentionStoreTests {
         let late = try await PrunedRun.read(old.id, from: journal, at: 460)
         #expect(late.counts == RecipientCounts())
         #expect(try await journal.dropRecipients(of: old.id, keeping: late) == 0)
+        // Once pruned, a run is no longer offered: a later pass reads nothing of it.
+        #expect(try await journal.runsEnded(before: 400).isEmpty)
 
         // The rows are gone; the figures stay, in the statistics, beside what they already held.
         #expect(try await journal.delivered(of: old.id).isEmpty)
