@@ -251,7 +251,7 @@ kill -TERM "$sim_pid"
 wait "$sim_pid" 2>/dev/null || true
 sim_pid=""
 
-sql "SELECT seq, token FROM snapshot WHERE run = $run" >"$dir/snapshot.txt"
+sql "SELECT seq, token FROM pushcamp_snapshot($run)" >"$dir/snapshot.txt"
 sql "SELECT token FROM possible_duplicate WHERE run = $run" >"$dir/duplicates.txt"
 addresses=""
 for i in "${workers[@]}"; do addresses+="$i=$(address s "$i" w) "; done

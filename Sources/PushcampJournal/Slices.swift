@@ -160,14 +160,19 @@ public struct SliceCutter: Sendable {
     /// Pushes seen so far.
     public var planned: Int { count }
 
-    public mutating func add(seq: Int) {
+    /// Counts `seq` in; answers whether it starts a slice (the first seq, and each after a slice
+    /// closed).
+    @discardableResult
+    public mutating func add(seq: Int) -> Bool {
         precondition(seq > last, "snapshot seqs rise")
+        let starts = count % size == 0
         last = seq
         count += 1
         if count % size == 0 {
             slices.append(start...seq)
             start = seq + 1
         }
+        return starts
     }
 
     /// The slices, the last one closed at the last seq seen.

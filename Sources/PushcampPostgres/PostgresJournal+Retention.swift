@@ -52,7 +52,7 @@ extension PostgresJournal: RetentionStore {
                 WITH r AS (DELETE FROM recipient WHERE run = \(run.rawValue) RETURNING 1),
                     d AS (DELETE FROM dispatch WHERE run = \(run.rawValue) RETURNING 1),
                     v AS (DELETE FROM delivery WHERE run = \(run.rawValue) RETURNING 1),
-                    s AS (DELETE FROM snapshot WHERE run = \(run.rawValue) RETURNING 1)
+                    s AS (DELETE FROM snapshot_page WHERE run = \(run.rawValue) RETURNING 1)
                 SELECT (SELECT count(*) FROM r) + (SELECT count(*) FROM d) + (SELECT count(*) FROM v)
                     + (SELECT count(*) FROM s) AS n
                 """,

@@ -334,7 +334,107 @@ extension PostgresJournal {
                 """,
             ]
         ),
+        // A run's snapshot a page per row (`SnapshotPage`'s bytes, stored as they are: no
+        // compression) instead of a row per push: PostgreSQL's cost was per row. The rows of runs
+        // snapshotted before are packed into pages of 5,000; `pushcamp_snapshot(run)` reads a run's
+        // pushes back as rows, for people and scripts.
+        Migration(
+            version: 10,
+            name: "snapshot pages",
+            statements: [
+                """
+                CREATE TABLE snapshot_page (
+                    run BIGINT NOT NULL REFERENCES run(id) ON DELETE CASCADE,
+                    first_seq BIGINT NOT NULL,
+                    last_seq BIGINT NOT NULL,
+                    pushes BYTEA NOT NULL,
+                    PRIMARY KEY (run, first_seq)
+                )
+                """,
+                "ALTER TABLE snapshot_page ALTER COLUMN pushes SET STORAGE EXTERNAL",
+                packSnapshotRows,
+                "DROP TABLE snapshot",
+                snapshotFunction,
+            ]
+        ),
     ]
+
+    /// Packs the rows of the snapshot table of schema 4–9 (a row per push) into pages of
+    /// `SnapshotPage`'s format, 5,000 seqs at most each.
+    package static let packSnapshotRows =
+        """
+        INSERT INTO snapshot_page (run, first_seq, last_seq, pushes)
+        SELECT run, min(seq), max(seq), '\\x01'::bytea || int4send(count(*)::int4) || string_agg(
+            int8send(seq)
+                || set_byte('\\x00'::bytea, 0, (CASE WHEN locale IS NULL THEN 0 ELSE 1 END)
+                    + (CASE WHEN collapse_id IS NULL THEN 0 ELSE 2 END)
+                    + (CASE WHEN expiration IS NULL THEN 0 ELSE 4 END))
+                || int2send(octet_length(token)::int2) || convert_to(token, 'UTF8')
+                || int4send(octet_length(payload)) || payload
+                || int2send(octet_length(variant)::int2) || convert_to(variant, 'UTF8')
+                || coalesce(int2send(octet_length(locale)::int2) || convert_to(locale, 'UTF8'), '')
+                || coalesce(int2send(octet_length(collapse_id)::int2) || convert_to(collapse_id, 'UTF8'), '')
+                || coalesce(int8send(expiration), ''),
+            '' ORDER BY seq
+        )
+        FROM snapshot GROUP BY run, seq / 5000
+        """
+
+    /// `pushcamp_snapshot(run)`: a run's snapshot as rows (seq, token, payload, variant, locale,
+    /// collapse_id, expiration), decoded from its pages in SQL, for people and scripts.
+    static let snapshotFunction =
+        """
+        CREATE FUNCTION pushcamp_snapshot(wanted BIGINT) RETURNS TABLE (
+            seq BIGINT, token TEXT, payload BYTEA, variant TEXT, locale TEXT, collapse_id TEXT,
+            expiration BIGINT
+        ) LANGUAGE plpgsql STABLE AS $$
+        DECLARE
+            page BYTEA;
+            at INT;
+            flags INT;
+            n INT;
+        BEGIN
+            FOR page IN SELECT p.pushes FROM snapshot_page p WHERE p.run = wanted ORDER BY p.first_seq LOOP
+                IF get_byte(page, 0) <> 1 THEN
+                    RAISE EXCEPTION 'a snapshot page of run % is of an unknown format', wanted;
+                END IF;
+                at := 5;
+                FOR i IN 1..(('x' || encode(substring(page FROM 2 FOR 4), 'hex'))::bit(32)::int) LOOP
+                    seq := ('x' || encode(substring(page FROM at + 1 FOR 8), 'hex'))::bit(64)::bigint;
+                    flags := get_byte(page, at + 8);
+                    at := at + 9;
+                    n := get_byte(page, at) * 256 + get_byte(page, at + 1);
+                    token := convert_from(substring(page FROM at + 3 FOR n), 'UTF8');
+                    at := at + 2 + n;
+                    n := ('x' || encode(substring(page FROM at + 1 FOR 4), 'hex'))::bit(32)::int;
+                    payload := substring(page FROM at + 5 FOR n);
+                    at := at + 4 + n;
+                    n := get_byte(page, at) * 256 + get_byte(page, at + 1);
+                    variant := convert_from(substring(page FROM at + 3 FOR n), 'UTF8');
+                    at := at + 2 + n;
+                    locale := NULL;
+                    collapse_id := NULL;
+                    expiration := NULL;
+                    IF flags & 1 <> 0 THEN
+                        n := get_byte(page, at) * 256 + get_byte(page, at + 1);
+                        locale := convert_from(substring(page FROM at + 3 FOR n), 'UTF8');
+                        at := at + 2 + n;
+                    END IF;
+                    IF flags & 2 <> 0 THEN
+                        n := get_byte(page, at) * 256 + get_byte(page, at + 1);
+                        collapse_id := convert_from(substring(page FROM at + 3 FOR n), 'UTF8');
+                        at := at + 2 + n;
+                    END IF;
+                    IF flags & 4 <> 0 THEN
+                        expiration := ('x' || encode(substring(page FROM at + 1 FOR 8), 'hex'))::bit(64)::bigint;
+                        at := at + 8;
+                    END IF;
+                    RETURN NEXT;
+                END LOOP;
+            END LOOP;
+        END
+        $$
+        """
 
     /// The newest schema version this build knows.
     public static var schemaVersion: Int { migrations.last?.version ?? 0 }

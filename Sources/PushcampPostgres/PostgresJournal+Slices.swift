@@ -26,74 +26,22 @@ extension PostgresJournal: SliceStore {
         throw JournalError.fenced(lease, current: current)
     }
 
-    /// `COPY … FROM STDIN` in the text format: one line per push, streamed, in the transaction
-    /// that checks the creator's fence.
+    /// One row of `snapshot_page` (`SnapshotPage`'s bytes), in the transaction that checks the
+    /// creator's fence.
     public func appendSnapshot(_ pushes: [SnapshotPush], run: RunID, lease: Lease?) async throws(JournalError) {
-        guard !pushes.isEmpty else { return }
-        let logger = self.logger
+        guard let first = pushes.first?.seq, let last = pushes.last?.seq else { return }
+        let (logger, page) = (self.logger, SnapshotPage.encode(pushes))
         try await transaction { connection in
             try await Self.checkFence(lease, on: connection, logger: logger)
-            try await connection.copyFrom(
-                table: "snapshot",
-                columns: ["run", "seq", "token", "payload", "variant", "locale", "collapse_id", "expiration"],
+            _ = try await Self.rows(
+                """
+                INSERT INTO snapshot_page (run, first_seq, last_seq, pushes)
+                VALUES (\(run.rawValue), \(Int64(first)), \(Int64(last)), \(page))
+                """,
+                on: connection,
                 logger: logger
-            ) { writer in
-                var buffer = ByteBuffer()
-                buffer.reserveCapacity(64 * 1024)
-                for push in pushes {
-                    Self.copyLine(push, run: run, into: &buffer)
-                    if buffer.readableBytes >= 60 * 1024 {
-                        try await writer.write(buffer)
-                        buffer.clear()
-                    }
-                }
-                if buffer.readableBytes > 0 { try await writer.write(buffer) }
-            }
+            )
         }
-    }
-
-    /// One row of the snapshot as `COPY`'s text format has it: tab-separated, `\N` for NULL, the
-    /// payload as `\\x` and hexadecimal digits.
-    static func copyLine(_ push: SnapshotPush, run: RunID, into buffer: inout ByteBuffer) {
-        func text(_ value: String?) {
-            guard let value else {
-                buffer.writeStaticString("\\N")
-                return
-            }
-            for byte in value.utf8 {
-                switch byte {
-                case UInt8(ascii: "\\"): buffer.writeStaticString("\\\\")
-                case UInt8(ascii: "\t"): buffer.writeStaticString("\\t")
-                case UInt8(ascii: "\n"): buffer.writeStaticString("\\n")
-                case UInt8(ascii: "\r"): buffer.writeStaticString("\\r")
-                default: buffer.writeInteger(byte)
-                }
-            }
-        }
-        let tab = UInt8(ascii: "\t")
-        buffer.writeString(String(run.rawValue))
-        buffer.writeInteger(tab)
-        buffer.writeString(String(push.seq))
-        buffer.writeInteger(tab)
-        text(push.token)
-        buffer.writeInteger(tab)
-        buffer.writeStaticString("\\\\x")
-        let digits: StaticString = "0123456789abcdef"
-        digits.withUTF8Buffer { hex in
-            for byte in push.payload {
-                buffer.writeInteger(hex[Int(byte >> 4)])
-                buffer.writeInteger(hex[Int(byte & 0x0F)])
-            }
-        }
-        buffer.writeInteger(tab)
-        text(push.variant)
-        buffer.writeInteger(tab)
-        text(push.locale)
-        buffer.writeInteger(tab)
-        text(push.collapseID)
-        buffer.writeInteger(tab)
-        text(push.expiration.map { String($0) })
-        buffer.writeInteger(UInt8(ascii: "\n"))
     }
 
     public func discardSnapshot(run: RunID, lease: Lease?) async throws(JournalError) {
@@ -102,7 +50,7 @@ extension PostgresJournal: SliceStore {
             try await Self.checkFence(lease, on: connection, logger: logger)
             _ = try await Self.rows(
                 """
-                DELETE FROM snapshot WHERE run = \(run.rawValue)
+                DELETE FROM snapshot_page WHERE run = \(run.rawValue)
                     AND NOT EXISTS (SELECT 1 FROM slice WHERE run = \(run.rawValue))
                 """,
                 on: connection,
@@ -152,25 +100,29 @@ extension PostgresJournal: SliceStore {
     ) async throws(JournalError)
         -> [SnapshotPush]
     {
-        try await rows(
-            """
-            SELECT seq, token, payload, variant, locale, collapse_id, expiration FROM snapshot
-            WHERE run = \(run.rawValue) AND seq BETWEEN \(Int64(seqs.lowerBound)) AND \(Int64(seqs.upperBound))
-                AND seq > \(Int64(after))
-            ORDER BY seq LIMIT \(Int64(limit))
-            """
-        ) { row in
-            var payload = try row["payload"].decode(ByteBuffer.self)
-            return SnapshotPush(
-                seq: Int(try row["seq"].decode(Int64.self)),
-                token: try row["token"].decode(String.self),
-                payload: payload.readBytes(length: payload.readableBytes) ?? [],
-                variant: try row["variant"].decode(String.self),
-                locale: try row["locale"].decode(String?.self),
-                collapseID: try row["collapse_id"].decode(String?.self),
-                expiration: try row["expiration"].decode(Int64?.self)
-            )
+        // A page at a time, from the one holding the first seq wanted: the creator cuts its pages
+        // at slice boundaries, and workers read as many pushes as a page holds, so a page is read
+        // once when a slice is sent from its start.
+        var pushes: [SnapshotPush] = []
+        var after = max(after, seqs.lowerBound - 1)
+        while pushes.count < limit, after < seqs.upperBound {
+            let pages = try await rows(
+                """
+                SELECT last_seq, pushes FROM snapshot_page
+                WHERE run = \(run.rawValue) AND last_seq > \(Int64(after)) AND first_seq <= \(Int64(seqs.upperBound))
+                ORDER BY first_seq LIMIT 1
+                """
+            ) { row in
+                (last: Int(try row["last_seq"].decode(Int64.self)), page: try row["pushes"].decode(ByteBuffer.self))
+            }
+            guard let page = pages.first else { break }
+            for push in try SnapshotPage.decode(page.page) where push.seq > after && push.seq <= seqs.upperBound {
+                pushes.append(push)
+                if pushes.count == limit { return pushes }
+            }
+            after = page.last
         }
+        return pushes
     }
 
     public func slices(of run: RunID) async throws(JournalError) -> [SliceStatus] {

@@ -45,7 +45,9 @@ struct SnapshotSlice: Sendable {
     let priority: Int
     let namespace: [UInt8]
     let sendTime: Timestamp
-    var pageSize = 2_000
+    /// The creator's page: a PostgreSQL journal keeps a page per row, so a slice is read a
+    /// stored page at a time.
+    var pageSize = RunSnapshot.pageSize
 
     init(store: any SliceStore, slice: RunSlice, campaign: LoadedCampaign, sendTime: Timestamp) {
         self.store = store
@@ -97,6 +99,9 @@ struct SnapshotSlice: Sendable {
 
 /// The creator's side of a sliced run: the plan, made once, written into the journal.
 public enum RunSnapshot {
+    /// Pushes written to the journal per transaction, and read back per query.
+    public static let pageSize = 5_000
+
     /// Plans the audience once (on a thread of its own: audience sources read files and databases)
     /// and writes every push into the snapshot of `run` under `lease`, a page per transaction, so
     /// memory holds one page whatever the audience's size; then seals it, cut into slices of
@@ -109,7 +114,7 @@ public enum RunSnapshot {
         run: RunID,
         lease: Lease?,
         size: Int,
-        pageSize: Int = 5_000
+        pageSize: Int = RunSnapshot.pageSize
     ) async throws -> PlanSummary {
         try await store.discardSnapshot(run: run, lease: lease)
         let (summary, slices, count) = try await ThreadPages.run(name: "pushcamp-snapshot") {
@@ -118,7 +123,11 @@ public enum RunSnapshot {
             var page: [SnapshotPush] = []
             page.reserveCapacity(pageSize)
             let summary = try planner.run { push in
-                cutter.add(seq: push.seq)
+                if cutter.add(seq: push.seq), !page.isEmpty {
+                    // A page never holds two slices' pushes: each worker reads only its own.
+                    try emit(page)
+                    page.removeAll(keepingCapacity: true)
+                }
                 page.append(
                     SnapshotPush(
                         seq: push.seq,
