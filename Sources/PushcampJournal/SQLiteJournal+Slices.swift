@@ -44,9 +44,15 @@ extension SQLiteJournal: SliceStore {
         }
     }
 
-    public func appendSnapshot(_ pushes: [SnapshotPush], run: RunID, lease: Lease?) async throws(JournalError) {
+    public func appendSnapshot(
+        _ pushes: [SnapshotPush],
+        opening slices: [ClosedRange<Int>],
+        run: RunID,
+        lease: Lease?
+    ) async throws(JournalError) {
         try await write { db in
             try Self.checkFence(lease, in: db)
+            try Self.insert(slices, of: run, in: db)
             let statement = try db.cachedStatement(
                 sql: """
                     INSERT INTO snapshot (run, seq, token, payload, variant, locale, collapse_id, expiration)
@@ -62,14 +68,29 @@ extension SQLiteJournal: SliceStore {
         }
     }
 
-    public func discardSnapshot(run: RunID, lease: Lease?) async throws(JournalError) {
+    public func resumeSnapshot(run: RunID, lease: Lease?) async throws(JournalError) -> Int {
         try await write { db in
             try Self.checkFence(lease, in: db)
+            let opened =
+                try Int.fetchOne(db, sql: "SELECT max(last_seq) FROM slice WHERE run = ?", arguments: [run.rawValue])
+                ?? -1
             try db.execute(
                 sql: """
-                    DELETE FROM snapshot WHERE run = ? AND NOT EXISTS (SELECT 1 FROM slice WHERE run = ?)
+                    DELETE FROM snapshot WHERE run = ? AND seq > ?
+                        AND (SELECT planned FROM run WHERE id = ?) IS NULL
                     """,
-                arguments: [run.rawValue, run.rawValue]
+                arguments: [run.rawValue, opened, run.rawValue]
+            )
+            return opened
+        }
+    }
+
+    /// Opens `slices` of `run` to the workers.
+    static func insert(_ slices: [ClosedRange<Int>], of run: RunID, in db: Database) throws {
+        for slice in slices {
+            try db.execute(
+                sql: "INSERT INTO slice (run, first_seq, last_seq) VALUES (?, ?, ?)",
+                arguments: [run.rawValue, slice.lowerBound, slice.upperBound]
             )
         }
     }
@@ -82,20 +103,14 @@ extension SQLiteJournal: SliceStore {
     ) async throws(JournalError) {
         try await write { db in
             try Self.checkFence(lease, in: db)
-            for slice in slices {
-                try db.execute(
-                    sql: "INSERT INTO slice (run, first_seq, last_seq) VALUES (?, ?, ?)",
-                    arguments: [run.rawValue, slice.lowerBound, slice.upperBound]
-                )
-            }
+            try Self.insert(slices, of: run, in: db)
+            try db.execute(sql: "UPDATE run SET planned = ? WHERE id = ?", arguments: [planned, run.rawValue])
             try db.execute(
                 sql: """
-                    UPDATE run SET planned = ?,
-                        status = CASE WHEN ? THEN 'finished' ELSE status END,
-                        updated_at = CASE WHEN ? THEN \(Self.sqliteNow) ELSE updated_at END
-                    WHERE id = ?
+                    UPDATE run SET status = 'finished', updated_at = \(Self.sqliteNow)
+                    WHERE id = ? AND status = 'running' AND NOT EXISTS (SELECT 1 FROM slice WHERE run = ? AND NOT done)
                     """,
-                arguments: [planned, slices.isEmpty, slices.isEmpty, run.rawValue]
+                arguments: [run.rawValue, run.rawValue]
             )
         }
     }
@@ -211,7 +226,8 @@ extension SQLiteJournal: SliceStore {
                 try db.execute(
                     sql: """
                         UPDATE run SET status = 'finished', updated_at = \(Self.sqliteNow)
-                        WHERE id = ? AND status = 'running' AND NOT EXISTS (SELECT 1 FROM slice WHERE run = ? AND NOT done)
+                        WHERE id = ? AND status = 'running' AND planned IS NOT NULL
+                            AND NOT EXISTS (SELECT 1 FROM slice WHERE run = ? AND NOT done)
                         """,
                     arguments: [run, run]
                 )

@@ -80,20 +80,30 @@ public struct PossibleDuplicate: Sendable, Hashable {
 /// A run's plan cut into slices that several workers send at once.
 ///
 /// The worker that creates the run snapshots the plan into the journal (`appendSnapshot`, a
-/// transaction per call, so memory stays bounded), then seals it (`sealSnapshot`), creating the
-/// slices in one transaction: from then on any worker claims a free slice (`claimSlice`, each
-/// claim raising the slice lease's fence), sends it from the snapshot under its lease, and ends it
-/// (`closeSlice`); the last slice to finish finishes the run.
+/// transaction per call, so memory stays bounded), opening each slice to the workers in the
+/// transaction that writes its last push, so sending starts while the rest is planned; then seals
+/// it (`sealSnapshot`): the run's planned count and its last slices. Any worker claims an open
+/// slice (`claimSlice`, each claim raising the slice lease's fence), sends it from the snapshot
+/// under its lease, and ends it (`closeSlice`); the last slice to finish a sealed run finishes it.
 public protocol SliceStore: Sendable {
-    /// Adds `pushes` (in seq order, after any added before) to the snapshot of `run`, while the
-    /// creator still holds `lease` (refused with `.fenced` otherwise).
-    func appendSnapshot(_ pushes: [SnapshotPush], run: RunID, lease: Lease?) async throws(JournalError)
-    /// Forgets what a creator that stopped before sealing had snapshotted, so the next creator
-    /// starts over; nothing once the snapshot is sealed.
-    func discardSnapshot(run: RunID, lease: Lease?) async throws(JournalError)
-    /// Ends the snapshot: the run's planned count, and its slices (contiguous, in order, covering
-    /// every seq snapshotted), in one transaction under `lease`. A run with no pushes gets no
-    /// slice and is finished.
+    /// Adds `pushes` (in seq order, after any added before) to the snapshot of `run`, and opens
+    /// `slices` to the workers (slices whose every push is written by now, these included), in one
+    /// transaction, while the creator still holds `lease` (refused with `.fenced` otherwise).
+    func appendSnapshot(
+        _ pushes: [SnapshotPush],
+        opening slices: [ClosedRange<Int>],
+        run: RunID,
+        lease: Lease?
+    ) async throws(JournalError)
+    /// Where a creator taking over an unsealed snapshot goes on from: drops what an earlier
+    /// creator wrote past the last slice it opened (no worker can have read it) and answers that
+    /// slice's last seq, or -1 when it opened none (the snapshot starts over). Once the snapshot is
+    /// sealed, drops nothing.
+    func resumeSnapshot(run: RunID, lease: Lease?) async throws(JournalError) -> Int
+    /// Ends the snapshot: the run's planned count, and the slices not opened yet (contiguous, in
+    /// order, after those opened, covering every seq snapshotted), in one transaction under
+    /// `lease`. A run with no slice left to send (none at all, or every one opened done already)
+    /// is finished.
     func sealSnapshot(
         run: RunID,
         slices: [ClosedRange<Int>],
@@ -116,8 +126,8 @@ public protocol SliceStore: Sendable {
     /// claiming at once get different slices (`FOR UPDATE SKIP LOCKED` on PostgreSQL).
     func claimSlice(of run: RunID, owner: String, duration: Double) async throws(JournalError) -> (RunSlice, Lease)?
     /// Ends this holder's work on `slice` under `lease` (refused with `.fenced` when it moved),
-    /// adding `stats` to the slice's: `.finished` marks it done, and finishes the run when no slice
-    /// is left; `.cancelled` cancels the run; anything else leaves the slice to the next claim.
+    /// adding `stats` to the slice's: `.finished` marks it done, and finishes the run when it is
+    /// sealed and no slice is left; `.cancelled` cancels the run; anything else leaves the slice to the next claim.
     /// Answers the run's status afterwards.
     func closeSlice(
         _ slice: RunSlice,
@@ -137,6 +147,13 @@ public protocol SliceStore: Sendable {
     func possibleDuplicates(of run: RunID) async throws(JournalError) -> [PossibleDuplicate]
 }
 
+extension SliceStore {
+    /// `pushes` added to the snapshot of `run`, opening no slice.
+    public func appendSnapshot(_ pushes: [SnapshotPush], run: RunID, lease: Lease?) async throws(JournalError) {
+        try await appendSnapshot(pushes, opening: [], run: run, lease: lease)
+    }
+}
+
 extension LeaseResource {
     /// One worker per slice of a run at a time.
     public static func slice(run: RunID, first: Int) -> String { "run:\(run)/slice:\(first)" }
@@ -148,13 +165,23 @@ extension LeaseResource {
 public struct SliceCutter: Sendable {
     public let size: Int
     private var count = 0
+    /// Pushes in the slice being cut, and how many it takes.
+    private var held = 0
+    private var current: Int
     private var start = 0
     private var last = -1
     public private(set) var slices: [ClosedRange<Int>] = []
 
-    public init(size: Int) {
+    /// A cutter whose first slice starts at `start` (after the slices a creator that stopped had
+    /// opened). With `rampFrom`, the first slice holds that many pushes and each next one twice as
+    /// many, up to `size`: a worker starts on a slice opened moments after planning begins, and
+    /// the next opens before it is done (planning is several times faster than sending).
+    public init(size: Int, from start: Int = 0, rampFrom first: Int? = nil) {
         precondition(size > 0, "a slice holds at least one push")
         self.size = size
+        self.current = max(1, min(size, first ?? size))
+        self.start = start
+        self.last = start - 1
     }
 
     /// Pushes seen so far.
@@ -165,12 +192,15 @@ public struct SliceCutter: Sendable {
     @discardableResult
     public mutating func add(seq: Int) -> Bool {
         precondition(seq > last, "snapshot seqs rise")
-        let starts = count % size == 0
+        let starts = held == 0
         last = seq
         count += 1
-        if count % size == 0 {
+        held += 1
+        if held == current {
             slices.append(start...seq)
             start = seq + 1
+            held = 0
+            current = current > size / 2 ? size : current * 2
         }
         return starts
     }
@@ -182,18 +212,26 @@ public struct SliceCutter: Sendable {
 }
 
 extension MemoryJournal: SliceStore {
-    public func appendSnapshot(_ pushes: [SnapshotPush], run: RunID, lease: Lease?) async throws(JournalError) {
+    public func appendSnapshot(
+        _ pushes: [SnapshotPush],
+        opening slices: [ClosedRange<Int>],
+        run: RunID,
+        lease: Lease?
+    ) async throws(JournalError) {
         try checkFence(lease)
         state.withLock { state in
             for push in pushes { state.snapshots[run, default: [:]][push.seq] = push }
+            state.slices[run, default: []] += slices.map { MemorySlice(seqs: $0) }
         }
     }
 
-    public func discardSnapshot(run: RunID, lease: Lease?) async throws(JournalError) {
+    public func resumeSnapshot(run: RunID, lease: Lease?) async throws(JournalError) -> Int {
         try checkFence(lease)
-        state.withLock { state in
-            guard state.slices[run] == nil else { return }
-            state.snapshots[run] = nil
+        let sealed = try await self.run(run)?.planned != nil
+        return state.withLock { state in
+            let opened = state.slices[run]?.last?.seqs.upperBound ?? -1
+            if !sealed { state.snapshots[run] = state.snapshots[run]?.filter { $0.key <= opened } }
+            return opened
         }
     }
 
@@ -205,16 +243,18 @@ extension MemoryJournal: SliceStore {
     ) async throws(JournalError) {
         try checkFence(lease)
         let now = clock.now()
-        try update(run) { record in
-            record.planned = planned
-            if slices.isEmpty {
-                record.status = .finished
-                record.updatedAt = now
+        // One lock for the slices and the run: a slice ending meanwhile sees both or neither.
+        let found = state.withLock { state in
+            guard let index = state.runs.firstIndex(where: { $0.id == run }) else { return false }
+            state.slices[run, default: []] += slices.map { MemorySlice(seqs: $0) }
+            state.runs[index].planned = planned
+            if state.slices[run]!.allSatisfy(\.done), state.runs[index].status == .running {
+                state.runs[index].status = .finished
+                state.runs[index].updatedAt = now
             }
+            return true
         }
-        state.withLock { state in
-            state.slices[run] = slices.map { MemorySlice(seqs: $0) }
-        }
+        if !found { throw JournalError(.notFound, "no run \(run) in the journal") }
     }
 
     public func snapshot(
@@ -278,20 +318,24 @@ extension MemoryJournal: SliceStore {
     ) async throws(JournalError) -> RunStatus {
         try checkFence(lease)
         let now = clock.now()
-        let left = state.withLock { state -> Int in
-            guard let index = state.slices[slice.run]?.firstIndex(where: { $0.seqs == slice.seqs }) else { return -1 }
+        let found = state.withLock { state -> Bool in
+            guard let index = state.slices[slice.run]?.firstIndex(where: { $0.seqs == slice.seqs }),
+                let record = state.runs.firstIndex(where: { $0.id == slice.run })
+            else { return false }
             if let stats {
                 state.slices[slice.run]![index].stats = state.slices[slice.run]![index].stats?.adding(stats) ?? stats
             }
             if status == .finished { state.slices[slice.run]![index].done = true }
-            return state.slices[slice.run]!.filter { !$0.done }.count
+            let left = state.slices[slice.run]!.filter { !$0.done }.count
+            state.runs[record].updatedAt = now
+            if status == .cancelled, state.runs[record].status.isUnfinished { state.runs[record].status = .cancelled }
+            if status == .finished, left == 0, state.runs[record].planned != nil, state.runs[record].status == .running
+            {
+                state.runs[record].status = .finished
+            }
+            return true
         }
-        guard left >= 0 else { throw JournalError(.notFound, "\(slice) is not in the journal") }
-        try update(slice.run) { record in
-            record.updatedAt = now
-            if status == .cancelled, record.status.isUnfinished { record.status = .cancelled }
-            if status == .finished, left == 0, record.status == .running { record.status = .finished }
-        }
+        guard found else { throw JournalError(.notFound, "\(slice) is not in the journal") }
         return try await run(slice.run)?.status ?? .running
     }
 

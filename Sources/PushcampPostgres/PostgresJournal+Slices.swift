@@ -28,34 +28,71 @@ extension PostgresJournal: SliceStore {
 
     /// One row of `snapshot_page` (`SnapshotPage`'s bytes), in the transaction that checks the
     /// creator's fence.
-    public func appendSnapshot(_ pushes: [SnapshotPush], run: RunID, lease: Lease?) async throws(JournalError) {
-        guard let first = pushes.first?.seq, let last = pushes.last?.seq else { return }
+    public func appendSnapshot(
+        _ pushes: [SnapshotPush],
+        opening slices: [ClosedRange<Int>],
+        run: RunID,
+        lease: Lease?
+    ) async throws(JournalError) {
+        guard !pushes.isEmpty || !slices.isEmpty else { return }
         let (logger, page) = (self.logger, SnapshotPage.encode(pushes))
+        let (first, last) = (pushes.first?.seq, pushes.last?.seq)
         try await transaction { connection in
             try await Self.checkFence(lease, on: connection, logger: logger)
-            _ = try await Self.rows(
-                """
-                INSERT INTO snapshot_page (run, first_seq, last_seq, pushes)
-                VALUES (\(run.rawValue), \(Int64(first)), \(Int64(last)), \(page))
-                """,
-                on: connection,
-                logger: logger
-            )
+            if let first, let last {
+                _ = try await Self.rows(
+                    """
+                    INSERT INTO snapshot_page (run, first_seq, last_seq, pushes)
+                    VALUES (\(run.rawValue), \(Int64(first)), \(Int64(last)), \(page))
+                    """,
+                    on: connection,
+                    logger: logger
+                )
+            }
+            try await Self.open(slices, of: run, on: connection, logger: logger)
         }
     }
 
-    public func discardSnapshot(run: RunID, lease: Lease?) async throws(JournalError) {
+    /// Opens `slices` of `run` to the workers.
+    static func open(
+        _ slices: [ClosedRange<Int>],
+        of run: RunID,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        guard !slices.isEmpty else { return }
+        let firsts = slices.map { Int64($0.lowerBound) }
+        let lasts = slices.map { Int64($0.upperBound) }
+        _ = try await rows(
+            """
+            INSERT INTO slice (run, first_seq, last_seq)
+            SELECT \(run.rawValue), f, l FROM unnest(\(firsts)::bigint[], \(lasts)::bigint[]) AS u(f, l)
+            """,
+            on: connection,
+            logger: logger
+        )
+    }
+
+    public func resumeSnapshot(run: RunID, lease: Lease?) async throws(JournalError) -> Int {
         let logger = self.logger
-        try await transaction { connection in
+        return try await transaction { connection in
             try await Self.checkFence(lease, on: connection, logger: logger)
+            // Pages never straddle slices: every page past the last slice opened is unread.
+            let opened =
+                try await Self.rows(
+                    "SELECT coalesce(max(last_seq), -1) AS opened FROM slice WHERE run = \(run.rawValue)",
+                    on: connection,
+                    logger: logger
+                ).first.map { row in try row["opened"].decode(Int64.self) } ?? -1
             _ = try await Self.rows(
                 """
-                DELETE FROM snapshot_page WHERE run = \(run.rawValue)
-                    AND NOT EXISTS (SELECT 1 FROM slice WHERE run = \(run.rawValue))
+                DELETE FROM snapshot_page WHERE run = \(run.rawValue) AND last_seq > \(opened)
+                    AND (SELECT planned FROM run WHERE id = \(run.rawValue)) IS NULL
                 """,
                 on: connection,
                 logger: logger
             )
+            return Int(opened)
         }
     }
 
@@ -66,24 +103,23 @@ extension PostgresJournal: SliceStore {
         lease: Lease?
     ) async throws(JournalError) {
         let logger = self.logger
-        let firsts = slices.map { Int64($0.lowerBound) }
-        let lasts = slices.map { Int64($0.upperBound) }
         try await transaction { connection in
-            try await Self.checkFence(lease, on: connection, logger: logger)
+            // The run's row locked first, as a slice's end locks it: of a seal and the end of the
+            // last slice opened before it, the second sees the first and finishes the run.
             _ = try await Self.rows(
-                """
-                INSERT INTO slice (run, first_seq, last_seq)
-                SELECT \(run.rawValue), f, l FROM unnest(\(firsts)::bigint[], \(lasts)::bigint[]) AS u(f, l)
-                """,
+                "SELECT 1 FROM run WHERE id = \(run.rawValue) FOR UPDATE",
                 on: connection,
                 logger: logger
             )
+            try await Self.checkFence(lease, on: connection, logger: logger)
+            try await Self.open(slices, of: run, on: connection, logger: logger)
             _ = try await Self.rows(
                 """
                 UPDATE run SET planned = \(Int64(planned)),
-                    status = CASE WHEN \(slices.isEmpty) THEN 'finished' ELSE status END,
-                    updated_at = CASE WHEN \(slices.isEmpty) THEN extract(epoch FROM clock_timestamp())
-                        ELSE updated_at END
+                    status = CASE WHEN NOT EXISTS (SELECT 1 FROM slice WHERE run = \(run.rawValue) AND NOT done)
+                        AND status = 'running' THEN 'finished' ELSE status END,
+                    updated_at = CASE WHEN NOT EXISTS (SELECT 1 FROM slice WHERE run = \(run.rawValue) AND NOT done)
+                        AND status = 'running' THEN extract(epoch FROM clock_timestamp()) ELSE updated_at END
                 WHERE id = \(run.rawValue)
                 """,
                 on: connection,
@@ -228,7 +264,7 @@ extension PostgresJournal: SliceStore {
                 _ = try await Self.rows(
                     """
                     UPDATE run SET status = 'finished', updated_at = extract(epoch FROM clock_timestamp())
-                    WHERE id = \(run) AND status = 'running'
+                    WHERE id = \(run) AND status = 'running' AND planned IS NOT NULL
                         AND NOT EXISTS (SELECT 1 FROM slice WHERE run = \(run) AND NOT done)
                     """,
                     on: connection,

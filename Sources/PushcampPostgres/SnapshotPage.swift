@@ -3,7 +3,8 @@ import PushcampJournal
 
 /// A page of a run's snapshot as PostgreSQL keeps it: one `bytea` for the pushes one
 /// `appendSnapshot` wrote, instead of a row each. PostgreSQL's cost was per row (parsing a `COPY`
-/// line, a tuple, an index entry); a page costs one of each, and its bytes are stored as they are.
+/// line, a tuple, an index entry); a page costs one of each (its bytes compressed with lz4 where
+/// the server has it).
 ///
 /// The format (integers big-endian, as `int2send`/`int4send`/`int8send` write them, so the
 /// schema's migration and its `pushcamp_snapshot(run)` function read and write the same):

@@ -110,7 +110,8 @@ struct Send: AsyncParsableCommand {
         help: """
             On a PostgreSQL journal with journal.slice: plan the run into the journal, cut into \
             slices, and leave it to the `pushcamp serve` nodes on that journal instead of sending \
-            from here (`pushcamp runs` shows how it goes). Without it, this process sends slices too. \
+            from here (`pushcamp runs` shows how it goes); the nodes start on each slice as soon as \
+            it is planned. Without it, this process sends slices too, while it plans the rest. \
             Campaigns with an Android app are sent whole, by one process, under their project's FCM quota.
             """
     )

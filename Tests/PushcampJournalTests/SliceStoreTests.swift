@@ -57,6 +57,16 @@ struct SliceStoreTests {
         #expect(SliceCutter(size: 5).finished().isEmpty)
     }
 
+    @Test
+    func aRampingCutterStartsSmallAndDoublesUpToTheSizeFromWhereItIsTold() {
+        var cutter = SliceCutter(size: 10, from: 100, rampFrom: 2)
+        let starts = (100..<130).map { cutter.add(seq: $0) }
+        #expect(cutter.finished() == [100...101, 102...105, 106...113, 114...123, 124...129])
+        #expect(cutter.planned == 30)
+        // `add` says which seqs start a slice: where the creator cuts its pages.
+        #expect(starts.indices.filter { starts[$0] }.map { 100 + $0 } == [100, 102, 106, 114, 124])
+    }
+
     @Test(arguments: Store.allCases)
     func aSnapshotIsReadBackAsWrittenSliceBySlice(_ store: Store) async throws {
         let (journal, project) = try await store.open()
@@ -171,7 +181,7 @@ struct SliceStoreTests {
     }
 
     @Test(arguments: Store.allCases)
-    func aCreatorThatLostItsLeaseCannotSnapshotAndAnUnsealedSnapshotIsDiscarded(_ store: Store) async throws {
+    func aCreatorThatLostItsLeaseCannotSnapshotAndAnUnsealedSnapshotStartsOver(_ store: Store) async throws {
         let (journal, project) = try await store.open()
         defer { project.remove() }
         let run = try await journal.createRun(campaign: "sale", revision: "r1", now: 1_000)
@@ -184,17 +194,60 @@ struct SliceStoreTests {
         await #expect(throws: JournalError.self) {
             try await journal.sealSnapshot(run: run.id, slices: [0...5], planned: 6, lease: creator)
         }
-        try await journal.discardSnapshot(run: run.id, lease: next)
+        // No slice was opened: the next creator starts over.
+        #expect(try await journal.resumeSnapshot(run: run.id, lease: next) == -1)
         #expect(try await journal.snapshot(of: run.id, in: 0...100, after: -1, limit: 100).isEmpty)
         try await journal.appendSnapshot((0..<3).map(Self.push), run: run.id, lease: next)
         try await journal.sealSnapshot(run: run.id, slices: [0...2], planned: 3, lease: next)
-        // Sealed: nothing is discarded any more.
-        try await journal.discardSnapshot(run: run.id, lease: next)
+        // Sealed: nothing is dropped any more.
+        #expect(try await journal.resumeSnapshot(run: run.id, lease: next) == 2)
         #expect(try await journal.snapshot(of: run.id, in: 0...100, after: -1, limit: 100).count == 3)
         // A plan with nobody in it is finished as it is sealed.
         let empty = try await journal.createRun(campaign: "empty", revision: "r1", now: 1_000)
         try await journal.sealSnapshot(run: empty.id, slices: [], planned: 0, lease: nil)
         #expect(try await journal.run(empty.id)?.status == .finished)
+    }
+
+    @Test(arguments: Store.allCases)
+    func slicesOpenAsTheyAreWrittenAndASealedRunFinishesWithItsLastSlice(_ store: Store) async throws {
+        let (journal, project) = try await store.open()
+        defer { project.remove() }
+        let run = try await journal.createRun(campaign: "sale", revision: "r1", now: 1_000)
+        let creator = try #require(try await journal.acquire("campaign:sale", owner: "creator", duration: 60))
+        // Slices of 4: the page that writes a slice's last push opens it.
+        try await journal.appendSnapshot((0..<4).map(Self.push), opening: [0...3], run: run.id, lease: creator)
+        try await journal.appendSnapshot((4..<6).map(Self.push), run: run.id, lease: creator)
+        // A worker sends the open slice before the snapshot is sealed; its end finishes nothing.
+        let (first, held) = try #require(try await journal.claimSlice(of: run.id, owner: "w", duration: 60))
+        #expect(first.seqs == 0...3)
+        #expect(try await journal.claimSlice(of: run.id, owner: "w2", duration: 60) == nil)
+        #expect(try await journal.closeSlice(first, status: .finished, stats: nil, lease: held) == .running)
+
+        // The creator dies; the next one drops what was written past the last slice opened and
+        // goes on after it.
+        let next = try #require(try await journal.takeOver(creator, owner: "next", duration: 60))
+        #expect(try await journal.resumeSnapshot(run: run.id, lease: next) == 3)
+        #expect(try await journal.snapshot(of: run.id, in: 0...100, after: -1, limit: 100) == (0..<4).map(Self.push))
+        try await journal.appendSnapshot((4..<8).map(Self.push), opening: [4...7], run: run.id, lease: next)
+        try await journal.appendSnapshot((8..<9).map(Self.push), run: run.id, lease: next)
+        try await journal.sealSnapshot(run: run.id, slices: [8...8], planned: 9, lease: next)
+        #expect(try await journal.run(run.id)?.planned == 9)
+        #expect(try await journal.slices(of: run.id).map(\.slice.seqs) == [0...3, 4...7, 8...8])
+        #expect(try await journal.snapshot(of: run.id, in: 0...100, after: -1, limit: 100) == (0..<9).map(Self.push))
+        for _ in 0..<2 {
+            let (slice, lease) = try #require(try await journal.claimSlice(of: run.id, owner: "w", duration: 60))
+            _ = try await journal.closeSlice(slice, status: .finished, stats: nil, lease: lease)
+        }
+        #expect(try await journal.run(run.id)?.status == .finished)
+
+        // Every slice opened is done by the time the snapshot is sealed with none left: sealing
+        // finishes the run.
+        let quick = try await journal.createRun(campaign: "quick", revision: "r1", now: 1_000)
+        try await journal.appendSnapshot((0..<2).map(Self.push), opening: [0...1], run: quick.id, lease: nil)
+        let (only, lease) = try #require(try await journal.claimSlice(of: quick.id, owner: "w", duration: 60))
+        #expect(try await journal.closeSlice(only, status: .finished, stats: nil, lease: lease) == .running)
+        try await journal.sealSnapshot(run: quick.id, slices: [], planned: 2, lease: nil)
+        #expect(try await journal.run(quick.id)?.status == .finished)
     }
 
     @Test(arguments: Store.allCases)

@@ -51,9 +51,29 @@ struct SliceWorkerTests {
             run: run.id,
             lease: nil,
             size: size,
+            opening: true,
             pageSize: 300
         )
         return (run, summary)
+    }
+
+    /// The pushes `campaign` plans, as its snapshot keeps them.
+    static func planned(_ campaign: LoadedCampaign, sendTime: Timestamp) throws -> [SnapshotPush] {
+        var pushes: [SnapshotPush] = []
+        _ = try Planner(campaign: campaign, sendTime: sendTime).run { push in
+            pushes.append(
+                SnapshotPush(
+                    seq: push.seq,
+                    token: push.token,
+                    payload: push.payload,
+                    variant: push.variant,
+                    locale: push.locale,
+                    collapseID: push.collapseID,
+                    expiration: push.expirationHeader(sendTime: sendTime)
+                )
+            )
+        }
+        return pushes
     }
 
     static func worker(
@@ -110,6 +130,108 @@ struct SliceWorkerTests {
         #expect(try await journal.possibleDuplicates(of: run.id).isEmpty)
         // Each worker kept its connections from slice to slice.
         #expect(transports.made.withLock { $0.count } == 3)
+    }
+
+    /// The creator sends the slices it opens while it plans the rest, and so does another worker:
+    /// every recipient once, the run finished once its snapshot is sealed and its slices done.
+    @Test func theCreatorAndAnotherWorkerSendSlicesAsTheyOpen() async throws {
+        let (project, campaign) = try LoopbackTests.campaign(rows: 2_000)
+        defer { project.remove() }
+        let journal = MemoryJournal()
+        let run = try await journal.createRun(campaign: campaign.id, revision: campaign.revision, now: 1_800_000_000)
+        let sendTime = Timestamp(secondsSince1970: Int64(run.startedAt))
+        let transports = Transports()
+        var options = SliceWorker.Options()
+        (options.leaseDuration, options.stallTimeout, options.untilRunEnds) = (600, 600, true)
+        let creator = SliceWorker(
+            campaign: campaign,
+            run: run,
+            store: journal,
+            endpoint: "https://memory.test",
+            options: options,
+            snapshot: {
+                _ = try await RunSnapshot.write(
+                    Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "now", sampleLimit: 0),
+                    sendTime: sendTime,
+                    into: journal,
+                    run: run.id,
+                    lease: nil,
+                    size: 200,
+                    opening: true,
+                    pageSize: 50
+                )
+            },
+            makeTransport: { transports.make() }
+        )
+        // The helper looks for a free slice every second (a fifth of its lease) until the run ends.
+        var helping = options
+        (helping.owner, helping.leaseDuration) = (.next(), 5)
+        let helper = SliceWorker(
+            campaign: campaign,
+            run: run,
+            store: journal,
+            endpoint: "https://memory.test",
+            options: helping,
+            makeTransport: { transports.make() }
+        )
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await creator.run() }
+            group.addTask { try await helper.run() }
+            try await group.waitForAll()
+        }
+        #expect(creator.report?.stop == nil)
+        #expect(try await journal.run(run.id)?.status == .finished)
+        #expect(try await journal.run(run.id)?.planned == 2_000)
+        let written = transports.total(\.written)
+        #expect(written.count == 2_000 && written.values.allSatisfy { $0 == 1 })
+        // Slices of 200 after a ramp from a page (50, then 100): sending began after 50 pushes.
+        let sizes = try await journal.slices(of: run.id).map(\.slice.seqs.count)
+        #expect(sizes.prefix(3) == [50, 100, 200] && sizes.reduce(0, +) == 2_000 && sizes.count == 12)
+        #expect(creator.reports.count + helper.reports.count == 12)
+        #expect(try await journal.slices(of: run.id).allSatisfy(\.done))
+    }
+
+    /// A creator that died after opening some slices left pages past them: the next creator drops
+    /// those, plans on after the last slice opened, and the run's snapshot is the plan, once.
+    @Test func aCreatorTakingOverAnUnsealedSnapshotGoesOnAfterTheLastSliceOpened() async throws {
+        let (project, campaign) = try LoopbackTests.campaign(rows: 500)
+        defer { project.remove() }
+        let journal = MemoryJournal()
+        let run = try await journal.createRun(campaign: campaign.id, revision: campaign.revision, now: 1_800_000_000)
+        let sendTime = Timestamp(secondsSince1970: Int64(run.startedAt))
+        let plan = try Self.planned(campaign, sendTime: sendTime)
+        #expect(plan.count == 500)
+        // The dead creator: slices of 100, two opened, and a page of the third written.
+        try await journal.appendSnapshot(Array(plan[0..<100]), opening: [0...99], run: run.id, lease: nil)
+        try await journal.appendSnapshot(Array(plan[100..<200]), opening: [100...199], run: run.id, lease: nil)
+        try await journal.appendSnapshot(Array(plan[200..<250]), run: run.id, lease: nil)
+        // Its first slice was sent already.
+        let (first, held) = try #require(try await journal.claimSlice(of: run.id, owner: "dead", duration: 60))
+        _ = try await journal.closeSlice(first, status: .finished, stats: nil, lease: held)
+
+        _ = try await RunSnapshot.write(
+            Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "now", sampleLimit: 0),
+            sendTime: sendTime,
+            into: journal,
+            run: run.id,
+            lease: nil,
+            size: 100,
+            opening: true,
+            pageSize: 30
+        )
+        #expect(try await journal.run(run.id)?.planned == 500)
+        // After the slices opened, ramping again from a page (30, 60, then 100).
+        #expect(
+            try await journal.slices(of: run.id).map(\.slice.seqs) == [
+                0...99, 100...199, 200...229, 230...289, 290...389, 390...489, 490...499,
+            ]
+        )
+        #expect(try await journal.snapshot(of: run.id, in: 0...1_000, after: -1, limit: 1_000) == plan)
+        let transports = Transports()
+        try await Self.worker(campaign, run: run, journal: journal, transports: transports).run()
+        let written = transports.total(\.written)
+        #expect(written.count == 400 && written.values.allSatisfy { $0 == 1 })
+        #expect(try await journal.run(run.id)?.status == .finished)
     }
 
     @Test func theApnsIdsAndPayloadsAreThoseOfTheCreatorsPlan() async throws {

@@ -105,8 +105,12 @@ public enum RunSnapshot {
     /// Plans the audience once (on a thread of its own: audience sources read files and databases)
     /// and writes every push into the snapshot of `run` under `lease`, a page per transaction, so
     /// memory holds one page whatever the audience's size; then seals it, cut into slices of
-    /// `size`. A snapshot an earlier creator left unsealed is discarded first. Answers the plan's
-    /// summary.
+    /// `size`. With `opening`, each slice is opened to the workers in the transaction that writes
+    /// its last push, so they send while the rest is planned.
+    ///
+    /// A snapshot an earlier creator left unsealed is taken up where that creator left it: what it
+    /// wrote past its last opened slice is dropped, and the plan (the same, from the same files:
+    /// the run is of their revision) goes on after that slice. Answers the plan's summary.
     public static func write(
         _ planner: Planner,
         sendTime: Timestamp,
@@ -114,20 +118,28 @@ public enum RunSnapshot {
         run: RunID,
         lease: Lease?,
         size: Int,
+        opening: Bool,
         pageSize: Int = RunSnapshot.pageSize
     ) async throws -> PlanSummary {
-        try await store.discardSnapshot(run: run, lease: lease)
+        let after = try await store.resumeSnapshot(run: run, lease: lease)
         let (summary, slices, count) = try await ThreadPages.run(name: "pushcamp-snapshot") {
-            (emit: ([SnapshotPush]) throws -> Void) in
-            var cutter = SliceCutter(size: size)
-            var page: [SnapshotPush] = []
+            (emit: (Page) throws -> Void) in
+            // Slices opened as they are written start small: sending starts after one page.
+            var cutter = SliceCutter(size: size, from: after + 1, rampFrom: opening ? pageSize : nil)
+            var (page, opened, count) = ([SnapshotPush](), 0, 0)
             page.reserveCapacity(pageSize)
+            func flush() throws {
+                let closed = opening ? Array(cutter.slices[opened...]) : []
+                guard !page.isEmpty || !closed.isEmpty else { return }
+                try emit(Page(pushes: page, opening: closed))
+                opened += closed.count
+                page.removeAll(keepingCapacity: true)
+            }
             let summary = try planner.run { push in
-                if cutter.add(seq: push.seq), !page.isEmpty {
-                    // A page never holds two slices' pushes: each worker reads only its own.
-                    try emit(page)
-                    page.removeAll(keepingCapacity: true)
-                }
+                count += 1
+                guard push.seq > after else { return }  // written, and opened, by an earlier creator
+                // A page never holds two slices' pushes: each worker reads only its own.
+                if cutter.add(seq: push.seq), !page.isEmpty { try flush() }
                 page.append(
                     SnapshotPush(
                         seq: push.seq,
@@ -139,18 +151,21 @@ public enum RunSnapshot {
                         expiration: push.expirationHeader(sendTime: sendTime)
                     )
                 )
-                if page.count == pageSize {
-                    try emit(page)
-                    page.removeAll(keepingCapacity: true)
-                }
+                if page.count == pageSize { try flush() }
             }
-            if !page.isEmpty { try emit(page) }
-            return (summary, cutter.finished(), cutter.planned)
+            try flush()
+            return (summary, Array(cutter.finished()[opened...]), count)
         } consume: { page in
-            try await store.appendSnapshot(page, run: run, lease: lease)
+            try await store.appendSnapshot(page.pushes, opening: page.opening, run: run, lease: lease)
         }
         try await store.sealSnapshot(run: run, slices: slices, planned: count, lease: lease)
         return summary
+    }
+
+    /// What the planning thread hands over: a page of pushes, and the slices it completes.
+    struct Page: Sendable {
+        var pushes: [SnapshotPush]
+        var opening: [ClosedRange<Int>]
     }
 }
 
@@ -207,6 +222,13 @@ public final class SliceWorker: Service, Sendable {
     private let wide = Mutex<SendProgress.RunWide?>(nil)
     /// One naming of variants and locales for every slice this worker sends, so their readouts add up.
     private let groups = ReadoutGroups()
+    /// The run's creator: writes the snapshot while this worker sends the slices it opens.
+    let snapshot: (@Sendable () async throws -> Void)?
+    /// Whether `snapshot` is still being written: while it is, a worker with no slice to claim
+    /// looks again at once rather than after a heartbeat.
+    private let writing = Mutex(false)
+    /// Why the snapshot could not be written, once it could not.
+    private let snapshotFailure = Mutex<String?>(nil)
 
     public init(
         campaign: LoadedCampaign,
@@ -216,8 +238,10 @@ public final class SliceWorker: Service, Sendable {
         clock: any WallClock = SystemWallClock(),
         options: Options = Options(),
         progress: @escaping @Sendable (SendProgress) -> Void = { _ in },
+        snapshot: (@Sendable () async throws -> Void)? = nil,
         makeTransport: @escaping @Sendable () throws -> any PushTransport
     ) {
+        self.snapshot = snapshot
         self.campaign = campaign
         self.run = run
         self.store = store
@@ -231,29 +255,58 @@ public final class SliceWorker: Service, Sendable {
     /// The reports of the slices this worker sent, in order.
     public var reports: [SendReport] { sent.withLock { $0 } }
 
-    /// What this worker sent, all slices added up; nil before it sent any.
+    /// What this worker sent, all slices added up; nil before it sent any. Stopped on the journal
+    /// when it created the run and could not write its plan.
     public var report: SendReport? {
         let reports = self.reports
-        guard let first = reports.first else { return nil }
-        return reports.dropFirst().reduce(first) { $0.adding($1) }
+        let sent = reports.first.map { first in reports.dropFirst().reduce(first) { $0.adding($1) } }
+        guard let failure = snapshotFailure.withLock({ $0 }) else { return sent }
+        var report = sent ?? SendReport(campaign: campaign.id, revision: campaign.revision, endpoint: endpoint)
+        report.stop = .journal("the run's plan could not be written into the journal: \(failure)")
+        return report
     }
 
     public func run() async throws {
         // One pool for every slice this worker sends: each new slice would otherwise pay TLS and
         // the one-stream ramp again.
         let connections = KeptConnections(make: makeTransport)
-        try await withThrowingDiscardingTaskGroup { group in
-            // Where the whole run stands, for the progress line: a child cancelled when the work ends.
-            if options.showsRun { group.addTask { await self.watchRun() } }
-            do {
-                try await work(through: connections)
-            } catch {
-                await connections.close()
-                throw error
+        do {
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                // Where the whole run stands, for the progress line.
+                if options.showsRun {
+                    group.addTask {
+                        await self.watchRun()
+                        return false
+                    }
+                }
+                if let snapshot {
+                    writing.withLock { $0 = true }
+                    group.addTask {
+                        defer { self.writing.withLock { $0 = false } }
+                        do {
+                            try await snapshot()
+                        } catch is CancellationError {
+                            // The work ended first: the next creator goes on after the last slice opened.
+                        } catch {
+                            self.snapshotFailure.withLock { $0 = "\(error)" }
+                            throw error  // the run cannot be finished from here: the work stops
+                        }
+                        return false
+                    }
+                }
+                group.addTask {
+                    try await self.work(through: connections)
+                    return true
+                }
+                // Until the work ends (true), or a child fails; the others are cancelled then.
+                defer { group.cancelAll() }
+                while let workEnded = try await group.next(), !workEnded {}
             }
+        } catch {
             await connections.close()
-            group.cancelAll()
+            throw error
         }
+        await connections.close()
     }
 
     /// Reads where the whole run stands every second, until cancelled; a read that fails or
@@ -291,10 +344,11 @@ public final class SliceWorker: Service, Sendable {
                 )
             else {
                 guard options.untilRunEnds, try await store.run(run.id)?.status == .running else { return }
-                // Slices held by others: one may end, or its holder die. A shutdown ends the wait.
+                // Slices held by others: one may end, or its holder die; or the next is being
+                // planned here, and opens in a moment. A shutdown ends the wait.
+                let wait = writing.withLock { $0 } ? 0.02 : pause
                 do {
-                    try await cancelWhenGracefulShutdown { [clock] in try await clock.sleep(for: pause)
-                    }
+                    try await cancelWhenGracefulShutdown { [clock] in try await clock.sleep(for: wait) }
                 } catch {
                     return
                 }
@@ -413,7 +467,8 @@ extension SendRun {
         to run: RunRecord,
         in store: any Journal
     ) async throws -> LoadedCampaign? {
-        guard run.campaign == campaign.id, try await !store.slices(of: run.id).isEmpty,
+        guard run.campaign == campaign.id, try await store.run(run.id)?.planned != nil,
+            try await !store.slices(of: run.id).isEmpty,
             let facts = try await store.stats(of: run.id)?.sent, facts.app == campaign.appLabel,
             let type = facts.pushType.flatMap(PushType.init(rawValue:)), let priority = facts.priority
         else { return nil }
@@ -467,36 +522,53 @@ extension SendRun {
     ) async throws -> SliceWorker {
         let store = options.journal
         let run = opened.journal.run
-        if try await store.slices(of: run.id).isEmpty, try await store.run(run.id)?.planned == nil {
-            // Where and how the run's pushes go, kept before its snapshot is sealed: a node of
-            // another revision finishes the run as planned from them (`pinned(to:facts:)`).
-            var stats = RunStats()
-            stats.sent = SentFacts(
-                app: campaign.appLabel,
-                topic: campaign.topic,
-                environment: campaign.environmentLabel,
-                endpoint: endpoint,
-                rate: campaign.rate.text,
-                connections: campaign.connections,
-                description: campaign.description
-            )
-            stats.sent?.pushType = campaign.pushType.rawValue
-            stats.sent?.priority = campaign.priority
-            try await store.record(JournalBatch(stats: stats, lease: opened.lease.lease), run: run.id, now: clock.now())
-            let sendTime = Timestamp(secondsSince1970: Int64(clock.now()))
-            var planner = Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "now", sampleLimit: 3)
-            planner.history = history
-            let summary = try await RunSnapshot.write(
-                planner,
-                sendTime: sendTime,
-                into: store,
-                run: run.id,
-                lease: opened.lease.lease,
-                size: slicing.size(rate: campaign.rate.perSecond)
-            )
-            // The creator's part of the run's statistics: where the audience went, and where to.
-            stats.plan = PlanFunnel(summary)
-            try await store.record(JournalBatch(stats: stats, lease: opened.lease.lease), run: run.id, now: clock.now())
+        var snapshot: (@Sendable () async throws -> Void)?
+        if try await store.run(run.id)?.planned == nil {
+            let lease = opened.lease
+            let size = slicing.size(rate: campaign.rate.perSecond)
+            // A live audience (a PostgreSQL query) is read again by a creator that takes an
+            // unsealed snapshot over, and may have changed: its slices open only once it is sealed,
+            // so the next creator starts over with nothing sent.
+            let opening = !campaign.audienceIsLive
+            let write: @Sendable () async throws -> Void = {
+                // Where and how the run's pushes go, kept before its snapshot is sealed: a node of
+                // another revision finishes the run as planned from them (`pinned(to:facts:)`).
+                var stats = RunStats()
+                stats.sent = SentFacts(
+                    app: campaign.appLabel,
+                    topic: campaign.topic,
+                    environment: campaign.environmentLabel,
+                    endpoint: endpoint,
+                    rate: campaign.rate.text,
+                    connections: campaign.connections,
+                    description: campaign.description
+                )
+                stats.sent?.pushType = campaign.pushType.rawValue
+                stats.sent?.priority = campaign.priority
+                try await store.record(JournalBatch(stats: stats, lease: lease.lease), run: run.id, now: clock.now())
+                let sendTime = Timestamp(secondsSince1970: Int64(clock.now()))
+                var planner = Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "now", sampleLimit: 3)
+                planner.history = history
+                let summary = try await RunSnapshot.write(
+                    planner,
+                    sendTime: sendTime,
+                    into: store,
+                    run: run.id,
+                    lease: lease.lease,
+                    size: size,
+                    opening: opening
+                )
+                // The creator's part of the run's statistics: where the audience went, and where to.
+                stats.plan = PlanFunnel(summary)
+                try await store.record(JournalBatch(stats: stats, lease: lease.lease), run: run.id, now: clock.now())
+            }
+            if options.detach {
+                // Planned to the end here, the lease renewed meanwhile (a plan of millions takes
+                // longer than a lease); nodes send each slice as it opens.
+                try await lease.renewed { try await write() }
+            } else {
+                snapshot = write  // written while this process sends the slices it opens
+            }
         }
         return worker(
             of: run,
@@ -507,7 +579,8 @@ extension SendRun {
             endpoint: endpoint,
             clock: clock,
             progress: progress,
-            untilRunEnds: true
+            untilRunEnds: true,
+            snapshot: snapshot
         )
     }
 
@@ -521,7 +594,8 @@ extension SendRun {
         endpoint: String,
         clock: any WallClock,
         progress: @escaping @Sendable (SendProgress) -> Void,
-        untilRunEnds: Bool
+        untilRunEnds: Bool,
+        snapshot: (@Sendable () async throws -> Void)? = nil
     ) -> SliceWorker {
         SliceWorker(
             campaign: campaign,
@@ -531,6 +605,7 @@ extension SendRun {
             clock: clock,
             options: SliceWorker.Options(options, untilRunEnds: untilRunEnds),
             progress: progress,
+            snapshot: snapshot,
             makeTransport: transports(
                 first: pool,
                 transport: transport,
