@@ -56,23 +56,9 @@ echo "audience: $count rows made in $(python3 -c "print(round($(date +%s.%N) - $
     "($(sql "$audience_url" "SELECT pg_size_pretty(pg_total_relation_size('audience'))"))"
 export AUDIENCE_URL=$audience_url
 
-cat > "$out/campaigns/ten-million.yaml" <<'YAML'
-campaign: ten-million
-app: bench
-audience:
-  source:
-    postgres: "${env:AUDIENCE_URL}"
-    query: "SELECT token, first_name FROM audience ORDER BY id"
-message:
-  push_type: alert
-  priority: 10
-  expiration: 1h
-  payload:
-    aps:
-      alert: { title: "Spring sale", body: "Hello {{first_name}}, 20% off everything until Sunday" }
-      sound: default
-throttle: { rate: 10000000/s, connections: 2 }
-YAML
+# The campaign every bench sends, its audience the query (read with AUDIENCE_URL from the environment).
+bench_campaign "$out/campaigns/ten-million.yaml" ten-million 10000000/s 2 \
+    '{ postgres: "${env:AUDIENCE_URL}", query: "SELECT token, first_name FROM audience ORDER BY id" }'
 
 # sim SIDE: a simulator recording what it receives to received-SIDE.csv (written when it stops).
 start_sim() {

@@ -60,18 +60,8 @@ struct SliceWorkerTests {
     /// The pushes `campaign` plans, as its snapshot keeps them.
     static func planned(_ campaign: LoadedCampaign, sendTime: Timestamp) throws -> [SnapshotPush] {
         var pushes: [SnapshotPush] = []
-        _ = try Planner(campaign: campaign, sendTime: sendTime).run { push in
-            pushes.append(
-                SnapshotPush(
-                    seq: push.seq,
-                    token: push.token,
-                    payload: push.payload,
-                    variant: push.variant,
-                    locale: push.locale,
-                    collapseID: push.collapseID,
-                    expiration: push.expirationHeader(sendTime: sendTime)
-                )
-            )
+        _ = try Planner(campaign: campaign, sendTime: sendTime).run {
+            pushes.append(SnapshotPush($0, sendTime: sendTime))
         }
         return pushes
     }
@@ -81,17 +71,21 @@ struct SliceWorkerTests {
         run: RunRecord,
         journal: any Journal,
         transports: Transports,
-        lease: Double = 600
+        lease: Double = 600,
+        untilRunEnds: Bool = false,
+        snapshot: (@Sendable () async throws -> Void)? = nil
     ) -> SliceWorker {
         var options = SliceWorker.Options()
         options.leaseDuration = lease
         options.stallTimeout = 600
+        options.untilRunEnds = untilRunEnds
         return SliceWorker(
             campaign: campaign,
             run: run,
             store: journal,
             endpoint: "https://memory.test",
             options: options,
+            snapshot: snapshot,
             makeTransport: { transports.make() }
         )
     }
@@ -141,38 +135,26 @@ struct SliceWorkerTests {
         let run = try await journal.createRun(campaign: campaign.id, revision: campaign.revision, now: 1_800_000_000)
         let sendTime = Timestamp(secondsSince1970: Int64(run.startedAt))
         let transports = Transports()
-        var options = SliceWorker.Options()
-        (options.leaseDuration, options.stallTimeout, options.untilRunEnds) = (600, 600, true)
-        let creator = SliceWorker(
-            campaign: campaign,
-            run: run,
-            store: journal,
-            endpoint: "https://memory.test",
-            options: options,
-            snapshot: {
-                _ = try await RunSnapshot.write(
-                    Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "now", sampleLimit: 0),
-                    sendTime: sendTime,
-                    into: journal,
-                    run: run.id,
-                    lease: nil,
-                    size: 200,
-                    opening: true,
-                    pageSize: 50
-                )
-            },
-            makeTransport: { transports.make() }
-        )
+        let creator = Self.worker(campaign, run: run, journal: journal, transports: transports, untilRunEnds: true) {
+            _ = try await RunSnapshot.write(
+                Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "now", sampleLimit: 0),
+                sendTime: sendTime,
+                into: journal,
+                run: run.id,
+                lease: nil,
+                size: 200,
+                opening: true,
+                pageSize: 50
+            )
+        }
         // The helper looks for a free slice every second (a fifth of its lease) until the run ends.
-        var helping = options
-        (helping.owner, helping.leaseDuration) = (.next(), 5)
-        let helper = SliceWorker(
-            campaign: campaign,
+        let helper = Self.worker(
+            campaign,
             run: run,
-            store: journal,
-            endpoint: "https://memory.test",
-            options: helping,
-            makeTransport: { transports.make() }
+            journal: journal,
+            transports: transports,
+            lease: 5,
+            untilRunEnds: true
         )
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await creator.run() }

@@ -112,14 +112,14 @@ apps:
 YAML
 }
 
-# bench_campaign FILE ID RATE [CONNECTIONS]: one rendered alert to every row of audience.csv, over 1
-# connection (or CONNECTIONS).
+# bench_campaign FILE ID RATE [CONNECTIONS [SOURCE]]: one rendered alert to every row of
+# audience.csv (or of SOURCE, an audience source in YAML), over 1 connection (or CONNECTIONS).
 bench_campaign() {
     cat > "$1" <<YAML
 campaign: $2
 app: bench
 audience:
-  source: { csv: audience.csv }
+  source: ${5:-"{ csv: audience.csv }"}
 message:
   push_type: alert
   priority: 10

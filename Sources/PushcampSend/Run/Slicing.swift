@@ -97,6 +97,21 @@ struct SnapshotSlice: Sendable {
     }
 }
 
+extension SnapshotPush {
+    /// `push` as a run's snapshot keeps it: its expiration made absolute from `sendTime`.
+    public init(_ push: PlannedPush, sendTime: Timestamp) {
+        self.init(
+            seq: push.seq,
+            token: push.token,
+            payload: push.payload,
+            variant: push.variant,
+            locale: push.locale,
+            collapseID: push.collapseID,
+            expiration: push.expirationHeader(sendTime: sendTime)
+        )
+    }
+}
+
 /// The creator's side of a sliced run: the plan, made once, written into the journal.
 public enum RunSnapshot {
     /// Pushes written to the journal per transaction, and read back per query.
@@ -140,17 +155,7 @@ public enum RunSnapshot {
                 guard push.seq > after else { return }  // written, and opened, by an earlier creator
                 // A page never holds two slices' pushes: each worker reads only its own.
                 if cutter.add(seq: push.seq), !page.isEmpty { try flush() }
-                page.append(
-                    SnapshotPush(
-                        seq: push.seq,
-                        token: push.token,
-                        payload: push.payload,
-                        variant: push.variant,
-                        locale: push.locale,
-                        collapseID: push.collapseID,
-                        expiration: push.expirationHeader(sendTime: sendTime)
-                    )
-                )
+                page.append(SnapshotPush(push, sendTime: sendTime))
                 if page.count == pageSize { try flush() }
             }
             try flush()
