@@ -22,15 +22,15 @@ struct JournalCommandCLITests {
         let migrated = try CLI.run(["journal", "migrate", "--journal", url], in: project.root)
         #expect(migrated.status == 0, "\(migrated.stderr)")
         #expect(
-            migrated.stdout.hasSuffix("migrated to schema version 9 (applied 1, 2, 3, 4, 5, 6, 7, 8, 9)\n"),
+            migrated.stdout.hasSuffix("migrated to schema version 10 (applied 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)\n"),
             "\(migrated.stdout)"
         )
         let again = try CLI.run(["journal", "migrate", "--journal", url], in: project.root)
-        #expect(again.stdout.hasSuffix("already at schema version 9\n"), "\(again.stdout)")
+        #expect(again.stdout.hasSuffix("already at schema version 10\n"), "\(again.stdout)")
 
         let ready = try CLI.run(["journal", "check", "--journal", url], in: project.root)
         #expect(ready.status == 0, "\(ready.stderr)")
-        #expect(ready.stdout.contains("schema: version 9 (this pushcamp: 9)\nstate: ready\n"), "\(ready.stdout)")
+        #expect(ready.stdout.contains("schema: version 10 (this pushcamp: 10)\nstate: ready\n"), "\(ready.stdout)")
         #expect(ready.stderr.isEmpty, "\(ready.stderr)")
     }
 

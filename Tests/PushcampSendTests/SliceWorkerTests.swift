@@ -135,7 +135,16 @@ struct SliceWorkerTests {
         let run = try await journal.createRun(campaign: campaign.id, revision: campaign.revision, now: 1_800_000_000)
         let sendTime = Timestamp(secondsSince1970: Int64(run.startedAt))
         let transports = Transports()
-        let creator = Self.worker(campaign, run: run, journal: journal, transports: transports, untilRunEnds: true) {
+        // The creator waits a fifth of its lease (6 s) between looks once its snapshot is sealed and
+        // the helper holds the last slices.
+        let creator = Self.worker(
+            campaign,
+            run: run,
+            journal: journal,
+            transports: transports,
+            lease: 30,
+            untilRunEnds: true
+        ) {
             _ = try await RunSnapshot.write(
                 Planner(campaign: campaign, sendTime: sendTime, sendTimeSource: "now", sampleLimit: 0),
                 sendTime: sendTime,
@@ -147,18 +156,14 @@ struct SliceWorkerTests {
                 pageSize: 50
             )
         }
-        // The helper looks for a free slice every second (a fifth of its lease) until the run ends.
-        let helper = Self.worker(
-            campaign,
-            run: run,
-            journal: journal,
-            transports: transports,
-            lease: 5,
-            untilRunEnds: true
-        )
+        // The helper joins once the first slice is open, as a node does, and takes what is free.
+        let helper = Self.worker(campaign, run: run, journal: journal, transports: transports)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await creator.run() }
-            group.addTask { try await helper.run() }
+            group.addTask {
+                while try await journal.slices(of: run.id).isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+                try await helper.run()
+            }
             try await group.waitForAll()
         }
         #expect(creator.report?.stop == nil)
@@ -169,7 +174,6 @@ struct SliceWorkerTests {
         // Slices of 200 after a ramp from a page (50, then 100): sending began after 50 pushes.
         let sizes = try await journal.slices(of: run.id).map(\.slice.seqs.count)
         #expect(sizes.prefix(3) == [50, 100, 200] && sizes.reduce(0, +) == 2_000 && sizes.count == 12)
-        #expect(creator.reports.count + helper.reports.count == 12)
         #expect(try await journal.slices(of: run.id).allSatisfy(\.done))
     }
 

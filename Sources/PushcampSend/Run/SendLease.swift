@@ -105,15 +105,17 @@ public final class SendLease: Sendable {
 
     /// `body`, run with the lease renewed meanwhile: work done under the lease before the send's
     /// own heartbeat starts (keeping a large run's assignment takes longer than a lease). Throws
-    /// `Lost` when the lease was lost by the time `body` ended.
-    package func renewed<T: Sendable>(during body: () async throws -> T) async throws -> T {
+    /// `Lost` when the lease was lost by the time `body` ended, unless `fenced`: every write of
+    /// `body` checks the lease's fence in its own transaction, so one made after a takeover failed
+    /// already, and a renewal that was merely late (APNs' reason to stop) changes nothing.
+    package func renewed<T: Sendable>(fenced: Bool = false, during body: () async throws -> T) async throws -> T {
         try await withThrowingTaskGroup(of: Void.self) { group in
             // The heartbeat is this group's child, on the injected clock: cancelled when `body`
             // returns or throws, and awaited before this returns.
             group.addTask { await self.keepRenewed() }
             defer { group.cancelAll() }
             let result = try await body()
-            if let problem = problem() { throw Lost(description: problem) }
+            if !fenced, let problem = problem() { throw Lost(description: problem) }
             return result
         }
     }

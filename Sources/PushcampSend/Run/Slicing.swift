@@ -570,7 +570,7 @@ extension SendRun {
             if options.detach {
                 // Planned to the end here, the lease renewed meanwhile (a plan of millions takes
                 // longer than a lease); nodes send each slice as it opens.
-                try await lease.renewed { try await write() }
+                try await lease.renewed(fenced: true) { try await write() }
             } else {
                 snapshot = write  // written while this process sends the slices it opens
             }
