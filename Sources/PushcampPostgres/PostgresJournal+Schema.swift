@@ -390,7 +390,9 @@ extension PostgresJournal {
         """
 
     /// `pushcamp_snapshot(run)`: a run's snapshot as rows (seq, token, payload, variant, locale,
-    /// collapse_id, expiration), decoded from its pages in SQL, for people and scripts.
+    /// collapse_id, expiration), decoded from its pages in SQL, for people and scripts. Each page
+    /// is decompressed once (`|| ''`): a variable holding the stored value would be decompressed
+    /// again by every `get_byte` and `substring`, a megabyte each.
     static let snapshotFunction =
         """
         CREATE FUNCTION pushcamp_snapshot(wanted BIGINT) RETURNS TABLE (
@@ -403,7 +405,9 @@ extension PostgresJournal {
             flags INT;
             n INT;
         BEGIN
-            FOR page IN SELECT p.pushes FROM snapshot_page p WHERE p.run = wanted ORDER BY p.first_seq LOOP
+            FOR page IN SELECT p.pushes || ''::bytea FROM snapshot_page p
+                WHERE p.run = wanted ORDER BY p.first_seq
+            LOOP
                 IF get_byte(page, 0) <> 1 THEN
                     RAISE EXCEPTION 'a snapshot page of run % is of an unknown format', wanted;
                 END IF;

@@ -161,6 +161,9 @@ public enum RunSnapshot {
             try flush()
             return (summary, Array(cutter.finished()[opened...]), count)
         } consume: { page in
+            // A creator whose work ended (a cancel, a shutdown) stops at the next page; the next
+            // creator goes on from the last slice opened.
+            try Task.checkCancellation()
             try await store.appendSnapshot(page.pushes, opening: page.opening, run: run, lease: lease)
         }
         try await store.sealSnapshot(run: run, slices: slices, planned: count, lease: lease)
