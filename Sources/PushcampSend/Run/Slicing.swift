@@ -279,6 +279,8 @@ public final class SliceWorker: Service, Sendable {
         // the one-stream ramp again.
         let connections = KeptConnections(make: makeTransport)
         do {
+            // Structured: the watch, the snapshot and the work are this group's children, each
+            // waiting on the injected clock, all cancelled and awaited before `run` returns.
             try await withThrowingTaskGroup(of: Bool.self) { group in
                 // Where the whole run stands, for the progress line.
                 if options.showsRun {
