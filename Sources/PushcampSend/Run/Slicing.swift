@@ -59,16 +59,22 @@ struct SnapshotSlice: Sendable {
         self.sendTime = sendTime
     }
 
-    /// Calls `body` with each page of the slice's pushes not in `settled`, in seq order: one page in
-    /// memory at a time.
+    /// Calls `body` with each page of the slice's pushes not in `settled`, in seq order: at most two
+    /// pages in memory, the next one read from the journal while `body` hands this one over, so
+    /// the journal's round trip (a page read, decompressed, sent and decoded: milliseconds) is not
+    /// a pause in sending once the executor's few queued batches are gone.
     func forEachPage(skipping settled: SeqSet, _ body: ([PlannedPush]) async throws -> Void) async throws {
-        var after = slice.seqs.lowerBound - 1
-        while true {
-            let page = try await store.snapshot(of: slice.run, in: slice.seqs, after: after, limit: pageSize)
-            try await body(page.filter { !settled.contains($0.seq) }.map(planned))
-            guard page.count == pageSize, let last = page.last else { return }
-            after = last.seq
+        let (store, run, seqs, pageSize) = (store, slice.run, slice.seqs, pageSize)
+        func unsettled(_ page: [SnapshotPush]) -> [PlannedPush] {
+            page.compactMap { settled.contains($0.seq) ? nil : planned($0) }
         }
+        var page = try await store.snapshot(of: run, in: seqs, after: seqs.lowerBound - 1, limit: pageSize)
+        while page.count == pageSize, let last = page.last {
+            async let next = store.snapshot(of: run, in: seqs, after: last.seq, limit: pageSize)
+            try await body(unsettled(page))
+            page = try await next
+        }
+        try await body(unsettled(page))
     }
 
     /// The push as the creator planned it: every header from the snapshot or the campaign, the
