@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import PushcampModel
 
 extension SQLiteJournal: SliceStore {
     static let slicesSchema = """
@@ -55,14 +56,14 @@ extension SQLiteJournal: SliceStore {
             try Self.insert(slices, of: run, in: db)
             let statement = try db.cachedStatement(
                 sql: """
-                    INSERT INTO snapshot (run, seq, token, payload, variant, locale, collapse_id, expiration)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO snapshot (run, seq, token, payload, variant, locale, collapse_id, expiration, platform)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """
             )
             for push in pushes {
                 try statement.execute(arguments: [
                     run.rawValue, push.seq, push.token, Data(push.payload), push.variant, push.locale,
-                    push.collapseID, push.expiration,
+                    push.collapseID, push.expiration, push.platform == .ios ? nil : push.platform.rawValue,
                 ])
             }
         }
@@ -138,10 +139,21 @@ extension SQLiteJournal: SliceStore {
                     variant: row["variant"],
                     locale: row["locale"],
                     collapseID: row["collapse_id"],
-                    expiration: row["expiration"]
+                    expiration: row["expiration"],
+                    platform: try Self.platform(row["platform"])
                 )
             }
         }
+    }
+
+    /// A snapshot row's platform: NULL for iOS (and in rows written before Android pushes were
+    /// kept there).
+    static func platform(_ name: String?) throws -> Platform {
+        guard let name else { return .ios }
+        guard let platform = Platform(rawValue: name) else {
+            throw JournalError(.corrupt, "a push of a run's snapshot names a platform this build does not know")
+        }
+        return platform
     }
 
     public func slices(of run: RunID) async throws(JournalError) -> [SliceStatus] {

@@ -1,4 +1,5 @@
 import PushcampAPNsCore
+import PushcampModel
 import Synchronization
 
 /// One push of a run's plan as the run's creator planned it, kept in the journal so every worker
@@ -12,8 +13,11 @@ public struct SnapshotPush: Sendable, Hashable {
     public var variant: String
     public var locale: String?
     public var collapseID: String?
-    /// The `apns-expiration` header's value, when it has one (absolute, from the send's start).
+    /// The `apns-expiration` header's value, when it has one (absolute, from the send's start); for
+    /// an Android push, when its message stops being worth delivering (its `ttl` counts to it).
     public var expiration: Int64?
+    /// Which provider it goes to: an Android push's payload is its `messages:send` body.
+    public var platform: Platform
 
     public init(
         seq: Int,
@@ -22,7 +26,8 @@ public struct SnapshotPush: Sendable, Hashable {
         variant: String,
         locale: String? = nil,
         collapseID: String? = nil,
-        expiration: Int64? = nil
+        expiration: Int64? = nil,
+        platform: Platform = .ios
     ) {
         self.seq = seq
         self.token = token
@@ -31,6 +36,7 @@ public struct SnapshotPush: Sendable, Hashable {
         self.locale = locale
         self.collapseID = collapseID
         self.expiration = expiration
+        self.platform = platform
     }
 }
 

@@ -366,6 +366,14 @@ extension PostgresJournal {
                 snapshotFunction,
             ]
         ),
+        // Android pushes in a run's snapshot (a flag of `SnapshotPage`'s format; pages written
+        // before have none): `pushcamp_snapshot(run)` says each push's platform. (Version 10 makes
+        // the function as it is now too; this makes it again on journals made before.)
+        Migration(
+            version: 11,
+            name: "Android pushes in snapshots",
+            statements: ["DROP FUNCTION pushcamp_snapshot(BIGINT)", snapshotFunction]
+        ),
     ]
 
     /// Packs the rows of the snapshot table of schema 4–9 (a row per push) into pages of
@@ -390,14 +398,14 @@ extension PostgresJournal {
         """
 
     /// `pushcamp_snapshot(run)`: a run's snapshot as rows (seq, token, payload, variant, locale,
-    /// collapse_id, expiration), decoded from its pages in SQL, for people and scripts. Each page
+    /// collapse_id, expiration, platform), decoded from its pages in SQL, for people and scripts. Each page
     /// is decompressed once (`|| ''`): a variable holding the stored value would be decompressed
     /// again by every `get_byte` and `substring`, a megabyte each.
     static let snapshotFunction =
         """
         CREATE FUNCTION pushcamp_snapshot(wanted BIGINT) RETURNS TABLE (
             seq BIGINT, token TEXT, payload BYTEA, variant TEXT, locale TEXT, collapse_id TEXT,
-            expiration BIGINT
+            expiration BIGINT, platform TEXT
         ) LANGUAGE plpgsql STABLE AS $$
         DECLARE
             page BYTEA;
@@ -415,6 +423,7 @@ extension PostgresJournal {
                 FOR i IN 1..(('x' || encode(substring(page FROM 2 FOR 4), 'hex'))::bit(32)::int) LOOP
                     seq := ('x' || encode(substring(page FROM at + 1 FOR 8), 'hex'))::bit(64)::bigint;
                     flags := get_byte(page, at + 8);
+                    platform := CASE WHEN flags & 8 <> 0 THEN 'android' ELSE 'ios' END;
                     at := at + 9;
                     n := get_byte(page, at) * 256 + get_byte(page, at + 1);
                     token := convert_from(substring(page FROM at + 3 FOR n), 'UTF8');

@@ -1,5 +1,6 @@
 import NIOCore
 import PushcampJournal
+import PushcampModel
 
 /// A page of a run's snapshot as PostgreSQL keeps it: one `bytea` for the pushes one
 /// `appendSnapshot` wrote, instead of a row each. PostgreSQL's cost was per row (parsing a `COPY`
@@ -11,7 +12,7 @@ import PushcampJournal
 ///
 ///     version: 1 byte (1)          count: 4 bytes
 ///     per push, in seq order:
-///       seq: 8                      flags: 1 (1 locale, 2 collapse id, 4 expiration)
+///       seq: 8                      flags: 1 (1 locale, 2 collapse id, 4 expiration, 8 Android)
 ///       token: 2 + UTF-8            payload: 4 + bytes         variant: 2 + UTF-8
 ///       [locale: 2 + UTF-8]         [collapse id: 2 + UTF-8]   [expiration: 8]
 enum SnapshotPage {
@@ -34,6 +35,7 @@ enum SnapshotPage {
             if push.locale != nil { flags |= 1 }
             if push.collapseID != nil { flags |= 2 }
             if push.expiration != nil { flags |= 4 }
+            if push.platform == .android { flags |= 8 }
             buffer.writeInteger(flags)
             short(push.token, into: &buffer)
             buffer.writeInteger(UInt32(push.payload.count))
@@ -93,7 +95,8 @@ enum SnapshotPage {
                     variant: variant,
                     locale: locale,
                     collapseID: collapseID,
-                    expiration: expiration
+                    expiration: expiration,
+                    platform: flags & 8 == 0 ? .ios : .android
                 )
             )
         }

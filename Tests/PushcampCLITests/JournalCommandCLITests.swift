@@ -22,15 +22,15 @@ struct JournalCommandCLITests {
         let migrated = try CLI.run(["journal", "migrate", "--journal", url], in: project.root)
         #expect(migrated.status == 0, "\(migrated.stderr)")
         #expect(
-            migrated.stdout.hasSuffix("migrated to schema version 10 (applied 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)\n"),
+            migrated.stdout.hasSuffix("migrated to schema version 11 (applied 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)\n"),
             "\(migrated.stdout)"
         )
         let again = try CLI.run(["journal", "migrate", "--journal", url], in: project.root)
-        #expect(again.stdout.hasSuffix("already at schema version 10\n"), "\(again.stdout)")
+        #expect(again.stdout.hasSuffix("already at schema version 11\n"), "\(again.stdout)")
 
         let ready = try CLI.run(["journal", "check", "--journal", url], in: project.root)
         #expect(ready.status == 0, "\(ready.stderr)")
-        #expect(ready.stdout.contains("schema: version 10 (this pushcamp: 10)\nstate: ready\n"), "\(ready.stdout)")
+        #expect(ready.stdout.contains("schema: version 11 (this pushcamp: 11)\nstate: ready\n"), "\(ready.stdout)")
         #expect(ready.stderr.isEmpty, "\(ready.stderr)")
     }
 
@@ -70,10 +70,10 @@ struct JournalCommandCLITests {
         #expect(none.stdout.hasSuffix("state: none yet (the first send or `pushcamp journal migrate` creates it)\n"))
         let created = try CLI.run(["journal", "migrate"], in: project.root)
         #expect(created.status == 0, "\(created.stderr)")
-        #expect(created.stdout.contains(".pushcamp/journal.sqlite at schema version 17"), "\(created.stdout)")
+        #expect(created.stdout.contains(".pushcamp/journal.sqlite at schema version 18"), "\(created.stdout)")
         let ready = try CLI.run(["journal", "check"], in: project.root)
         #expect(
-            ready.stdout.contains("schema: version 17 (this pushcamp: 17)\nstate: ready (no runs yet)\n"),
+            ready.stdout.contains("schema: version 18 (this pushcamp: 18)\nstate: ready (no runs yet)\n"),
             "\(ready.stdout)"
         )
     }

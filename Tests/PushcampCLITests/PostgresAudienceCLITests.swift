@@ -155,6 +155,112 @@ struct PostgresAudienceCLITests {
         }
     }
 
+    /// A campaign with an Android app on a PostgreSQL audience: planned once into the run's
+    /// snapshot with each push's platform, sent by one worker over APNs and FCM; killed, the table
+    /// changed, sent again: every iPhone and Android phone of the plan gets it, nobody the table
+    /// gained or changed since.
+    @Test func aMixedCampaignOnAPostgreSQLAudienceSendsItsPlanToBothPlatforms() throws {
+        let (name, url) = try TestPostgres.newDatabase()
+        let server = try TestPostgres.server().on(database: name)
+        let people = 300
+        var rows: [String] = []
+        for index in 0..<people {
+            rows.append("(\(2 * index), 'u\(index)', '\(TemporaryProject.token(index))', 'iOS', 'Name\(index)')")
+            if index % 2 == 0 {
+                rows.append(
+                    "(\(2 * index + 1), 'u\(index)', '\(AndroidCLITests.fcmToken(index))', 'Android', 'Name\(index)')"
+                )
+            }
+        }
+        try TestPostgres.psql(
+            server,
+            "CREATE TABLE users (id int PRIMARY KEY, user_id text, token text, platform text, name text);"
+                + "INSERT INTO users VALUES \(rows.joined(separator: ","))"
+        )
+        let project = try TemporaryProject(projectFile: nil)
+        defer { project.remove() }
+        let sim = try SimulatorProcess(
+            [
+                "--state-dir", "sim", "--team-id", "ABCDE12345", "--key-id", "KEY1234567", "--topic",
+                "com.example.shop", "--record", "apns.csv", "--record-fcm", "fcm.jsonl",
+            ],
+            in: project.root
+        )
+        defer { if sim.process.isRunning { _ = sim.stop() } }
+        try AndroidCLITests.writeProject(project, port: sim.port)
+        let query = "SELECT user_id, token, platform, name FROM users ORDER BY id"
+        try project.write(
+            "campaigns/mixed.yaml",
+            AndroidCLITests.campaign
+                .replacingOccurrences(
+                    of: "source: { csv: audiences/users.csv }",
+                    with: "source: { postgres: \"${env:AUDIENCE_URL}\", query: \"\(query)\" }"
+                )
+                .replacingOccurrences(of: "rate: 5000/s", with: "rate: 150/s")
+        )
+        let environment = ["AUDIENCE_URL": url]
+        let plan = try CLI.run(["plan", "campaigns/mixed.yaml"], in: project.root, environment: environment)
+        #expect(plan.status == 0, "\(plan.stdout)\(plan.stderr)")
+        #expect(plan.stdout.contains("  iOS                    300   via APNs\n"), "\(plan.stdout)")
+        #expect(plan.stdout.contains("  Android                150   via FCM\n"), "\(plan.stdout)")
+
+        // Killed while it sends; then the table changes: half the people go, others come.
+        let send = Process()
+        send.executableURL = CLI.binary
+        send.arguments = ["send", "--quiet", "campaigns/mixed.yaml"]
+        send.currentDirectoryURL = project.root
+        send.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        send.standardOutput = FileHandle.nullDevice
+        send.standardError = FileHandle.nullDevice
+        try send.run()
+        eventually(within: 30, every: 0.05) {
+            let runs = (try? CLI.run(["runs", "--format", "json"], in: project.root))?.stdout ?? ""
+            let listed = (try? JSONSerialization.jsonObject(with: Data(runs.utf8))) as? [[String: Any]] ?? []
+            return listed.contains { $0["campaign"] as? String == "mixed" && $0["delivered"] as? Int ?? 0 > 30 }
+        }
+        kill(send.processIdentifier, SIGKILL)
+        send.waitUntilExit()
+        let newcomers = (people..<(people + 20)).flatMap { index in
+            [
+                "(\(2 * index), 'u\(index)', '\(TemporaryProject.token(index))', 'iOS', 'New\(index)')",
+                "(\(2 * index + 1), 'u\(index)', '\(AndroidCLITests.fcmToken(index))', 'Android', 'New\(index)')",
+            ]
+        }
+        try TestPostgres.psql(
+            server,
+            "DELETE FROM users WHERE id % 4 = 0; INSERT INTO users VALUES \(newcomers.joined(separator: ","))"
+        )
+        let resumed = try CLI.run(
+            ["send", "--quiet", "campaigns/mixed.yaml"],
+            in: project.root,
+            environment: environment
+        )
+        _ = sim.stop()
+        #expect(resumed.status == 0, "\(resumed.stdout)\(resumed.stderr)")
+        #expect(resumed.stderr.contains("resuming run 1"), "\(resumed.stderr)")
+
+        // The run sent its plan to both platforms, each phone once but for a listed possible
+        // duplicate; none of the newcomers.
+        let runs = try CLI.run(["runs", "--format", "json"], in: project.root)
+        let listed = try JSONSerialization.jsonObject(with: Data(runs.stdout.utf8)) as? [[String: Any]] ?? []
+        let run = try #require(listed.first { $0["campaign"] as? String == "mixed" })
+        #expect(run["status"] as? String == "finished", "\(runs.stdout)")
+        #expect(run["delivered"] as? Int == 450, "\(runs.stdout)")
+        let apns = try String(contentsOf: project.root.appendingPathComponent("apns.csv"), encoding: .utf8)
+            .split(separator: "\n").dropFirst().map { String($0.split(separator: ",")[0]) }
+        let records = try AndroidCLITests.fcmRecords(project, "fcm.jsonl")
+        let fcm = records.compactMap { $0["token"] as? String }
+        // An Android push from the snapshot is the message the plan rendered.
+        let text = try #require(records.first { $0["token"] as? String == AndroidCLITests.fcmToken(0) }?["message"])
+        let body = try #require(try JSONSerialization.jsonObject(with: Data("\(text)".utf8)) as? [String: Any])
+        let message = try #require(body["message"] as? [String: Any])
+        #expect((message["notification"] as? [String: Any])?["title"] as? String == "Spring sale, Name0")
+        #expect(Set(apns) == Set((0..<people).map(TemporaryProject.token)))
+        #expect(Set(fcm) == Set(stride(from: 0, to: people, by: 2).map(AndroidCLITests.fcmToken)))
+        let twice = apns.count - Set(apns).count + fcm.count - Set(fcm).count
+        #expect(twice <= run["possible_duplicates"] as? Int ?? 0, "\(twice) sent twice: \(runs.stdout)")
+    }
+
     @Test func aPostgreSQLAudienceNamesItsProblemsWithoutItsURLAndRefusesWhatItCannotPlanOnce() throws {
         let (url, _) = try Self.audience()
         let project = try TemporaryProject(projectFile: nil)

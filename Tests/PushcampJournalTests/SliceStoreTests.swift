@@ -1,5 +1,6 @@
 import Foundation
 import PushcampJournal
+import PushcampModel
 import PushcampTestSupport
 import Testing
 
@@ -13,7 +14,8 @@ struct SliceStoreTests {
             variant: seq % 2 == 0 ? "control" : "urgency",
             locale: seq % 3 == 0 ? nil : "fr\tFR",
             collapseID: seq % 5 == 0 ? "line\nbreak" : nil,
-            expiration: seq % 7 == 0 ? nil : 1_900_000_000 + Int64(seq)
+            expiration: seq % 7 == 0 ? nil : 1_900_000_000 + Int64(seq),
+            platform: seq % 4 == 1 ? .android : .ios
         )
     }
 

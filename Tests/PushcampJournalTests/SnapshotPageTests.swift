@@ -1,5 +1,6 @@
 import Foundation
 import PushcampJournal
+import PushcampModel
 import PushcampPostgres
 import PushcampTestSupport
 import Testing
@@ -13,7 +14,7 @@ struct SnapshotPageTests {
     static let columns = """
         seq, encode(convert_to(token, 'UTF8'), 'hex'), encode(payload, 'hex'),
         encode(convert_to(variant, 'UTF8'), 'hex'), encode(convert_to(locale, 'UTF8'), 'hex'),
-        encode(convert_to(collapse_id, 'UTF8'), 'hex'), expiration
+        encode(convert_to(collapse_id, 'UTF8'), 'hex'), expiration, platform
         """
 
     static func hex<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
@@ -25,7 +26,7 @@ struct SnapshotPageTests {
         [
             String(push.seq), hex(push.token.utf8), hex(push.payload), hex(push.variant.utf8),
             push.locale.map { hex($0.utf8) } ?? "", push.collapseID.map { hex($0.utf8) } ?? "",
-            push.expiration.map(String.init) ?? "",
+            push.expiration.map(String.init) ?? "", push.platform.rawValue,
         ].joined(separator: "|")
     }
 
@@ -55,8 +56,13 @@ struct SnapshotPageTests {
         defer { project.remove() }
         let server = try Self.database(of: project)
         let run = try await journal.createRun(campaign: "sale", revision: "r1", now: 1_000)
-        // Seqs far apart: three pages of the migration's 5,000 seqs at most.
-        let pushes = [0, 1, 4_998, 4_999, 5_000, 12_345].map(SliceStoreTests.push)
+        // Seqs far apart: three pages of the migration's 5,000 seqs at most; iOS pushes, the only
+        // ones those schemas kept.
+        let pushes = [0, 1, 4_998, 4_999, 5_000, 12_345].map { seq in
+            var push = SliceStoreTests.push(seq)
+            push.platform = .ios
+            return push
+        }
         func text(_ value: String?) -> String {
             value.map { "convert_from(decode('\(Self.hex($0.utf8))', 'hex'), 'UTF8')" } ?? "NULL"
         }

@@ -128,17 +128,14 @@ struct CampaignAssembler {
 
     /// Why a campaign reading a live audience (a PostgreSQL query, as source or exclusion) cannot be
     /// sent yet. Such a run is planned once into the journal's snapshot, so that a resume or another
-    /// worker sends the audience it was planned with; the snapshot holds pushes that all go at once,
-    /// to APNs.
+    /// worker sends the audience it was planned with; the snapshot holds pushes that all go at once.
     func unplannable(_ loaded: LoadedCampaign) -> Diagnostic? {
         let specs = [campaign.audience.source] + campaign.audience.exclude
         guard let live = specs.first(where: { if case .postgres = $0.kind { true } else { false } }) else {
             return nil
         }
         let reason: String
-        if loaded.android != nil {
-            reason = "it has an Android app"
-        } else if loaded.timesEachRecipient {
+        if loaded.timesEachRecipient {
             reason = "it gives each recipient a moment of its own (a recipient-local schedule or quiet hours)"
         } else if loaded.trigger != nil {
             reason = "it is sent by a trigger"

@@ -82,10 +82,11 @@ final class PlanProducer: Sendable {
         resume: ResumePoint,
         resendUnknown: Bool = true,
         clock: any WallClock,
-        groups: ReadoutGroups = ReadoutGroups()
+        groups: ReadoutGroups = ReadoutGroups(),
+        fcmPath: String = ""
     ) {
         self.groups = groups
-        self.fcmPath = ""
+        self.fcmPath = fcmPath
         self.source = Mutex(.snapshot(slice))
         self.clock = clock
         self.sendTime = slice.sendTime

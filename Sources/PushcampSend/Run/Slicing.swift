@@ -86,7 +86,7 @@ struct SnapshotSlice: Sendable {
             case 0?: .immediately
             case let seconds?: .at(Timestamp(secondsSince1970: seconds))
             }
-        return PlannedPush(
+        var planned = PlannedPush(
             token: push.token,
             apnsID: UUIDv5.make(namespace: namespace, name: push.token),
             variant: push.variant,
@@ -100,6 +100,8 @@ struct SnapshotSlice: Sendable {
             row: 0,
             seq: push.seq
         )
+        planned.platform = push.platform
+        return planned
     }
 }
 
@@ -113,7 +115,8 @@ extension SnapshotPush {
             variant: push.variant,
             locale: push.locale,
             collapseID: push.collapseID,
-            expiration: push.expirationHeader(sendTime: sendTime)
+            expiration: push.expirationHeader(sendTime: sendTime),
+            platform: push.platform
         )
     }
 }
@@ -207,6 +210,9 @@ public final class SliceWorker: Service, Sendable {
         /// Read the whole run's counts from the journal every second, for the progress line (the
         /// run's creator, which shows it; a `serve` node has no line to show).
         public var showsRun = false
+        /// Where the run's Android pushes go (the `messages:send` path of its Firebase project):
+        /// a run with an Android app is sent from its snapshot when its audience is a query.
+        public var fcmPath = ""
 
         public init() {}
 
@@ -414,7 +420,8 @@ public final class SliceWorker: Service, Sendable {
             resume: resume,
             resendUnknown: campaign.retry.resendUnknown,
             clock: clock,
-            groups: groups
+            groups: groups,
+            fcmPath: options.fcmPath
         )
         let (before, progress) = (self.report, self.progress)
         let executor = Executor(
@@ -457,18 +464,23 @@ public final class SliceWorker: Service, Sendable {
 }
 
 extension LoadedCampaign {
-    /// Whether a run of this kind can be cut into slices: a send or a slot of an iOS campaign whose
-    /// recipients all go at once (a moment per recipient is planned moment by moment instead);
-    /// replays, rehearsals and trigger runs are sent whole.
-    public func isSliceable(as kind: SendRun.Kind) -> Bool {
-        // A campaign with Android recipients is sent by one worker (its lease and resume hold as
-        // for any unsliced run): the Firebase project's quota caps the whole run, and workers
-        // pacing each on their own would send it several times over (docs/android.md).
-        if android != nil { return false }
+    /// Whether a run of this kind can be planned into a snapshot: a send or a slot whose recipients
+    /// all go at once (a moment per recipient is planned moment by moment instead); replays,
+    /// rehearsals and trigger runs are planned as they are sent.
+    public func isSnapshottable(as kind: SendRun.Kind) -> Bool {
         switch kind {
         case .send, .slot: return !timesEachRecipient
         case .replay, .rehearsal, .trigger: return false
         }
+    }
+
+    /// Whether a run of this kind can be cut into slices for several workers: a snapshottable run
+    /// of a campaign without an Android app.
+    public func isSliceable(as kind: SendRun.Kind) -> Bool {
+        // A campaign with Android recipients is sent by one worker at a time: the Firebase
+        // project's quota caps the whole run, and workers pacing each on their own would send it
+        // several times over (docs/android.md).
+        android == nil && isSnapshottable(as: kind)
     }
 }
 
@@ -499,10 +511,13 @@ extension SendRun {
     /// How a run of `campaign` is cut, nil when it is not: as `journal.slice` says (a PostgreSQL
     /// journal) for a campaign that can be sliced; and always, in one slice unless the journal
     /// cuts more, for a live audience (a PostgreSQL query, which may change while the run sends):
-    /// planned once, its snapshot is what every resume and every worker sends.
+    /// planned once, its snapshot is what every resume and every worker sends. A campaign with an
+    /// Android app reading a live audience is planned into one slice, sent by one worker at a time.
     static func slicing(_ campaign: LoadedCampaign, options: Options) -> Slicing? {
-        guard campaign.isSliceable(as: options.kind) else { return nil }
-        return options.slicing ?? (campaign.audienceIsLive ? .whole : nil)
+        if campaign.isSliceable(as: options.kind) {
+            return options.slicing ?? (campaign.audienceIsLive ? .whole : nil)
+        }
+        return campaign.audienceIsLive && campaign.isSnapshottable(as: options.kind) ? .whole : nil
     }
 
     /// The pools of a worker's slices: `first` (made while the send was checked), kept from slice
@@ -613,13 +628,15 @@ extension SendRun {
         untilRunEnds: Bool,
         snapshot: (@Sendable () async throws -> Void)? = nil
     ) -> SliceWorker {
-        SliceWorker(
+        var workerOptions = SliceWorker.Options(options, untilRunEnds: untilRunEnds)
+        workerOptions.fcmPath = fcmPath(for: campaign, over: transport)
+        return SliceWorker(
             campaign: campaign,
             run: run,
             store: options.journal,
             endpoint: endpoint,
             clock: clock,
-            options: SliceWorker.Options(options, untilRunEnds: untilRunEnds),
+            options: workerOptions,
             progress: progress,
             snapshot: snapshot,
             makeTransport: transports(
