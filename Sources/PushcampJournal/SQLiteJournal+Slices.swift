@@ -56,14 +56,16 @@ extension SQLiteJournal: SliceStore {
             try Self.insert(slices, of: run, in: db)
             let statement = try db.cachedStatement(
                 sql: """
-                    INSERT INTO snapshot (run, seq, token, payload, variant, locale, collapse_id, expiration, platform)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO snapshot
+                        (run, seq, token, payload, variant, locale, collapse_id, expiration, platform, due)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """
             )
             for push in pushes {
                 try statement.execute(arguments: [
                     run.rawValue, push.seq, push.token, Data(push.payload), push.variant, push.locale,
                     push.collapseID, push.expiration, push.platform == .ios ? nil : push.platform.rawValue,
+                    push.due,
                 ])
             }
         }
@@ -140,7 +142,8 @@ extension SQLiteJournal: SliceStore {
                     locale: row["locale"],
                     collapseID: row["collapse_id"],
                     expiration: row["expiration"],
-                    platform: try Self.platform(row["platform"])
+                    platform: try Self.platform(row["platform"]),
+                    due: row["due"]
                 )
             }
         }

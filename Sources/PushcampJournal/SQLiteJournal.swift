@@ -457,9 +457,10 @@ public final class SQLiteJournal: JournalStore, TokenHistoryStore {
                     """
             )
         }
-        migrator.registerMigration("v18: Android pushes in a run's snapshot") { db in
-            // NULL: iOS, as every push written before.
+        migrator.registerMigration("v18: Android pushes and moments in a run's snapshot") { db in
+            // NULL: iOS, and due at once, as every push written before.
             try db.execute(sql: "ALTER TABLE snapshot ADD COLUMN platform TEXT")
+            try db.execute(sql: "ALTER TABLE snapshot ADD COLUMN due INTEGER")
         }
         return migrator
     }

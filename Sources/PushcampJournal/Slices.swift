@@ -18,6 +18,9 @@ public struct SnapshotPush: Sendable, Hashable {
     public var expiration: Int64?
     /// Which provider it goes to: an Android push's payload is its `messages:send` body.
     public var platform: Platform
+    /// When it is due (seconds since 1970), for a recipient-local schedule or quiet hours; nil: at
+    /// once.
+    public var due: Int64?
 
     public init(
         seq: Int,
@@ -27,7 +30,8 @@ public struct SnapshotPush: Sendable, Hashable {
         locale: String? = nil,
         collapseID: String? = nil,
         expiration: Int64? = nil,
-        platform: Platform = .ios
+        platform: Platform = .ios,
+        due: Int64? = nil
     ) {
         self.seq = seq
         self.token = token
@@ -37,6 +41,7 @@ public struct SnapshotPush: Sendable, Hashable {
         self.collapseID = collapseID
         self.expiration = expiration
         self.platform = platform
+        self.due = due
     }
 }
 

@@ -366,12 +366,13 @@ extension PostgresJournal {
                 snapshotFunction,
             ]
         ),
-        // Android pushes in a run's snapshot (a flag of `SnapshotPage`'s format; pages written
-        // before have none): `pushcamp_snapshot(run)` says each push's platform. (Version 10 makes
-        // the function as it is now too; this makes it again on journals made before.)
+        // Android pushes and moments in a run's snapshot (flags of `SnapshotPage`'s format; pages
+        // written before have none): `pushcamp_snapshot(run)` says each push's platform and when
+        // it is due. (Version 10 makes the function as it is now too; this makes it again on
+        // journals made before.)
         Migration(
             version: 11,
-            name: "Android pushes in snapshots",
+            name: "Android pushes and moments in snapshots",
             statements: ["DROP FUNCTION pushcamp_snapshot(BIGINT)", snapshotFunction]
         ),
     ]
@@ -398,14 +399,14 @@ extension PostgresJournal {
         """
 
     /// `pushcamp_snapshot(run)`: a run's snapshot as rows (seq, token, payload, variant, locale,
-    /// collapse_id, expiration, platform), decoded from its pages in SQL, for people and scripts. Each page
+    /// collapse_id, expiration, platform, due), decoded from its pages in SQL, for people and scripts. Each page
     /// is decompressed once (`|| ''`): a variable holding the stored value would be decompressed
     /// again by every `get_byte` and `substring`, a megabyte each.
     static let snapshotFunction =
         """
         CREATE FUNCTION pushcamp_snapshot(wanted BIGINT) RETURNS TABLE (
             seq BIGINT, token TEXT, payload BYTEA, variant TEXT, locale TEXT, collapse_id TEXT,
-            expiration BIGINT, platform TEXT
+            expiration BIGINT, platform TEXT, due BIGINT
         ) LANGUAGE plpgsql STABLE AS $$
         DECLARE
             page BYTEA;
@@ -449,6 +450,11 @@ extension PostgresJournal {
                     END IF;
                     IF flags & 4 <> 0 THEN
                         expiration := ('x' || encode(substring(page FROM at + 1 FOR 8), 'hex'))::bit(64)::bigint;
+                        at := at + 8;
+                    END IF;
+                    due := NULL;
+                    IF flags & 16 <> 0 THEN
+                        due := ('x' || encode(substring(page FROM at + 1 FOR 8), 'hex'))::bit(64)::bigint;
                         at := at + 8;
                     END IF;
                     RETURN NEXT;

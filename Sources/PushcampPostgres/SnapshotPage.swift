@@ -12,9 +12,10 @@ import PushcampModel
 ///
 ///     version: 1 byte (1)          count: 4 bytes
 ///     per push, in seq order:
-///       seq: 8                      flags: 1 (1 locale, 2 collapse id, 4 expiration, 8 Android)
+///       seq: 8                      flags: 1 (1 locale, 2 collapse id, 4 expiration, 8 Android, 16 due)
 ///       token: 2 + UTF-8            payload: 4 + bytes         variant: 2 + UTF-8
 ///       [locale: 2 + UTF-8]         [collapse id: 2 + UTF-8]   [expiration: 8]
+///       [due: 8]
 enum SnapshotPage {
     static let version: UInt8 = 1
 
@@ -23,7 +24,7 @@ enum SnapshotPage {
         for push in pushes {
             size += 8 + 1 + 2 + push.token.utf8.count + 4 + push.payload.count + 2 + push.variant.utf8.count
             size += (push.locale.map { 2 + $0.utf8.count } ?? 0) + (push.collapseID.map { 2 + $0.utf8.count } ?? 0)
-            size += push.expiration == nil ? 0 : 8
+            size += (push.expiration == nil ? 0 : 8) + (push.due == nil ? 0 : 8)
         }
         var buffer = ByteBuffer()
         buffer.reserveCapacity(size)
@@ -36,6 +37,7 @@ enum SnapshotPage {
             if push.collapseID != nil { flags |= 2 }
             if push.expiration != nil { flags |= 4 }
             if push.platform == .android { flags |= 8 }
+            if push.due != nil { flags |= 16 }
             buffer.writeInteger(flags)
             short(push.token, into: &buffer)
             buffer.writeInteger(UInt32(push.payload.count))
@@ -44,6 +46,7 @@ enum SnapshotPage {
             if let locale = push.locale { short(locale, into: &buffer) }
             if let collapseID = push.collapseID { short(collapseID, into: &buffer) }
             if let expiration = push.expiration { buffer.writeInteger(expiration) }
+            if let due = push.due { buffer.writeInteger(due) }
         }
         return buffer
     }
@@ -82,10 +85,14 @@ enum SnapshotPage {
             let variant = try short()
             let locale = flags & 1 == 0 ? nil : try short()
             let collapseID = flags & 2 == 0 ? nil : try short()
-            var expiration: Int64?
+            var (expiration, due): (Int64?, Int64?)
             if flags & 4 != 0 {
                 guard let value = page.readInteger(as: Int64.self) else { throw damaged() }
                 expiration = value
+            }
+            if flags & 16 != 0 {
+                guard let value = page.readInteger(as: Int64.self) else { throw damaged() }
+                due = value
             }
             pushes.append(
                 SnapshotPush(
@@ -96,7 +103,8 @@ enum SnapshotPage {
                     locale: locale,
                     collapseID: collapseID,
                     expiration: expiration,
-                    platform: flags & 8 == 0 ? .ios : .android
+                    platform: flags & 8 == 0 ? .ios : .android,
+                    due: due
                 )
             )
         }

@@ -261,6 +261,101 @@ struct PostgresAudienceCLITests {
         #expect(twice <= run["possible_duplicates"] as? Int ?? 0, "\(twice) sent twice: \(runs.stdout)")
     }
 
+    /// A recipient-local schedule on a PostgreSQL audience: each push is kept in the run's snapshot
+    /// with its moment. Those whose local time had passed go at once, the others are held for
+    /// theirs; killed while it holds them, the table changed, sent again: the held ones go at the
+    /// moment the plan gave them, and nobody the table gained.
+    @Test func aLocalTimeCampaignOnAPostgreSQLAudienceKeepsEachRecipientsMomentThroughAResume() throws {
+        let (name, url) = try TestPostgres.newDatabase()
+        let server = try TestPostgres.server().on(database: name)
+        // Even rows in UTC, odd rows in Kolkata (five and a half hours ahead: its wall time passed).
+        let rows = (0..<40).map {
+            "(\($0), '\(TemporaryProject.token($0))', '\($0 % 2 == 0 ? "UTC" : "Asia/Kolkata")')"
+        }
+        try TestPostgres.psql(
+            server,
+            "CREATE TABLE devices (id int PRIMARY KEY, token text, tz text);"
+                + "INSERT INTO devices VALUES \(rows.joined(separator: ","))"
+        )
+        let (project, sim) = try ServeCLITests.simulated()
+        defer {
+            if sim.process.isRunning { _ = sim.stop() }
+            project.remove()
+        }
+        // Ten seconds from now on a UTC wall clock.
+        let moment = (Date().timeIntervalSince1970 + 10).rounded(.up)
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd'T'HH:mm:ss"
+        let wall = formatter.string(from: Date(timeIntervalSince1970: moment))
+        try project.write(
+            "campaigns/local.yaml",
+            """
+            campaign: local
+            app: shop
+            audience:
+              source: { postgres: "${env:AUDIENCE_URL}", query: "SELECT token, tz FROM devices ORDER BY id" }
+            message:
+              payload: { aps: { alert: "good morning" } }
+            schedule: { at: "\(wall)", timezone: recipient, zone_attribute: tz, on_passed: send_now }
+            throttle: { rate: 100/s, connections: 1 }
+            """
+        )
+        let environment = ["AUDIENCE_URL": url]
+        let validated = try CLI.run(["validate", "campaigns/local.yaml"], in: project.root, environment: environment)
+        #expect(validated.status == 0, "\(validated.stdout)\(validated.stderr)")
+
+        let send = Process()
+        send.executableURL = CLI.binary
+        send.arguments = ["send", "--now", "--quiet", "campaigns/local.yaml"]
+        send.currentDirectoryURL = project.root
+        send.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        send.standardOutput = FileHandle.nullDevice
+        send.standardError = FileHandle.nullDevice
+        try send.run()
+        func delivered() -> Int {
+            let runs = (try? CLI.run(["runs", "--format", "json"], in: project.root))?.stdout ?? ""
+            let listed = (try? JSONSerialization.jsonObject(with: Data(runs.utf8))) as? [[String: Any]] ?? []
+            return listed.first { $0["campaign"] as? String == "local" }?["delivered"] as? Int ?? 0
+        }
+        eventually(within: 30, every: 0.05) { delivered() >= 20 }
+        kill(send.processIdentifier, SIGKILL)
+        send.waitUntilExit()
+        #expect(
+            Date().timeIntervalSince1970 < moment && delivered() == 20,
+            "the held pushes went before the send could be killed: nothing was tested"
+        )
+        // Everyone in UTC now (a plan made again would hold them all), and newcomers.
+        let added = (40..<50).map { "(\($0), '\(TemporaryProject.token($0))', 'UTC')" }
+        try TestPostgres.psql(
+            server,
+            "UPDATE devices SET tz = 'UTC'; INSERT INTO devices VALUES \(added.joined(separator: ","))"
+        )
+        let resumed = try CLI.run(
+            ["send", "--now", "--quiet", "campaigns/local.yaml"],
+            in: project.root,
+            environment: environment
+        )
+        _ = sim.stop()
+        #expect(resumed.status == 0, "\(resumed.stdout)\(resumed.stderr)")
+        #expect(resumed.stderr.contains("resuming run 1"), "\(resumed.stderr)")
+
+        // Each of the plan's forty once; the twenty in UTC not before their moment; no newcomer.
+        let text = try String(contentsOf: project.root.appendingPathComponent("received.csv"), encoding: .utf8)
+        var times: [String: [Double]] = [:]
+        for line in text.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: ",", omittingEmptySubsequences: false)
+            if fields[1] == "200" { times[String(fields[0]), default: []].append(Double(fields[7]) ?? 0) }
+        }
+        #expect(Set(times.keys) == Set((0..<40).map(TemporaryProject.token)))
+        #expect(times.values.allSatisfy { $0.count == 1 }, "\(times.filter { $0.value.count > 1 })")
+        for index in stride(from: 0, to: 40, by: 2) {
+            let at = times[TemporaryProject.token(index)]?.first ?? 0
+            #expect(at >= moment - 0.5, "row \(index) went at \(at), before its moment \(moment)")
+        }
+    }
+
     @Test func aPostgreSQLAudienceNamesItsProblemsWithoutItsURLAndRefusesWhatItCannotPlanOnce() throws {
         let (url, _) = try Self.audience()
         let project = try TemporaryProject(projectFile: nil)
@@ -300,12 +395,15 @@ struct PostgresAudienceCLITests {
             "\(written.stdout)"
         )
         #expect(!(written.stdout + written.stderr).contains(secret))
-        // A moment per recipient cannot come from the run's snapshot yet: said before any send.
-        let local = try validate(
+        // A trigger's run cannot come from a snapshot yet: said before any send.
+        let triggered = try validate(
             "{ postgres: \"${env:AUDIENCE_URL}\", query: \"SELECT token, name, opted_in FROM devices\" }",
-            extra: "quiet_hours: { from: \"22:00\", to: \"08:00\", timezone: Europe/Paris }"
+            extra: "trigger: { app_store: DID_FAIL_TO_RENEW }"
         )
-        #expect(local.status == 1)
-        #expect(local.stdout.contains("a PostgreSQL audience is planned once into the journal"), "\(local.stdout)")
+        #expect(triggered.status == 1)
+        #expect(
+            triggered.stdout.contains("a PostgreSQL audience is planned once into the journal"),
+            "\(triggered.stdout)"
+        )
     }
 }

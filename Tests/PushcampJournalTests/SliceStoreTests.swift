@@ -15,7 +15,8 @@ struct SliceStoreTests {
             locale: seq % 3 == 0 ? nil : "fr\tFR",
             collapseID: seq % 5 == 0 ? "line\nbreak" : nil,
             expiration: seq % 7 == 0 ? nil : 1_900_000_000 + Int64(seq),
-            platform: seq % 4 == 1 ? .android : .ios
+            platform: seq % 4 == 1 ? .android : .ios,
+            due: seq % 6 == 4 ? 1_900_000_100 + Int64(seq) : nil
         )
     }
 

@@ -14,7 +14,7 @@ struct SnapshotPageTests {
     static let columns = """
         seq, encode(convert_to(token, 'UTF8'), 'hex'), encode(payload, 'hex'),
         encode(convert_to(variant, 'UTF8'), 'hex'), encode(convert_to(locale, 'UTF8'), 'hex'),
-        encode(convert_to(collapse_id, 'UTF8'), 'hex'), expiration, platform
+        encode(convert_to(collapse_id, 'UTF8'), 'hex'), expiration, platform, due
         """
 
     static func hex<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
@@ -26,7 +26,7 @@ struct SnapshotPageTests {
         [
             String(push.seq), hex(push.token.utf8), hex(push.payload), hex(push.variant.utf8),
             push.locale.map { hex($0.utf8) } ?? "", push.collapseID.map { hex($0.utf8) } ?? "",
-            push.expiration.map(String.init) ?? "", push.platform.rawValue,
+            push.expiration.map(String.init) ?? "", push.platform.rawValue, push.due.map(String.init) ?? "",
         ].joined(separator: "|")
     }
 
@@ -56,11 +56,11 @@ struct SnapshotPageTests {
         defer { project.remove() }
         let server = try Self.database(of: project)
         let run = try await journal.createRun(campaign: "sale", revision: "r1", now: 1_000)
-        // Seqs far apart: three pages of the migration's 5,000 seqs at most; iOS pushes, the only
-        // ones those schemas kept.
+        // Seqs far apart: three pages of the migration's 5,000 seqs at most; iOS pushes due at
+        // once, the only ones those schemas kept.
         let pushes = [0, 1, 4_998, 4_999, 5_000, 12_345].map { seq in
             var push = SliceStoreTests.push(seq)
-            push.platform = .ios
+            (push.platform, push.due) = (.ios, nil)
             return push
         }
         func text(_ value: String?) -> String {

@@ -128,23 +128,17 @@ struct CampaignAssembler {
 
     /// Why a campaign reading a live audience (a PostgreSQL query, as source or exclusion) cannot be
     /// sent yet. Such a run is planned once into the journal's snapshot, so that a resume or another
-    /// worker sends the audience it was planned with; the snapshot holds pushes that all go at once.
+    /// worker sends the audience it was planned with; a trigger's run is planned from the audience
+    /// joined to the notifications it fires for, as it is sent.
     func unplannable(_ loaded: LoadedCampaign) -> Diagnostic? {
         let specs = [campaign.audience.source] + campaign.audience.exclude
         guard let live = specs.first(where: { if case .postgres = $0.kind { true } else { false } }) else {
             return nil
         }
-        let reason: String
-        if loaded.timesEachRecipient {
-            reason = "it gives each recipient a moment of its own (a recipient-local schedule or quiet hours)"
-        } else if loaded.trigger != nil {
-            reason = "it is sent by a trigger"
-        } else {
-            return nil
-        }
+        guard loaded.trigger != nil else { return nil }
         return .error(
-            "a PostgreSQL audience is planned once into the journal, and this campaign cannot be yet: \(reason); "
-                + "export the audience to a file for it (docs/campaign-format.md#postgresql)",
+            "a PostgreSQL audience is planned once into the journal, and this campaign cannot be yet: "
+                + "it is sent by a trigger; export the audience to a file for it (docs/campaign-format.md#postgresql)",
             at: live.location
         )
     }

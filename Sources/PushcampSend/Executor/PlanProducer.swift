@@ -176,15 +176,33 @@ final class PlanProducer: Sendable {
         )
     }
 
+    /// The slice's pushes due now, in one read of it; then those of each later moment (a
+    /// recipient-local schedule, quiet hours) in a read of their own, handed over (and held by the
+    /// executor) for that moment, as a plan's later passes are.
     private func produce(_ slice: SnapshotSlice) async {
         var batches = batches()
         do {
+            let now = Int64(clock.now().rounded(.up))
+            var later: Set<Int64> = []
             try await slice.forEachPage(skipping: resume.settled) { pushes in
                 for push in pushes {
+                    if let due = push.due, due > now {
+                        later.insert(due)
+                        continue
+                    }
                     if let full = batches.add(push), !(await feed.put(full)) { throw CancellationError() }
                 }
             }
             if let last = batches.rest(), !(await feed.put(last)) { throw CancellationError() }
+            for due in later.sorted() {
+                batches.notBefore = Double(due)
+                try await slice.forEachPage(skipping: resume.settled) { pushes in
+                    for push in pushes where push.due == due {
+                        if let full = batches.add(push), !(await feed.put(full)) { throw CancellationError() }
+                    }
+                }
+                if let last = batches.rest(), !(await feed.put(last)) { throw CancellationError() }
+            }
             result.withLock { $0.summary = PlanSummaryCounts(heldOut: 0, suppressed: 0, capped: 0, failed: 0) }
         } catch is CancellationError {
             // Stopped: the report says the plan was not finished.

@@ -101,6 +101,7 @@ struct SnapshotSlice: Sendable {
             seq: push.seq
         )
         planned.platform = push.platform
+        planned.due = push.due
         return planned
     }
 }
@@ -116,7 +117,8 @@ extension SnapshotPush {
             locale: push.locale,
             collapseID: push.collapseID,
             expiration: push.expirationHeader(sendTime: sendTime),
-            platform: push.platform
+            platform: push.platform,
+            due: push.due
         )
     }
 }
@@ -464,23 +466,23 @@ public final class SliceWorker: Service, Sendable {
 }
 
 extension LoadedCampaign {
-    /// Whether a run of this kind can be planned into a snapshot: a send or a slot whose recipients
-    /// all go at once (a moment per recipient is planned moment by moment instead); replays,
+    /// Whether a run of this kind can be planned into a snapshot: a send or a slot; replays,
     /// rehearsals and trigger runs are planned as they are sent.
     public func isSnapshottable(as kind: SendRun.Kind) -> Bool {
         switch kind {
-        case .send, .slot: return !timesEachRecipient
+        case .send, .slot: return true
         case .replay, .rehearsal, .trigger: return false
         }
     }
 
     /// Whether a run of this kind can be cut into slices for several workers: a snapshottable run
-    /// of a campaign without an Android app.
+    /// of a campaign without an Android app whose recipients all go at once.
     public func isSliceable(as kind: SendRun.Kind) -> Bool {
         // A campaign with Android recipients is sent by one worker at a time: the Firebase
         // project's quota caps the whole run, and workers pacing each on their own would send it
-        // several times over (docs/android.md).
-        android == nil && isSnapshottable(as: kind)
+        // several times over (docs/android.md). A moment per recipient keeps a run's pushes for
+        // hours: its worker holds them moment by moment, in one slice.
+        android == nil && !timesEachRecipient && isSnapshottable(as: kind)
     }
 }
 
@@ -512,7 +514,8 @@ extension SendRun {
     /// journal) for a campaign that can be sliced; and always, in one slice unless the journal
     /// cuts more, for a live audience (a PostgreSQL query, which may change while the run sends):
     /// planned once, its snapshot is what every resume and every worker sends. A campaign with an
-    /// Android app reading a live audience is planned into one slice, sent by one worker at a time.
+    /// Android app, or a moment per recipient, reading a live audience is planned into one slice,
+    /// sent by one worker at a time.
     static func slicing(_ campaign: LoadedCampaign, options: Options) -> Slicing? {
         if campaign.isSliceable(as: options.kind) {
             return options.slicing ?? (campaign.audienceIsLive ? .whole : nil)
