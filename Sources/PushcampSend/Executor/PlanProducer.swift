@@ -181,27 +181,26 @@ final class PlanProducer: Sendable {
     /// executor) for that moment, as a plan's later passes are.
     private func produce(_ slice: SnapshotSlice) async {
         var batches = batches()
-        do {
-            let now = Int64(clock.now().rounded(.up))
-            var later: Set<Int64> = []
+        /// Hands over the pushes of the slice `wanted` keeps, then what is left of the last batch.
+        func pass(_ wanted: (PlannedPush) -> Bool) async throws {
             try await slice.forEachPage(skipping: resume.settled) { pushes in
-                for push in pushes {
-                    if let due = push.due, due > now {
-                        later.insert(due)
-                        continue
-                    }
+                for push in pushes where wanted(push) {
                     if let full = batches.add(push), !(await feed.put(full)) { throw CancellationError() }
                 }
             }
             if let last = batches.rest(), !(await feed.put(last)) { throw CancellationError() }
+        }
+        do {
+            let now = Int64(clock.now().rounded(.up))
+            var later: Set<Int64> = []
+            try await pass { push in
+                guard let due = push.due, due > now else { return true }
+                later.insert(due)
+                return false
+            }
             for due in later.sorted() {
                 batches.notBefore = Double(due)
-                try await slice.forEachPage(skipping: resume.settled) { pushes in
-                    for push in pushes where push.due == due {
-                        if let full = batches.add(push), !(await feed.put(full)) { throw CancellationError() }
-                    }
-                }
-                if let last = batches.rest(), !(await feed.put(last)) { throw CancellationError() }
+                try await pass { $0.due == due }
             }
             result.withLock { $0.summary = PlanSummaryCounts(heldOut: 0, suppressed: 0, capped: 0, failed: 0) }
         } catch is CancellationError {
