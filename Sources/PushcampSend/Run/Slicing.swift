@@ -357,7 +357,9 @@ public final class SliceWorker: Service, Sendable {
 
     /// Claims and sends slices until none is free, the run stops, or a slice is left unfinished.
     private func work(through connections: KeptConnections) async throws {
-        let pause = options.leaseDuration / 5
+        // A look a second at most (a fifth of a lease under a 5 s lease): the run's end, when the
+        // last slices are others', is seen within a second, for one cheap query a second.
+        let pause = min(1, options.leaseDuration / 5)
         while !Task.isCancelled {
             let asked = ContinuousClock.now
             guard
