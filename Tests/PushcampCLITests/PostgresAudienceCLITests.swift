@@ -53,6 +53,35 @@ struct PostgresAudienceCLITests {
         }
     }
 
+    /// What `runs` says `campaign`'s first run delivered so far (0 before it has one).
+    static func delivered(_ campaign: String, in project: TemporaryProject) -> Int {
+        let runs = (try? CLI.run(["runs", "--format", "json"], in: project.root))?.stdout ?? ""
+        let listed = (try? JSONSerialization.jsonObject(with: Data(runs.utf8))) as? [[String: Any]] ?? []
+        return listed.first { $0["campaign"] as? String == campaign }?["delivered"] as? Int ?? 0
+    }
+
+    /// Runs `pushcamp ARGUMENTS` in `project` with `environment` and kills it (-9) once `campaign`'s
+    /// run has delivered more than `count`.
+    static func kill(
+        _ arguments: [String],
+        once campaign: String,
+        delivered count: Int,
+        in project: TemporaryProject,
+        environment: [String: String]
+    ) throws {
+        let send = Process()
+        send.executableURL = CLI.binary
+        send.arguments = arguments
+        send.currentDirectoryURL = project.root
+        send.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        send.standardOutput = FileHandle.nullDevice
+        send.standardError = FileHandle.nullDevice
+        try send.run()
+        eventually(within: 30, every: 0.05) { delivered(campaign, in: project) > count }
+        Glibc.kill(send.processIdentifier, SIGKILL)
+        send.waitUntilExit()
+    }
+
     @Test func aPostgreSQLAudienceIsPlannedAsItsRowsInAFileAndSentFromTheRunsSnapshot() throws {
         let (url, server) = try Self.audience()
         let (project, sim) = try ServeCLITests.simulated()
@@ -109,22 +138,14 @@ struct PostgresAudienceCLITests {
         #expect(planned > 400, "\(plan.stdout)")
 
         // Killed while it sends; then the audience changes: everyone flips, and new rows come.
-        let send = Process()
-        send.executableURL = CLI.binary
-        send.arguments = ["send", "--quiet", "campaigns/pg.yaml"]
-        send.currentDirectoryURL = project.root
-        send.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        send.standardOutput = FileHandle.nullDevice
-        send.standardError = FileHandle.nullDevice
-        try send.run()
+        try Self.kill(
+            ["send", "--quiet", "campaigns/pg.yaml"],
+            once: "pg",
+            delivered: 30,
+            in: project,
+            environment: environment
+        )
         let received = project.root.appendingPathComponent("received.csv")
-        eventually(within: 30, every: 0.05) {
-            let runs = (try? CLI.run(["runs", "--format", "json"], in: project.root))?.stdout ?? ""
-            let listed = (try? JSONSerialization.jsonObject(with: Data(runs.utf8))) as? [[String: Any]] ?? []
-            return listed.contains { $0["campaign"] as? String == "pg" && $0["delivered"] as? Int ?? 0 > 30 }
-        }
-        kill(send.processIdentifier, SIGKILL)
-        send.waitUntilExit()
         let added = (Self.count..<(Self.count + 50)).map {
             "(\($0), '\(TemporaryProject.token($0))', 'New\($0)', true)"
         }
@@ -205,21 +226,13 @@ struct PostgresAudienceCLITests {
         #expect(plan.stdout.contains("  Android                150   via FCM\n"), "\(plan.stdout)")
 
         // Killed while it sends; then the table changes: half the people go, others come.
-        let send = Process()
-        send.executableURL = CLI.binary
-        send.arguments = ["send", "--quiet", "campaigns/mixed.yaml"]
-        send.currentDirectoryURL = project.root
-        send.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        send.standardOutput = FileHandle.nullDevice
-        send.standardError = FileHandle.nullDevice
-        try send.run()
-        eventually(within: 30, every: 0.05) {
-            let runs = (try? CLI.run(["runs", "--format", "json"], in: project.root))?.stdout ?? ""
-            let listed = (try? JSONSerialization.jsonObject(with: Data(runs.utf8))) as? [[String: Any]] ?? []
-            return listed.contains { $0["campaign"] as? String == "mixed" && $0["delivered"] as? Int ?? 0 > 30 }
-        }
-        kill(send.processIdentifier, SIGKILL)
-        send.waitUntilExit()
+        try Self.kill(
+            ["send", "--quiet", "campaigns/mixed.yaml"],
+            once: "mixed",
+            delivered: 30,
+            in: project,
+            environment: environment
+        )
         let newcomers = (people..<(people + 20)).flatMap { index in
             [
                 "(\(2 * index), 'u\(index)', '\(TemporaryProject.token(index))', 'iOS', 'New\(index)')",
@@ -306,24 +319,15 @@ struct PostgresAudienceCLITests {
         let validated = try CLI.run(["validate", "campaigns/local.yaml"], in: project.root, environment: environment)
         #expect(validated.status == 0, "\(validated.stdout)\(validated.stderr)")
 
-        let send = Process()
-        send.executableURL = CLI.binary
-        send.arguments = ["send", "--now", "--quiet", "campaigns/local.yaml"]
-        send.currentDirectoryURL = project.root
-        send.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        send.standardOutput = FileHandle.nullDevice
-        send.standardError = FileHandle.nullDevice
-        try send.run()
-        func delivered() -> Int {
-            let runs = (try? CLI.run(["runs", "--format", "json"], in: project.root))?.stdout ?? ""
-            let listed = (try? JSONSerialization.jsonObject(with: Data(runs.utf8))) as? [[String: Any]] ?? []
-            return listed.first { $0["campaign"] as? String == "local" }?["delivered"] as? Int ?? 0
-        }
-        eventually(within: 30, every: 0.05) { delivered() >= 20 }
-        kill(send.processIdentifier, SIGKILL)
-        send.waitUntilExit()
+        try Self.kill(
+            ["send", "--now", "--quiet", "campaigns/local.yaml"],
+            once: "local",
+            delivered: 19,
+            in: project,
+            environment: environment
+        )
         #expect(
-            Date().timeIntervalSince1970 < moment && delivered() == 20,
+            Date().timeIntervalSince1970 < moment && Self.delivered("local", in: project) == 20,
             "the held pushes went before the send could be killed: nothing was tested"
         )
         // Everyone in UTC now (a plan made again would hold them all), and newcomers.
