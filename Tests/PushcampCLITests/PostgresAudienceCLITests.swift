@@ -82,7 +82,11 @@ struct PostgresAudienceCLITests {
         send.waitUntilExit()
     }
 
-    @Test func aPostgreSQLAudienceIsPlannedAsItsRowsInAFileAndSentFromTheRunsSnapshot() throws {
+    @Test func aPostgreSQLAudienceIsPlannedAsItsRowsInAFileAndSentFromTheRunsSnapshot() async throws {
+        try await onOwnThread(Self.aPostgreSQLAudienceIsPlannedAsItsRowsInAFileAndSentFromTheRunsSnapshotScenario)
+    }
+
+    static func aPostgreSQLAudienceIsPlannedAsItsRowsInAFileAndSentFromTheRunsSnapshotScenario() throws {
         let (url, server) = try Self.audience()
         let (project, sim) = try ServeCLITests.simulated()
         defer {
@@ -180,7 +184,11 @@ struct PostgresAudienceCLITests {
     /// snapshot with each push's platform, sent by one worker over APNs and FCM; killed, the table
     /// changed, sent again: every iPhone and Android phone of the plan gets it, nobody the table
     /// gained or changed since.
-    @Test func aMixedCampaignOnAPostgreSQLAudienceSendsItsPlanToBothPlatforms() throws {
+    @Test func aMixedCampaignOnAPostgreSQLAudienceSendsItsPlanToBothPlatforms() async throws {
+        try await onOwnThread(Self.aMixedCampaignOnAPostgreSQLAudienceSendsItsPlanToBothPlatformsScenario)
+    }
+
+    static func aMixedCampaignOnAPostgreSQLAudienceSendsItsPlanToBothPlatformsScenario() throws {
         let (name, url) = try TestPostgres.newDatabase()
         let server = try TestPostgres.server().on(database: name)
         let people = 300
@@ -278,7 +286,13 @@ struct PostgresAudienceCLITests {
     /// with its moment. Those whose local time had passed go at once, the others are held for
     /// theirs; killed while it holds them, the table changed, sent again: the held ones go at the
     /// moment the plan gave them, and nobody the table gained.
-    @Test func aLocalTimeCampaignOnAPostgreSQLAudienceKeepsEachRecipientsMomentThroughAResume() throws {
+    @Test func aLocalTimeCampaignOnAPostgreSQLAudienceKeepsEachRecipientsMomentThroughAResume() async throws {
+        try await onOwnThread(
+            Self.aLocalTimeCampaignOnAPostgreSQLAudienceKeepsEachRecipientsMomentThroughAResumeScenario
+        )
+    }
+
+    static func aLocalTimeCampaignOnAPostgreSQLAudienceKeepsEachRecipientsMomentThroughAResumeScenario() throws {
         let (name, url) = try TestPostgres.newDatabase()
         let server = try TestPostgres.server().on(database: name)
         // Even rows in UTC, odd rows in Kolkata (five and a half hours ahead: its wall time passed).
