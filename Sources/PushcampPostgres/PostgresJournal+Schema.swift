@@ -399,9 +399,9 @@ extension PostgresJournal {
         """
 
     /// `pushcamp_snapshot(run)`: a run's snapshot as rows (seq, token, payload, variant, locale,
-    /// collapse_id, expiration, platform, due), decoded from its pages in SQL, for people and scripts. Each page
-    /// is decompressed once (`|| ''`): a variable holding the stored value would be decompressed
-    /// again by every `get_byte` and `substring`, a megabyte each.
+    /// collapse_id, expiration, platform, due), decoded from its pages in SQL, for people and
+    /// scripts. Each page is decompressed once (`|| ''`): a variable holding the stored value would
+    /// be decompressed again by every `get_byte` and `substring`, a megabyte each.
     static let snapshotFunction =
         """
         CREATE FUNCTION pushcamp_snapshot(wanted BIGINT) RETURNS TABLE (

@@ -98,10 +98,10 @@ struct SnapshotSlice: Sendable {
             collapseID: push.collapseID,
             payload: push.payload,
             row: 0,
-            seq: push.seq
+            seq: push.seq,
+            due: push.due
         )
         planned.platform = push.platform
-        planned.due = push.due
         return planned
     }
 }
